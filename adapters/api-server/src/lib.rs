@@ -1,0 +1,34 @@
+//! `hermes-api-server`: the OpenAI-compatible HTTP API (`/v1/chat/completions`, `/v1/models`)
+//! and the sessions REST API (`/api/sessions…`) as a hermes platform adapter (`api_server`).
+//!
+//! The crate translates HTTP to [`hermes_adapter`] types and back, nothing else: a request
+//! becomes an [`hermes_adapter::InboundEvent`] handed to the gateway's inbox; the gateway's
+//! answer comes back through [`hermes_adapter::PlatformAdapter::stream`] and
+//! [`hermes_adapter::PlatformAdapter::send`] and is written out as JSON or Server-Sent Events.
+//!
+//! Modules:
+//! - `settings`: settings and the refusal to serve an unauthenticated public API.
+//! - `adapter`: the `PlatformAdapter` implementation.
+//! - `server`: routes, authentication, health and discovery, serving until shutdown.
+//! - `chat`: OpenAI Chat Completions in and out.
+//! - `sessions`: the sessions REST API.
+//! - `conversation`: which conversation a request belongs to, and its `SessionSource`.
+//! - `turn`: submitting a turn to the inbox and waiting for its answer.
+//! - `pending`: requests waiting for answers, and what of a final answer is still unsent.
+//! - `sse`: writing a pending answer as an SSE stream.
+//! - `json_body`, `error`: request parsing and OpenAI-shaped errors.
+
+mod adapter;
+mod chat;
+mod conversation;
+mod error;
+mod json_body;
+mod pending;
+mod server;
+mod sessions;
+mod settings;
+mod sse;
+mod turn;
+
+pub use adapter::ApiServerAdapter;
+pub use settings::{ApiServerError, ApiServerSettings};

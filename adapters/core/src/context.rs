@@ -1,0 +1,139 @@
+//! What the gateway hands an adapter while it runs: the durable inbox, a health reporter, a view
+//! of the sessions (for HTTP surfaces that expose them) and the shutdown signal.
+
+use crate::inbound::{AcceptOutcome, InboundEvent};
+use crate::source::SessionSource;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
+
+/// The inbox could not take the event; the adapter must not acknowledge the platform.
+#[derive(Debug, thiserror::Error)]
+pub enum AcceptError {
+    #[error("the gateway is shutting down and accepts no new work")]
+    ShuttingDown,
+    #[error("the inbox could not store the event: {0}")]
+    Storage(String),
+}
+
+/// The durable inbox, as seen from an adapter.
+#[async_trait]
+pub trait InboundSink: Send + Sync + 'static {
+    async fn accept(&self, event: InboundEvent) -> Result<AcceptOutcome, AcceptError>;
+}
+
+/// A stored message of a conversation, as exposed by HTTP surfaces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    pub role: String,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    pub timestamp: DateTime<Utc>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionDirectoryError {
+    #[error("session store failure: {0}")]
+    Storage(String),
+}
+
+/// Conversations, addressed by the source an adapter would build for them. Only surfaces that
+/// expose sessions to their clients (the API server's sessions REST API) need it.
+#[async_trait]
+pub trait SessionDirectory: Send + Sync + 'static {
+    /// Create the conversation if needed and return its current session id.
+    async fn open(&self, source: &SessionSource) -> Result<String, SessionDirectoryError>;
+    /// The last `limit` messages, oldest first; `None` when the conversation does not exist.
+    async fn history(&self, source: &SessionSource, limit: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError>;
+    /// End the conversation; `false` when it did not exist.
+    async fn close(&self, source: &SessionSource) -> Result<bool, SessionDirectoryError>;
+}
+
+fn now_millis() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+#[derive(Debug, Default)]
+struct HealthInner {
+    connected: AtomicBool,
+    last_progress_ms: AtomicI64,
+    degraded: Mutex<Option<String>>,
+}
+
+/// How an adapter tells the supervisor it is alive. Liveness is measured from real inbound
+/// progress (a poll that returned, a heartbeat acknowledged, a request served), never from a side
+/// call.
+#[derive(Debug, Clone, Default)]
+pub struct HealthReporter {
+    inner: Arc<HealthInner>,
+}
+
+impl HealthReporter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The connection is up and receiving.
+    pub fn mark_connected(&self) {
+        self.inner.connected.store(true, Ordering::Release);
+        self.progress();
+    }
+    pub fn mark_disconnected(&self) {
+        self.inner.connected.store(false, Ordering::Release);
+    }
+    /// Something real happened on the connection.
+    pub fn progress(&self) {
+        self.inner.last_progress_ms.store(now_millis(), Ordering::Release);
+    }
+    /// The connection is up but impaired (heartbeats unanswered, throttled); `None` clears it.
+    pub fn set_degraded(&self, reason: Option<String>) {
+        if let Ok(mut slot) = self.inner.degraded.lock() {
+            *slot = reason;
+        }
+    }
+    pub fn is_connected(&self) -> bool {
+        self.inner.connected.load(Ordering::Acquire)
+    }
+    /// Milliseconds since the Unix epoch of the last progress, 0 if none yet.
+    pub fn last_progress_ms(&self) -> i64 {
+        self.inner.last_progress_ms.load(Ordering::Acquire)
+    }
+    pub fn degraded_reason(&self) -> Option<String> {
+        self.inner.degraded.lock().ok().and_then(|slot| slot.clone())
+    }
+}
+
+/// Everything an adapter's `run` receives.
+#[derive(Clone)]
+pub struct AdapterContext {
+    inbox: Arc<dyn InboundSink>,
+    sessions: Arc<dyn SessionDirectory>,
+    pub health: HealthReporter,
+    pub shutdown: CancellationToken,
+}
+
+impl AdapterContext {
+    pub fn new(
+        inbox: Arc<dyn InboundSink>,
+        sessions: Arc<dyn SessionDirectory>,
+        health: HealthReporter,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self { inbox, sessions, health, shutdown }
+    }
+
+    /// Store the event durably. Acknowledge the platform only after this returns `Ok`.
+    pub async fn accept(&self, event: InboundEvent) -> Result<AcceptOutcome, AcceptError> {
+        let outcome = self.inbox.accept(event).await?;
+        self.health.progress();
+        Ok(outcome)
+    }
+
+    pub fn sessions(&self) -> &Arc<dyn SessionDirectory> {
+        &self.sessions
+    }
+}

@@ -1,0 +1,91 @@
+//! The normalized inbound event an adapter hands to the gateway.
+
+use crate::outbound::ChatTarget;
+use crate::source::SessionSource;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// What kind of message arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageKind {
+    #[default]
+    Text,
+    Photo,
+    Document,
+    Audio,
+    Voice,
+    Video,
+    Location,
+    Sticker,
+}
+
+/// A prior message supplied by the client with the event (the `messages` of a stateless OpenAI
+/// request). Used to seed a conversation that has no stored history yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextMessage {
+    pub role: String,
+    pub content: String,
+}
+
+/// One inbound message, durable as JSON in the inbox before the platform is acknowledged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InboundEvent {
+    /// Platform-unique, stable across redeliveries (e.g. `telegram:<bot id>:<update_id>`). The
+    /// inbox deduplicates on it.
+    pub event_id: String,
+    pub source: SessionSource,
+    /// The platform's id of this message, used to route a reply to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    pub text: String,
+    #[serde(default)]
+    pub kind: MessageKind,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media_paths: Vec<String>,
+    pub received_at: DateTime<Utc>,
+    /// Earlier conversation supplied by the client, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ContextMessage>,
+    /// Extra system instructions bound to this message (a client-supplied system message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_prompt: Option<String>,
+    /// Where the answer goes when not back to the origin (a webhook route's `platform:chat_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_target: Option<ChatTarget>,
+    /// The adapter authenticated this event itself (bearer key, HMAC signature); allowlists do not
+    /// apply.
+    #[serde(default)]
+    pub authorized_upstream: bool,
+    /// The session ends after this one turn (a webhook delivery).
+    #[serde(default)]
+    pub one_shot: bool,
+}
+
+impl InboundEvent {
+    pub fn text(event_id: impl Into<String>, source: SessionSource, text: impl Into<String>) -> Self {
+        Self {
+            event_id: event_id.into(),
+            source,
+            message_id: None,
+            text: text.into(),
+            kind: MessageKind::Text,
+            media_paths: Vec::new(),
+            received_at: Utc::now(),
+            context: Vec::new(),
+            channel_prompt: None,
+            reply_target: None,
+            authorized_upstream: false,
+            one_shot: false,
+        }
+    }
+}
+
+/// What the inbox did with an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcceptOutcome {
+    /// Stored durably for the first time; the adapter may acknowledge the platform.
+    Accepted,
+    /// Seen before (a redelivery); acknowledge the platform and do nothing else.
+    Duplicate,
+}

@@ -1,0 +1,75 @@
+//! `hermes-adapter`: the contract between a chat platform and the hermes gateway.
+//!
+//! An adapter crate depends on this crate and on its own platform client only. It turns platform
+//! updates into [`InboundEvent`]s (handed to the gateway through [`AdapterContext::accept`]) and
+//! carries [`OutboundMessage`]s back. Everything the core needs to know about a platform is in its
+//! [`Capabilities`]; the core never branches on a platform's name.
+//!
+//! Modules:
+//! - [`source`]: where a message came from ([`SessionSource`], [`Platform`], [`ChatType`]).
+//! - [`inbound`]: the normalized inbound event and the accept outcome.
+//! - [`outbound`]: targets, outbound messages, receipts, send errors, stream events.
+//! - [`capabilities`]: what a platform can do (limits, edits, buttons, markdown dialect).
+//! - [`context`]: what the gateway hands an adapter while it runs (inbox, health, shutdown).
+//! - [`error`]: how a `run` ends (retry or park).
+//! - [`markdown`] and [`chunk`]: pure functions that render and split text for a platform.
+
+pub mod capabilities;
+pub mod chunk;
+pub mod context;
+pub mod error;
+pub mod inbound;
+pub mod markdown;
+pub mod outbound;
+pub mod source;
+
+pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};
+pub use context::{
+    AcceptError, AdapterContext, HealthReporter, InboundSink, SessionDirectory, SessionDirectoryError,
+    StoredMessage,
+};
+pub use error::AdapterError;
+pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
+pub use outbound::{ChatTarget, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
+pub use source::{ChatType, Platform, SessionSource};
+
+use async_trait::async_trait;
+
+/// One chat platform. The supervisor calls [`PlatformAdapter::run`] in its own task and restarts
+/// it with backoff when it returns a retryable error; the gateway calls the send side from
+/// session actors concurrently.
+#[async_trait]
+pub trait PlatformAdapter: Send + Sync + 'static {
+    fn platform(&self) -> &Platform;
+    fn capabilities(&self) -> &Capabilities;
+
+    /// Connect and receive until the connection ends or `ctx.shutdown` fires. Every update goes
+    /// through `ctx.accept` before the platform is acknowledged. `Ok(())` means a clean stop.
+    async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError>;
+
+    /// Send one already rendered and chunked message.
+    async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError>;
+
+    /// Replace the text of a message this adapter sent earlier (edit-in-place streaming).
+    async fn edit(&self, _target: &ChatTarget, _message_id: &str, _text: &str) -> Result<(), SendError> {
+        Err(SendError::Unsupported("edit"))
+    }
+
+    /// How long the connection may go without progress (see [`HealthReporter::progress`]) before
+    /// the supervisor reports it degraded; after twice this long it is torn down and rebuilt.
+    /// `None` for listeners that are idle whenever their clients are.
+    fn liveness_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Show "typing…" in the chat.
+    async fn typing(&self, _target: &ChatTarget) -> Result<(), SendError> {
+        Ok(())
+    }
+
+    /// Deliver one incremental stream event, for adapters whose [`Capabilities::streaming`] is
+    /// [`StreamStyle::Events`] (an HTTP client reading SSE, for instance).
+    async fn stream(&self, _target: &ChatTarget, _reply_to: Option<&str>, _event: &StreamEvent) -> Result<(), SendError> {
+        Err(SendError::Unsupported("stream"))
+    }
+}

@@ -1,0 +1,104 @@
+//! What the gateway sends back through an adapter, and how sending can fail.
+
+use crate::source::Platform;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// A chat to send to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChatTarget {
+    pub platform: Platform,
+    pub chat_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+}
+
+/// One message, already rendered to the platform's dialect and chunked to its limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutboundMessage {
+    pub target: ChatTarget,
+    pub text: String,
+    /// The inbound message this answers, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
+    /// Stable across retries and restarts (turn id + chunk index); adapters that can pass an
+    /// idempotency key to their platform do.
+    pub idempotency_key: String,
+    /// This is the last message of a turn's answer.
+    #[serde(default)]
+    pub is_final: bool,
+    /// Token usage of the turn, for adapters that report it (the OpenAI-compatible API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Why the turn ended (`stop`, `length`, `error`, `interrupted`), with the final message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+/// Token usage of one turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// What the platform said about a sent message.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SendReceipt {
+    /// The platform's id for the message, when it has one (needed to edit it later).
+    pub message_id: Option<String>,
+}
+
+/// Incremental output of a turn, for adapters that stream events rather than edit messages. The
+/// turn always ends with a [`crate::PlatformAdapter::send`] of the whole final text with
+/// `is_final` set, which is also the end of the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    Token { text: String },
+    ToolCall { id: String, name: String, arguments: String },
+    ToolResult { id: String, name: String, content: String },
+}
+
+/// Why a send failed; it decides what the outbound path does next.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("rate limited by the platform; retry after {retry_after:?}")]
+    RateLimited { retry_after: Duration },
+    #[error("message too long for the platform")]
+    TooLong,
+    #[error("the platform rejected the formatting: {0}")]
+    BadFormat(String),
+    #[error("not allowed to post in this chat: {0}")]
+    Forbidden(String),
+    #[error("chat or message not found: {0}")]
+    NotFound(String),
+    /// Failed before the platform could have acted on it (connect refused, 5xx); safe to retry.
+    #[error("transient failure: {0}")]
+    Transient(String),
+    /// The request may have reached the platform (timed out after sending); never blindly resent.
+    #[error("ambiguous failure (may have been delivered): {0}")]
+    Ambiguous(String),
+    /// Nobody is waiting for this message any more (an HTTP client went away).
+    #[error("the recipient is gone: {0}")]
+    Gone(String),
+    #[error("this adapter does not support {0}")]
+    Unsupported(&'static str),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl SendError {
+    /// Whether resending the same message may succeed without risking a duplicate.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, SendError::RateLimited { .. } | SendError::Transient(_))
+    }
+}

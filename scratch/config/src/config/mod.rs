@@ -1,0 +1,50 @@
+//! Configuration of the gateway: where the Hermes home is ([`Home`]), the environment snapshot
+//! ([`Env`], `.env` + process), the typed `config.yaml` ([`Config`]) with Hermes' key names and
+//! defaults, environment overrides, validation, and secret masking ([`Secret`]).
+//!
+//! Start-up sequence:
+//! ```ignore
+//! let process = Env::from_process();
+//! let home = Home::resolve(cli.home, cli.profile.as_deref(), &process)?;
+//! let env = Env::layered(&home.env_file(), process)?;
+//! let Loaded { config, warnings } = config::load(&home, &env)?;
+//! ```
+
+mod auth;
+mod de;
+mod display;
+mod env;
+mod error;
+mod extra;
+mod gateway;
+mod home;
+mod load;
+mod model;
+mod overrides;
+mod platforms;
+mod schema;
+mod secret;
+mod sections;
+mod validate;
+mod webhook;
+
+#[cfg(test)]
+mod tests;
+
+pub use de::split_list;
+pub use display::{BusyInputMode, DisplayConfig, ToolProgress};
+pub use env::Env;
+pub use error::ConfigError;
+pub use extra::Extra;
+pub use gateway::{GatewayConfig, StreamingConfig};
+pub use home::Home;
+pub use load::{Loaded, load, load_str, parse_yaml};
+pub use model::ModelConfig;
+pub use platforms::{ApiServerConfig, PlatformConfig, Platforms};
+pub use schema::Config;
+pub use secret::Secret;
+pub use sections::{
+    AgentConfig, ApprovalsConfig, CronConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig,
+    SessionResetConfig,
+};
+pub use webhook::{DEFAULT_ROUTE_PROMPT, WebhookConfig, WebhookExtra, WebhookRoute};

@@ -1,0 +1,101 @@
+//! `Config`: the typed `config.yaml`, how Hermes' alternative key locations fold into it, and the
+//! masked YAML rendering used by `hermes config check`.
+
+use super::auth::EnvAuth;
+use super::de::opt_stringish;
+use super::display::DisplayConfig;
+use super::gateway::{GatewayConfig, StreamingConfig};
+use super::model::ModelConfig;
+use super::platforms::Platforms;
+use super::sections::{
+    AgentConfig, ApprovalsConfig, CronConfig, LoggingConfig, SecurityConfig, SessionResetConfig,
+};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The whole configuration. Build it with [`crate::config::load`] (file + environment +
+/// validation); deserializing it directly gives the file layer only.
+// `remote = "Self"`: the derives become inherent functions, wrapped by the trait impls below so
+// that deserializing always folds the alias keys in.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self", default)]
+pub struct Config {
+    pub model: ModelConfig,
+    /// Filled from `platforms:` or, failing that, `gateway.platforms:`.
+    #[serde(skip_deserializing)]
+    pub platforms: Platforms,
+    pub gateway: GatewayConfig,
+    pub display: DisplayConfig,
+    /// Filled from `streaming:` or, failing that, `gateway.streaming:`.
+    #[serde(skip_deserializing)]
+    pub streaming: StreamingConfig,
+    pub session_reset: SessionResetConfig,
+    pub approvals: ApprovalsConfig,
+    pub cron: CronConfig,
+    pub agent: AgentConfig,
+    pub logging: LoggingConfig,
+    pub security: SecurityConfig,
+    /// IANA zone (`Europe/Paris`) for cron and daily resets; `None` = the host's local time.
+    #[serde(deserialize_with = "opt_stringish")]
+    pub timezone: Option<String>,
+
+    // Where each key was found, kept only until `fold_aliases` runs. Optional so that "absent"
+    // can be told from "default", which decides which of two locations wins.
+    #[serde(rename = "platforms", skip_serializing)]
+    pub(crate) platforms_file: Option<Platforms>,
+    #[serde(rename = "streaming", skip_serializing)]
+    pub(crate) streaming_file: Option<StreamingConfig>,
+    /// Hermes' top-level spelling of `gateway.group_sessions_per_user`.
+    #[serde(rename = "group_sessions_per_user", skip_serializing)]
+    pub(crate) group_sessions_file: Option<bool>,
+    /// Hermes' top-level spelling of `gateway.thread_sessions_per_user`.
+    #[serde(rename = "thread_sessions_per_user", skip_serializing)]
+    pub(crate) thread_sessions_file: Option<bool>,
+
+    /// `<PLATFORM>_ALLOWED_USERS` / `_ALLOW_ALL_USERS` from the environment; see `auth.rs`.
+    #[serde(skip)]
+    pub(crate) env_auth: EnvAuth,
+}
+
+impl Config {
+    /// Moves the values found at alternative locations into their canonical fields. Top-level
+    /// keys win over `gateway.*` ones, matching Hermes' lookup order.
+    fn fold_aliases(&mut self) {
+        let gateway_streaming = self.gateway.streaming_alias.take();
+        if let Some(streaming) = self.streaming_file.take().or(gateway_streaming) {
+            self.streaming = streaming;
+        }
+        let gateway_platforms = self.gateway.platforms_alias.take();
+        if let Some(platforms) = self.platforms_file.take().or(gateway_platforms) {
+            self.platforms = platforms;
+        }
+        if let Some(value) = self.group_sessions_file.take() {
+            self.gateway.group_sessions_per_user = value;
+        }
+        if let Some(value) = self.thread_sessions_file.take() {
+            self.gateway.thread_sessions_per_user = value;
+        }
+    }
+
+    /// The resolved configuration as YAML, every secret masked (`hermes config check`).
+    pub fn to_masked_yaml(&self) -> String {
+        // Cannot fail for this type (string keys, no unsupported values); if serde_yaml_ng ever
+        // disagrees, say so in the output instead of panicking in a diagnostic command.
+        serde_yaml_ng::to_string(self)
+            .unwrap_or_else(|e| format!("# cannot render the configuration: {e}\n"))
+    }
+}
+
+impl Serialize for Config {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // The inherent (derived) function, not this trait method: inherent items win.
+        Config::serialize(self, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Config {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut config = Config::deserialize(deserializer)?;
+        config.fold_aliases();
+        Ok(config)
+    }
+}

@@ -1,0 +1,179 @@
+//! The smaller sections: `session_reset`, `approvals`, `cron`, `agent`, `logging`, `security`.
+
+use super::de::string_list;
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Automatic session resets (`session_reset.*`, reference §3.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionResetConfig {
+    pub mode: ResetMode,
+    /// Idle time after which `idle`/`both` reset (`SESSION_IDLE_MINUTES`).
+    pub idle_minutes: u64,
+    /// Local hour (0-23) of the `daily`/`both` boundary (`SESSION_RESET_HOUR`).
+    pub at_hour: u8,
+    /// Tell the user when their session was reset.
+    pub notify: bool,
+    /// Platforms never notified (they cannot receive unsolicited messages).
+    #[serde(deserialize_with = "string_list")]
+    pub notify_exclude_platforms: Vec<String>,
+}
+
+impl Default for SessionResetConfig {
+    fn default() -> Self {
+        Self {
+            mode: ResetMode::None,
+            idle_minutes: 1440,
+            at_hour: 4,
+            notify: true,
+            notify_exclude_platforms: vec!["api_server".to_string(), "webhook".to_string()],
+        }
+    }
+}
+
+/// When sessions reset on their own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResetMode {
+    /// Never (Hermes' default since July 2026: surprise resets lost context).
+    #[default]
+    None,
+    Idle,
+    Daily,
+    Both,
+}
+
+/// Dangerous-command approval (`approvals.*`, reference §6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ApprovalsConfig {
+    /// `off` | `manual` | `smart` (YAML `false` = `off`, `true` = `manual`).
+    #[serde(deserialize_with = "approval_mode")]
+    pub mode: String,
+    /// Seconds to wait for the user's answer.
+    pub timeout: u64,
+    /// For cron runs, where no one can answer: `deny` | `approve`.
+    pub cron_mode: String,
+    /// Ask before `/new`, `/reset` and other destructive slash commands.
+    pub destructive_slash_confirm: bool,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self {
+            mode: "smart".to_string(),
+            timeout: 60,
+            cron_mode: "deny".to_string(),
+            destructive_slash_confirm: true,
+        }
+    }
+}
+
+pub const APPROVAL_MODES: [&str; 3] = ["off", "manual", "smart"];
+pub const CRON_APPROVAL_MODES: [&str; 2] = ["deny", "approve"];
+
+/// `approvals.mode` as a string, accepting the booleans Hermes accepts.
+fn approval_mode<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    struct ModeVisitor;
+    impl Visitor<'_> for ModeVisitor {
+        type Value = String;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("one of off, manual, smart")
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
+            Ok(if v { "manual" } else { "off" }.to_string())
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+    }
+    deserializer.deserialize_any(ModeVisitor)
+}
+
+/// The cron scheduler (`cron.*`, reference §7).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CronConfig {
+    /// Wrap delivered output in a header/footer naming the job.
+    pub wrap_response: bool,
+    /// Jobs run at once; `None` = unbounded.
+    pub max_parallel_jobs: Option<usize>,
+    /// Output files kept per job.
+    pub output_retention: usize,
+}
+
+impl Default for CronConfig {
+    fn default() -> Self {
+        Self {
+            wrap_response: true,
+            max_parallel_jobs: None,
+            output_retention: 50,
+        }
+    }
+}
+
+/// The agent loop (`agent.*`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentConfig {
+    /// Tool-call iterations per turn (`HERMES_MAX_ITERATIONS`).
+    pub max_turns: u32,
+    pub system_prompt: Option<String>,
+    /// Seconds a gateway turn may run (`HERMES_AGENT_TIMEOUT`).
+    pub gateway_timeout: u64,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_turns: 90,
+            system_prompt: None,
+            gateway_timeout: 1800,
+        }
+    }
+}
+
+/// Log output (`logging.*`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoggingConfig {
+    /// A tracing filter: `info`, `debug`, or directives like `hermes=debug,info`. Not validated
+    /// here; the subscriber reports a bad filter. Hermes' upper-case `INFO` works too.
+    pub level: String,
+    pub format: LogFormat,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".to_string(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// `security.*`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SecurityConfig {
+    /// Mask secrets in logs and tool output (`HERMES_REDACT_SECRETS`).
+    pub redact_secrets: bool,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        Self {
+            redact_secrets: true,
+        }
+    }
+}

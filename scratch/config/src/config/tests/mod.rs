@@ -1,0 +1,38 @@
+//! Tests of the configuration module, one file per concern.
+
+mod auth;
+mod env;
+mod home;
+mod load;
+mod secret;
+
+use super::{Config, ConfigError, Env, Loaded, load_str};
+use std::path::Path;
+
+/// The annotated example shipped with the daemon. Path relative to this file; adjust it if the
+/// example moves (in the `hermes` crate it lives at `config/hermes.example.yaml`).
+const EXAMPLE_YAML: &str = include_str!("../../../hermes.example.yaml");
+/// The annotated environment example, same remark.
+const EXAMPLE_ENV: &str = include_str!("../../../env.example");
+
+fn env(pairs: &[(&str, &str)]) -> Env {
+    Env::from_pairs(pairs.iter().copied())
+}
+
+fn load_yaml(text: &str, pairs: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
+    load_str(text, Path::new("/tmp/home/config.yaml"), &env(pairs))
+}
+
+fn config(text: &str, pairs: &[(&str, &str)]) -> Config {
+    match load_yaml(text, pairs) {
+        Ok(loaded) => loaded.config,
+        Err(e) => panic!("config should load: {e}"),
+    }
+}
+
+fn error(text: &str, pairs: &[(&str, &str)]) -> ConfigError {
+    match load_yaml(text, pairs) {
+        Ok(loaded) => panic!("expected an error, got {:?}", loaded.config),
+        Err(e) => e,
+    }
+}

@@ -1,0 +1,104 @@
+//! Semantic checks that types alone cannot express (ranges, enumerated strings, URL schemes,
+//! route names). Run after the environment is applied, so overrides are checked too.
+
+use super::error::ConfigError;
+use super::schema::Config;
+use super::sections::{APPROVAL_MODES, CRON_APPROVAL_MODES};
+
+const STREAMING_TRANSPORTS: [&str; 4] = ["auto", "draft", "edit", "off"];
+
+impl Config {
+    /// Returns the first problem found, naming its key. Lower-cases the enumerated strings it
+    /// accepts case-insensitively (`approvals.mode: Smart`).
+    pub fn validate(&mut self) -> Result<(), ConfigError> {
+        check_port("platforms.api_server.port", self.platforms.api_server.port)?;
+        check_port("platforms.webhook.port", self.platforms.webhook.port)?;
+        if let Some(port) = self.gateway.admin_port {
+            check_port("gateway.admin_port", port)?;
+        }
+        if self.gateway.max_concurrent_sessions == Some(0) {
+            return Err(ConfigError::invalid(
+                "gateway.max_concurrent_sessions",
+                "expected at least 1 (leave it unset for no limit), found 0",
+            ));
+        }
+        if self.cron.max_parallel_jobs == Some(0) {
+            return Err(ConfigError::invalid(
+                "cron.max_parallel_jobs",
+                "expected at least 1 (leave it unset for no limit), found 0",
+            ));
+        }
+        if self.session_reset.at_hour > 23 {
+            return Err(ConfigError::invalid(
+                "session_reset.at_hour",
+                format!(
+                    "expected an hour 0-23, found {}",
+                    self.session_reset.at_hour
+                ),
+            ));
+        }
+        one_of("approvals.mode", &mut self.approvals.mode, &APPROVAL_MODES)?;
+        one_of(
+            "approvals.cron_mode",
+            &mut self.approvals.cron_mode,
+            &CRON_APPROVAL_MODES,
+        )?;
+        one_of(
+            "streaming.transport",
+            &mut self.streaming.transport,
+            &STREAMING_TRANSPORTS,
+        )?;
+        let interval = self.streaming.edit_interval;
+        if !interval.is_finite() || interval < 0.0 {
+            return Err(ConfigError::invalid(
+                "streaming.edit_interval",
+                format!("expected a number of seconds >= 0, found {interval}"),
+            ));
+        }
+        let url = self.model.base_url.trim();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError::invalid(
+                "model.base_url",
+                format!("expected a URL starting with http:// or https://, found {url:?}"),
+            ));
+        }
+        for name in self.platforms.webhook.routes.keys() {
+            if !valid_route_name(name) {
+                return Err(ConfigError::invalid(
+                    format!("platforms.webhook.routes.{name}"),
+                    "a route name may contain only letters, digits, '_' and '-' (it becomes the URL path /webhooks/<name>)",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_port(key: &str, port: u16) -> Result<(), ConfigError> {
+    if port == 0 {
+        return Err(ConfigError::invalid(
+            key,
+            "expected a port number 1-65535, found 0",
+        ));
+    }
+    Ok(())
+}
+
+fn one_of(key: &str, value: &mut String, allowed: &[&str]) -> Result<(), ConfigError> {
+    let normalized = value.trim().to_ascii_lowercase();
+    if !allowed.contains(&normalized.as_str()) {
+        return Err(ConfigError::invalid(
+            key,
+            format!("expected one of {}, found {value:?}", allowed.join(", ")),
+        ));
+    }
+    *value = normalized;
+    Ok(())
+}
+
+fn valid_route_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

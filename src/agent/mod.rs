@@ -1,0 +1,13 @@
+//! The agent core: given a [`TurnRequest`] it runs the model (and, from the next issue on, its
+//! tools) and emits [`TurnEvent`]s. It knows no gateway, no adapter and no SQL: the caller hands it
+//! the conversation and persists what comes back.
+
+pub mod message;
+pub mod prompt;
+pub mod providers;
+pub mod tools;
+pub mod turn;
+
+pub use message::{ChatMessage, Role, ToolCallRequest};
+pub use providers::{ChatProvider, ModelSpec, ProviderError};
+pub use turn::{Agent, TurnEvent, TurnOutcome, TurnRequest};

@@ -1,0 +1,82 @@
+//! The command line: parse, resolve HERMES_HOME and the configuration, dispatch to one file per
+//! top-level command, and map outcomes to exit codes (0 ok, 1 failure, 75 restart requested,
+//! 78 invalid configuration).
+
+mod config_cmd;
+mod doctor;
+mod gateway_cmd;
+
+use crate::config::{self, ConfigError, Env, Home, Loaded};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit code for an invalid configuration (EX_CONFIG); systemd does not restart on it.
+pub const EXIT_CONFIG: u8 = 78;
+/// Exit code asking the service manager for a restart (EX_TEMPFAIL).
+pub const EXIT_RESTART: u8 = 75;
+
+#[derive(Debug, Parser)]
+#[command(name = "hermes", version, about = "A messaging gateway that puts an LLM agent into your chat apps")]
+pub struct Cli {
+    /// Use ~/.hermes/profiles/NAME as HERMES_HOME.
+    #[arg(short = 'p', long, global = true)]
+    pub profile: Option<String>,
+    /// Use this directory as HERMES_HOME (overrides the HERMES_HOME variable).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run or inspect the gateway.
+    Gateway {
+        #[command(subcommand)]
+        command: gateway_cmd::GatewayCommand,
+    },
+    /// Inspect the configuration.
+    Config {
+        #[command(subcommand)]
+        command: config_cmd::ConfigCommand,
+    },
+    /// Check that the configuration, HERMES_HOME, the model provider and the platforms work.
+    Doctor,
+    /// Print the version.
+    Version,
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Version => {
+            println!("hermes {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Command::Gateway { ref command } => gateway_cmd::run(&cli, command),
+        Command::Config { ref command } => config_cmd::run(&cli, command),
+        Command::Doctor => doctor::run(&cli),
+    }
+}
+
+/// HERMES_HOME, the layered environment (.env under the process environment) and the config.
+pub(crate) struct Resolved {
+    pub home: Home,
+    pub loaded: Loaded,
+}
+
+pub(crate) fn resolve(cli: &Cli) -> Result<Resolved, ConfigError> {
+    let process = Env::from_process();
+    let home = Home::resolve(cli.home.clone(), cli.profile.as_deref(), &process)?;
+    let env = Env::layered(&home.env_file(), process)?;
+    let loaded = config::load(&home, &env)?;
+    Ok(Resolved { home, loaded })
+}
+
+/// Print a configuration error the way every command does, and give exit code 78.
+pub(crate) fn config_failure(err: &ConfigError) -> ExitCode {
+    eprintln!("hermes: {err}");
+    eprintln!("hermes: fix the setting above (config.yaml, .env or the environment) and try again.");
+    ExitCode::from(EXIT_CONFIG)
+}

@@ -1,0 +1,266 @@
+//! Session actors: one per session key. An actor runs its session's events in order, one turn at
+//! a time; while a turn runs it answers commands at once and applies the busy policy (interrupt
+//! or queue) to new messages.
+
+use super::commands::{self, CommandContext, CommandOutcome};
+use super::outbound::{self, Finish};
+use super::services::Services;
+use super::turn;
+use crate::config::BusyInputMode;
+use hermes_adapter::{ChatTarget, InboundEvent};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Most messages a session holds while busy.
+pub const QUEUE_CAP: usize = 32;
+/// Busy acknowledgements are sent at most this often per session.
+const BUSY_ACK_EVERY: Duration = Duration::from_secs(30);
+
+/// An actor reporting that it is idle; `processed` lets the router check nothing is in flight.
+pub struct ActorExit {
+    pub session_key: String,
+    pub processed: u64,
+}
+
+struct RunningTurn {
+    event_id: String,
+    interrupt: CancellationToken,
+    /// The agent was invoked (not just waiting for a concurrency slot).
+    started: Arc<AtomicBool>,
+}
+
+/// A session's live state, as commands see it.
+pub struct SessionState {
+    services: Arc<Services>,
+    running: Option<RunningTurn>,
+    queue: VecDeque<InboundEvent>,
+    last_busy_ack: Option<Instant>,
+}
+
+impl SessionState {
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    pub fn turn_started(&self) -> bool {
+        self.running.as_ref().is_some_and(|r| r.started.load(Ordering::Acquire))
+    }
+
+    /// Interrupt the running turn, if any; it reports back when it has stopped.
+    pub fn interrupt(&mut self) {
+        if let Some(r) = &self.running {
+            r.interrupt.cancel();
+        }
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Drop queued input; each dropped message is closed in the inbox so it is not replayed.
+    pub async fn clear_queue(&mut self) -> usize {
+        let dropped: Vec<InboundEvent> = self.queue.drain(..).collect();
+        for ev in &dropped {
+            if let Err(e) = self.services.store.inbox_mark_done(&ev.event_id).await {
+                tracing::warn!(error = %e, "could not close a dropped queued message");
+            }
+        }
+        dropped.len()
+    }
+
+    /// Queue for after the running turn; `Err(cap)` when full.
+    pub fn enqueue_back(&mut self, event: InboundEvent) -> Result<usize, usize> {
+        if self.queue.len() >= QUEUE_CAP {
+            return Err(QUEUE_CAP);
+        }
+        self.queue.push_back(event);
+        Ok(self.queue.len())
+    }
+
+    fn enqueue_front(&mut self, event: InboundEvent) -> Result<usize, usize> {
+        if self.queue.len() >= QUEUE_CAP {
+            return Err(QUEUE_CAP);
+        }
+        self.queue.push_front(event);
+        Ok(self.queue.len())
+    }
+}
+
+/// Start an actor for `session_key`; returns the sender the router feeds it through.
+pub fn spawn(services: Arc<Services>, session_key: String, idle: mpsc::UnboundedSender<ActorExit>) -> mpsc::UnboundedSender<InboundEvent> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let actor = SessionActor {
+        state: SessionState { services: services.clone(), running: None, queue: VecDeque::new(), last_busy_ack: None },
+        services,
+        session_key,
+        idle,
+    };
+    tokio::spawn(actor.run(rx));
+    tx
+}
+
+struct SessionActor {
+    services: Arc<Services>,
+    session_key: String,
+    state: SessionState,
+    idle: mpsc::UnboundedSender<ActorExit>,
+}
+
+impl SessionActor {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<InboundEvent>) {
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
+        let idle_after = Duration::from_secs(self.services.config.gateway.idle_session_secs.max(1));
+        let mut processed: u64 = 0;
+        loop {
+            let idle = self.state.running.is_none() && self.state.queue.is_empty();
+            tokio::select! {
+                Some(finished) = done_rx.recv() => {
+                    if self.state.running.as_ref().is_some_and(|r| r.event_id == finished) {
+                        self.state.running = None;
+                    }
+                    self.start_next(&done_tx);
+                }
+                event = rx.recv() => {
+                    let Some(event) = event else { break };
+                    processed += 1;
+                    self.on_event(event, &done_tx).await;
+                }
+                _ = tokio::time::sleep(idle_after), if idle => {
+                    let _ = self.idle.send(ActorExit { session_key: self.session_key.clone(), processed });
+                }
+            }
+        }
+    }
+
+    fn target_of(event: &InboundEvent) -> ChatTarget {
+        event.reply_target.clone().unwrap_or_else(|| ChatTarget {
+            platform: event.source.platform.clone(),
+            chat_id: event.source.chat_id.clone(),
+            thread_id: event.source.thread_id.clone(),
+        })
+    }
+
+    /// Answer an event with a system text (command reply, refusal) and close it in the inbox.
+    async fn reply_and_close(&self, event: &InboundEvent, text: &str) {
+        let target = Self::target_of(event);
+        let reply_to = if event.reply_target.is_some() { None } else { event.message_id.as_deref() };
+        outbound::deliver(&self.services, &target, reply_to, text, &format!("{}:reply", event.event_id), Some(Finish::stop())).await;
+        self.close(event).await;
+    }
+
+    async fn close(&self, event: &InboundEvent) {
+        if let Err(e) = self.services.store.inbox_mark_done(&event.event_id).await {
+            tracing::warn!(error = %e, event_id = %event.event_id, "could not mark an inbox row done");
+        }
+    }
+
+    async fn on_event(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
+        let Some(parsed) = commands::parse(&event.text) else {
+            self.on_message(event, done).await;
+            return;
+        };
+        let Some(command) = self.services.commands.find(&parsed.name) else {
+            self.reply_and_close(&event, &commands::unknown_command_reply(&parsed.name)).await;
+            return;
+        };
+        if self.state.is_running() && !command.spec().runs_mid_turn {
+            self.reply_and_close(&event, &commands::busy_refusal(&parsed.name)).await;
+            return;
+        }
+        let services = self.services.clone();
+        let outcome = {
+            let mut ctx = CommandContext { services: &services, event: &event, session_key: &self.session_key, session: &mut self.state };
+            command.run(&mut ctx, &parsed.args).await
+        };
+        match outcome {
+            CommandOutcome::Reply(text) => self.reply_and_close(&event, &text).await,
+            CommandOutcome::Silent => self.close(&event).await,
+            CommandOutcome::ReplyAndRun { reply, prompt } => {
+                if let Some(text) = reply {
+                    let target = Self::target_of(&event);
+                    outbound::deliver(&self.services, &target, None, &text, &format!("{}:notice", event.event_id), None).await;
+                }
+                let mut as_prompt = event;
+                as_prompt.text = prompt;
+                self.on_message(as_prompt, done).await;
+            }
+        }
+    }
+
+    async fn on_message(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
+        if !self.state.is_running() {
+            self.start_turn(event, done);
+            return;
+        }
+        let mode = self.services.config.display.busy_input_mode;
+        let (queued, ack) = match mode {
+            BusyInputMode::Interrupt => {
+                let queued = self.state.enqueue_front(event.clone());
+                self.state.interrupt();
+                (queued, "⚡ Interrupting current task. I'll respond to your message shortly.")
+            }
+            // Steering into a running turn arrives with the tool loop; until then it queues.
+            BusyInputMode::Queue | BusyInputMode::Steer => {
+                (self.state.enqueue_back(event.clone()), "⏳ Queued for the next turn. I'll respond once the current task finishes.")
+            }
+        };
+        if let Err(cap) = queued {
+            let text = format!("⚠️ Too many messages are waiting ({cap}). This one was not queued — wait for the current task or /stop it.");
+            self.reply_and_close(&event, &text).await;
+            return;
+        }
+        self.busy_ack(&event, ack).await;
+    }
+
+    /// Tell the user their message was seen, at most once per 30 s, on chat platforms only (a
+    /// request/response client gets its answer, not an ack).
+    async fn busy_ack(&mut self, event: &InboundEvent, text: &str) {
+        if !self.services.config.display.busy_ack_enabled {
+            return;
+        }
+        if self.state.last_busy_ack.is_some_and(|t| t.elapsed() < BUSY_ACK_EVERY) {
+            return;
+        }
+        let target = Self::target_of(event);
+        let async_ok = self.services.adapter(target.platform.as_str()).is_some_and(|a| a.capabilities().supports_async_delivery);
+        if !async_ok {
+            return;
+        }
+        self.state.last_busy_ack = Some(Instant::now());
+        outbound::deliver(&self.services, &target, None, text, &format!("{}:ack", event.event_id), None).await;
+    }
+
+    fn start_next(&mut self, done: &mpsc::UnboundedSender<String>) {
+        if self.state.running.is_some() {
+            return;
+        }
+        if let Some(next) = self.state.queue.pop_front() {
+            self.start_turn(next, done);
+        }
+    }
+
+    fn start_turn(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
+        if self.services.turns.is_draining() {
+            // Left in the inbox as accepted: it runs after the restart.
+            tracing::info!(event_id = %event.event_id, "draining: message kept for after the restart");
+            return;
+        }
+        let interrupt = self.services.turns_abort.child_token();
+        let started = Arc::new(AtomicBool::new(false));
+        self.state.running = Some(RunningTurn { event_id: event.event_id.clone(), interrupt: interrupt.clone(), started: started.clone() });
+        let services = self.services.clone();
+        let key = self.session_key.clone();
+        let done = done.clone();
+        tokio::spawn(async move {
+            let event_id = event.event_id.clone();
+            turn::run(services, key, event, interrupt, started).await;
+            // The actor may be gone during shutdown; nothing to tell then.
+            let _ = done.send(event_id);
+        });
+    }
+}

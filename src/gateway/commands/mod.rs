@@ -1,0 +1,173 @@
+//! Slash commands: parsing, the registry, and dispatch. Each command is one file in this folder
+//! exporting a unit struct that implements [`SlashCommand`]; [`registry`] lists them.
+
+mod help;
+mod list_commands;
+mod new;
+mod queue;
+mod status;
+mod stop;
+mod whoami;
+
+use crate::gateway::actor::SessionState;
+use crate::gateway::services::Services;
+use async_trait::async_trait;
+use hermes_adapter::InboundEvent;
+use std::sync::Arc;
+
+/// A command's static description, used for dispatch, `/help`, `/commands` and platform menus.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandSpec {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub args_hint: &'static str,
+    pub description: &'static str,
+    /// May run while the agent is working on a turn (otherwise the user is told to wait).
+    pub runs_mid_turn: bool,
+}
+
+/// What a command asks the session to do after it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandOutcome {
+    /// Send this text back.
+    Reply(String),
+    /// Reply, then run this text as a normal agent prompt.
+    ReplyAndRun { reply: Option<String>, prompt: String },
+    /// Nothing to send.
+    Silent,
+}
+
+/// What a running command may see and touch.
+pub struct CommandContext<'a> {
+    pub services: &'a Arc<Services>,
+    pub event: &'a InboundEvent,
+    pub session_key: &'a str,
+    pub session: &'a mut SessionState,
+}
+
+#[async_trait]
+pub trait SlashCommand: Send + Sync + 'static {
+    fn spec(&self) -> &'static CommandSpec;
+    async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome;
+}
+
+/// Every command available in chats, in the order `/help` shows them.
+pub fn registry() -> CommandRegistry {
+    CommandRegistry {
+        commands: vec![
+            Arc::new(help::Help),
+            Arc::new(list_commands::Commands),
+            Arc::new(status::Status),
+            Arc::new(new::New),
+            Arc::new(stop::Stop),
+            Arc::new(queue::Queue),
+            Arc::new(whoami::WhoAmI),
+        ],
+    }
+}
+
+pub struct CommandRegistry {
+    commands: Vec<Arc<dyn SlashCommand>>,
+}
+
+impl CommandRegistry {
+    /// Exact name or alias, case-insensitive; no prefix abbreviations.
+    pub fn find(&self, name: &str) -> Option<Arc<dyn SlashCommand>> {
+        self.commands
+            .iter()
+            .find(|c| {
+                let spec = c.spec();
+                spec.name.eq_ignore_ascii_case(name) || spec.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+            })
+            .cloned()
+    }
+
+    pub fn specs(&self) -> impl Iterator<Item = &'static CommandSpec> + '_ {
+        self.commands.iter().map(|c| c.spec())
+    }
+}
+
+/// A slash command recognised in a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedCommand {
+    /// Lower-cased, without the slash and without a trailing `@botname`.
+    pub name: String,
+    pub args: String,
+}
+
+/// Recognise `/name[@bot] args`. Path-like text (`/usr/bin/x`) and a lone slash are not commands.
+pub fn parse(text: &str) -> Option<ParsedCommand> {
+    let rest = text.trim_start().strip_prefix('/')?;
+    let (word, args) = match rest.find(char::is_whitespace) {
+        Some(i) => (&rest[..i], rest[i..].trim()),
+        None => (rest, ""),
+    };
+    let name = word.split_once('@').map(|(n, _)| n).unwrap_or(word);
+    if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+        return None;
+    }
+    // Phones autocorrect `--` into dashes.
+    let args = args.replace('—', "--").replace('–', "-");
+    Some(ParsedCommand { name: name.to_lowercase(), args })
+}
+
+pub fn unknown_command_reply(name: &str) -> String {
+    format!("Unknown command `/{name}`. Type /commands to see what's available, or resend without the leading slash to send as a regular message.")
+}
+
+pub fn busy_refusal(name: &str) -> String {
+    format!("⏳ Agent is running — `/{name}` can't run mid-turn. Wait for the current response or `/stop` first.")
+}
+
+/// One line of `/help` or `/commands`.
+fn describe(spec: &CommandSpec) -> String {
+    let mut line = format!("`/{}", spec.name);
+    if !spec.args_hint.is_empty() {
+        line.push(' ');
+        line.push_str(spec.args_hint);
+    }
+    line.push('`');
+    if !spec.aliases.is_empty() {
+        let aliases: Vec<String> = spec.aliases.iter().map(|a| format!("/{a}")).collect();
+        line.push_str(&format!(" ({})", aliases.join(", ")));
+    }
+    line.push_str(" — ");
+    line.push_str(spec.description);
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_aliases_and_bot_suffix() {
+        assert_eq!(parse("/help"), Some(ParsedCommand { name: "help".into(), args: "".into() }));
+        assert_eq!(parse("/NEW@HermesBot  my title "), Some(ParsedCommand { name: "new".into(), args: "my title".into() }));
+        assert_eq!(parse("/model gpt —global").map(|c| c.args), Some("gpt --global".into()));
+        assert_eq!(parse("/usr/bin/python3 is broken"), None);
+        assert_eq!(parse("/"), None);
+        assert_eq!(parse("hello /help"), None);
+    }
+
+    #[test]
+    fn registry_matches_exact_names_and_aliases_only() {
+        let r = registry();
+        assert_eq!(r.find("reset").map(|c| c.spec().name), Some("new"));
+        assert_eq!(r.find("HELP").map(|c| c.spec().name), Some("help"));
+        assert_eq!(r.find("q").map(|c| c.spec().name), Some("queue"));
+        assert!(r.find("hel").is_none(), "no prefix matching");
+        let names: Vec<&str> = r.specs().map(|s| s.name).collect();
+        for required in ["help", "commands", "status", "new", "stop", "whoami", "queue"] {
+            assert!(names.contains(&required), "{required} missing");
+        }
+    }
+
+    #[test]
+    fn unknown_command_text_matches_hermes() {
+        assert_eq!(
+            unknown_command_reply("foo"),
+            "Unknown command `/foo`. Type /commands to see what's available, or resend without the leading slash to send as a regular message."
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! `/status`: this conversation's session, model, usage and the gateway's platforms.
+
+use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::health::AdapterState;
+use async_trait::async_trait;
+
+pub struct Status;
+
+static SPEC: CommandSpec = CommandSpec {
+    name: "status",
+    aliases: &[],
+    args_hint: "",
+    description: "Show this session's state, model, usage and connected platforms",
+    runs_mid_turn: true,
+};
+
+#[async_trait]
+impl SlashCommand for Status {
+    fn spec(&self) -> &'static CommandSpec {
+        &SPEC
+    }
+    async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
+        let services = ctx.services;
+        let mut text = String::from("📊 **Hermes Gateway Status**\n\n");
+        let route = services.store.route_get(ctx.session_key).await.ok().flatten();
+        let model = services.model_for(route.as_ref().map(|r| &r.overrides));
+        match &route {
+            Some(route) => {
+                let session = services.store.session_get(&route.session_id).await.ok().flatten();
+                let usage = services.store.session_usage(&route.session_id).await.ok();
+                text.push_str(&format!("**Session ID:** `{}`\n", route.session_id));
+                if let Some(s) = &session {
+                    text.push_str(&format!("**Title:** {}\n", s.title.clone().unwrap_or_else(|| "(untitled)".into())));
+                    text.push_str(&format!("**Created:** {}\n", s.started_at.format("%Y-%m-%d %H:%M UTC")));
+                    text.push_str(&format!("**Messages:** {}\n", s.message_count));
+                }
+                text.push_str(&format!("**Last Activity:** {}\n", route.updated_at.format("%Y-%m-%d %H:%M UTC")));
+                if let Some(u) = usage {
+                    text.push_str(&format!(
+                        "**Tokens:** {} in / {} out ({} cached), {} API call(s)\n",
+                        u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.api_calls
+                    ));
+                }
+            }
+            None => text.push_str("**Session:** none yet — send a message to start one\n"),
+        }
+        match &model.provider {
+            Some(p) => text.push_str(&format!("**Model:** `{}` ({p})\n", model.model)),
+            None => text.push_str(&format!("**Model:** `{}`\n", model.model)),
+        }
+        let running = if ctx.session.is_running() { "Yes ⚡" } else { "No" };
+        text.push_str(&format!("**Agent Running:** {running}\n"));
+        text.push_str(&format!("**Queued:** {}\n", ctx.session.queued()));
+        let snapshot = services.health.snapshot();
+        let platforms: Vec<String> = snapshot
+            .adapters
+            .iter()
+            .map(|a| match a.state {
+                AdapterState::Connected => format!("{} ✅", a.platform),
+                other => format!("{} ({})", a.platform, other.as_str()),
+            })
+            .collect();
+        let platforms = if platforms.is_empty() { "none".to_string() } else { platforms.join(", ") };
+        text.push_str(&format!("**Platforms:** {platforms}"));
+        CommandOutcome::Reply(text)
+    }
+}

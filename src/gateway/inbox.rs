@@ -1,0 +1,73 @@
+//! The durable inbox: every inbound event is appended to SQLite (deduplicated on its event id)
+//! before the adapter acknowledges the platform, then handed to the router. On start the events
+//! accepted but not finished before a crash are replayed.
+
+use crate::store::Store;
+use async_trait::async_trait;
+use hermes_adapter::{AcceptError, AcceptOutcome, InboundEvent, InboundSink};
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::sync::mpsc;
+
+pub struct Inbox {
+    store: Store,
+    router: mpsc::UnboundedSender<InboundEvent>,
+    accepting: AtomicBool,
+}
+
+impl Inbox {
+    pub fn new(store: Store, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
+        Self { store, router, accepting: AtomicBool::new(true) }
+    }
+
+    /// Refuse new events from now on (drain); adapters then answer "try later" and do not ack.
+    pub fn stop_accepting(&self) {
+        self.accepting.store(false, Ordering::Release);
+    }
+
+    /// Hand every accepted-but-unfinished event to the router again, oldest first.
+    pub async fn replay_unfinished(&self) -> Result<usize, crate::store::StoreError> {
+        let rows = self.store.inbox_unfinished().await?;
+        let mut replayed = 0;
+        for row in rows {
+            match serde_json::from_str::<InboundEvent>(&row.payload) {
+                Ok(event) => {
+                    if self.router.send(event).is_ok() {
+                        replayed += 1;
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(event_id = %row.event_id, error = %e, "unreadable inbox row; marking it failed");
+                    self.store.inbox_mark_failed(&row.event_id, &format!("unreadable payload: {e}")).await?;
+                }
+            }
+        }
+        if replayed > 0 {
+            tracing::info!(count = replayed, "replaying events accepted before the last stop");
+        }
+        Ok(replayed)
+    }
+}
+
+#[async_trait]
+impl InboundSink for Inbox {
+    async fn accept(&self, event: InboundEvent) -> Result<AcceptOutcome, AcceptError> {
+        if !self.accepting.load(Ordering::Acquire) {
+            return Err(AcceptError::ShuttingDown);
+        }
+        let payload = serde_json::to_string(&event).map_err(|e| AcceptError::Storage(e.to_string()))?;
+        let inserted = self
+            .store
+            .inbox_accept(&event.event_id, event.source.platform.as_str(), &payload)
+            .await
+            .map_err(|e| AcceptError::Storage(e.to_string()))?;
+        if !inserted {
+            tracing::debug!(event_id = %event.event_id, "duplicate delivery ignored");
+            return Ok(AcceptOutcome::Duplicate);
+        }
+        if self.router.send(event).is_err() {
+            // The router is gone (shutting down); the row stays and is replayed on the next start.
+            tracing::warn!("router stopped; the event stays in the inbox for the next start");
+        }
+        Ok(AcceptOutcome::Accepted)
+    }
+}

@@ -1,0 +1,245 @@
+//! The gateway: wires the store, the inbox, the router, session actors, supervised adapters and
+//! the admin listener together, runs until a signal, then drains.
+//!
+//! - [`supervisor`] and [`backoff`]: one task per adapter, restarts with backoff, parking.
+//! - [`health`], [`admin`], [`status_file`]: what operators see.
+//! - [`inbox`]: durable, deduplicated intake; replay after a crash.
+//! - [`router`], [`auth`], [`session_key`]: who may talk, and to which session.
+//! - [`actor`], [`turn`], [`turns`]: one actor per session; turns; drain accounting.
+//! - [`commands`]: slash commands, one file each.
+//! - [`outbound`]: render, chunk, outbox, send with retries.
+//! - [`directory`]: sessions for HTTP surfaces.
+
+pub mod actor;
+pub mod adapters;
+pub mod admin;
+pub mod auth;
+pub mod backoff;
+pub mod commands;
+pub mod directory;
+pub mod health;
+pub mod inbox;
+pub mod instance_lock;
+pub mod outbound;
+pub mod router;
+pub mod services;
+pub mod session_key;
+pub mod status_file;
+pub mod supervisor;
+pub mod turn;
+pub mod turns;
+
+use crate::agent::providers::openai::OpenAiCompatible;
+use crate::agent::tools::ToolRegistry;
+use crate::agent::turn::RetryPolicy;
+use crate::agent::Agent;
+use crate::config::{Config, Home};
+use crate::store::Store;
+use auth::AuthPolicy;
+use health::HealthBoard;
+use hermes_adapter::AdapterContext;
+use session_key::KeyPolicy;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use supervisor::{Supervised, SupervisorPolicy};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// Why the gateway stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReason {
+    /// SIGTERM / SIGINT: exit 0.
+    Stopped,
+    /// SIGUSR1 (or `/restart` later): exit 75 so the service manager starts us again.
+    RestartRequested,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// Exit 78: the configuration cannot work; restarting will not help.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Lock(#[from] instance_lock::LockError),
+    #[error("cannot open the state database: {0}")]
+    Store(#[from] crate::store::StoreError),
+    #[error("{0}")]
+    Io(String),
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    pub replace: bool,
+}
+
+pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
+    let mut policy = AuthPolicy::new(config.gateway.allowed_users.clone(), config.gateway.allow_all_users);
+    for p in platforms {
+        policy = policy.with_platform(p, config.allowed_users(p), config.allow_all(p));
+    }
+    policy
+}
+
+pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
+    home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
+    // The single-instance lock comes before any heavy initialization.
+    let _lock = instance_lock::acquire(&home.lock_file(), &home.pid_file(), options.replace)?;
+    let marker = home.clean_shutdown_marker();
+    if !marker.exists() && home.state_db().exists() {
+        tracing::warn!("the last run did not stop cleanly; unfinished messages will be replayed");
+    }
+    let _ = std::fs::remove_file(&marker);
+
+    let config = Arc::new(config);
+    let adapters = adapters::build_enabled(&config).map_err(GatewayError::Config)?;
+    if adapters.is_empty() {
+        tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
+    }
+    let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
+    let auth = auth_policy(&config, &platform_names);
+    if auth.nothing_allowed() {
+        tracing::warn!(
+            "no allowlist is configured: every chat user is denied. Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in"
+        );
+    }
+
+    let store = Store::open(&home.state_db()).await?;
+    let provider = OpenAiCompatible::new(Duration::from_secs(config.model.request_timeout_secs.max(1))).map_err(|e| GatewayError::Io(e.to_string()))?;
+    let agent = Arc::new(Agent::new(Arc::new(provider), ToolRegistry::new(), config.agent.max_turns, RetryPolicy::default()));
+    let board = Arc::new(HealthBoard::new());
+    let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
+    let directory = Arc::new(directory::StoreDirectory::new());
+    let services = Arc::new(services::Services {
+        store: store.clone(),
+        config: config.clone(),
+        agent,
+        adapters: adapters.iter().map(|a| (a.platform().to_string(), a.clone())).collect::<HashMap<_, _>>(),
+        health: board.clone(),
+        commands: commands::registry(),
+        auth,
+        key_policy: KeyPolicy {
+            group_sessions_per_user: config.gateway.group_sessions_per_user,
+            thread_sessions_per_user: config.gateway.thread_sessions_per_user,
+        },
+        turn_slots: config.gateway.max_concurrent_sessions.map(|n| Arc::new(Semaphore::new(n.max(1)))),
+        turns_abort: CancellationToken::new(),
+        turns: turns::TurnTracker::new(),
+    });
+    directory.bind(&services);
+    let inbox = Arc::new(inbox::Inbox::new(store.clone(), router_tx));
+    let router = router::spawn(services.clone(), router_rx);
+    inbox.replay_unfinished().await?;
+
+    let adapters_stop = CancellationToken::new();
+    let policy = SupervisorPolicy {
+        backoff_base: Duration::from_secs(2),
+        backoff_cap: Duration::from_secs(config.gateway.backoff_cap_secs.max(1)),
+        reset_after: Duration::from_secs(config.gateway.backoff_reset_after_secs),
+    };
+    let mut supervisors = Vec::new();
+    for adapter in &adapters {
+        let (inbox, directory, stop) = (inbox.clone(), directory.clone(), adapters_stop.clone());
+        let supervised = Supervised {
+            adapter: adapter.clone(),
+            make_context: Box::new(move |health| AdapterContext::new(inbox.clone(), directory.clone(), health, stop.clone())),
+        };
+        supervisors.push(supervisor::spawn(supervised, board.clone(), policy, adapters_stop.clone()));
+    }
+
+    let admin_stop = CancellationToken::new();
+    let mut listeners = serde_json::Map::new();
+    if let Some(port) = config.gateway.admin_port {
+        let host: IpAddr = config
+            .gateway
+            .admin_host
+            .parse()
+            .map_err(|_| GatewayError::Config(format!("`gateway.admin_host`: expected an IP address, found {:?}", config.gateway.admin_host)))?;
+        let bound = admin::serve(SocketAddr::new(host, port), board.clone(), admin_stop.clone())
+            .await
+            .map_err(|e| GatewayError::Io(format!("cannot bind the admin listener on {host}:{port}: {e}")))?;
+        tracing::info!(%bound, "admin listener ready (/health, /readyz)");
+        listeners.insert("admin".into(), serde_json::json!(bound.to_string()));
+    }
+
+    let status_path = home.status_file();
+    let mut status = status_file::StatusFile::new(chrono::Utc::now());
+    status.listeners = listeners.into();
+    let status_task = {
+        let (board, services, path, mut status) = (board.clone(), services.clone(), status_path.clone(), status.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(2));
+            loop {
+                tick.tick().await;
+                status.apply(&board.snapshot(), services.turns.active());
+                if let Err(e) = status.write(&path) {
+                    tracing::warn!(error = %e, "cannot write the status file");
+                }
+            }
+        })
+    };
+    let housekeeping = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(3600));
+            loop {
+                tick.tick().await;
+                // Finished inbox rows are kept a day: redeliveries within that window are dropped.
+                if let Err(e) = store.inbox_prune(Duration::from_secs(24 * 3600)).await {
+                    tracing::warn!(error = %e, "inbox pruning failed");
+                }
+            }
+        })
+    };
+    tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
+
+    let reason = wait_for_signal().await?;
+    tracing::info!(?reason, "stopping: no new messages are accepted; finishing running turns");
+    board.set_draining();
+    services.turns.set_draining();
+    inbox.stop_accepting();
+    let drain = Duration::from_secs(config.gateway.drain_timeout_secs);
+    if tokio::time::timeout(drain, services.turns.wait_idle()).await.is_err() {
+        tracing::warn!(running = services.turns.active(), "drain timeout: interrupting the remaining turns; they are replayed after the restart");
+        services.turns_abort.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(5), services.turns.wait_idle()).await;
+    }
+    adapters_stop.cancel();
+    for s in supervisors {
+        if tokio::time::timeout(Duration::from_secs(5), s).await.is_err() {
+            tracing::warn!("an adapter did not stop within 5 s");
+        }
+    }
+    admin_stop.cancel();
+    status_task.abort();
+    housekeeping.abort();
+    router.abort();
+    status.apply(&board.snapshot(), services.turns.active());
+    status.gateway_state = "stopped".into();
+    status.exit_reason = Some(match reason {
+        ExitReason::Stopped => "signal".into(),
+        ExitReason::RestartRequested => "restart_requested".into(),
+    });
+    if let Err(e) = status.write(&status_path) {
+        tracing::warn!(error = %e, "cannot write the final status file");
+    }
+    if let Err(e) = std::fs::write(&marker, b"") {
+        tracing::warn!(error = %e, "cannot write the clean-shutdown marker");
+    }
+    tracing::info!("gateway stopped");
+    Ok(reason)
+}
+
+async fn wait_for_signal() -> Result<ExitReason, GatewayError> {
+    let io = |e: std::io::Error| GatewayError::Io(format!("cannot install signal handlers: {e}"));
+    let mut term = signal(SignalKind::terminate()).map_err(io)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(io)?;
+    let mut usr1 = signal(SignalKind::user_defined1()).map_err(io)?;
+    Ok(tokio::select! {
+        _ = term.recv() => ExitReason::Stopped,
+        _ = int.recv() => ExitReason::Stopped,
+        _ = usr1.recv() => ExitReason::RestartRequested,
+    })
+}

@@ -1,0 +1,195 @@
+//! Outbound delivery: render for the platform's dialect, chunk to its limit, record each chunk in
+//! the outbox under an idempotency key, and send with retries classified by error kind. A chunk
+//! whose earlier send may have reached the platform is never blindly resent.
+
+use super::services::Services;
+use crate::store::OutboxReservation;
+use hermes_adapter::chunk::chunk_text;
+use hermes_adapter::markdown::{self, render};
+use hermes_adapter::{ChatTarget, MarkdownDialect, OutboundMessage, PlatformAdapter, SendError, Usage};
+use std::time::Duration;
+
+/// Attempts per chunk for failures that are safe to retry.
+const MAX_ATTEMPTS: u32 = 3;
+const RETRY_BASE: Duration = Duration::from_secs(2);
+/// Longest rate-limit wait honoured before giving up on a chunk.
+const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(300);
+const DELIVERY_FAILED_NOTICE: &str =
+    "⚠️ Message delivery failed after multiple attempts. Please try again — your request was processed but the response could not be sent.";
+
+/// Marks the last message of a turn (usage and finish reason travel with it).
+#[derive(Debug, Clone)]
+pub struct Finish {
+    pub usage: Usage,
+    pub finish_reason: String,
+}
+
+impl Finish {
+    pub fn stop() -> Self {
+        Self { usage: Usage::default(), finish_reason: "stop".into() }
+    }
+}
+
+/// What happened to a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Every chunk is on the platform (now or in an earlier attempt).
+    Delivered,
+    /// Some chunk may or may not have arrived; it was not resent.
+    InDoubt,
+    /// Nobody could be reached (no adapter, recipient gone, refused, retries exhausted).
+    Failed,
+}
+
+/// Deliver `markdown` to `target`. `key_base` must be stable for the same logical message (turn id
+/// plus purpose) so that a replay after a crash finds the chunks already sent.
+pub async fn deliver(
+    services: &Services,
+    target: &ChatTarget,
+    reply_to: Option<&str>,
+    markdown_text: &str,
+    key_base: &str,
+    finish: Option<Finish>,
+) -> Delivery {
+    let Some(adapter) = services.adapter(target.platform.as_str()) else {
+        tracing::error!(platform = %target.platform, "cannot deliver: platform `{}` is not enabled", target.platform);
+        return Delivery::Failed;
+    };
+    let caps = adapter.capabilities();
+    let rendered = render(markdown_text, caps.dialect);
+    let chunks = if caps.splits_long_messages { chunk_text(&rendered, caps.max_message_len, caps.length_unit) } else { vec![rendered] };
+    let last = chunks.len().saturating_sub(1);
+    let target_json = serde_json::to_string(target).unwrap_or_default();
+    let mut outcome = Delivery::Delivered;
+    for (i, chunk) in chunks.iter().enumerate() {
+        let key = format!("{key_base}:{i}");
+        let message = OutboundMessage {
+            target: target.clone(),
+            text: chunk.clone(),
+            reply_to: reply_to.map(str::to_string),
+            idempotency_key: key.clone(),
+            is_final: i == last && finish.is_some(),
+            usage: if i == last { finish.as_ref().map(|f| f.usage) } else { None },
+            finish_reason: if i == last { finish.as_ref().map(|f| f.finish_reason.clone()) } else { None },
+        };
+        match services.store.outbox_reserve(&key, &target_json, chunk).await {
+            Ok(OutboxReservation::AlreadySent { .. }) => continue,
+            Ok(OutboxReservation::InDoubt) => {
+                tracing::warn!(key = %key, "an earlier send of this message may have arrived; not resending");
+                outcome = Delivery::InDoubt;
+                continue;
+            }
+            Ok(OutboxReservation::Failed { error }) => {
+                tracing::warn!(key = %key, "message failed earlier ({error}); not retrying");
+                return Delivery::Failed;
+            }
+            Ok(OutboxReservation::New) | Ok(OutboxReservation::Resume { .. }) => {}
+            Err(e) => {
+                // Without an outbox row a crash could resend it; sending anyway beats losing it.
+                tracing::error!(error = %e, key = %key, "outbox unavailable; sending without a record");
+            }
+        }
+        match send_chunk(services, adapter.as_ref(), message).await {
+            ChunkResult::Sent => {}
+            ChunkResult::Ambiguous => outcome = Delivery::InDoubt,
+            ChunkResult::Gone => return Delivery::Failed,
+            ChunkResult::Failed { notify } => {
+                if notify && caps.supports_async_delivery {
+                    notify_failure(services, adapter.as_ref(), target, key_base).await;
+                }
+                return Delivery::Failed;
+            }
+        }
+    }
+    outcome
+}
+
+enum ChunkResult {
+    Sent,
+    Ambiguous,
+    Gone,
+    Failed { notify: bool },
+}
+
+async fn send_chunk(services: &Services, adapter: &dyn PlatformAdapter, mut message: OutboundMessage) -> ChunkResult {
+    let store = &services.store;
+    let key = message.idempotency_key.clone();
+    let mut plain_fallback_used = false;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        if let Err(e) = store.outbox_mark_sending(&key).await {
+            tracing::warn!(error = %e, "could not record a send attempt");
+        }
+        let error = match adapter.send(&message).await {
+            Ok(receipt) => {
+                if let Err(e) = store.outbox_mark_sent(&key, receipt.message_id.as_deref()).await {
+                    tracing::warn!(error = %e, "could not record a sent message");
+                }
+                return ChunkResult::Sent;
+            }
+            Err(e) => e,
+        };
+        let wait = match &error {
+            SendError::RateLimited { retry_after } if *retry_after <= MAX_RATE_LIMIT_WAIT => Some(*retry_after),
+            SendError::Transient(_) => Some(jittered(RETRY_BASE * 2u32.pow(attempt - 1))),
+            SendError::BadFormat(_) if !plain_fallback_used => {
+                // The platform rejected the markup: send the same words as plain text.
+                plain_fallback_used = true;
+                message.text = markdown::to_plain(&message.text);
+                attempt -= 1;
+                Some(Duration::ZERO)
+            }
+            _ => None,
+        };
+        match (&error, wait) {
+            (_, Some(wait)) if attempt < MAX_ATTEMPTS => {
+                tracing::warn!(key = %key, attempt, wait_ms = wait.as_millis() as u64, error = %error, "send failed; retrying");
+                tokio::time::sleep(wait).await;
+            }
+            (SendError::Ambiguous(detail), _) => {
+                let _ = store.outbox_mark_ambiguous(&key, detail).await;
+                tracing::warn!(key = %key, "send outcome unknown ({detail}); not resending to avoid a duplicate");
+                return ChunkResult::Ambiguous;
+            }
+            (SendError::Gone(detail), _) => {
+                let _ = store.outbox_mark_failed(&key, &format!("recipient gone: {detail}")).await;
+                tracing::info!(key = %key, "the recipient is gone; the answer stays in the session");
+                return ChunkResult::Gone;
+            }
+            _ => {
+                let _ = store.outbox_mark_failed(&key, &error.to_string()).await;
+                tracing::error!(key = %key, attempts = attempt, error = %error, "message could not be delivered");
+                let notify = matches!(error, SendError::Transient(_) | SendError::RateLimited { .. });
+                return ChunkResult::Failed { notify };
+            }
+        }
+    }
+}
+
+/// One best-effort notice that the answer could not be delivered.
+async fn notify_failure(services: &Services, adapter: &dyn PlatformAdapter, target: &ChatTarget, key_base: &str) {
+    let key = format!("{key_base}:delivery-failed");
+    if !matches!(services.store.outbox_reserve(&key, "", DELIVERY_FAILED_NOTICE).await, Ok(OutboxReservation::New)) {
+        return;
+    }
+    let dialect_text = render(DELIVERY_FAILED_NOTICE, MarkdownDialect::Plain);
+    let message = OutboundMessage {
+        target: target.clone(),
+        text: dialect_text,
+        reply_to: None,
+        idempotency_key: key.clone(),
+        is_final: false,
+        usage: None,
+        finish_reason: None,
+    };
+    let result = adapter.send(&message).await;
+    let _ = match result {
+        Ok(r) => services.store.outbox_mark_sent(&key, r.message_id.as_deref()).await,
+        Err(e) => services.store.outbox_mark_failed(&key, &e.to_string()).await,
+    };
+}
+
+fn jittered(d: Duration) -> Duration {
+    d.mul_f64(0.8 + 0.4 * rand::random::<f64>())
+}

@@ -1,0 +1,88 @@
+//! The router: authorizes each inbound event, derives its session key and hands it to that
+//! session's actor, creating actors on demand and retiring idle ones.
+
+use super::actor::{self, ActorExit};
+use super::auth::AuthDecision;
+use super::services::Services;
+use super::session_key::session_key;
+use hermes_adapter::InboundEvent;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+struct ActorEntry {
+    tx: mpsc::UnboundedSender<InboundEvent>,
+    /// Events handed to this actor; compared with the actor's count when it reports idle, so an
+    /// actor is only retired when nothing is in flight towards it.
+    sent: u64,
+}
+
+pub fn spawn(services: Arc<Services>, inbox: mpsc::UnboundedReceiver<InboundEvent>) -> JoinHandle<()> {
+    tokio::spawn(route_events(services, inbox))
+}
+
+async fn route_events(services: Arc<Services>, mut inbox: mpsc::UnboundedReceiver<InboundEvent>) {
+    let mut actors: HashMap<String, ActorEntry> = HashMap::new();
+    let (idle_tx, mut idle_rx) = mpsc::unbounded_channel::<ActorExit>();
+    loop {
+        tokio::select! {
+            event = inbox.recv() => {
+                let Some(event) = event else { break };
+                route_one(&services, &mut actors, &idle_tx, event).await;
+            }
+            Some(idle) = idle_rx.recv() => {
+                if actors.get(&idle.session_key).is_some_and(|e| e.sent == idle.processed) {
+                    // Dropping the sender lets the actor's receive loop end.
+                    actors.remove(&idle.session_key);
+                }
+            }
+        }
+    }
+}
+
+async fn route_one(
+    services: &Arc<Services>,
+    actors: &mut HashMap<String, ActorEntry>,
+    idle_tx: &mpsc::UnboundedSender<ActorExit>,
+    event: InboundEvent,
+) {
+    if let AuthDecision::Denied { direct } = services.auth.decide(&event) {
+        // Groups are ignored silently; DMs too until pairing exists. Either way the user id is
+        // logged so the owner can add it to an allowlist.
+        tracing::info!(
+            platform = %event.source.platform,
+            user_id = event.source.user_id.as_deref().unwrap_or("-"),
+            chat_id = %event.source.chat_id,
+            direct,
+            "message from an unauthorized user ignored (add the id to {}_ALLOWED_USERS to allow it)",
+            event.source.platform.as_str().to_ascii_uppercase()
+        );
+        if let Err(e) = services.store.inbox_mark_done(&event.event_id).await {
+            tracing::warn!(error = %e, "could not close an unauthorized inbox row");
+        }
+        return;
+    }
+    let key = session_key(&event.source, services.key_policy);
+    let mut event = Some(event);
+    // At most two tries: a retired actor's channel is closed, so the event comes back and a new
+    // actor takes it.
+    for _ in 0..2 {
+        let Some(ev) = event.take() else { return };
+        let entry = actors.entry(key.clone()).or_insert_with(|| ActorEntry {
+            tx: actor::spawn(services.clone(), key.clone(), idle_tx.clone()),
+            sent: 0,
+        });
+        match entry.tx.send(ev) {
+            Ok(()) => {
+                entry.sent += 1;
+                return;
+            }
+            Err(mpsc::error::SendError(back)) => {
+                actors.remove(&key);
+                event = Some(back);
+            }
+        }
+    }
+    tracing::error!(session_key = %key, "could not hand an event to its session; it stays in the inbox for the next start");
+}

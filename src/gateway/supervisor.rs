@@ -1,0 +1,294 @@
+//! The supervisor: one task per adapter that runs it, watches its liveness, and restarts it with
+//! backoff when it fails — or parks it when retrying cannot help.
+
+use super::backoff::Backoff;
+use super::health::{AdapterState, HealthBoard};
+use hermes_adapter::{AdapterContext, AdapterError, HealthReporter, PlatformAdapter};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy)]
+pub struct SupervisorPolicy {
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+    /// A run must stay connected this long before the backoff resets.
+    pub reset_after: Duration,
+}
+
+impl Default for SupervisorPolicy {
+    fn default() -> Self {
+        Self { backoff_base: Duration::from_secs(2), backoff_cap: Duration::from_secs(300), reset_after: Duration::from_secs(60) }
+    }
+}
+
+/// Everything needed to (re)build an adapter's context.
+pub struct Supervised {
+    pub adapter: Arc<dyn PlatformAdapter>,
+    pub make_context: Box<dyn Fn(HealthReporter) -> AdapterContext + Send + Sync>,
+}
+
+/// Spawn the supervising task. It ends when `stop` is cancelled (after the adapter's run returns)
+/// or when the adapter is parked.
+pub fn spawn(supervised: Supervised, board: Arc<HealthBoard>, policy: SupervisorPolicy, stop: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(supervise(supervised, board, policy, stop))
+}
+
+async fn supervise(supervised: Supervised, board: Arc<HealthBoard>, policy: SupervisorPolicy, stop: CancellationToken) {
+    let platform = supervised.adapter.platform().to_string();
+    let mut backoff = Backoff::new(policy.backoff_base, policy.backoff_cap);
+    let reporter = HealthReporter::new();
+    board.register(&platform, reporter.clone());
+    loop {
+        board.set(&platform, AdapterState::Starting, None, backoff.attempt());
+        reporter.mark_disconnected();
+        reporter.set_degraded(None);
+        let ctx = (supervised.make_context)(reporter.clone());
+        let started = Instant::now();
+        let result = tokio::select! {
+            r = supervised.adapter.run(ctx) => r,
+            stalled = watch_liveness(&reporter, supervised.adapter.liveness_timeout()) => Err(stalled),
+        };
+        let connected_for = if reporter.is_connected() { started.elapsed() } else { Duration::ZERO };
+        reporter.mark_disconnected();
+        if stop.is_cancelled() {
+            board.set(&platform, AdapterState::Stopped, None, backoff.attempt());
+            return;
+        }
+        let error = match result {
+            Err(AdapterError::Fatal { code, message }) => {
+                tracing::error!(platform = %platform, code = %code, "adapter parked: {message}");
+                board.set(&platform, AdapterState::Parked, Some(format!("{code}: {message}")), backoff.attempt());
+                return;
+            }
+            Err(e) => e.to_string(),
+            Ok(()) => "the connection ended".to_string(),
+        };
+        if connected_for >= policy.reset_after {
+            backoff.reset();
+        }
+        let delay = backoff.next_delay(rand::random::<f64>());
+        board.record_delay(&platform, delay);
+        tracing::warn!(platform = %platform, attempt = backoff.attempt(), retry_in_ms = delay.as_millis() as u64, "adapter failed: {error}");
+        board.set(&platform, AdapterState::BackingOff, Some(error), backoff.attempt());
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = stop.cancelled() => {
+                board.set(&platform, AdapterState::Stopped, None, backoff.attempt());
+                return;
+            }
+        }
+    }
+}
+
+/// Resolves when a connected adapter made no progress for twice its liveness timeout; marks it
+/// degraded after one timeout. Never resolves for adapters without a timeout.
+async fn watch_liveness(reporter: &HealthReporter, timeout: Option<Duration>) -> AdapterError {
+    let Some(timeout) = timeout else {
+        return std::future::pending().await;
+    };
+    let tick = (timeout / 4).max(Duration::from_millis(50));
+    // Progress is observed as a change of the reporter's counter, timed on the runtime's clock.
+    let mut seen = reporter.last_progress_ms();
+    let mut last_change = Instant::now();
+    let mut degraded_by_watchdog = false;
+    loop {
+        tokio::time::sleep(tick).await;
+        let now_seen = reporter.last_progress_ms();
+        if now_seen != seen || !reporter.is_connected() {
+            seen = now_seen;
+            last_change = Instant::now();
+            if degraded_by_watchdog {
+                reporter.set_degraded(None);
+                degraded_by_watchdog = false;
+            }
+            continue;
+        }
+        let idle = last_change.elapsed();
+        if idle >= timeout * 2 {
+            return AdapterError::retryable("stalled", format!("no progress for {}s; rebuilding the connection", idle.as_secs()));
+        }
+        if idle >= timeout {
+            reporter.set_degraded(Some(format!("no progress for {}s", idle.as_secs())));
+            degraded_by_watchdog = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use hermes_adapter::{
+        AcceptError, AcceptOutcome, Capabilities, InboundEvent, InboundSink, OutboundMessage, Platform, SendError, SendReceipt,
+        SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage,
+    };
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    /// What one `run` call of the scripted adapter does.
+    #[derive(Clone)]
+    enum Step {
+        FailRetryable,
+        FailFatal,
+        /// Connect, stay connected for the duration, then fail retryably.
+        ConnectFor(Duration),
+        /// Connect, then never make progress again.
+        ConnectAndStall,
+    }
+
+    struct Scripted {
+        platform: Platform,
+        caps: Capabilities,
+        steps: Mutex<VecDeque<Step>>,
+        runs: Mutex<u32>,
+        liveness: Option<Duration>,
+    }
+
+    #[async_trait]
+    impl PlatformAdapter for Scripted {
+        fn platform(&self) -> &Platform {
+            &self.platform
+        }
+        fn capabilities(&self) -> &Capabilities {
+            &self.caps
+        }
+        fn liveness_timeout(&self) -> Option<Duration> {
+            self.liveness
+        }
+        async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
+            *self.runs.lock().unwrap() += 1;
+            let step = self.steps.lock().unwrap().pop_front();
+            match step {
+                Some(Step::FailRetryable) => Err(AdapterError::retryable("net", "connection refused")),
+                Some(Step::FailFatal) => Err(AdapterError::fatal("auth", "bad token")),
+                Some(Step::ConnectFor(d)) => {
+                    ctx.health.mark_connected();
+                    tokio::time::sleep(d).await;
+                    Err(AdapterError::retryable("net", "dropped"))
+                }
+                Some(Step::ConnectAndStall) => {
+                    ctx.health.mark_connected();
+                    ctx.shutdown.cancelled().await;
+                    Ok(())
+                }
+                None => {
+                    ctx.health.mark_connected();
+                    ctx.shutdown.cancelled().await;
+                    Ok(())
+                }
+            }
+        }
+        async fn send(&self, _msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
+            Ok(SendReceipt::default())
+        }
+    }
+
+    struct NullSink;
+    #[async_trait]
+    impl InboundSink for NullSink {
+        async fn accept(&self, _e: InboundEvent) -> Result<AcceptOutcome, AcceptError> {
+            Ok(AcceptOutcome::Accepted)
+        }
+    }
+    #[async_trait]
+    impl SessionDirectory for NullSink {
+        async fn open(&self, _s: &SessionSource) -> Result<String, SessionDirectoryError> {
+            Ok(String::new())
+        }
+        async fn history(&self, _s: &SessionSource, _l: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
+            Ok(None)
+        }
+        async fn close(&self, _s: &SessionSource) -> Result<bool, SessionDirectoryError> {
+            Ok(false)
+        }
+    }
+
+    fn start(steps: Vec<Step>, liveness: Option<Duration>) -> (Arc<Scripted>, Arc<HealthBoard>, CancellationToken, JoinHandle<()>) {
+        let adapter = Arc::new(Scripted {
+            platform: Platform::new("scripted"),
+            caps: Capabilities::http(),
+            steps: Mutex::new(steps.into()),
+            runs: Mutex::new(0),
+            liveness,
+        });
+        let board = Arc::new(HealthBoard::new());
+        let stop = CancellationToken::new();
+        let stop_for_ctx = stop.clone();
+        let supervised = Supervised {
+            adapter: adapter.clone(),
+            make_context: Box::new(move |health| AdapterContext::new(Arc::new(NullSink), Arc::new(NullSink), health, stop_for_ctx.clone())),
+        };
+        let policy = SupervisorPolicy { backoff_base: Duration::from_secs(1), backoff_cap: Duration::from_secs(10), reset_after: Duration::from_secs(30) };
+        let handle = spawn(supervised, board.clone(), policy, stop.clone());
+        (adapter, board, stop, handle)
+    }
+
+    fn secs(delays: &[Duration]) -> Vec<f64> {
+        delays.iter().map(|d| (d.as_secs_f64() * 10.0).round() / 10.0).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_grows_and_caps() {
+        let (adapter, board, stop, handle) = start(vec![Step::FailRetryable; 7], None);
+        tokio::time::sleep(Duration::from_secs(200)).await;
+        let delays = board.delays("scripted");
+        assert_eq!(delays.len(), 7);
+        for (i, d) in delays.iter().enumerate() {
+            let nominal = (2f64.powi(i as i32)).min(10.0);
+            assert!(d.as_secs_f64() >= (nominal * 0.8).min(10.0) - 1e-9 && d.as_secs_f64() <= nominal.min(10.0) * 1.2 + 1e-9, "delay {i} = {d:?}");
+            assert!(d.as_secs_f64() <= 10.0);
+        }
+        assert_eq!(secs(&delays[5..]), vec![10.0, 10.0], "capped");
+        assert_eq!(*adapter.runs.lock().unwrap(), 8);
+        assert_eq!(board.snapshot().adapters[0].state, AdapterState::Connected);
+        stop.cancel();
+        handle.await.unwrap();
+        assert_eq!(board.snapshot().adapters[0].state, AdapterState::Stopped);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_resets_only_after_sustained_progress() {
+        let steps = vec![
+            Step::FailRetryable,
+            Step::FailRetryable,
+            Step::FailRetryable,
+            // Connected only briefly: no reset, the delay keeps growing.
+            Step::ConnectFor(Duration::from_secs(1)),
+            // Connected long enough: the next delay starts from the base again.
+            Step::ConnectFor(Duration::from_secs(40)),
+        ];
+        let (_adapter, board, stop, _handle) = start(steps, None);
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        let d = board.delays("scripted");
+        assert_eq!(d.len(), 5);
+        assert!(d[3] > d[2] || d[3].as_secs_f64() >= 6.4, "flapping run must not reset: {d:?}");
+        assert!(d[4].as_secs_f64() <= 1.2, "sustained progress resets the backoff: {d:?}");
+        stop.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn non_retryable_error_parks_with_reason() {
+        let (adapter, board, _stop, handle) = start(vec![Step::FailRetryable, Step::FailFatal], None);
+        handle.await.unwrap();
+        let snap = board.snapshot();
+        assert_eq!(snap.adapters[0].state, AdapterState::Parked);
+        assert_eq!(snap.adapters[0].detail.as_deref(), Some("auth: bad token"));
+        assert!(!snap.ready);
+        assert_eq!(*adapter.runs.lock().unwrap(), 2, "a parked adapter is not retried");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stalled_connection_is_degraded_then_rebuilt() {
+        let (adapter, board, stop, _handle) = start(vec![Step::ConnectAndStall], Some(Duration::from_secs(10)));
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        let snap = board.snapshot();
+        assert_eq!(snap.adapters[0].state, AdapterState::Degraded, "{snap:?}");
+        assert!(!snap.ready);
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        assert!(*adapter.runs.lock().unwrap() >= 2, "the stalled run was torn down and rebuilt");
+        stop.cancel();
+    }
+}

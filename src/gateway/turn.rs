@@ -1,0 +1,238 @@
+//! Running one turn for a session: persist the user's message once, assemble the prompt from the
+//! stored history, drive the agent, stream its progress to adapters that show it, persist the
+//! answer and deliver it. The inbox row is closed only when the turn really ended, so a turn cut
+//! off by a crash or a drain is replayed after the restart.
+
+use super::outbound::{self, Finish};
+use super::services::Services;
+use crate::agent::prompt::build_system_prompt;
+use crate::agent::{ChatMessage, ProviderError, Role, ToolCallRequest, TurnEvent, TurnOutcome, TurnRequest};
+use crate::store::{MessageRow, NewMessage};
+use hermes_adapter::{ChatTarget, InboundEvent, SendError, StreamEvent, StreamStyle};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio_util::sync::CancellationToken;
+
+/// Stored messages loaded as context for a turn.
+const HISTORY_LIMIT: usize = 400;
+/// Answers that mean "say nothing": stored, not delivered.
+const SILENCE_TOKENS: [&str; 4] = ["[SILENT]", "SILENT", "NO_REPLY", "NO REPLY"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TurnEnd {
+    /// Done with (answered, interrupted by the user, or failed with a message to the user).
+    Closed,
+    /// Cut off by shutdown: stays in the inbox to be replayed.
+    Aborted,
+}
+
+pub fn is_silence(text: &str) -> bool {
+    let t = text.trim();
+    SILENCE_TOKENS.iter().any(|s| t.eq_ignore_ascii_case(s))
+}
+
+/// Run the turn for `event` and close its inbox row unless it was aborted by shutdown.
+pub async fn run(services: Arc<Services>, session_key: String, event: InboundEvent, interrupt: CancellationToken, started: Arc<AtomicBool>) {
+    services.turns.begin();
+    let end = drive(&services, &session_key, &event, &interrupt, &started).await;
+    if end == TurnEnd::Closed
+        && let Err(e) = services.store.inbox_mark_done(&event.event_id).await
+    {
+        tracing::error!(error = %e, event_id = %event.event_id, "could not close the inbox row; the event may be replayed");
+    }
+    services.turns.end();
+}
+
+async fn drive(services: &Arc<Services>, session_key: &str, event: &InboundEvent, interrupt: &CancellationToken, started: &AtomicBool) -> TurnEnd {
+    let _slot = match &services.turn_slots {
+        Some(slots) => tokio::select! {
+            permit = slots.clone().acquire_owned() => permit.ok(),
+            _ = interrupt.cancelled() => return aborted_or_closed(services),
+        },
+        None => None,
+    };
+    let store = &services.store;
+    if let Err(e) = store.inbox_mark_processing(&event.event_id).await {
+        tracing::warn!(error = %e, "could not mark the inbox row processing");
+    }
+    let target = event.reply_target.clone().unwrap_or_else(|| ChatTarget {
+        platform: event.source.platform.clone(),
+        chat_id: event.source.chat_id.clone(),
+        thread_id: event.source.thread_id.clone(),
+    });
+    // A reply to another chat is not a reply to this message.
+    let reply_to = if event.reply_target.is_some() { None } else { event.message_id.clone() };
+    let Some(adapter) = services.adapter(target.platform.as_str()).cloned() else {
+        tracing::error!(platform = %target.platform, event_id = %event.event_id, "the answer's platform is not enabled; dropping the turn");
+        return TurnEnd::Closed;
+    };
+    let caps = adapter.capabilities().clone();
+    let answer_key = format!("{}:answer", event.event_id);
+    let fail = |text: String| {
+        let services = services.clone();
+        let target = target.clone();
+        let reply_to = reply_to.clone();
+        let answer_key = answer_key.clone();
+        async move {
+            outbound::deliver(&services, &target, reply_to.as_deref(), &text, &answer_key, Some(Finish { usage: Default::default(), finish_reason: "error".into() })).await;
+        }
+    };
+
+    let default_model = services.default_model();
+    let route = match store.route_get_or_create(session_key, &event.source, &default_model.model).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "session store unavailable");
+            fail("Sorry, I encountered an error (StorageError).\nThe session store is unavailable.\nTry again in a moment.".into()).await;
+            return TurnEnd::Closed;
+        }
+    };
+    let model = services.model_for(Some(&route.overrides));
+    let history = match persist_user_message(services, &route.session_id, event).await {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::error!(error = %e, "could not store the user's message");
+            fail("Sorry, I encountered an error (StorageError).\nYour message could not be stored.\nTry again in a moment.".into()).await;
+            return TurnEnd::Closed;
+        }
+    };
+
+    let system = build_system_prompt(services.config.agent.system_prompt.as_deref(), &event.source, event.channel_prompt.as_deref());
+    let mut messages = vec![ChatMessage::system(system)];
+    messages.extend(history.iter().filter_map(to_chat_message));
+    let stream_events = caps.streaming == StreamStyle::Events;
+    if caps.supports_typing {
+        let _ = adapter.typing(&target).await;
+    }
+    started.store(true, Ordering::Release);
+    let mut events = services.agent.run_turn(TurnRequest { model: model.clone(), messages, stream: stream_events }, interrupt.clone());
+
+    let mut streamed = String::new();
+    let mut recipient_gone = false;
+    let mut stream_out = |ev: StreamEvent| {
+        let adapter = adapter.clone();
+        let target = target.clone();
+        let reply_to = reply_to.clone();
+        async move { adapter.stream(&target, reply_to.as_deref(), &ev).await }
+    };
+    let outcome: Result<TurnOutcome, ProviderError> = loop {
+        let Some(ev) = events.recv().await else {
+            break Err(ProviderError::Fatal("the agent stopped unexpectedly".into()));
+        };
+        let to_stream = match ev {
+            TurnEvent::TextDelta(d) => {
+                streamed.push_str(&d);
+                StreamEvent::Token { text: d }
+            }
+            TurnEvent::ToolCall(c) => StreamEvent::ToolCall { id: c.id, name: c.name, arguments: c.arguments },
+            TurnEvent::ToolResult { id, name, content } => StreamEvent::ToolResult { id, name, content },
+            TurnEvent::Persist(m) => {
+                if let Err(e) = store.message_append(new_message(&route.session_id, &event.event_id, &m, None)).await {
+                    tracing::warn!(error = %e, "could not store a tool message");
+                }
+                continue;
+            }
+            TurnEvent::Done(o) => break Ok(o),
+            TurnEvent::Failed(e) => break Err(e),
+        };
+        if stream_events && !recipient_gone && let Err(SendError::Gone(_)) = stream_out(to_stream).await {
+            recipient_gone = true;
+        }
+    };
+
+    match outcome {
+        Ok(o) => {
+            let answer = ChatMessage::assistant(o.text.clone());
+            if let Err(e) = store.message_append(new_message(&route.session_id, &event.event_id, &answer, Some(&o.finish_reason))).await {
+                tracing::error!(error = %e, "could not store the answer");
+            }
+            if let Err(e) = store.usage_add(&route.session_id, &model.model, o.usage.prompt_tokens, o.usage.completion_tokens, o.usage.cached_tokens).await {
+                tracing::warn!(error = %e, "could not record usage");
+            }
+            // Chat platforms stay quiet on a silence token; a request/response client still
+            // needs its (empty) answer to finish.
+            if is_silence(&o.text) && caps.supports_async_delivery {
+                tracing::info!(event_id = %event.event_id, "silent answer stored, not delivered");
+            } else {
+                let text = if is_silence(&o.text) {
+                    String::new()
+                } else if o.text.trim().is_empty() {
+                    "⚠️ The model returned an empty response. Try again or rephrase your message.".to_string()
+                } else {
+                    o.text.clone()
+                };
+                outbound::deliver(services, &target, reply_to.as_deref(), &text, &answer_key, Some(Finish { usage: o.usage, finish_reason: o.finish_reason.clone() })).await;
+            }
+            if event.one_shot
+                && let Err(e) = store.session_close(session_key, "one_shot_complete").await
+            {
+                tracing::warn!(error = %e, "could not close a one-shot session");
+            }
+            TurnEnd::Closed
+        }
+        Err(ProviderError::Cancelled) => {
+            if services.turns_abort.is_cancelled() {
+                return TurnEnd::Aborted;
+            }
+            // A request/response client is waiting for this answer: end it.
+            if !caps.supports_async_delivery {
+                outbound::deliver(services, &target, reply_to.as_deref(), &streamed, &answer_key, Some(Finish { usage: Default::default(), finish_reason: "interrupted".into() })).await;
+            }
+            TurnEnd::Closed
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, session_key, "turn failed");
+            let detail: String = e.to_string().chars().take(300).collect();
+            fail(format!("Sorry, I encountered an error ({}).\n{detail}\nTry again or use /reset to start a fresh session.", e.kind())).await;
+            TurnEnd::Closed
+        }
+    }
+}
+
+fn aborted_or_closed(services: &Services) -> TurnEnd {
+    if services.turns_abort.is_cancelled() { TurnEnd::Aborted } else { TurnEnd::Closed }
+}
+
+/// Store the user's message (once, even when the event is replayed) and return the history
+/// that ends with it. A client-supplied earlier conversation seeds an empty session.
+async fn persist_user_message(services: &Services, session_id: &str, event: &InboundEvent) -> Result<Vec<MessageRow>, crate::store::StoreError> {
+    let store = &services.store;
+    if store.message_for_event(session_id, &event.event_id, "user").await?.is_none() {
+        if !event.context.is_empty() && store.messages(session_id, Some(1)).await?.is_empty() {
+            for m in &event.context {
+                let role = match m.role.as_str() {
+                    "assistant" => Role::Assistant,
+                    _ => Role::User,
+                };
+                store.message_append(new_message(session_id, "", &ChatMessage::new(role, m.content.clone()), None)).await?;
+            }
+        }
+        store.message_append(new_message(session_id, &event.event_id, &ChatMessage::user(event.text.clone()), None)).await?;
+    }
+    store.messages(session_id, Some(HISTORY_LIMIT)).await
+}
+
+fn new_message(session_id: &str, event_id: &str, m: &ChatMessage, finish_reason: Option<&str>) -> NewMessage {
+    NewMessage {
+        session_id: session_id.to_string(),
+        role: m.role.as_str().to_string(),
+        content: m.content.clone(),
+        tool_call_id: m.tool_call_id.clone(),
+        tool_calls: (!m.tool_calls.is_empty()).then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default()),
+        tool_name: m.tool_name.clone(),
+        event_id: (!event_id.is_empty()).then(|| event_id.to_string()),
+        finish_reason: finish_reason.map(str::to_string),
+        ..Default::default()
+    }
+}
+
+fn to_chat_message(row: &MessageRow) -> Option<ChatMessage> {
+    let role = Role::parse(&row.role)?;
+    let mut m = ChatMessage::new(role, row.content.clone());
+    m.tool_call_id = row.tool_call_id.clone();
+    m.tool_name = row.tool_name.clone();
+    if let Some(calls) = &row.tool_calls {
+        m.tool_calls = serde_json::from_str::<Vec<ToolCallRequest>>(calls).unwrap_or_default();
+    }
+    Some(m)
+}

@@ -1,0 +1,16 @@
+//! Protocol-faithful fake servers for hermes tests and benchmarks.
+//!
+//! * [`FakeLlm`]: a scripted OpenAI-compatible Chat Completions server
+//!   (JSON and SSE streaming, tool calls, errors, hangs, delays).
+//! * [`Receiver`]: a webhook callback sink that records every POST and can
+//!   inject failures.
+//!
+//! Both listen on real HTTP on `127.0.0.1`, so the code under test exercises
+//! its actual HTTP client stack rather than a mock trait.
+
+mod llm;
+mod receiver;
+mod serve;
+
+pub use llm::{FakeLlm, LlmConfig, RecordedRequest, Reply, ToolCall};
+pub use receiver::{Received, Receiver};
