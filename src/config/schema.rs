@@ -76,6 +76,15 @@ impl Config {
         }
     }
 
+    /// Every configured secret value, for the log redactor: these strings never reach a log line.
+    pub fn secret_values(&self) -> Vec<String> {
+        let p = &self.platforms;
+        let mut all = vec![self.model.api_key.as_ref(), p.api_server.key.as_ref(), p.webhook.secret.as_ref()];
+        all.extend(p.webhook.routes.values().map(|r| r.secret.as_ref()));
+        all.extend(p.others.values().flat_map(|o| [o.token.as_ref(), o.api_key.as_ref()]));
+        all.into_iter().flatten().filter(|s| !s.is_empty()).map(|s| s.expose().to_string()).collect()
+    }
+
     /// The resolved configuration as YAML, every secret masked (`hermes config check`).
     pub fn to_masked_yaml(&self) -> String {
         // Cannot fail for this type (string keys, no unsupported values); if serde_yaml_ng ever

@@ -11,9 +11,9 @@ use std::path::Path;
 
 /// The annotated example shipped with the daemon. Path relative to this file; adjust it if the
 /// example moves (in the `hermes` crate it lives at `config/hermes.example.yaml`).
-const EXAMPLE_YAML: &str = include_str!("../../../hermes.example.yaml");
+const EXAMPLE_YAML: &str = include_str!("../../../config/hermes.example.yaml");
 /// The annotated environment example, same remark.
-const EXAMPLE_ENV: &str = include_str!("../../../env.example");
+const EXAMPLE_ENV: &str = include_str!("../../../config/.env.example");
 
 fn env(pairs: &[(&str, &str)]) -> Env {
     Env::from_pairs(pairs.iter().copied())

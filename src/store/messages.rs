@@ -1,0 +1,177 @@
+//! Messages of a session, and full-text search over them: FTS5 (unicode61 words) first, and the
+//! trigram index for what word search cannot find (CJK text, substrings inside words).
+
+use super::{Store, StoreError, now_ms, to_time};
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// A message to append. `session_id`, `role` and `content` are required; the rest is optional.
+#[derive(Debug, Clone, Default)]
+pub struct NewMessage {
+    pub session_id: String,
+    pub role: String,
+    pub content: String,
+    pub tool_call_id: Option<String>,
+    /// The assistant's tool calls, as JSON.
+    pub tool_calls: Option<String>,
+    pub tool_name: Option<String>,
+    /// The inbound event this message belongs to (so a replayed event is not stored twice).
+    pub event_id: Option<String>,
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MessageRow {
+    pub id: i64,
+    pub session_id: String,
+    pub role: String,
+    pub content: String,
+    pub tool_call_id: Option<String>,
+    pub tool_calls: Option<String>,
+    pub tool_name: Option<String>,
+    pub event_id: Option<String>,
+    pub finish_reason: Option<String>,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// Whose messages a search may see. Searches are always scoped: one user's search never
+/// returns another user's conversation.
+#[derive(Debug, Clone)]
+pub enum SearchScope {
+    /// One session only.
+    Session(String),
+    /// Every session of this user on this platform.
+    User { platform: String, user_id: String },
+    /// Every session with this session key (a shared group chat, for example).
+    SessionKey(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchHit {
+    pub message_id: i64,
+    pub session_id: String,
+    pub role: String,
+    /// The matching passage with the match marked `[...]`.
+    pub snippet: String,
+    pub timestamp: DateTime<Utc>,
+}
+
+const MESSAGE_COLUMNS: &str = "id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp";
+
+impl Store {
+    /// Append a message; returns its id.
+    pub async fn message_append(&self, message: NewMessage) -> Result<i64, StoreError> {
+        self.write(move |c| {
+            c.execute(
+                "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    message.session_id,
+                    message.role,
+                    message.content,
+                    message.tool_call_id,
+                    message.tool_calls,
+                    message.tool_name,
+                    message.event_id,
+                    message.finish_reason,
+                    now_ms()
+                ],
+            )?;
+            let id = c.last_insert_rowid();
+            c.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1", [&message.session_id])?;
+            Ok(id)
+        })
+        .await
+    }
+
+    /// The session's messages in order; with a limit, the most recent `limit` of them.
+    pub async fn messages(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<MessageRow>, StoreError> {
+        let id = session_id.to_string();
+        let limit = limit.map(|l| l as i64).unwrap_or(-1);
+        self.read(move |c| {
+            let sql = format!("SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id");
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![id, limit], row_to_message)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    /// The message with `role` stored for an inbound event, if any.
+    pub async fn message_for_event(&self, session_id: &str, event_id: &str, role: &str) -> Result<Option<MessageRow>, StoreError> {
+        let (session_id, event_id, role) = (session_id.to_string(), event_id.to_string(), role.to_string());
+        self.read(move |c| {
+            let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND event_id = ?2 AND role = ?3 ORDER BY id LIMIT 1");
+            Ok(c.query_row(&sql, params![session_id, event_id, role], row_to_message).optional()?)
+        })
+        .await
+    }
+
+    /// Search message text within `scope`, best matches first.
+    pub async fn search_messages(&self, query: &str, scope: SearchScope, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
+        let query = query.trim().to_string();
+        if query.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.read(move |c| {
+            let hits = search_index(c, "messages_fts", &word_query(&query), &scope, limit)?;
+            // Word search finds nothing inside CJK runs or within words; the trigram index does
+            // (it needs at least three characters).
+            if hits.is_empty() && query.chars().count() >= 3 {
+                return search_index(c, "messages_trigram", &phrase(&query), &scope, limit);
+            }
+            Ok(hits)
+        })
+        .await
+    }
+}
+
+/// Each word as a quoted term, so user text can never be read as FTS5 syntax.
+fn word_query(query: &str) -> String {
+    query.split_whitespace().map(phrase).collect::<Vec<_>>().join(" ")
+}
+
+fn phrase(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+fn search_index(c: &Connection, index: &str, fts_query: &str, scope: &SearchScope, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
+    let (scope_sql, scope_args): (&str, Vec<String>) = match scope {
+        SearchScope::Session(id) => ("m.session_id = ?3", vec![id.clone()]),
+        SearchScope::User { platform, user_id } => (
+            "m.session_id IN (SELECT id FROM sessions WHERE platform = ?3 AND user_id = ?4)",
+            vec![platform.clone(), user_id.clone()],
+        ),
+        SearchScope::SessionKey(key) => ("m.session_id IN (SELECT id FROM sessions WHERE session_key = ?3)", vec![key.clone()]),
+    };
+    let sql = format!(
+        "SELECT m.id, m.session_id, m.role, snippet({index}, 0, '[', ']', '…', 16), m.timestamp
+         FROM {index} JOIN messages m ON m.id = {index}.rowid
+         WHERE {index} MATCH ?1 AND {scope_sql}
+         ORDER BY bm25({index}) LIMIT ?2"
+    );
+    let mut stmt = c.prepare_cached(&sql)?;
+    let mut args: Vec<&dyn rusqlite::ToSql> = vec![&fts_query, &limit];
+    for a in &scope_args {
+        args.push(a);
+    }
+    let rows = stmt.query_map(args.as_slice(), |r| {
+        Ok(SearchHit { message_id: r.get(0)?, session_id: r.get(1)?, role: r.get(2)?, snippet: r.get(3)?, timestamp: to_time(r.get(4)?) })
+    })?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
+    Ok(MessageRow {
+        id: r.get(0)?,
+        session_id: r.get(1)?,
+        role: r.get(2)?,
+        content: r.get(3)?,
+        tool_call_id: r.get(4)?,
+        tool_calls: r.get(5)?,
+        tool_name: r.get(6)?,
+        event_id: r.get(7)?,
+        finish_reason: r.get(8)?,
+        timestamp: to_time(r.get(9)?),
+    })
+}

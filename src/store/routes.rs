@@ -1,0 +1,202 @@
+//! Sessions and routing: which session a session key currently talks to, where it came from
+//! (the origin every later delivery and cron job needs), and its per-session overrides.
+
+use super::{Store, StoreError, now_ms, to_time};
+use chrono::{DateTime, Utc};
+use hermes_adapter::SessionSource;
+use rusqlite::{Connection, OptionalExtension, params};
+
+#[derive(Debug, Clone)]
+pub struct RouteEntry {
+    pub session_key: String,
+    pub session_id: String,
+    pub origin: SessionSource,
+    /// Per-session settings (e.g. `model_override`), a JSON object.
+    pub overrides: serde_json::Value,
+    pub updated_at: DateTime<Utc>,
+    /// True when this call started the session.
+    pub created: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct SessionRow {
+    pub id: String,
+    pub session_key: String,
+    pub source: SessionSource,
+    pub user_id: Option<String>,
+    pub chat_id: String,
+    pub model: Option<String>,
+    pub title: Option<String>,
+    pub parent_session_id: Option<String>,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub end_reason: Option<String>,
+    pub message_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+}
+
+impl Store {
+    pub async fn route_get(&self, session_key: &str) -> Result<Option<RouteEntry>, StoreError> {
+        let key = session_key.to_string();
+        self.read(move |c| read_route(c, &key)).await
+    }
+
+    /// The key's current session, started (with `source` as its origin) when there is none.
+    pub async fn route_get_or_create(&self, session_key: &str, source: &SessionSource, model: &str) -> Result<RouteEntry, StoreError> {
+        let (key, source, model) = (session_key.to_string(), source.clone(), model.to_string());
+        self.write(move |c| {
+            if let Some(mut route) = read_route(c, &key)? {
+                // The latest origin wins: a reply goes where the user last wrote from.
+                let origin = encode(&source)?;
+                c.execute("UPDATE routes SET origin = ?2, updated_at = ?3 WHERE session_key = ?1", params![key, origin, now_ms()])?;
+                route.origin = source;
+                return Ok(route);
+            }
+            start_session(c, &key, &source, &model, None, serde_json::json!({}))
+        })
+        .await
+    }
+
+    /// End the key's current session with `reason` and start a new one on the same route; the
+    /// route's overrides are kept (callers that want them cleared say so).
+    pub async fn session_reset(&self, session_key: &str, source: &SessionSource, model: &str, reason: &str) -> Result<RouteEntry, StoreError> {
+        let (key, source, model, reason) = (session_key.to_string(), source.clone(), model.to_string(), reason.to_string());
+        self.write(move |c| {
+            let overrides = match read_route(c, &key)? {
+                Some(route) => {
+                    end_session(c, &route.session_id, &reason)?;
+                    route.overrides
+                }
+                None => serde_json::json!({}),
+            };
+            start_session(c, &key, &source, &model, None, overrides)
+        })
+        .await
+    }
+
+    /// End the key's current session and forget the route; `false` when there was none.
+    pub async fn session_close(&self, session_key: &str, reason: &str) -> Result<bool, StoreError> {
+        let (key, reason) = (session_key.to_string(), reason.to_string());
+        self.write(move |c| {
+            let Some(route) = read_route(c, &key)? else {
+                return Ok(false);
+            };
+            end_session(c, &route.session_id, &reason)?;
+            c.execute("DELETE FROM routes WHERE session_key = ?1", [&key])?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Replace the route's overrides; `false` when the key has no route.
+    pub async fn route_set_overrides(&self, session_key: &str, overrides: &serde_json::Value) -> Result<bool, StoreError> {
+        let (key, overrides) = (session_key.to_string(), overrides.to_string());
+        self.write(move |c| Ok(c.execute("UPDATE routes SET overrides = ?2 WHERE session_key = ?1", params![key, overrides])? == 1))
+            .await
+    }
+
+    pub async fn session_get(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| {
+            c.query_row(
+                "SELECT id, session_key, source, user_id, chat_id, model, title, parent_session_id, started_at, ended_at,
+                        end_reason, message_count, input_tokens, output_tokens
+                 FROM sessions WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(SessionRow {
+                        id: r.get(0)?,
+                        session_key: r.get(1)?,
+                        source: decode_column(r.get(2)?, 2)?,
+                        user_id: r.get(3)?,
+                        chat_id: r.get(4)?,
+                        model: r.get(5)?,
+                        title: r.get(6)?,
+                        parent_session_id: r.get(7)?,
+                        started_at: to_time(r.get(8)?),
+                        ended_at: r.get::<_, Option<i64>>(9)?.map(to_time),
+                        end_reason: r.get(10)?,
+                        message_count: r.get(11)?,
+                        input_tokens: r.get(12)?,
+                        output_tokens: r.get(13)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(StoreError::from)
+        })
+        .await
+    }
+}
+
+fn read_route(c: &Connection, key: &str) -> Result<Option<RouteEntry>, StoreError> {
+    let raw = c
+        .query_row("SELECT session_id, origin, overrides, updated_at FROM routes WHERE session_key = ?1", [key], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?))
+        })
+        .optional()?;
+    raw.map(|(session_id, origin, overrides, updated_at)| {
+        Ok(RouteEntry {
+            session_key: key.to_string(),
+            session_id,
+            origin: decode(&origin)?,
+            overrides: serde_json::from_str(&overrides).map_err(|e| StoreError::Corrupt(format!("route overrides for {key}: {e}")))?,
+            updated_at: to_time(updated_at),
+            created: false,
+        })
+    })
+    .transpose()
+}
+
+fn start_session(
+    c: &Connection,
+    key: &str,
+    source: &SessionSource,
+    model: &str,
+    parent: Option<&str>,
+    overrides: serde_json::Value,
+) -> Result<RouteEntry, StoreError> {
+    let id = new_session_id();
+    let now = now_ms();
+    let origin = encode(source)?;
+    c.execute(
+        "INSERT INTO sessions (id, session_key, source, platform, user_id, chat_id, model, parent_session_id, started_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![id, key, origin, source.platform.as_str(), source.user_id, source.chat_id, model, parent, now],
+    )?;
+    c.execute(
+        "INSERT INTO routes (session_key, session_id, origin, overrides, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT(session_key) DO UPDATE SET session_id = excluded.session_id, origin = excluded.origin,
+             overrides = excluded.overrides, updated_at = excluded.updated_at",
+        params![key, id, origin, overrides.to_string(), now],
+    )?;
+    Ok(RouteEntry { session_key: key.to_string(), session_id: id, origin: source.clone(), overrides, updated_at: to_time(now), created: true })
+}
+
+fn end_session(c: &Connection, session_id: &str, reason: &str) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE id = ?1 AND ended_at IS NULL",
+        params![session_id, now_ms(), reason],
+    )?;
+    Ok(())
+}
+
+/// Session ids sort by start time (`YYYYMMDD_HHMMSS_` prefix, as in Hermes) and are unguessable.
+fn new_session_id() -> String {
+    let suffix: String = (0..12).map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)])).collect();
+    format!("{}_{suffix}", Utc::now().format("%Y%m%d_%H%M%S"))
+}
+
+fn encode(source: &SessionSource) -> Result<String, StoreError> {
+    serde_json::to_string(source).map_err(|e| StoreError::Corrupt(format!("cannot encode a session origin: {e}")))
+}
+
+/// [`decode`] inside a row mapper.
+fn decode_column(raw: String, column: usize) -> rusqlite::Result<SessionSource> {
+    serde_json::from_str(&raw).map_err(|e| rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e)))
+}
+
+fn decode(raw: &str) -> Result<SessionSource, StoreError> {
+    serde_json::from_str(raw).map_err(|e| StoreError::Corrupt(format!("unreadable session origin: {e}")))
+}

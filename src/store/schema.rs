@@ -1,0 +1,125 @@
+//! Versioned schema migrations, tracked in `PRAGMA user_version`. A migration is appended, never
+//! edited: a database written by an older hermes is upgraded in place, one step at a time.
+
+use super::StoreError;
+use rusqlite::Connection;
+use std::path::Path;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: the gateway spine.
+    r#"
+    CREATE TABLE sessions (
+        id                TEXT PRIMARY KEY,
+        session_key       TEXT NOT NULL,
+        source            TEXT NOT NULL,
+        platform          TEXT NOT NULL,
+        user_id           TEXT,
+        chat_id           TEXT NOT NULL,
+        model             TEXT,
+        title             TEXT,
+        parent_session_id TEXT REFERENCES sessions(id),
+        started_at        INTEGER NOT NULL,
+        ended_at          INTEGER,
+        end_reason        TEXT,
+        message_count     INTEGER NOT NULL DEFAULT 0,
+        input_tokens      INTEGER NOT NULL DEFAULT 0,
+        output_tokens     INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX sessions_by_key ON sessions(session_key, started_at);
+    CREATE INDEX sessions_by_user ON sessions(platform, user_id);
+
+    CREATE TABLE messages (
+        id            INTEGER PRIMARY KEY,
+        session_id    TEXT NOT NULL REFERENCES sessions(id),
+        role          TEXT NOT NULL,
+        content       TEXT NOT NULL,
+        tool_call_id  TEXT,
+        tool_calls    TEXT,
+        tool_name     TEXT,
+        event_id      TEXT,
+        finish_reason TEXT,
+        timestamp     INTEGER NOT NULL
+    );
+    CREATE INDEX messages_by_session ON messages(session_id, id);
+    CREATE INDEX messages_by_event ON messages(session_id, event_id, role) WHERE event_id IS NOT NULL;
+
+    CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages', content_rowid='id');
+    CREATE VIRTUAL TABLE messages_trigram USING fts5(content, content='messages', content_rowid='id', tokenize='trigram');
+    CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+        INSERT INTO messages_trigram(rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+        INSERT INTO messages_trigram(messages_trigram, rowid, content) VALUES ('delete', old.id, old.content);
+    END;
+    CREATE TRIGGER messages_au AFTER UPDATE OF content ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+        INSERT INTO messages_trigram(messages_trigram, rowid, content) VALUES ('delete', old.id, old.content);
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+        INSERT INTO messages_trigram(rowid, content) VALUES (new.id, new.content);
+    END;
+
+    CREATE TABLE routes (
+        session_key TEXT PRIMARY KEY,
+        session_id  TEXT NOT NULL REFERENCES sessions(id),
+        origin      TEXT NOT NULL,
+        overrides   TEXT NOT NULL DEFAULT '{}',
+        updated_at  INTEGER NOT NULL
+    );
+
+    CREATE TABLE inbox (
+        event_id    TEXT PRIMARY KEY,
+        platform    TEXT NOT NULL,
+        payload     TEXT NOT NULL,
+        state       TEXT NOT NULL,
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        error       TEXT,
+        received_at INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+    );
+    CREATE INDEX inbox_by_state ON inbox(state, received_at);
+
+    CREATE TABLE outbox (
+        idempotency_key     TEXT PRIMARY KEY,
+        target              TEXT NOT NULL,
+        body                TEXT NOT NULL,
+        state               TEXT NOT NULL,
+        attempts            INTEGER NOT NULL DEFAULT 0,
+        platform_message_id TEXT,
+        error               TEXT,
+        created_at          INTEGER NOT NULL,
+        updated_at          INTEGER NOT NULL
+    );
+    CREATE INDEX outbox_by_state ON outbox(state, updated_at);
+
+    CREATE TABLE usage (
+        session_id        TEXT NOT NULL REFERENCES sessions(id),
+        model             TEXT NOT NULL,
+        prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cached_tokens     INTEGER NOT NULL DEFAULT 0,
+        api_calls         INTEGER NOT NULL DEFAULT 0,
+        cost_usd          REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (session_id, model)
+    );
+    "#,
+];
+
+/// The schema version this build writes.
+pub(super) const VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if found > VERSION {
+        return Err(StoreError::TooNew { path: path.to_path_buf(), found, known: VERSION });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", index as i64 + 1)?;
+        tx.commit()?;
+        tracing::info!(version = index + 1, "session store migrated");
+    }
+    Ok(())
+}

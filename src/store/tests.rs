@@ -1,0 +1,209 @@
+use super::*;
+use hermes_adapter::{ChatType, Platform, SessionSource};
+
+async fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    (dir, store)
+}
+
+fn source(user: &str) -> SessionSource {
+    SessionSource::new(Platform::new("api_server"), format!("chat-{user}"), ChatType::Dm).with_user(user, Some(format!("User {user}")))
+}
+
+fn message(session_id: &str, role: &str, content: &str) -> NewMessage {
+    NewMessage { session_id: session_id.into(), role: role.into(), content: content.into(), ..Default::default() }
+}
+
+#[tokio::test]
+async fn inbox_drops_redelivery_and_replays_unfinished_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        let store = Store::open(&path).await.unwrap();
+        assert!(store.inbox_accept("ev-1", "webhook", "{\"a\":1}").await.unwrap());
+        assert!(!store.inbox_accept("ev-1", "webhook", "{\"a\":2}").await.unwrap(), "a redelivery must be recognised");
+        assert!(store.inbox_accept("ev-2", "webhook", "{}").await.unwrap());
+        assert!(store.inbox_accept("ev-3", "webhook", "{}").await.unwrap());
+        store.inbox_mark_processing("ev-1").await.unwrap();
+        store.inbox_mark_done("ev-2").await.unwrap();
+        store.inbox_mark_failed("ev-3", "unreadable").await.unwrap();
+    }
+    // A new process sees what the old one accepted.
+    let store = Store::open(&path).await.unwrap();
+    let unfinished = store.inbox_unfinished().await.unwrap();
+    assert_eq!(unfinished.len(), 1);
+    assert_eq!(unfinished[0].event_id, "ev-1");
+    assert_eq!(unfinished[0].payload, "{\"a\":1}", "the first payload wins");
+    assert_eq!(unfinished[0].state, InboxState::Processing);
+    assert_eq!(unfinished[0].attempts, 1);
+    // Finished rows still block redelivery until pruned.
+    assert!(!store.inbox_accept("ev-2", "webhook", "{}").await.unwrap());
+    assert_eq!(store.inbox_prune(Duration::ZERO).await.unwrap(), 2);
+    assert!(store.inbox_accept("ev-2", "webhook", "{}").await.unwrap());
+}
+
+#[tokio::test]
+async fn concurrent_accepts_of_one_event_store_it_once() {
+    let (_dir, store) = store().await;
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move { store.inbox_accept("same", "api_server", "{}").await.unwrap() }));
+    }
+    let mut inserted = 0;
+    for t in tasks {
+        inserted += t.await.unwrap() as usize;
+    }
+    assert_eq!(inserted, 1);
+}
+
+#[tokio::test]
+async fn routes_keep_one_current_session_per_key() {
+    let (_dir, store) = store().await;
+    let first = store.route_get_or_create("k", &source("u1"), "m1").await.unwrap();
+    assert!(first.created);
+    let again = store.route_get_or_create("k", &source("u1"), "m1").await.unwrap();
+    assert!(!again.created);
+    assert_eq!(again.session_id, first.session_id);
+
+    store.route_set_overrides("k", &serde_json::json!({"model_override": {"model": "m2"}})).await.unwrap();
+    let reset = store.session_reset("k", &source("u1"), "m1", "session_reset").await.unwrap();
+    assert_ne!(reset.session_id, first.session_id);
+    assert_eq!(reset.overrides["model_override"]["model"], "m2", "reset keeps overrides unless cleared");
+    let old = store.session_get(&first.session_id).await.unwrap().unwrap();
+    assert_eq!(old.end_reason.as_deref(), Some("session_reset"));
+    assert!(old.ended_at.is_some());
+    assert_eq!(old.source.user_id.as_deref(), Some("u1"));
+
+    assert!(store.session_close("k", "closed_by_client").await.unwrap());
+    assert!(store.route_get("k").await.unwrap().is_none());
+    assert!(!store.session_close("k", "closed_by_client").await.unwrap());
+}
+
+#[tokio::test]
+async fn messages_keep_order_and_limit_returns_the_latest() {
+    let (_dir, store) = store().await;
+    let route = store.route_get_or_create("k", &source("u1"), "m").await.unwrap();
+    for i in 0..5 {
+        store.message_append(message(&route.session_id, "user", &format!("message {i}"))).await.unwrap();
+    }
+    let all = store.messages(&route.session_id, None).await.unwrap();
+    assert_eq!(all.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["message 0", "message 1", "message 2", "message 3", "message 4"]);
+    let last_two = store.messages(&route.session_id, Some(2)).await.unwrap();
+    assert_eq!(last_two.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["message 3", "message 4"]);
+    let session = store.session_get(&route.session_id).await.unwrap().unwrap();
+    assert_eq!(session.message_count, 5);
+}
+
+#[tokio::test]
+async fn message_for_event_finds_the_stored_user_message() {
+    let (_dir, store) = store().await;
+    let route = store.route_get_or_create("k", &source("u1"), "m").await.unwrap();
+    let mut m = message(&route.session_id, "user", "hello");
+    m.event_id = Some("ev-9".into());
+    store.message_append(m).await.unwrap();
+    assert!(store.message_for_event(&route.session_id, "ev-9", "user").await.unwrap().is_some());
+    assert!(store.message_for_event(&route.session_id, "ev-9", "assistant").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn search_finds_words_substrings_and_cjk_but_only_in_scope() {
+    let (_dir, store) = store().await;
+    let alice = store.route_get_or_create("ka", &source("alice"), "m").await.unwrap();
+    let bob = store.route_get_or_create("kb", &source("bob"), "m").await.unwrap();
+    store.message_append(message(&alice.session_id, "user", "The deployment of kubernetes failed on Tuesday")).await.unwrap();
+    store.message_append(message(&alice.session_id, "assistant", "東京の天気は晴れです")).await.unwrap();
+    store.message_append(message(&bob.session_id, "user", "kubernetes secrets of bob")).await.unwrap();
+
+    let alice_scope = SearchScope::User { platform: "api_server".into(), user_id: "alice".into() };
+    let words = store.search_messages("kubernetes deployment", alice_scope.clone(), 10).await.unwrap();
+    assert_eq!(words.len(), 1);
+    assert_eq!(words[0].session_id, alice.session_id);
+    assert!(words[0].snippet.contains("[kubernetes]"), "{}", words[0].snippet);
+
+    let substring = store.search_messages("bernet", alice_scope.clone(), 10).await.unwrap();
+    assert_eq!(substring.len(), 1, "trigram search finds text inside words");
+
+    let cjk = store.search_messages("天気", alice_scope.clone(), 10).await;
+    // Two CJK characters are below the trigram minimum; three are found.
+    assert!(cjk.unwrap().is_empty());
+    let cjk = store.search_messages("天気は", alice_scope, 10).await.unwrap();
+    assert_eq!(cjk.len(), 1);
+    assert_eq!(cjk[0].role, "assistant");
+
+    // FTS syntax in user text is treated as text, not an error.
+    let odd = store.search_messages("\"unbalanced AND (", SearchScope::Session(bob.session_id.clone()), 10).await;
+    assert!(odd.unwrap().is_empty());
+    let bobs = store.search_messages("kubernetes", SearchScope::Session(bob.session_id.clone()), 10).await.unwrap();
+    assert_eq!(bobs.len(), 1);
+    assert_eq!(bobs[0].session_id, bob.session_id);
+}
+
+#[tokio::test]
+async fn outbox_reports_what_happened_to_a_key() {
+    let (_dir, store) = store().await;
+    assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::New);
+    assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::Resume { attempts: 0 });
+    store.outbox_mark_sending("a").await.unwrap();
+    // A crash here leaves the send in doubt: it is not blindly repeated.
+    assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::InDoubt);
+    store.outbox_mark_sent("a", Some("m-1")).await.unwrap();
+    assert_eq!(
+        store.outbox_reserve("a", "t", "body").await.unwrap(),
+        OutboxReservation::AlreadySent { platform_message_id: Some("m-1".into()) }
+    );
+    store.outbox_reserve("b", "t", "body").await.unwrap();
+    store.outbox_mark_failed("b", "403 forbidden").await.unwrap();
+    assert_eq!(store.outbox_reserve("b", "t", "body").await.unwrap(), OutboxReservation::Failed { error: "403 forbidden".into() });
+    store.outbox_reserve("c", "t", "body").await.unwrap();
+    store.outbox_mark_ambiguous("c", "timeout").await.unwrap();
+    assert_eq!(store.outbox_reserve("c", "t", "body").await.unwrap(), OutboxReservation::InDoubt);
+    assert_eq!(store.outbox_get("a").await.unwrap().unwrap().attempts, 1);
+}
+
+#[tokio::test]
+async fn usage_accumulates_per_model() {
+    let (_dir, store) = store().await;
+    let route = store.route_get_or_create("k", &source("u1"), "m").await.unwrap();
+    store.usage_add(&route.session_id, "m1", 100, 20, 50).await.unwrap();
+    store.usage_add(&route.session_id, "m1", 10, 2, 0).await.unwrap();
+    store.usage_add(&route.session_id, "m2", 1, 1, 0).await.unwrap();
+    let totals = store.session_usage(&route.session_id).await.unwrap();
+    assert_eq!((totals.prompt_tokens, totals.completion_tokens, totals.cached_tokens, totals.api_calls), (111, 23, 50, 3));
+    assert_eq!(totals.models, ["m1", "m2"]);
+    let session = store.session_get(&route.session_id).await.unwrap().unwrap();
+    assert_eq!((session.input_tokens, session.output_tokens), (111, 23));
+}
+
+#[tokio::test]
+async fn a_failing_write_in_a_batch_does_not_undo_the_others() {
+    let (_dir, store) = store().await;
+    let route = store.route_get_or_create("k", &source("u1"), "m").await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let store = store.clone();
+        // Every odd message names a session that does not exist: a foreign-key failure.
+        let session = if i % 2 == 0 { route.session_id.clone() } else { "missing".to_string() };
+        tasks.push(tokio::spawn(async move { store.message_append(message(&session, "user", &format!("m{i}"))).await.is_ok() }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        ok += t.await.unwrap() as usize;
+    }
+    assert_eq!(ok, 10);
+    assert_eq!(store.messages(&route.session_id, None).await.unwrap().len(), 10);
+    assert_eq!(store.session_get(&route.session_id).await.unwrap().unwrap().message_count, 10);
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", 999).unwrap();
+    }
+    let err = Store::open(&path).await.err().unwrap();
+    assert!(err.to_string().contains("newer hermes"), "{err}");
+}
