@@ -109,7 +109,7 @@ async fn drive(services: &Arc<Services>, session_key: &str, event: &InboundEvent
 
     let mut streamed = String::new();
     let mut recipient_gone = false;
-    let mut stream_out = |ev: StreamEvent| {
+    let stream_out = |ev: StreamEvent| {
         let adapter = adapter.clone();
         let target = target.clone();
         let reply_to = reply_to.clone();

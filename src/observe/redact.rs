@@ -68,8 +68,17 @@ fn starts_with_at(chars: &[char], i: usize, pat: &str) -> bool {
 }
 
 fn token_end(chars: &[char], from: usize) -> usize {
+    token_end_by(chars, from, is_token_char)
+}
+
+/// Telegram's secret half is `[A-Za-z0-9_-]`; stopping there keeps the URL path readable.
+fn bot_token_end(chars: &[char], from: usize) -> usize {
+    token_end_by(chars, from, |c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+}
+
+fn token_end_by(chars: &[char], from: usize, is_part: impl Fn(char) -> bool) -> usize {
     let mut j = from;
-    while j < chars.len() && is_token_char(chars[j]) {
+    while j < chars.len() && is_part(chars[j]) {
         j += 1;
     }
     j
@@ -92,7 +101,7 @@ fn masked_span(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
     if starts_with_at(chars, i, "/bot") {
         let digits_end = (i + 4..chars.len()).find(|&k| !chars[k].is_ascii_digit()).unwrap_or(chars.len());
         if digits_end > i + 4 && chars.get(digits_end) == Some(&':') {
-            let end = token_end(chars, digits_end + 1);
+            let end = bot_token_end(chars, digits_end + 1);
             if end - digits_end > 20 {
                 out.push_str("/bot");
                 out.push_str(MASK);
@@ -104,7 +113,7 @@ fn masked_span(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
     if at_word_start && chars[i].is_ascii_digit() {
         let digits_end = (i..chars.len()).find(|&k| !chars[k].is_ascii_digit()).unwrap_or(chars.len());
         if (6..=12).contains(&(digits_end - i)) && chars.get(digits_end) == Some(&':') {
-            let end = token_end(chars, digits_end + 1);
+            let end = bot_token_end(chars, digits_end + 1);
             if end - digits_end > 30 {
                 out.push_str(MASK);
                 return Some(end);
