@@ -1,1 +1,9 @@
+//! Full-process tests: the built `hermes` binary with a temporary HERMES_HOME, talking to the
+//! scripted fake LLM of `hermes-fakes` and to real HTTP clients on loopback.
 
+mod api_server;
+mod config;
+mod crash;
+mod openai_python;
+mod support;
+mod webhook;

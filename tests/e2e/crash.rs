@@ -1,0 +1,47 @@
+//! A crash in the middle of a turn: kill -9 while the model hangs; after the restart the
+//! accepted event is replayed and answered exactly once.
+
+use crate::support::{Setup, count, eventually, open_db};
+use crate::webhook::{deliver, route_config};
+use hermes_fakes::{FakeLlm, Receiver, Reply};
+use serde_json::json;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_mid_turn_replays_the_event_and_answers_once() {
+    let llm = FakeLlm::start().await;
+    let receiver = Receiver::start().await;
+    let setup = Setup::new(&llm.base_url());
+    setup.write_config(&route_config(&receiver));
+    let body = json!({"service": {"name": "payments"}, "status": "ok"}).to_string();
+
+    let mut first = setup.start().await;
+    llm.push(Reply::Hang);
+    assert_eq!(deliver(&setup, &body, "crash-1", "deploy-route-secret-42").await.status(), 202);
+    assert!(llm.wait_for_requests(1, Duration::from_secs(20)).await, "the turn reached the model");
+    let killed = first.signal(libc::SIGKILL).await;
+    assert_eq!(killed.code(), None, "killed by a signal");
+    {
+        let db = open_db(&setup.state_db());
+        assert_eq!(count(&db, "SELECT count(*) FROM inbox WHERE event_id LIKE '%crash-1%' AND state = 'processing'", []), 1);
+    }
+    assert!(receiver.received().is_empty());
+
+    // Restart: the event is replayed (the fake now answers at once).
+    let second = setup.start().await;
+    assert!(receiver.wait_for(1, Duration::from_secs(20)).await, "the replayed turn is answered:\n{}", second.log_text());
+    assert_eq!(receiver.received()[0].body["text"], "echo: Deploy of payments finished: ok");
+    assert!(second.log_text().contains("did not stop cleanly"), "the unclean stop is reported");
+
+    // A redelivery by the sender after the restart is still a duplicate.
+    let again = deliver(&setup, &body, "crash-1", "deploy-route-secret-42").await;
+    assert!(again.status().is_success());
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(receiver.received().len(), 1, "answered exactly once");
+    assert_eq!(llm.request_count(), 2, "one hung attempt, one replay");
+
+    let db = open_db(&setup.state_db());
+    assert!(eventually(Duration::from_secs(5), || count(&db, "SELECT count(*) FROM inbox WHERE state = 'done'", []) == 1).await);
+    assert_eq!(count(&db, "SELECT count(*) FROM messages WHERE role = 'user'", []), 1, "the user message is stored once");
+    assert_eq!(count(&db, "SELECT count(*) FROM messages WHERE role = 'assistant'", []), 1);
+}

@@ -1,0 +1,190 @@
+//! Running the real `hermes` binary for a test: a temporary HERMES_HOME, free loopback ports, the
+//! environment a user would set, and helpers to wait for it, signal it and read its log.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub const API_KEY: &str = "e2e-api-key-0123456789";
+pub const WEBHOOK_SECRET: &str = "e2e-webhook-secret-0123";
+pub const LLM_KEY: &str = "sk-e2e-provider-key-0123456789";
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+}
+
+/// A HERMES_HOME with its config, and the environment the gateway runs with.
+pub struct Setup {
+    pub home: tempfile::TempDir,
+    pub api_port: u16,
+    pub webhook_port: u16,
+    pub env: Vec<(String, String)>,
+}
+
+impl Setup {
+    /// Both adapters on free ports, the provider pointed at `llm_base_url`.
+    pub fn new(llm_base_url: &str) -> Setup {
+        let home = tempfile::tempdir().expect("temp dir");
+        let (api_port, webhook_port) = (free_port(), free_port());
+        let env = [
+            ("OPENAI_BASE_URL", llm_base_url.to_string()),
+            ("OPENAI_API_KEY", LLM_KEY.to_string()),
+            ("API_SERVER_ENABLED", "true".to_string()),
+            ("API_SERVER_KEY", API_KEY.to_string()),
+            ("API_SERVER_PORT", api_port.to_string()),
+            ("WEBHOOK_ENABLED", "true".to_string()),
+            ("WEBHOOK_PORT", webhook_port.to_string()),
+            ("WEBHOOK_SECRET", WEBHOOK_SECRET.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        Setup { home, api_port, webhook_port, env }
+    }
+
+    pub fn set(&mut self, key: &str, value: &str) -> &mut Self {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn write_config(&self, yaml: &str) {
+        std::fs::write(self.home.path().join("config.yaml"), yaml).expect("write config.yaml");
+    }
+
+    pub fn api(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.api_port)
+    }
+
+    pub fn webhook(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.webhook_port)
+    }
+
+    pub fn state_db(&self) -> PathBuf {
+        self.home.path().join("state.db")
+    }
+
+    /// `hermes <args>` with this home and environment, and nothing from the caller's.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+        cmd.args(args).env_clear().env("HERMES_HOME", self.home.path()).env("HOME", self.home.path()).env("RUST_LOG", "info,hermes=debug");
+        if let Ok(path) = std::env::var("PATH") {
+            cmd.env("PATH", path);
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Run a command to completion: (exit status, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (ExitStatus, String, String) {
+        let out = self.command(args).output().expect("run hermes");
+        (out.status, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    /// Start `hermes gateway run` and wait until the API server answers `/health`.
+    pub async fn start(&self) -> Gateway {
+        static STARTS: AtomicUsize = AtomicUsize::new(0);
+        let log = self.home.path().join(format!("gateway-{}.log", STARTS.fetch_add(1, Ordering::Relaxed)));
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = self
+            .command(&["gateway", "run"])
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("spawn hermes gateway run");
+        let mut gateway = Gateway { child: Some(child), log };
+        gateway.wait_healthy(&self.api(""), Duration::from_secs(20)).await;
+        gateway
+    }
+}
+
+/// A running gateway process; killed when dropped.
+pub struct Gateway {
+    child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl Gateway {
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn wait_healthy(&mut self, base: &str, timeout: Duration) {
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(r) = client.get(format!("{base}/health")).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                panic!("the gateway exited early with {status}:\n{}", self.log_text());
+            }
+            if Instant::now() > deadline {
+                panic!("the gateway did not answer /health within {timeout:?}:\n{}", self.log_text());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Send a signal and wait for the exit status.
+    pub async fn signal(&mut self, signal: i32) -> ExitStatus {
+        if let Some(child) = &self.child {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, signal);
+            }
+        }
+        self.wait_exit().await
+    }
+
+    /// Wait for the process to exit by itself (e.g. replaced by another gateway).
+    pub async fn wait_exit(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("gateway already stopped");
+        let signal = "an exit";
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the gateway did not exit after {signal}:\n{}", self.log_text());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Poll `check` until it returns true or `timeout` passes.
+pub async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    check()
+}
+
+/// Open the gateway's database read-only, as an operator's `sqlite3` would.
+pub fn open_db(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open state.db")
+}
+
+pub fn count(db: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
+    db.query_row(sql, params, |r| r.get(0)).expect("count query")
+}

@@ -1,0 +1,121 @@
+//! Signed webhooks end to end: the turn runs, the answer reaches the route's callback URL, bad
+//! signatures are refused before anything is stored, and a redelivery is processed once.
+
+use crate::support::{Setup, count, open_db};
+use hermes_fakes::{FakeLlm, Receiver};
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use std::time::Duration;
+
+const ROUTE_SECRET: &str = "deploy-route-secret-42";
+
+pub fn sign(secret: &str, message: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length works");
+    mac.update(message);
+    hex::encode(mac.finalize().into_bytes())
+}
+
+pub fn route_config(receiver: &Receiver) -> String {
+    format!(
+        "platforms:\n  webhook:\n    routes:\n      deploy:\n        secret: {ROUTE_SECRET}\n        prompt: \"Deploy of {{service.name}} finished: {{status}}\"\n        deliver: {}\n",
+        receiver.url("/answers")
+    )
+}
+
+/// POST a delivery signed with the generic V2 scheme (`<timestamp>.<body>`).
+pub async fn deliver(setup: &Setup, body: &str, delivery_id: &str, secret: &str) -> reqwest::Response {
+    let timestamp = chrono::Utc::now().timestamp().to_string();
+    let signature = sign(secret, format!("{timestamp}.{body}").as_bytes());
+    reqwest::Client::new()
+        .post(setup.webhook("/webhooks/deploy"))
+        .header("Content-Type", "application/json")
+        .header("X-Request-ID", delivery_id)
+        .header("X-Webhook-Timestamp", timestamp)
+        .header("X-Webhook-Signature-V2", signature)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("webhook request")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signed_delivery_runs_once_and_answers_the_callback() {
+    let llm = FakeLlm::start().await;
+    let receiver = Receiver::start().await;
+    let setup = Setup::new(&llm.base_url());
+    setup.write_config(&route_config(&receiver));
+    let _gateway = setup.start().await;
+    let body = json!({"service": {"name": "billing"}, "status": "ok"}).to_string();
+
+    let accepted = deliver(&setup, &body, "delivery-1", ROUTE_SECRET).await;
+    assert_eq!(accepted.status(), 202, "agent mode answers at once");
+    assert!(receiver.wait_for(1, Duration::from_secs(20)).await, "the answer reaches the callback");
+    assert_eq!(llm.requests()[0].last_user_text().as_deref(), Some("Deploy of billing finished: ok"), "the prompt template was filled from the body");
+    let answer = &receiver.received()[0];
+    assert_eq!(answer.path, "/answers");
+    assert_eq!(answer.body["text"], "echo: Deploy of billing finished: ok");
+    assert_eq!(answer.body["route"], "deploy");
+
+    // The same delivery id again: acknowledged, not processed.
+    let again = deliver(&setup, &body, "delivery-1", ROUTE_SECRET).await;
+    assert!(again.status().is_success(), "{}", again.status());
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["status"], "duplicate");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(llm.request_count(), 1, "a redelivery never reaches the model");
+    assert_eq!(receiver.received().len(), 1, "and is never answered twice");
+
+    // GitHub's signature scheme works too.
+    let github_body = json!({"service": {"name": "search"}, "status": "failed"}).to_string();
+    let github = reqwest::Client::new()
+        .post(setup.webhook("/webhooks/deploy"))
+        .header("Content-Type", "application/json")
+        .header("X-GitHub-Delivery", "gh-1")
+        .header("X-GitHub-Event", "deployment_status")
+        .header("X-Hub-Signature-256", format!("sha256={}", sign(ROUTE_SECRET, github_body.as_bytes())))
+        .body(github_body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(github.status(), 202);
+    assert!(receiver.wait_for(2, Duration::from_secs(20)).await);
+    assert_eq!(receiver.received()[1].body["text"], "echo: Deploy of search finished: failed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_or_missing_signature_is_refused_and_nothing_is_stored() {
+    let llm = FakeLlm::start().await;
+    let receiver = Receiver::start().await;
+    let setup = Setup::new(&llm.base_url());
+    setup.write_config(&route_config(&receiver));
+    let _gateway = setup.start().await;
+    let body = json!({"service": {"name": "billing"}, "status": "ok"}).to_string();
+
+    let forged = deliver(&setup, &body, "forged-1", "not-the-secret").await;
+    assert_eq!(forged.status(), 401);
+    let unsigned = reqwest::Client::new().post(setup.webhook("/webhooks/deploy")).body(body.clone()).send().await.unwrap();
+    assert_eq!(unsigned.status(), 401);
+    // Signed with the right secret but a timestamp from long ago: a replay.
+    let old = "1000000000";
+    let replayed = reqwest::Client::new()
+        .post(setup.webhook("/webhooks/deploy"))
+        .header("X-Webhook-Timestamp", old)
+        .header("X-Webhook-Signature-V2", sign(ROUTE_SECRET, format!("{old}.{body}").as_bytes()))
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replayed.status(), 401);
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(llm.request_count(), 0);
+    assert!(receiver.received().is_empty());
+    let db = open_db(&setup.state_db());
+    assert_eq!(count(&db, "SELECT count(*) FROM inbox", []), 0, "nothing was stored");
+    assert_eq!(count(&db, "SELECT count(*) FROM messages", []), 0);
+
+    // A genuine delivery after the refusals goes through.
+    assert_eq!(deliver(&setup, &body, "real-1", ROUTE_SECRET).await.status(), 202);
+    assert!(receiver.wait_for(1, Duration::from_secs(20)).await);
+}
