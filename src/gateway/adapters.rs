@@ -21,6 +21,11 @@ fn api_server(config: &Config) -> Option<Result<Arc<dyn PlatformAdapter>, String
     if !c.enabled {
         return None;
     }
+    if !c.cors_origins.is_empty() {
+        tracing::warn!(
+            "platforms.api_server.cors_origins is not supported yet and is ignored: browsers on other origins cannot call the API; call it from a server or the same origin"
+        );
+    }
     let settings = hermes_api_server::ApiServerSettings {
         host: c.host.clone(),
         port: c.port,
@@ -36,6 +41,12 @@ fn webhook(config: &Config) -> Option<Result<Arc<dyn PlatformAdapter>, String>> 
     let c = &config.platforms.webhook;
     if !c.enabled {
         return None;
+    }
+    // Forwarding without an agent run is not built yet; running the agent instead would surprise.
+    if let Some(name) = c.routes.iter().find(|(_, r)| r.deliver_only).map(|(n, _)| n) {
+        return Some(Err(format!(
+            "`platforms.webhook.routes.{name}.deliver_only: true` is not supported by this version of hermes; remove it (the route then runs the agent)"
+        )));
     }
     let routes = c
         .routes
