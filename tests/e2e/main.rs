@@ -2,6 +2,7 @@
 //! scripted fake LLM of `hermes-fakes` and to real HTTP clients on loopback.
 
 mod api_server;
+mod commands;
 mod config;
 mod crash;
 mod openai_python;
