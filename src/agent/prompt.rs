@@ -3,7 +3,8 @@
 
 use hermes_adapter::{ChatType, SessionSource};
 
-const IDENTITY: &str = "You are Hermes, a helpful assistant reachable through chat apps. Answer clearly and concisely; use Markdown where it helps.";
+const IDENTITY: &str =
+    "You are Hermes, a helpful assistant reachable through chat apps. Answer clearly and concisely; use Markdown where it helps.";
 
 /// A user-supplied label (chat title, user name) quoted so it cannot pass as an instruction.
 fn untrusted(label: &str) -> String {

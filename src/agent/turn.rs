@@ -33,7 +33,11 @@ pub struct TurnOutcome {
 pub enum TurnEvent {
     TextDelta(String),
     ToolCall(ToolCallRequest),
-    ToolResult { id: String, name: String, content: String },
+    ToolResult {
+        id: String,
+        name: String,
+        content: String,
+    },
     /// A message the caller should persist (assistant tool-call requests and tool results; the
     /// final answer comes with `Done`).
     Persist(ChatMessage),
@@ -92,7 +96,6 @@ impl Agent {
     async fn drive(&self, request: TurnRequest, tx: &mpsc::Sender<TurnEvent>) -> Result<TurnOutcome, ProviderError> {
         let mut messages = request.messages;
         let mut usage = Usage::default();
-        let mut api_calls = 0;
         for iteration in 0..=self.max_iterations {
             let budget_spent = iteration == self.max_iterations;
             if budget_spent {
@@ -105,12 +108,11 @@ impl Agent {
                 stream: request.stream,
             };
             let response = self.call_with_retries(&chat, tx).await?;
-            api_calls += 1;
             usage.prompt_tokens += response.usage.prompt_tokens;
             usage.completion_tokens += response.usage.completion_tokens;
             usage.cached_tokens += response.usage.cached_tokens;
             if response.tool_calls.is_empty() || budget_spent {
-                return Ok(TurnOutcome { text: response.text, finish_reason: response.finish_reason, usage, api_calls });
+                return Ok(TurnOutcome { text: response.text, finish_reason: response.finish_reason, usage, api_calls: iteration + 1 });
             }
             let mut assistant = ChatMessage::assistant(response.text.clone());
             assistant.tool_calls = response.tool_calls.clone();
@@ -122,9 +124,8 @@ impl Agent {
             // Independent calls of one response run concurrently.
             let results = futures::future::join_all(response.tool_calls.iter().map(|c| self.tools.call(&c.name, &c.arguments))).await;
             for (call, output) in response.tool_calls.iter().zip(results) {
-                let _ = tx
-                    .send(TurnEvent::ToolResult { id: call.id.clone(), name: call.name.clone(), content: output.content.clone() })
-                    .await;
+                let _ =
+                    tx.send(TurnEvent::ToolResult { id: call.id.clone(), name: call.name.clone(), content: output.content.clone() }).await;
                 let mut tool_msg = ChatMessage::new(Role::Tool, output.content);
                 tool_msg.tool_call_id = Some(call.id.clone());
                 tool_msg.tool_name = Some(call.name.clone());
@@ -137,7 +138,11 @@ impl Agent {
         Err(ProviderError::Fatal("iteration budget exhausted".into()))
     }
 
-    async fn call_with_retries(&self, chat: &ChatRequest, tx: &mpsc::Sender<TurnEvent>) -> Result<super::providers::ChatResponse, ProviderError> {
+    async fn call_with_retries(
+        &self,
+        chat: &ChatRequest,
+        tx: &mpsc::Sender<TurnEvent>,
+    ) -> Result<super::providers::ChatResponse, ProviderError> {
         let mut attempt = 0;
         loop {
             let (delta_tx, mut delta_rx) = mpsc::channel::<String>(256);

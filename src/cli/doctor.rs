@@ -60,7 +60,8 @@ pub fn run(cli: &Cli) -> ExitCode {
 async fn check_home(report: &mut Report, home: &Home) {
     let root = home.root().display().to_string();
     if let Err(e) = home.ensure_dirs() {
-        report.fail(&format!("HERMES_HOME {root} cannot be created: {e}"), "create it or point HERMES_HOME / --home at a writable directory");
+        report
+            .fail(&format!("HERMES_HOME {root} cannot be created: {e}"), "create it or point HERMES_HOME / --home at a writable directory");
         return;
     }
     let probe = home.root().join(".doctor-write-test");
@@ -123,7 +124,10 @@ async fn check_platforms(report: &mut Report, config: &Config) {
     }
     for (name, platform) in &p.others {
         if platform.enabled {
-            report.fail(&format!("platform {name} is enabled but not supported by this build"), &format!("remove platforms.{name} or upgrade hermes"));
+            report.fail(
+                &format!("platform {name} is enabled but not supported by this build"),
+                &format!("remove platforms.{name} or upgrade hermes"),
+            );
         }
     }
     if !any {
@@ -136,7 +140,10 @@ async fn check_platforms(report: &mut Report, config: &Config) {
 async fn check_listener(report: &mut Report, name: &str, host: &str, port: u16, health_path: &str) {
     let addr: Option<SocketAddr> = (host, port).to_socket_addrs().ok().and_then(|mut a| a.next());
     let Some(addr) = addr else {
-        report.fail(&format!("{name}: host {host:?} does not resolve"), &format!("set platforms.{name}.host to an IP address such as 127.0.0.1"));
+        report.fail(
+            &format!("{name}: host {host:?} does not resolve"),
+            &format!("set platforms.{name}.host to an IP address such as 127.0.0.1"),
+        );
         return;
     };
     match TcpListener::bind(addr) {

@@ -54,11 +54,7 @@ impl Config {
         let platform = platform.to_ascii_lowercase();
         let own = match self.env_auth.allowed.get(&platform) {
             Some(list) => list.as_slice(),
-            None => self
-                .platforms
-                .get(&platform)
-                .map(|p| p.allowed_users.as_slice())
-                .unwrap_or_default(),
+            None => self.platforms.get(&platform).map(|p| p.allowed_users.as_slice()).unwrap_or_default(),
         };
         let mut out: Vec<String> = Vec::new();
         for user in own.iter().chain(&self.gateway.allowed_users) {
@@ -76,10 +72,7 @@ impl Config {
         let platform = platform.to_ascii_lowercase();
         let own = match self.env_auth.allow_all.get(&platform) {
             Some(flag) => *flag,
-            None => self
-                .platforms
-                .get(&platform)
-                .is_some_and(|p| p.allow_all_users),
+            None => self.platforms.get(&platform).is_some_and(|p| p.allow_all_users),
         };
         own || (self.gateway.allow_all_users && self.allowed_users(&platform).is_empty())
     }
@@ -89,8 +82,7 @@ impl Config {
     /// say so at start-up.
     pub fn nothing_allowed(&self) -> bool {
         let global = !self.gateway.allowed_users.is_empty() || self.gateway.allow_all_users;
-        let from_env = self.env_auth.allowed.values().any(|list| !list.is_empty())
-            || self.env_auth.allow_all.values().any(|flag| *flag);
+        let from_env = self.env_auth.allowed.values().any(|list| !list.is_empty()) || self.env_auth.allow_all.values().any(|flag| *flag);
         // A file value counts only where no environment variable replaced it.
         let from_file = self.platforms.others.iter().any(|(name, p)| {
             (!self.env_auth.allowed.contains_key(name) && !p.allowed_users.is_empty())

@@ -8,27 +8,17 @@ use std::fmt;
 
 /// Splits `"1, 2,,3"` into `["1", "2", "3"]`: items trimmed, empty items dropped.
 pub fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
+    s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
 /// A list of strings from a YAML list, a comma-separated string, a single number or null.
-pub(crate) fn string_list<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Vec<String>, D::Error> {
+pub(crate) fn string_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
     deserializer.deserialize_any(ListVisitor)
 }
 
 /// An optional string that may be written as a number; null and "" are `None`.
-pub(crate) fn opt_stringish<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<String>, D::Error> {
-    Ok(deserializer
-        .deserialize_any(ScalarVisitor)?
-        .filter(|s| !s.is_empty()))
+pub(crate) fn opt_stringish<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Ok(deserializer.deserialize_any(ScalarVisitor)?.filter(|s| !s.is_empty()))
 }
 
 struct ListVisitor;
@@ -79,10 +69,7 @@ impl<'de> serde::Deserialize<'de> for Item {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match deserializer.deserialize_any(ScalarVisitor)? {
             Some(s) => Ok(Item(s)),
-            None => Err(de::Error::invalid_type(
-                de::Unexpected::Unit,
-                &"a string or a number",
-            )),
+            None => Err(de::Error::invalid_type(de::Unexpected::Unit, &"a string or a number")),
         }
     }
 }

@@ -17,11 +17,7 @@ pub struct DisplayConfig {
 
 impl Default for DisplayConfig {
     fn default() -> Self {
-        Self {
-            busy_input_mode: BusyInputMode::Interrupt,
-            busy_ack_enabled: true,
-            tool_progress: ToolProgress::All,
-        }
+        Self { busy_input_mode: BusyInputMode::Interrupt, busy_ack_enabled: true, tool_progress: ToolProgress::All }
     }
 }
 
@@ -86,11 +82,7 @@ impl Visitor<'_> for ToolProgressVisitor {
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<ToolProgress, E> {
-        Ok(if v {
-            ToolProgress::All
-        } else {
-            ToolProgress::Off
-        })
+        Ok(if v { ToolProgress::All } else { ToolProgress::Off })
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<ToolProgress, E> {

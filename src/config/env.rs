@@ -17,9 +17,7 @@ impl Env {
     /// A snapshot of the process environment. Variables whose name or value is not UTF-8 are
     /// skipped: none of ours can be, and `std::env::vars` would panic on them.
     pub fn from_process() -> Self {
-        let vars = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        let vars = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
         Self { vars }
     }
 
@@ -29,12 +27,7 @@ impl Env {
         K: Into<String>,
         V: Into<String>,
     {
-        Self {
-            vars: pairs
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-        }
+        Self { vars: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect() }
     }
 
     /// The variables of a `.env` file, parsed with dotenvy without touching the process
@@ -44,10 +37,7 @@ impl Env {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => {
-                return Err(ConfigError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                });
+                return Err(ConfigError::Io { path: path.to_path_buf(), source });
             }
         };
         let mut vars = BTreeMap::new();
@@ -76,10 +66,7 @@ impl Env {
 
     /// The value of `key`, or `None` when it is unset or empty.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.vars
-            .get(key)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
+        self.vars.get(key).map(String::as_str).filter(|v| !v.is_empty())
     }
 
     /// Sets a variable in this snapshot only (tests, `/sethome` bookkeeping).
@@ -89,19 +76,14 @@ impl Env {
 
     /// All set (non-empty) variables, sorted by name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.vars
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .filter(|(_, v)| !v.is_empty())
+        self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).filter(|(_, v)| !v.is_empty())
     }
 }
 
 // Names only: values are API keys and tokens.
 impl fmt::Debug for Env {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Env")
-            .field("names", &self.vars.keys().collect::<Vec<_>>())
-            .finish()
+        f.debug_struct("Env").field("names", &self.vars.keys().collect::<Vec<_>>()).finish()
     }
 }
 
@@ -111,9 +93,7 @@ fn dotenv_error(path: &Path, text: &str, err: dotenvy::Error) -> ConfigError {
     match err {
         dotenvy::Error::LineParse(line, _index) => {
             // dotenvy reports the offending line's text, not its number; find it in the file.
-            let number = text
-                .find(line.trim())
-                .map(|at| text[..at].matches('\n').count() + 1);
+            let number = text.find(line.trim()).map(|at| text[..at].matches('\n').count() + 1);
             let message = match line.split_once('=') {
                 Some((name, _)) if !name.trim().is_empty() => format!(
                     "cannot parse the value of `{}` (value not shown); expected NAME=value with balanced quotes",
@@ -121,20 +101,9 @@ fn dotenv_error(path: &Path, text: &str, err: dotenvy::Error) -> ConfigError {
                 ),
                 _ => "cannot parse this line; expected NAME=value".to_string(),
             };
-            ConfigError::Env {
-                path: path.to_path_buf(),
-                line: number,
-                message,
-            }
+            ConfigError::Env { path: path.to_path_buf(), line: number, message }
         }
-        dotenvy::Error::Io(source) => ConfigError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
-        other => ConfigError::Env {
-            path: path.to_path_buf(),
-            line: None,
-            message: other.to_string(),
-        },
+        dotenvy::Error::Io(source) => ConfigError::Io { path: path.to_path_buf(), source },
+        other => ConfigError::Env { path: path.to_path_buf(), line: None, message: other.to_string() },
     }
 }

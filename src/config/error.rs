@@ -52,9 +52,6 @@ pub enum ConfigError {
 impl ConfigError {
     /// Shorthand for [`ConfigError::Invalid`].
     pub(crate) fn invalid(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Invalid {
-            key: key.into(),
-            message: message.into(),
-        }
+        Self::Invalid { key: key.into(), message: message.into() }
     }
 }

@@ -37,18 +37,13 @@ impl Extra {
 
     /// A copy with every value under a secret-looking key (at any depth) replaced by `****`.
     fn masked(&self) -> BTreeMap<String, Value> {
-        self.0
-            .iter()
-            .map(|(k, v)| (k.clone(), mask_entry(k, v)))
-            .collect()
+        self.0.iter().map(|(k, v)| (k.clone(), mask_entry(k, v))).collect()
     }
 }
 
 pub(crate) fn is_secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    SECRET_KEY_FRAGMENTS
-        .iter()
-        .any(|fragment| key.contains(fragment))
+    SECRET_KEY_FRAGMENTS.iter().any(|fragment| key.contains(fragment))
 }
 
 fn mask_entry(key: &str, value: &Value) -> Value {
@@ -103,8 +98,6 @@ impl Serialize for Extra {
 impl<'de> Deserialize<'de> for Extra {
     /// A mapping, or null (`extra:` with nothing under it).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(Self(
-            Option::<BTreeMap<String, Value>>::deserialize(deserializer)?.unwrap_or_default(),
-        ))
+        Ok(Self(Option::<BTreeMap<String, Value>>::deserialize(deserializer)?.unwrap_or_default()))
     }
 }

@@ -78,12 +78,6 @@ pub struct StreamingConfig {
 
 impl Default for StreamingConfig {
     fn default() -> Self {
-        Self {
-            enabled: false,
-            transport: "auto".to_string(),
-            edit_interval: 0.8,
-            buffer_threshold: 24,
-            cursor: " ▉".to_string(),
-        }
+        Self { enabled: false, transport: "auto".to_string(), edit_interval: 0.8, buffer_threshold: 24, cursor: " ▉".to_string() }
     }
 }

@@ -19,11 +19,7 @@ impl Home {
     /// Finds the home: `explicit` (e.g. `--home`) wins, else `HERMES_HOME`, else `$HOME/.hermes`.
     /// With a profile `NAME` the home is `<that base>/profiles/NAME`; `default` means the base
     /// itself. A leading `~/` is expanded with `HOME`.
-    pub fn resolve(
-        explicit: Option<PathBuf>,
-        profile: Option<&str>,
-        env: &Env,
-    ) -> Result<Self, ConfigError> {
+    pub fn resolve(explicit: Option<PathBuf>, profile: Option<&str>, env: &Env) -> Result<Self, ConfigError> {
         let base = match explicit {
             Some(path) => expand_tilde(&path, env),
             None => match env.get("HERMES_HOME") {
@@ -32,30 +28,16 @@ impl Home {
             },
         };
         match profile {
-            None => Ok(Self {
-                root: base,
-                profile: None,
-            }),
-            Some(name) if !valid_profile_name(name) => {
-                Err(ConfigError::InvalidProfile(name.to_string()))
-            }
-            Some(DEFAULT_PROFILE) => Ok(Self {
-                root: base,
-                profile: None,
-            }),
-            Some(name) => Ok(Self {
-                root: base.join("profiles").join(name),
-                profile: Some(name.to_string()),
-            }),
+            None => Ok(Self { root: base, profile: None }),
+            Some(name) if !valid_profile_name(name) => Err(ConfigError::InvalidProfile(name.to_string())),
+            Some(DEFAULT_PROFILE) => Ok(Self { root: base, profile: None }),
+            Some(name) => Ok(Self { root: base.join("profiles").join(name), profile: Some(name.to_string()) }),
         }
     }
 
     /// A home at exactly `root` (tests, tools that already know the directory).
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Self {
-            root: root.into(),
-            profile: None,
-        }
+        Self { root: root.into(), profile: None }
     }
 
     /// The selected profile, `None` for the base home.
@@ -126,20 +108,13 @@ impl Home {
     /// it holds `.env` and the session database.
     pub fn ensure_dirs(&self) -> Result<(), ConfigError> {
         for dir in [self.root.clone(), self.logs_dir(), self.cache_dir()] {
-            std::fs::create_dir_all(&dir).map_err(|source| ConfigError::Io {
-                path: dir.clone(),
-                source,
-            })?;
+            std::fs::create_dir_all(&dir).map_err(|source| ConfigError::Io { path: dir.clone(), source })?;
         }
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&self.root, std::fs::Permissions::from_mode(0o700)).map_err(
-                |source| ConfigError::Io {
-                    path: self.root.clone(),
-                    source,
-                },
-            )?;
+            std::fs::set_permissions(&self.root, std::fs::Permissions::from_mode(0o700))
+                .map_err(|source| ConfigError::Io { path: self.root.clone(), source })?;
         }
         Ok(())
     }
@@ -147,10 +122,7 @@ impl Home {
 
 /// Profile names become directory names: no separators, dots or spaces.
 pub(crate) fn valid_profile_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn expand_tilde(path: &Path, env: &Env) -> PathBuf {

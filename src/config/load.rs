@@ -38,8 +38,7 @@ pub fn load_str(text: &str, source: &Path, env: &Env) -> Result<Loaded, ConfigEr
 pub fn parse_yaml(text: &str, source: &Path) -> Result<(Config, Vec<String>), ConfigError> {
     // A first, untyped pass separates syntax errors (reported with line and column) from type
     // errors, and recognises a document that is empty or only comments, which means "defaults".
-    let document: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(text).map_err(|e| syntax_error(source, &e))?;
+    let document: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|e| syntax_error(source, &e))?;
     if document.is_null() {
         return Ok((Config::default(), Vec::new()));
     }
@@ -60,14 +59,8 @@ pub fn parse_yaml(text: &str, source: &Path) -> Result<(Config, Vec<String>), Co
         ConfigError::Invalid { key, message }
     })?;
 
-    let label = source.file_name().map_or_else(
-        || source.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let warnings = unknown
-        .iter()
-        .map(|key| format!("{label}: unknown key `{key}` (ignored)"))
-        .collect();
+    let label = source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let warnings = unknown.iter().map(|key| format!("{label}: unknown key `{key}` (ignored)")).collect();
     Ok((config, warnings))
 }
 
@@ -75,9 +68,7 @@ pub fn parse_yaml(text: &str, source: &Path) -> Result<(Config, Vec<String>), Co
 /// sometimes a shorter one; the key is already shown separately, so drop it.
 fn strip_yaml_path(key: &str, message: String) -> String {
     match message.split_once(": ") {
-        Some((prefix, rest)) if !prefix.contains(' ') && key.starts_with(prefix) => {
-            rest.to_string()
-        }
+        Some((prefix, rest)) if !prefix.contains(' ') && key.starts_with(prefix) => rest.to_string(),
         _ => message,
     }
 }
@@ -90,9 +81,7 @@ fn dotted(path: &serde_ignored::Path<'_>) -> String {
         Path::Root => return String::new(),
         Path::Seq { parent, index } => (*parent, index.to_string()),
         Path::Map { parent, key } => (*parent, key.clone()),
-        Path::Some { parent }
-        | Path::NewtypeStruct { parent }
-        | Path::NewtypeVariant { parent } => {
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => {
             return dotted(parent);
         }
     };
@@ -104,10 +93,5 @@ fn dotted(path: &serde_ignored::Path<'_>) -> String {
 
 fn syntax_error(source: &Path, err: &serde_yaml_ng::Error) -> ConfigError {
     let (line, column) = err.location().map_or((0, 0), |l| (l.line(), l.column()));
-    ConfigError::Yaml {
-        path: source.to_path_buf(),
-        line,
-        column,
-        message: err.to_string(),
-    }
+    ConfigError::Yaml { path: source.to_path_buf(), line, column, message: err.to_string() }
 }

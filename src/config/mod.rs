@@ -43,8 +43,5 @@ pub use model::ModelConfig;
 pub use platforms::{ApiServerConfig, PlatformConfig, Platforms};
 pub use schema::Config;
 pub use secret::Secret;
-pub use sections::{
-    AgentConfig, ApprovalsConfig, CronConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig,
-    SessionResetConfig,
-};
+pub use sections::{AgentConfig, ApprovalsConfig, CronConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig, SessionResetConfig};
 pub use webhook::{DEFAULT_ROUTE_PROMPT, WebhookConfig, WebhookExtra, WebhookRoute};

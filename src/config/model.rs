@@ -66,10 +66,7 @@ impl<'de> Visitor<'de> for ModelVisitor {
         if name.is_empty() {
             return Ok(ModelConfig::default());
         }
-        Ok(ModelConfig {
-            default: name.to_string(),
-            ..ModelConfig::default()
-        })
+        Ok(ModelConfig { default: name.to_string(), ..ModelConfig::default() })
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<ModelConfig, E> {

@@ -24,13 +24,7 @@ impl Config {
         }
         if let Some(v) = env.get("HERMES_GATEWAY_BUSY_INPUT_MODE") {
             self.display.busy_input_mode = BusyInputMode::parse(v).ok_or_else(|| {
-                env_invalid(
-                    "HERMES_GATEWAY_BUSY_INPUT_MODE",
-                    format!(
-                        "expected one of {}, found {v:?}",
-                        BusyInputMode::NAMES.join(", ")
-                    ),
-                )
+                env_invalid("HERMES_GATEWAY_BUSY_INPUT_MODE", format!("expected one of {}, found {v:?}", BusyInputMode::NAMES.join(", ")))
             })?;
         }
         if let Some(v) = env.get("HERMES_MAX_ITERATIONS") {
@@ -49,10 +43,7 @@ impl Config {
             self.session_reset.at_hour = match v.trim().parse::<u8>() {
                 Ok(hour) if hour <= 23 => hour,
                 _ => {
-                    return Err(env_invalid(
-                        "SESSION_RESET_HOUR",
-                        format!("expected an hour 0-23, found {v:?}"),
-                    ));
+                    return Err(env_invalid("SESSION_RESET_HOUR", format!("expected an hour 0-23, found {v:?}")));
                 }
             };
         }
@@ -127,10 +118,7 @@ pub(crate) fn parse_bool(name: &str, value: &str) -> Result<bool, ConfigError> {
     match value.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
         "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err(env_invalid(
-            name,
-            format!("expected a boolean (true/false, 1/0, yes/no, on/off), found {value:?}"),
-        )),
+        _ => Err(env_invalid(name, format!("expected a boolean (true/false, 1/0, yes/no, on/off), found {value:?}"))),
     }
 }
 
@@ -138,18 +126,10 @@ pub(crate) fn parse_bool(name: &str, value: &str) -> Result<bool, ConfigError> {
 pub(crate) fn parse_port(name: &str, value: &str) -> Result<u16, ConfigError> {
     match value.trim().parse::<u16>() {
         Ok(port) if port != 0 => Ok(port),
-        _ => Err(env_invalid(
-            name,
-            format!("expected a port number 1-65535, found {value:?}"),
-        )),
+        _ => Err(env_invalid(name, format!("expected a port number 1-65535, found {value:?}"))),
     }
 }
 
 fn parse_number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
-    value.trim().parse().map_err(|_| {
-        env_invalid(
-            name,
-            format!("expected a non-negative whole number, found {value:?}"),
-        )
-    })
+    value.trim().parse().map_err(|_| env_invalid(name, format!("expected a non-negative whole number, found {value:?}")))
 }

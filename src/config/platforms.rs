@@ -110,9 +110,7 @@ impl<'de> Visitor<'de> for PlatformsVisitor {
                 "webhook" => out.webhook = map.next_value()?,
                 other => {
                     // `telegram:` with nothing under it is an empty block, not an error.
-                    let block = map
-                        .next_value::<Option<PlatformConfig>>()?
-                        .unwrap_or_default();
+                    let block = map.next_value::<Option<PlatformConfig>>()?.unwrap_or_default();
                     out.others.insert(other.to_string(), block);
                 }
             }

@@ -7,9 +7,7 @@ use super::display::DisplayConfig;
 use super::gateway::{GatewayConfig, StreamingConfig};
 use super::model::ModelConfig;
 use super::platforms::Platforms;
-use super::sections::{
-    AgentConfig, ApprovalsConfig, CronConfig, LoggingConfig, SecurityConfig, SessionResetConfig,
-};
+use super::sections::{AgentConfig, ApprovalsConfig, CronConfig, LoggingConfig, SecurityConfig, SessionResetConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The whole configuration. Build it with [`crate::config::load`] (file + environment +
@@ -89,8 +87,7 @@ impl Config {
     pub fn to_masked_yaml(&self) -> String {
         // Cannot fail for this type (string keys, no unsupported values); if serde_yaml_ng ever
         // disagrees, say so in the output instead of panicking in a diagnostic command.
-        serde_yaml_ng::to_string(self)
-            .unwrap_or_else(|e| format!("# cannot render the configuration: {e}\n"))
+        serde_yaml_ng::to_string(self).unwrap_or_else(|e| format!("# cannot render the configuration: {e}\n"))
     }
 }
 

@@ -93,8 +93,6 @@ impl Visitor<'_> for SecretVisitor {
 
 /// For `Option<Secret>` fields: an empty string means "not set", like an empty environment
 /// variable.
-pub(crate) fn optional<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Secret>, D::Error> {
+pub(crate) fn optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Secret>, D::Error> {
     Ok(Option::<Secret>::deserialize(deserializer)?.filter(|s| !s.is_empty()))
 }

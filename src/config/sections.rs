@@ -62,12 +62,7 @@ pub struct ApprovalsConfig {
 
 impl Default for ApprovalsConfig {
     fn default() -> Self {
-        Self {
-            mode: "smart".to_string(),
-            timeout: 60,
-            cron_mode: "deny".to_string(),
-            destructive_slash_confirm: true,
-        }
+        Self { mode: "smart".to_string(), timeout: 60, cron_mode: "deny".to_string(), destructive_slash_confirm: true }
     }
 }
 
@@ -106,11 +101,7 @@ pub struct CronConfig {
 
 impl Default for CronConfig {
     fn default() -> Self {
-        Self {
-            wrap_response: true,
-            max_parallel_jobs: None,
-            output_retention: 50,
-        }
+        Self { wrap_response: true, max_parallel_jobs: None, output_retention: 50 }
     }
 }
 
@@ -127,11 +118,7 @@ pub struct AgentConfig {
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        Self {
-            max_turns: 90,
-            system_prompt: None,
-            gateway_timeout: 1800,
-        }
+        Self { max_turns: 90, system_prompt: None, gateway_timeout: 1800 }
     }
 }
 
@@ -147,10 +134,7 @@ pub struct LoggingConfig {
 
 impl Default for LoggingConfig {
     fn default() -> Self {
-        Self {
-            level: "info".to_string(),
-            format: LogFormat::Text,
-        }
+        Self { level: "info".to_string(), format: LogFormat::Text }
     }
 }
 
@@ -172,8 +156,6 @@ pub struct SecurityConfig {
 
 impl Default for SecurityConfig {
     fn default() -> Self {
-        Self {
-            redact_secrets: true,
-        }
+        Self { redact_secrets: true }
     }
 }

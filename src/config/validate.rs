@@ -23,44 +23,24 @@ impl Config {
             ));
         }
         if self.cron.max_parallel_jobs == Some(0) {
-            return Err(ConfigError::invalid(
-                "cron.max_parallel_jobs",
-                "expected at least 1 (leave it unset for no limit), found 0",
-            ));
+            return Err(ConfigError::invalid("cron.max_parallel_jobs", "expected at least 1 (leave it unset for no limit), found 0"));
         }
         if self.session_reset.at_hour > 23 {
             return Err(ConfigError::invalid(
                 "session_reset.at_hour",
-                format!(
-                    "expected an hour 0-23, found {}",
-                    self.session_reset.at_hour
-                ),
+                format!("expected an hour 0-23, found {}", self.session_reset.at_hour),
             ));
         }
         one_of("approvals.mode", &mut self.approvals.mode, &APPROVAL_MODES)?;
-        one_of(
-            "approvals.cron_mode",
-            &mut self.approvals.cron_mode,
-            &CRON_APPROVAL_MODES,
-        )?;
-        one_of(
-            "streaming.transport",
-            &mut self.streaming.transport,
-            &STREAMING_TRANSPORTS,
-        )?;
+        one_of("approvals.cron_mode", &mut self.approvals.cron_mode, &CRON_APPROVAL_MODES)?;
+        one_of("streaming.transport", &mut self.streaming.transport, &STREAMING_TRANSPORTS)?;
         let interval = self.streaming.edit_interval;
         if !interval.is_finite() || interval < 0.0 {
-            return Err(ConfigError::invalid(
-                "streaming.edit_interval",
-                format!("expected a number of seconds >= 0, found {interval}"),
-            ));
+            return Err(ConfigError::invalid("streaming.edit_interval", format!("expected a number of seconds >= 0, found {interval}")));
         }
         let url = self.model.base_url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ConfigError::invalid(
-                "model.base_url",
-                format!("expected a URL starting with http:// or https://, found {url:?}"),
-            ));
+            return Err(ConfigError::invalid("model.base_url", format!("expected a URL starting with http:// or https://, found {url:?}")));
         }
         for name in self.platforms.webhook.routes.keys() {
             if !valid_route_name(name) {
@@ -76,10 +56,7 @@ impl Config {
 
 fn check_port(key: &str, port: u16) -> Result<(), ConfigError> {
     if port == 0 {
-        return Err(ConfigError::invalid(
-            key,
-            "expected a port number 1-65535, found 0",
-        ));
+        return Err(ConfigError::invalid(key, "expected a port number 1-65535, found 0"));
     }
     Ok(())
 }
@@ -87,18 +64,12 @@ fn check_port(key: &str, port: u16) -> Result<(), ConfigError> {
 fn one_of(key: &str, value: &mut String, allowed: &[&str]) -> Result<(), ConfigError> {
     let normalized = value.trim().to_ascii_lowercase();
     if !allowed.contains(&normalized.as_str()) {
-        return Err(ConfigError::invalid(
-            key,
-            format!("expected one of {}, found {value:?}", allowed.join(", ")),
-        ));
+        return Err(ConfigError::invalid(key, format!("expected one of {}, found {value:?}", allowed.join(", "))));
     }
     *value = normalized;
     Ok(())
 }
 
 fn valid_route_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }

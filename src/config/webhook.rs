@@ -70,13 +70,7 @@ pub struct WebhookRoute {
 
 impl Default for WebhookRoute {
     fn default() -> Self {
-        Self {
-            secret: None,
-            prompt: DEFAULT_ROUTE_PROMPT.to_string(),
-            deliver: "log".to_string(),
-            events: Vec::new(),
-            deliver_only: false,
-        }
+        Self { secret: None, prompt: DEFAULT_ROUTE_PROMPT.to_string(), deliver: "log".to_string(), events: Vec::new(), deliver_only: false }
     }
 }
 
@@ -107,9 +101,7 @@ impl<'de> Deserialize<'de> for WebhookConfig {
         let mut config = WebhookConfig::deserialize(deserializer)?;
         for (name, route) in std::mem::take(&mut config.extra.routes) {
             if config.routes.contains_key(&name) {
-                return Err(de::Error::custom(format!(
-                    "route `{name}` is defined both in `routes` and in `extra.routes`; keep one"
-                )));
+                return Err(de::Error::custom(format!("route `{name}` is defined both in `routes` and in `extra.routes`; keep one")));
             }
             config.routes.insert(name, route);
         }

@@ -210,7 +210,8 @@ impl SessionActor {
             }
         };
         if let Err(cap) = queued {
-            let text = format!("⚠️ Too many messages are waiting ({cap}). This one was not queued — wait for the current task or /stop it.");
+            let text =
+                format!("⚠️ Too many messages are waiting ({cap}). This one was not queued — wait for the current task or /stop it.");
             self.reply_and_close(&event, &text).await;
             return;
         }

@@ -24,7 +24,12 @@ async fn health(State(board): State<Arc<HealthBoard>>) -> impl IntoResponse {
 async fn readyz(State(board): State<Arc<HealthBoard>>) -> impl IntoResponse {
     let snap = board.snapshot();
     let status = if snap.ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(serde_json::json!({ "status": if snap.ready { "ready" } else { "not_ready" }, "gateway": snap.gateway, "adapters": snap.adapters })))
+    (
+        status,
+        Json(
+            serde_json::json!({ "status": if snap.ready { "ready" } else { "not_ready" }, "gateway": snap.gateway, "adapters": snap.adapters }),
+        ),
+    )
 }
 
 /// Bind and serve until `stop`; returns the bound address.

@@ -9,7 +9,9 @@ use std::collections::HashMap;
 pub enum AuthDecision {
     Allowed,
     /// Not allowed; in a group this is silent, in a DM pairing (a later issue) may answer.
-    Denied { direct: bool },
+    Denied {
+        direct: bool,
+    },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -38,9 +40,7 @@ impl AuthPolicy {
 
     /// True when no allowlist and no allow-all exists anywhere: every user is denied.
     pub fn nothing_allowed(&self) -> bool {
-        !self.global_allow_all
-            && self.global_users.is_empty()
-            && self.platforms.values().all(|r| !r.allow_all && r.users.is_empty())
+        !self.global_allow_all && self.global_users.is_empty() && self.platforms.values().all(|r| !r.allow_all && r.users.is_empty())
     }
 
     pub fn decide(&self, event: &InboundEvent) -> AuthDecision {

@@ -22,10 +22,7 @@ impl StoreDirectory {
     }
 
     fn services(&self) -> Result<Arc<Services>, SessionDirectoryError> {
-        self.services
-            .get()
-            .and_then(Weak::upgrade)
-            .ok_or_else(|| SessionDirectoryError::Storage("the gateway is not running".into()))
+        self.services.get().and_then(Weak::upgrade).ok_or_else(|| SessionDirectoryError::Storage("the gateway is not running".into()))
     }
 }
 

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("another gateway (PID {pid}) is already running for {home}. Stop it first (`hermes gateway stop` or kill {pid}), or start with `hermes gateway run --replace` to take over")]
+    #[error(
+        "another gateway (PID {pid}) is already running for {home}. Stop it first (`hermes gateway stop` or kill {pid}), or start with `hermes gateway run --replace` to take over"
+    )]
     AlreadyRunning { pid: String, home: String },
     #[error("the gateway running for {home} did not stop within {secs} s after SIGTERM and SIGKILL")]
     DidNotStop { home: String, secs: u64 },

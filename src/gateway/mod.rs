@@ -29,10 +29,10 @@ pub mod supervisor;
 pub mod turn;
 pub mod turns;
 
+use crate::agent::Agent;
 use crate::agent::providers::openai::OpenAiCompatible;
 use crate::agent::tools::ToolRegistry;
 use crate::agent::turn::RetryPolicy;
-use crate::agent::Agent;
 use crate::config::{Config, Home};
 use crate::store::Store;
 use auth::AuthPolicy;
@@ -107,7 +107,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     }
 
     let store = Store::open(&home.state_db()).await?;
-    let provider = OpenAiCompatible::new(Duration::from_secs(config.model.request_timeout_secs.max(1))).map_err(|e| GatewayError::Io(e.to_string()))?;
+    let provider = OpenAiCompatible::new(Duration::from_secs(config.model.request_timeout_secs.max(1)))
+        .map_err(|e| GatewayError::Io(e.to_string()))?;
     let agent = Arc::new(Agent::new(Arc::new(provider), ToolRegistry::new(), config.agent.max_turns, RetryPolicy::default()));
     let board = Arc::new(HealthBoard::new());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -152,11 +153,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let admin_stop = CancellationToken::new();
     let mut listeners = serde_json::Map::new();
     if let Some(port) = config.gateway.admin_port {
-        let host: IpAddr = config
-            .gateway
-            .admin_host
-            .parse()
-            .map_err(|_| GatewayError::Config(format!("`gateway.admin_host`: expected an IP address, found {:?}", config.gateway.admin_host)))?;
+        let host: IpAddr = config.gateway.admin_host.parse().map_err(|_| {
+            GatewayError::Config(format!("`gateway.admin_host`: expected an IP address, found {:?}", config.gateway.admin_host))
+        })?;
         let bound = admin::serve(SocketAddr::new(host, port), board.clone(), admin_stop.clone())
             .await
             .map_err(|e| GatewayError::Io(format!("cannot bind the admin listener on {host}:{port}: {e}")))?;
@@ -202,7 +201,10 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     inbox.stop_accepting();
     let drain = Duration::from_secs(config.gateway.drain_timeout_secs);
     if tokio::time::timeout(drain, services.turns.wait_idle()).await.is_err() {
-        tracing::warn!(running = services.turns.active(), "drain timeout: interrupting the remaining turns; they are replayed after the restart");
+        tracing::warn!(
+            running = services.turns.active(),
+            "drain timeout: interrupting the remaining turns; they are replayed after the restart"
+        );
         services.turns_abort.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(5), services.turns.wait_idle()).await;
     }

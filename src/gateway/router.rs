@@ -69,10 +69,9 @@ async fn route_one(
     // actor takes it.
     for _ in 0..2 {
         let Some(ev) = event.take() else { return };
-        let entry = actors.entry(key.clone()).or_insert_with(|| ActorEntry {
-            tx: actor::spawn(services.clone(), key.clone(), idle_tx.clone()),
-            sent: 0,
-        });
+        let entry = actors
+            .entry(key.clone())
+            .or_insert_with(|| ActorEntry { tx: actor::spawn(services.clone(), key.clone(), idle_tx.clone()), sent: 0 });
         match entry.tx.send(ev) {
             Ok(()) => {
                 entry.sent += 1;

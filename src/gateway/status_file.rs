@@ -46,7 +46,10 @@ impl StatusFile {
             .adapters
             .iter()
             .map(|a| {
-                (a.platform.clone(), serde_json::json!({ "state": a.state, "detail": a.detail, "attempts": a.attempts, "updated_at": a.since }))
+                (
+                    a.platform.clone(),
+                    serde_json::json!({ "state": a.state, "detail": a.detail, "attempts": a.attempts, "updated_at": a.since }),
+                )
             })
             .collect::<serde_json::Map<_, _>>()
             .into();

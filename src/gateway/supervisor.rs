@@ -6,8 +6,8 @@ use super::health::{AdapterState, HealthBoard};
 use hermes_adapter::{AdapterContext, AdapterError, HealthReporter, PlatformAdapter};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy)]
@@ -221,7 +221,11 @@ mod tests {
             adapter: adapter.clone(),
             make_context: Box::new(move |health| AdapterContext::new(Arc::new(NullSink), Arc::new(NullSink), health, stop_for_ctx.clone())),
         };
-        let policy = SupervisorPolicy { backoff_base: Duration::from_secs(1), backoff_cap: Duration::from_secs(10), reset_after: Duration::from_secs(30) };
+        let policy = SupervisorPolicy {
+            backoff_base: Duration::from_secs(1),
+            backoff_cap: Duration::from_secs(10),
+            reset_after: Duration::from_secs(30),
+        };
         let handle = spawn(supervised, board.clone(), policy, stop.clone());
         (adapter, board, stop, handle)
     }
@@ -238,7 +242,10 @@ mod tests {
         assert_eq!(delays.len(), 7);
         for (i, d) in delays.iter().enumerate() {
             let nominal = (2f64.powi(i as i32)).min(10.0);
-            assert!(d.as_secs_f64() >= (nominal * 0.8).min(10.0) - 1e-9 && d.as_secs_f64() <= nominal.min(10.0) * 1.2 + 1e-9, "delay {i} = {d:?}");
+            assert!(
+                d.as_secs_f64() >= (nominal * 0.8).min(10.0) - 1e-9 && d.as_secs_f64() <= nominal.min(10.0) * 1.2 + 1e-9,
+                "delay {i} = {d:?}"
+            );
             assert!(d.as_secs_f64() <= 10.0);
         }
         assert_eq!(secs(&delays[5..]), vec![10.0, 10.0], "capped");

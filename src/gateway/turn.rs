@@ -32,7 +32,13 @@ pub fn is_silence(text: &str) -> bool {
 }
 
 /// Run the turn for `event` and close its inbox row unless it was aborted by shutdown.
-pub async fn run(services: Arc<Services>, session_key: String, event: InboundEvent, interrupt: CancellationToken, started: Arc<AtomicBool>) {
+pub async fn run(
+    services: Arc<Services>,
+    session_key: String,
+    event: InboundEvent,
+    interrupt: CancellationToken,
+    started: Arc<AtomicBool>,
+) {
     services.turns.begin();
     let end = drive(&services, &session_key, &event, &interrupt, &started).await;
     if end == TurnEnd::Closed
@@ -43,7 +49,13 @@ pub async fn run(services: Arc<Services>, session_key: String, event: InboundEve
     services.turns.end();
 }
 
-async fn drive(services: &Arc<Services>, session_key: &str, event: &InboundEvent, interrupt: &CancellationToken, started: &AtomicBool) -> TurnEnd {
+async fn drive(
+    services: &Arc<Services>,
+    session_key: &str,
+    event: &InboundEvent,
+    interrupt: &CancellationToken,
+    started: &AtomicBool,
+) -> TurnEnd {
     let _slot = match &services.turn_slots {
         Some(slots) => tokio::select! {
             permit = slots.clone().acquire_owned() => permit.ok(),
@@ -74,7 +86,15 @@ async fn drive(services: &Arc<Services>, session_key: &str, event: &InboundEvent
         let reply_to = reply_to.clone();
         let answer_key = answer_key.clone();
         async move {
-            outbound::deliver(&services, &target, reply_to.as_deref(), &text, &answer_key, Some(Finish { usage: Default::default(), finish_reason: "error".into() })).await;
+            outbound::deliver(
+                &services,
+                &target,
+                reply_to.as_deref(),
+                &text,
+                &answer_key,
+                Some(Finish { usage: Default::default(), finish_reason: "error".into() }),
+            )
+            .await;
         }
     };
 
@@ -135,7 +155,10 @@ async fn drive(services: &Arc<Services>, session_key: &str, event: &InboundEvent
             TurnEvent::Done(o) => break Ok(o),
             TurnEvent::Failed(e) => break Err(e),
         };
-        if stream_events && !recipient_gone && let Err(SendError::Gone(_)) = stream_out(to_stream).await {
+        if stream_events
+            && !recipient_gone
+            && let Err(SendError::Gone(_)) = stream_out(to_stream).await
+        {
             recipient_gone = true;
         }
     };
@@ -146,7 +169,10 @@ async fn drive(services: &Arc<Services>, session_key: &str, event: &InboundEvent
             if let Err(e) = store.message_append(new_message(&route.session_id, &event.event_id, &answer, Some(&o.finish_reason))).await {
                 tracing::error!(error = %e, "could not store the answer");
             }
-            if let Err(e) = store.usage_add(&route.session_id, &model.model, o.usage.prompt_tokens, o.usage.completion_tokens, o.usage.cached_tokens).await {
+            if let Err(e) = store
+                .usage_add(&route.session_id, &model.model, o.usage.prompt_tokens, o.usage.completion_tokens, o.usage.cached_tokens)
+                .await
+            {
                 tracing::warn!(error = %e, "could not record usage");
             }
             // Chat platforms stay quiet on a silence token; a request/response client still
@@ -161,7 +187,15 @@ async fn drive(services: &Arc<Services>, session_key: &str, event: &InboundEvent
                 } else {
                     o.text.clone()
                 };
-                outbound::deliver(services, &target, reply_to.as_deref(), &text, &answer_key, Some(Finish { usage: o.usage, finish_reason: o.finish_reason.clone() })).await;
+                outbound::deliver(
+                    services,
+                    &target,
+                    reply_to.as_deref(),
+                    &text,
+                    &answer_key,
+                    Some(Finish { usage: o.usage, finish_reason: o.finish_reason.clone() }),
+                )
+                .await;
             }
             if event.one_shot
                 && let Err(e) = store.session_close(session_key, "one_shot_complete").await
@@ -176,14 +210,23 @@ async fn drive(services: &Arc<Services>, session_key: &str, event: &InboundEvent
             }
             // A request/response client is waiting for this answer: end it.
             if !caps.supports_async_delivery {
-                outbound::deliver(services, &target, reply_to.as_deref(), &streamed, &answer_key, Some(Finish { usage: Default::default(), finish_reason: "interrupted".into() })).await;
+                outbound::deliver(
+                    services,
+                    &target,
+                    reply_to.as_deref(),
+                    &streamed,
+                    &answer_key,
+                    Some(Finish { usage: Default::default(), finish_reason: "interrupted".into() }),
+                )
+                .await;
             }
             TurnEnd::Closed
         }
         Err(e) => {
             tracing::warn!(error = %e, session_key, "turn failed");
             let detail: String = e.to_string().chars().take(300).collect();
-            fail(format!("Sorry, I encountered an error ({}).\n{detail}\nTry again or use /reset to start a fresh session.", e.kind())).await;
+            fail(format!("Sorry, I encountered an error ({}).\n{detail}\nTry again or use /reset to start a fresh session.", e.kind()))
+                .await;
             TurnEnd::Closed
         }
     }
@@ -195,7 +238,11 @@ fn aborted_or_closed(services: &Services) -> TurnEnd {
 
 /// Store the user's message (once, even when the event is replayed) and return the history
 /// that ends with it. A client-supplied earlier conversation seeds an empty session.
-async fn persist_user_message(services: &Services, session_id: &str, event: &InboundEvent) -> Result<Vec<MessageRow>, crate::store::StoreError> {
+async fn persist_user_message(
+    services: &Services,
+    session_id: &str,
+    event: &InboundEvent,
+) -> Result<Vec<MessageRow>, crate::store::StoreError> {
     let store = &services.store;
     if store.message_for_event(session_id, &event.event_id, "user").await?.is_none() {
         if !event.context.is_empty() && store.messages(session_id, Some(1)).await?.is_empty() {
@@ -222,7 +269,6 @@ fn new_message(session_id: &str, event_id: &str, m: &ChatMessage, finish_reason:
         tool_name: m.tool_name.clone(),
         event_id: (!event_id.is_empty()).then(|| event_id.to_string()),
         finish_reason: finish_reason.map(str::to_string),
-        ..Default::default()
     }
 }
 

@@ -264,7 +264,8 @@ mod tests {
             }
         }
         {
-            let mut w = RedactingWriter { inner: Shared(sink.clone()), redactor: Redactor::new(vec!["s3cr3t-value".into()]), buf: Vec::new() };
+            let mut w =
+                RedactingWriter { inner: Shared(sink.clone()), redactor: Redactor::new(vec!["s3cr3t-value".into()]), buf: Vec::new() };
             w.write_all(b"start s3cr3").unwrap();
             w.write_all(b"t-value end\n").unwrap();
         }

@@ -89,7 +89,9 @@ impl Store {
         let id = session_id.to_string();
         let limit = limit.map(|l| l as i64).unwrap_or(-1);
         self.read(move |c| {
-            let sql = format!("SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id");
+            let sql = format!(
+                "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id"
+            );
             let mut stmt = c.prepare_cached(&sql)?;
             let rows = stmt.query_map(params![id, limit], row_to_message)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
@@ -101,7 +103,8 @@ impl Store {
     pub async fn message_for_event(&self, session_id: &str, event_id: &str, role: &str) -> Result<Option<MessageRow>, StoreError> {
         let (session_id, event_id, role) = (session_id.to_string(), event_id.to_string(), role.to_string());
         self.read(move |c| {
-            let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND event_id = ?2 AND role = ?3 ORDER BY id LIMIT 1");
+            let sql =
+                format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND event_id = ?2 AND role = ?3 ORDER BY id LIMIT 1");
             Ok(c.query_row(&sql, params![session_id, event_id, role], row_to_message).optional()?)
         })
         .await
@@ -138,10 +141,9 @@ fn phrase(text: &str) -> String {
 fn search_index(c: &Connection, index: &str, fts_query: &str, scope: &SearchScope, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
     let (scope_sql, scope_args): (&str, Vec<String>) = match scope {
         SearchScope::Session(id) => ("m.session_id = ?3", vec![id.clone()]),
-        SearchScope::User { platform, user_id } => (
-            "m.session_id IN (SELECT id FROM sessions WHERE platform = ?3 AND user_id = ?4)",
-            vec![platform.clone(), user_id.clone()],
-        ),
+        SearchScope::User { platform, user_id } => {
+            ("m.session_id IN (SELECT id FROM sessions WHERE platform = ?3 AND user_id = ?4)", vec![platform.clone(), user_id.clone()])
+        }
         SearchScope::SessionKey(key) => ("m.session_id IN (SELECT id FROM sessions WHERE session_key = ?3)", vec![key.clone()]),
     };
     let sql = format!(

@@ -82,9 +82,7 @@ impl Store {
         .await
         .map_err(|_| StoreError::Closed)??;
         let writer = Writer::spawn(opened)?;
-        Ok(Store {
-            inner: Arc::new(Inner { path, writer, readers: Mutex::new(Vec::new()), read_slots: Semaphore::new(READ_POOL_SIZE) }),
-        })
+        Ok(Store { inner: Arc::new(Inner { path, writer, readers: Mutex::new(Vec::new()), read_slots: Semaphore::new(READ_POOL_SIZE) }) })
     }
 
     pub fn path(&self) -> &Path {

@@ -60,7 +60,13 @@ impl Store {
 
     /// End the key's current session with `reason` and start a new one on the same route; the
     /// route's overrides are kept (callers that want them cleared say so).
-    pub async fn session_reset(&self, session_key: &str, source: &SessionSource, model: &str, reason: &str) -> Result<RouteEntry, StoreError> {
+    pub async fn session_reset(
+        &self,
+        session_key: &str,
+        source: &SessionSource,
+        model: &str,
+        reason: &str,
+    ) -> Result<RouteEntry, StoreError> {
         let (key, source, model, reason) = (session_key.to_string(), source.clone(), model.to_string(), reason.to_string());
         self.write(move |c| {
             let overrides = match read_route(c, &key)? {
@@ -92,8 +98,7 @@ impl Store {
     /// Replace the route's overrides; `false` when the key has no route.
     pub async fn route_set_overrides(&self, session_key: &str, overrides: &serde_json::Value) -> Result<bool, StoreError> {
         let (key, overrides) = (session_key.to_string(), overrides.to_string());
-        self.write(move |c| Ok(c.execute("UPDATE routes SET overrides = ?2 WHERE session_key = ?1", params![key, overrides])? == 1))
-            .await
+        self.write(move |c| Ok(c.execute("UPDATE routes SET overrides = ?2 WHERE session_key = ?1", params![key, overrides])? == 1)).await
     }
 
     pub async fn session_get(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
@@ -171,7 +176,14 @@ fn start_session(
              overrides = excluded.overrides, updated_at = excluded.updated_at",
         params![key, id, origin, overrides.to_string(), now],
     )?;
-    Ok(RouteEntry { session_key: key.to_string(), session_id: id, origin: source.clone(), overrides, updated_at: to_time(now), created: true })
+    Ok(RouteEntry {
+        session_key: key.to_string(),
+        session_id: id,
+        origin: source.clone(),
+        overrides,
+        updated_at: to_time(now),
+        created: true,
+    })
 }
 
 fn end_session(c: &Connection, session_id: &str, reason: &str) -> Result<(), StoreError> {

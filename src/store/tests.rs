@@ -89,7 +89,10 @@ async fn messages_keep_order_and_limit_returns_the_latest() {
         store.message_append(message(&route.session_id, "user", &format!("message {i}"))).await.unwrap();
     }
     let all = store.messages(&route.session_id, None).await.unwrap();
-    assert_eq!(all.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["message 0", "message 1", "message 2", "message 3", "message 4"]);
+    assert_eq!(
+        all.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
+        ["message 0", "message 1", "message 2", "message 3", "message 4"]
+    );
     let last_two = store.messages(&route.session_id, Some(2)).await.unwrap();
     assert_eq!(last_two.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["message 3", "message 4"]);
     let session = store.session_get(&route.session_id).await.unwrap().unwrap();

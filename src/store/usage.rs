@@ -16,7 +16,14 @@ pub struct UsageTotals {
 
 impl Store {
     /// Add one API call's usage to the session's account for `model`.
-    pub async fn usage_add(&self, session_id: &str, model: &str, prompt_tokens: u64, completion_tokens: u64, cached_tokens: u64) -> Result<(), StoreError> {
+    pub async fn usage_add(
+        &self,
+        session_id: &str,
+        model: &str,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        cached_tokens: u64,
+    ) -> Result<(), StoreError> {
         let (session_id, model) = (session_id.to_string(), model.to_string());
         let (prompt, completion, cached) = (prompt_tokens as i64, completion_tokens as i64, cached_tokens as i64);
         self.write(move |c| {

@@ -49,7 +49,8 @@ async fn chat_completions_answer_remember_authenticate_and_store() {
     let mut gateway = setup.start().await;
 
     // Non-streaming answer.
-    let first = chat(&setup, json!({"model": "hermes-agent", "messages": [{"role": "user", "content": "my name is Ada"}]}), Some("conv-1")).await;
+    let first =
+        chat(&setup, json!({"model": "hermes-agent", "messages": [{"role": "user", "content": "my name is Ada"}]}), Some("conv-1")).await;
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers().get("x-hermes-session-id").and_then(|v| v.to_str().ok()), Some("conv-1"));
     let first: Value = first.json().await.unwrap();
@@ -124,7 +125,9 @@ async fn chat_completions_answer_remember_authenticate_and_store() {
     // Everything is in state.db and searchable with FTS5.
     let db = open_db(&setup.state_db());
     let found: Vec<String> = db
-        .prepare("SELECT m.content FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?1 ORDER BY m.id")
+        .prepare(
+            "SELECT m.content FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?1 ORDER BY m.id",
+        )
         .unwrap()
         .query_map(["Ada"], |r| r.get(0))
         .unwrap()
@@ -155,7 +158,13 @@ async fn sessions_api_answers_in_json_and_sse_and_lists_and_deletes() {
     let created: Value = c.post(setup.api("/api/sessions")).bearer_auth(API_KEY).send().await.unwrap().json().await.unwrap();
     let id = created["session_id"].as_str().expect("session_id").to_string();
 
-    let answer = c.post(setup.api(&format!("/api/sessions/{id}/messages"))).bearer_auth(API_KEY).json(&json!({"input": "first question"})).send().await.unwrap();
+    let answer = c
+        .post(setup.api(&format!("/api/sessions/{id}/messages")))
+        .bearer_auth(API_KEY)
+        .json(&json!({"input": "first question"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(answer.status(), 200);
     let answer: Value = answer.json().await.unwrap();
     assert_eq!(answer["content"], "echo: first question");
@@ -171,7 +180,11 @@ async fn sessions_api_answers_in_json_and_sse_and_lists_and_deletes() {
         .unwrap();
     assert_eq!(streamed.status(), 200);
     let events = read_sse(streamed).await;
-    let tokens: String = events.iter().filter(|e| e.0 == "token").map(|e| serde_json::from_str::<Value>(&e.2).unwrap()["text"].as_str().unwrap().to_string()).collect();
+    let tokens: String = events
+        .iter()
+        .filter(|e| e.0 == "token")
+        .map(|e| serde_json::from_str::<Value>(&e.2).unwrap()["text"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(tokens, "alpha beta gamma");
     let ids: Vec<u64> = events.iter().map(|e| e.1.as_deref().expect("every event has an id").parse().unwrap()).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids order the events: {ids:?}");
@@ -183,7 +196,8 @@ async fn sessions_api_answers_in_json_and_sse_and_lists_and_deletes() {
     // The session remembers the first exchange.
     assert!(llm.requests()[1].messages().iter().any(|(_, c)| c == "echo: first question"));
 
-    let listed: Value = c.get(setup.api(&format!("/api/sessions/{id}/messages?limit=3"))).bearer_auth(API_KEY).send().await.unwrap().json().await.unwrap();
+    let listed: Value =
+        c.get(setup.api(&format!("/api/sessions/{id}/messages?limit=3"))).bearer_auth(API_KEY).send().await.unwrap().json().await.unwrap();
     let contents: Vec<&str> = listed["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap()).collect();
     assert_eq!(contents, ["echo: first question", "second question", "alpha beta gamma"], "the latest 3, oldest first");
 

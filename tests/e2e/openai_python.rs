@@ -11,7 +11,9 @@ async fn official_openai_python_client_works() {
     let probe = Command::new(&python).args(["-c", "import openai; print(openai.__version__)"]).output();
     let version = match probe {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
-        _ => panic!("this test needs the official openai Python package: run `{python} -m pip install openai` (bash .ci/run does), or set HERMES_TEST_PYTHON"),
+        _ => panic!(
+            "this test needs the official openai Python package: run `{python} -m pip install openai` (bash .ci/run does), or set HERMES_TEST_PYTHON"
+        ),
     };
     let llm = FakeLlm::start().await;
     let setup = Setup::new(&llm.base_url());

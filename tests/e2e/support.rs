@@ -91,12 +91,7 @@ impl Setup {
         static STARTS: AtomicUsize = AtomicUsize::new(0);
         let log = self.home.path().join(format!("gateway-{}.log", STARTS.fetch_add(1, Ordering::Relaxed)));
         let file = std::fs::File::create(&log).expect("log file");
-        let child = self
-            .command(&["gateway", "run"])
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("spawn hermes gateway run");
+        let child = self.command(&["gateway", "run"]).stdout(Stdio::null()).stderr(file).spawn().expect("spawn hermes gateway run");
         let mut gateway = Gateway { child: Some(child), log };
         gateway.wait_healthy(&self.api(""), Duration::from_secs(20)).await;
         gateway

@@ -51,7 +51,11 @@ async fn signed_delivery_runs_once_and_answers_the_callback() {
     let accepted = deliver(&setup, &body, "delivery-1", ROUTE_SECRET).await;
     assert_eq!(accepted.status(), 202, "agent mode answers at once");
     assert!(receiver.wait_for(1, Duration::from_secs(20)).await, "the answer reaches the callback");
-    assert_eq!(llm.requests()[0].last_user_text().as_deref(), Some("Deploy of billing finished: ok"), "the prompt template was filled from the body");
+    assert_eq!(
+        llm.requests()[0].last_user_text().as_deref(),
+        Some("Deploy of billing finished: ok"),
+        "the prompt template was filled from the body"
+    );
     let answer = &receiver.received()[0];
     assert_eq!(answer.path, "/answers");
     assert_eq!(answer.body["text"], "echo: Deploy of billing finished: ok");

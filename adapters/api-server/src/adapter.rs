@@ -7,8 +7,8 @@ use crate::server::{self, AppState, unix_now};
 use crate::settings::{ApiServerError, ApiServerSettings};
 use async_trait::async_trait;
 use hermes_adapter::{
-    AdapterContext, AdapterError, Capabilities, ChatTarget, OutboundMessage, Platform,
-    PlatformAdapter, SendError, SendReceipt, StreamEvent, StreamStyle,
+    AdapterContext, AdapterError, Capabilities, ChatTarget, OutboundMessage, Platform, PlatformAdapter, SendError, SendReceipt,
+    StreamEvent, StreamStyle,
 };
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,10 +25,7 @@ pub struct ApiServerAdapter {
 
 impl std::fmt::Debug for ApiServerAdapter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiServerAdapter")
-            .field("settings", &self.settings)
-            .field("local_addr", &self.local_addr())
-            .finish_non_exhaustive()
+        f.debug_struct("ApiServerAdapter").field("settings", &self.settings).field("local_addr", &self.local_addr()).finish_non_exhaustive()
     }
 }
 
@@ -45,10 +42,7 @@ impl ApiServerAdapter {
         Ok(Self {
             settings: Arc::new(settings),
             platform: Platform::new(PLATFORM),
-            capabilities: Capabilities {
-                streaming: StreamStyle::Events,
-                ..Capabilities::http()
-            },
+            capabilities: Capabilities { streaming: StreamStyle::Events, ..Capabilities::http() },
             pending: PendingReplies::default(),
             local_addr: Mutex::new(None),
         })
@@ -57,17 +51,11 @@ impl ApiServerAdapter {
     /// The address actually bound once `run` is listening (useful with port 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
         // A poisoned lock still holds a valid `Option<SocketAddr>`.
-        *self
-            .local_addr
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        *self.local_addr.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn set_local_addr(&self, addr: Option<SocketAddr>) {
-        *self
-            .local_addr
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = addr;
+        *self.local_addr.lock().unwrap_or_else(PoisonError::into_inner) = addr;
     }
 }
 
@@ -85,31 +73,19 @@ impl PlatformAdapter for ApiServerAdapter {
         let shown = format!("{}:{}", self.settings.host, self.settings.port);
         let listener = TcpListener::bind((self.settings.bind_host(), self.settings.port))
             .await
-            .map_err(|e| {
-                AdapterError::retryable("bind", format!("cannot listen on {shown}: {e}"))
-            })?;
-        let addr = listener.local_addr().map_err(|e| {
-            AdapterError::retryable(
-                "bind",
-                format!("cannot read the address bound for {shown}: {e}"),
-            )
-        })?;
+            .map_err(|e| AdapterError::retryable("bind", format!("cannot listen on {shown}: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| AdapterError::retryable("bind", format!("cannot read the address bound for {shown}: {e}")))?;
         self.set_local_addr(Some(addr));
         ctx.health.mark_connected();
         tracing::info!(%addr, "api_server: listening");
         let health = ctx.health.clone();
-        let state = AppState {
-            ctx,
-            pending: self.pending.clone(),
-            settings: self.settings.clone(),
-            started: unix_now(),
-        };
+        let state = AppState { ctx, pending: self.pending.clone(), settings: self.settings.clone(), started: unix_now() };
         let served = server::serve(listener, state).await;
         health.mark_disconnected();
         self.set_local_addr(None);
-        served.map_err(|e| {
-            AdapterError::retryable("serve", format!("the API server on {addr} failed: {e}"))
-        })
+        served.map_err(|e| AdapterError::retryable("serve", format!("the API server on {addr} failed: {e}")))
     }
 
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
@@ -117,15 +93,8 @@ impl PlatformAdapter for ApiServerAdapter {
         Ok(SendReceipt::default())
     }
 
-    async fn stream(
-        &self,
-        _target: &ChatTarget,
-        reply_to: Option<&str>,
-        event: &StreamEvent,
-    ) -> Result<(), SendError> {
-        let request_id = reply_to.ok_or_else(|| {
-            SendError::Gone("the API server only streams to requests; reply_to is empty".into())
-        })?;
+    async fn stream(&self, _target: &ChatTarget, reply_to: Option<&str>, event: &StreamEvent) -> Result<(), SendError> {
+        let request_id = reply_to.ok_or_else(|| SendError::Gone("the API server only streams to requests; reply_to is empty".into()))?;
         self.pending.stream(request_id, event)
     }
 }

@@ -70,41 +70,28 @@ fn content_text(content: Option<&Value>, index: usize) -> Result<String, ApiErro
         Some(Value::Array(parts)) => {
             let mut texts = Vec::with_capacity(parts.len());
             for (j, part) in parts.iter().enumerate() {
-                let kind = part
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("<missing>");
+                let kind = part.get("type").and_then(Value::as_str).unwrap_or("<missing>");
                 if kind != "text" {
                     return Err(ApiError::bad_request(
-                        format!(
-                            "Unsupported content part type '{kind}' in {field}[{j}]; only 'text' parts are supported"
-                        ),
+                        format!("Unsupported content part type '{kind}' in {field}[{j}]; only 'text' parts are supported"),
                         format!("{field}[{j}].type"),
                     ));
                 }
-                let text = part.get("text").and_then(Value::as_str).ok_or_else(|| {
-                    ApiError::bad_request(
-                        format!("{field}[{j}].text must be a string"),
-                        format!("{field}[{j}].text"),
-                    )
-                })?;
+                let text = part
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ApiError::bad_request(format!("{field}[{j}].text must be a string"), format!("{field}[{j}].text")))?;
                 texts.push(text);
             }
             Ok(texts.join("\n"))
         }
-        Some(_) => Err(ApiError::bad_request(
-            format!("{field} must be a string or an array of content parts"),
-            field,
-        )),
+        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string or an array of content parts"), field)),
     }
 }
 
 fn parse_chat(request: ChatRequest, default_model: &str) -> Result<ChatTurn, ApiError> {
     let Some(last_index) = request.messages.len().checked_sub(1) else {
-        return Err(ApiError::bad_request(
-            "'messages' must contain at least one message",
-            "messages",
-        ));
+        return Err(ApiError::bad_request("'messages' must contain at least one message", "messages"));
     };
     let mut prompts = Vec::new();
     let mut context = Vec::new();
@@ -113,16 +100,10 @@ fn parse_chat(request: ChatRequest, default_model: &str) -> Result<ChatTurn, Api
         let content = content_text(message.content.as_ref(), i)?;
         if i == last_index {
             if message.role != "user" {
-                return Err(ApiError::bad_request(
-                    "messages[-1].role must be \"user\"",
-                    "messages[-1].role",
-                ));
+                return Err(ApiError::bad_request("messages[-1].role must be \"user\"", "messages[-1].role"));
             }
             if content.trim().is_empty() {
-                return Err(ApiError::bad_request(
-                    "messages[-1].content must not be empty",
-                    "messages[-1].content",
-                ));
+                return Err(ApiError::bad_request("messages[-1].content must not be empty", "messages[-1].content"));
             }
             text = content;
             continue;
@@ -136,10 +117,7 @@ fn parse_chat(request: ChatRequest, default_model: &str) -> Result<ChatTurn, Api
             }
             "user" | "assistant" => {
                 if !content.is_empty() {
-                    context.push(ContextMessage {
-                        role: message.role.clone(),
-                        content,
-                    });
+                    context.push(ContextMessage { role: message.role.clone(), content });
                 }
             }
             // Tool traffic of an earlier client-side loop: the gateway runs its own tools.
@@ -158,19 +136,12 @@ fn parse_chat(request: ChatRequest, default_model: &str) -> Result<ChatTurn, Api
     }
     let stream = request.stream.unwrap_or(false);
     Ok(ChatTurn {
-        model: request
-            .model
-            .filter(|m| !m.trim().is_empty())
-            .unwrap_or_else(|| default_model.to_string()),
+        model: request.model.filter(|m| !m.trim().is_empty()).unwrap_or_else(|| default_model.to_string()),
         text,
         context,
         channel_prompt: (!prompts.is_empty()).then(|| prompts.join("\n\n")),
         stream,
-        include_usage: stream
-            && request
-                .stream_options
-                .and_then(|o| o.include_usage)
-                .unwrap_or(false),
+        include_usage: stream && request.stream_options.and_then(|o| o.include_usage).unwrap_or(false),
         user,
     })
 }
@@ -190,23 +161,14 @@ pub(crate) async fn completions(
         context: chat.context,
         channel_prompt: chat.channel_prompt,
         idempotency_key: idempotency_key(&headers)?,
-        mode: if chat.stream {
-            ReplyMode::Stream
-        } else {
-            ReplyMode::Whole
-        },
+        mode: if chat.stream { ReplyMode::Stream } else { ReplyMode::Whole },
     };
     let mut reply = submit(&state, turn).await?;
     let id = format!("chatcmpl-{}", reply.request_id());
     let created = unix_now();
     let timeout = state.settings.request_timeout;
     let response = if chat.stream {
-        let chunks = Chunks {
-            id,
-            created,
-            model: chat.model,
-            include_usage: chat.include_usage,
-        };
+        let chunks = Chunks { id, created, model: chat.model, include_usage: chat.include_usage };
         let initial = vec![chunks.chunk(json!({"role": "assistant"}), None)];
         sse::response(reply, timeout, initial, chunks)
     } else {
@@ -253,9 +215,7 @@ impl Chunks {
     }
 
     fn progress(data: Value) -> Event {
-        Event::default()
-            .event(TOOL_PROGRESS_EVENT)
-            .data(data.to_string())
+        Event::default().event(TOOL_PROGRESS_EVENT).data(data.to_string())
     }
 }
 
@@ -263,19 +223,11 @@ impl SseFormat for Chunks {
     fn events(&mut self, event: ReplyEvent) -> Vec<Event> {
         match event {
             ReplyEvent::Delta(text) => vec![self.chunk(json!({"content": text}), None)],
-            ReplyEvent::ToolCall {
-                id,
-                name,
-                arguments,
-            } => {
-                vec![Self::progress(
-                    json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments}),
-                )]
+            ReplyEvent::ToolCall { id, name, arguments } => {
+                vec![Self::progress(json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments}))]
             }
             ReplyEvent::ToolResult { id, name, content } => {
-                vec![Self::progress(
-                    json!({"type": "tool_result", "id": id, "name": name, "content": content}),
-                )]
+                vec![Self::progress(json!({"type": "tool_result", "id": id, "name": name, "content": content}))]
             }
             ReplyEvent::Done(done) => {
                 let mut events = vec![self.chunk(json!({}), Some(&done.finish_reason))];
@@ -298,10 +250,7 @@ impl SseFormat for Chunks {
 
     fn error(&mut self, error: ApiError) -> Vec<Event> {
         // OpenAI reports mid-stream failures as a data message holding an error object.
-        vec![
-            Event::default().data(error.body().to_string()),
-            Event::default().data("[DONE]"),
-        ]
+        vec![Event::default().data(error.body().to_string()), Event::default().data("[DONE]")]
     }
 }
 
@@ -328,21 +277,12 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(turn.text, "What\ntime?");
-        assert_eq!(
-            turn.channel_prompt.as_deref(),
-            Some("Be brief.\n\nNo emojis.")
-        );
+        assert_eq!(turn.channel_prompt.as_deref(), Some("Be brief.\n\nNo emojis."));
         assert_eq!(
             turn.context,
             vec![
-                ContextMessage {
-                    role: "user".into(),
-                    content: "Hi".into()
-                },
-                ContextMessage {
-                    role: "assistant".into(),
-                    content: "Hello!".into()
-                },
+                ContextMessage { role: "user".into(), content: "Hi".into() },
+                ContextMessage { role: "assistant".into(), content: "Hello!".into() },
             ]
         );
         assert_eq!(turn.model, "m");
@@ -364,14 +304,12 @@ mod tests {
     fn bad_messages_are_named() {
         let last = parse(json!({"messages": [{"role": "assistant", "content": "x"}]})).unwrap_err();
         assert_eq!(last.message, "messages[-1].role must be \"user\"");
-        let image = parse(json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}))
-            .unwrap_err();
+        let image = parse(json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})).unwrap_err();
         assert!(image.message.contains("image_url"), "{}", image.message);
         assert_eq!(image.param.as_deref(), Some("messages[0].content[0].type"));
         let empty = parse(json!({"messages": []})).unwrap_err();
         assert_eq!(empty.param.as_deref(), Some("messages"));
-        let role = parse(json!({"messages": [{"role": "robot", "content": "x"}, {"role": "user", "content": "y"}]}))
-            .unwrap_err();
+        let role = parse(json!({"messages": [{"role": "robot", "content": "x"}, {"role": "user", "content": "y"}]})).unwrap_err();
         assert_eq!(role.param.as_deref(), Some("messages[0].role"));
         let number = parse(json!({"messages": [{"role": "user", "content": 3}]})).unwrap_err();
         assert_eq!(number.param.as_deref(), Some("messages[0].content"));

@@ -20,8 +20,7 @@ const MAX_ID_LEN: usize = 256;
 /// The source of a conversation. `user` is the OpenAI `user` field; it names the sender but
 /// does not select the session (API conversations are DMs keyed by their chat id).
 pub(crate) fn source_for(conversation_id: &str, user: Option<&str>) -> SessionSource {
-    SessionSource::new(Platform::new(PLATFORM), conversation_id, ChatType::Dm)
-        .with_user(user.unwrap_or(DEFAULT_USER), None)
+    SessionSource::new(Platform::new(PLATFORM), conversation_id, ChatType::Dm).with_user(user.unwrap_or(DEFAULT_USER), None)
 }
 
 /// A fresh id for a new conversation or request.
@@ -49,22 +48,13 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
 /// Check an id supplied in a body or a path.
 pub(crate) fn validate_id(value: &str, what: &str) -> Result<(), ApiError> {
     if value.trim().is_empty() {
-        return Err(ApiError::bad_request(
-            format!("{what} must not be empty"),
-            what,
-        ));
+        return Err(ApiError::bad_request(format!("{what} must not be empty"), what));
     }
     if value.len() > MAX_ID_LEN {
-        return Err(ApiError::bad_request(
-            format!("{what} is longer than {MAX_ID_LEN} bytes"),
-            what,
-        ));
+        return Err(ApiError::bad_request(format!("{what} is longer than {MAX_ID_LEN} bytes"), what));
     }
     if value.chars().any(char::is_control) {
-        return Err(ApiError::bad_request(
-            format!("{what} contains control characters"),
-            what,
-        ));
+        return Err(ApiError::bad_request(format!("{what} contains control characters"), what));
     }
     Ok(())
 }
@@ -73,10 +63,7 @@ fn header_value(headers: &HeaderMap, name: &str) -> Result<Option<String>, ApiEr
     let Some(raw) = headers.get(name) else {
         return Ok(None);
     };
-    let value = raw
-        .to_str()
-        .map_err(|_| ApiError::bad_request(format!("header {name} must be visible ASCII"), name))?
-        .trim();
+    let value = raw.to_str().map_err(|_| ApiError::bad_request(format!("header {name} must be visible ASCII"), name))?.trim();
     validate_id(value, name)?;
     Ok(Some(value.to_string()))
 }
@@ -91,10 +78,7 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(SESSION_HEADER, HeaderValue::from_static("abc"));
         assert_eq!(conversation_id(&headers, Some("bob")).unwrap(), "abc");
-        assert_eq!(
-            conversation_id(&HeaderMap::new(), Some("bob")).unwrap(),
-            "user:bob"
-        );
+        assert_eq!(conversation_id(&HeaderMap::new(), Some("bob")).unwrap(), "user:bob");
         let a = conversation_id(&HeaderMap::new(), None).unwrap();
         let b = conversation_id(&HeaderMap::new(), None).unwrap();
         assert_ne!(a, b);

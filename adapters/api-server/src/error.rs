@@ -17,12 +17,7 @@ pub(crate) struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-            param: None,
-            code: None,
-        }
+        Self { status, message: message.into(), param: None, code: None }
     }
 
     pub fn with_code(mut self, code: &'static str) -> Self {
@@ -41,11 +36,8 @@ impl ApiError {
     }
 
     pub fn unauthorized() -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "Invalid API key. Pass it as 'Authorization: Bearer <API_SERVER_KEY>'.",
-        )
-        .with_code("invalid_api_key")
+        Self::new(StatusCode::UNAUTHORIZED, "Invalid API key. Pass it as 'Authorization: Bearer <API_SERVER_KEY>'.")
+            .with_code("invalid_api_key")
     }
 
     pub fn not_found(message: impl Into<String>) -> Self {
@@ -58,11 +50,7 @@ impl ApiError {
 
     /// OpenAI's `type`: client mistakes and server failures are told apart by status.
     fn kind(&self) -> &'static str {
-        if self.status.is_server_error() {
-            "server_error"
-        } else {
-            "invalid_request_error"
-        }
+        if self.status.is_server_error() { "server_error" } else { "invalid_request_error" }
     }
 
     /// The body as JSON, also used for errors sent inside an SSE stream.
@@ -100,9 +88,6 @@ mod tests {
 
     #[test]
     fn server_errors_are_typed_as_such() {
-        assert_eq!(
-            ApiError::internal("x").body()["error"]["type"],
-            "server_error"
-        );
+        assert_eq!(ApiError::internal("x").body()["error"]["type"], "server_error");
     }
 }

@@ -15,11 +15,7 @@ pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub(crate) fn body_rejection(rejection: BytesRejection) -> ApiError {
     let status = rejection.status();
     if status == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::new(
-            status,
-            format!("Request body is larger than {MAX_BODY_BYTES} bytes"),
-        )
-        .with_code("request_too_large");
+        return ApiError::new(status, format!("Request body is larger than {MAX_BODY_BYTES} bytes")).with_code("request_too_large");
     }
     ApiError::new(status, rejection.body_text())
 }
@@ -29,25 +25,19 @@ pub(crate) fn parse_json<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiErro
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut de).map_err(path_error)?;
     // Trailing garbage after the object is a malformed body too.
-    de.end()
-        .map_err(|e| ApiError::bad_request(format!("Malformed JSON body: {e}"), "body"))?;
+    de.end().map_err(|e| ApiError::bad_request(format!("Malformed JSON body: {e}"), "body"))?;
     Ok(value)
 }
 
 fn path_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let inner = err.inner();
-    if matches!(
-        inner.classify(),
-        Category::Syntax | Category::Eof | Category::Io
-    ) {
+    if matches!(inner.classify(), Category::Syntax | Category::Eof | Category::Io) {
         return ApiError::bad_request(format!("Malformed JSON body: {inner}"), "body");
     }
     let path = err.path().to_string();
     let detail = inner.to_string();
     // serde reports a missing field at its parent's path; point at the field itself.
-    let missing = detail
-        .strip_prefix("missing field `")
-        .and_then(|rest| rest.split('`').next());
+    let missing = detail.strip_prefix("missing field `").and_then(|rest| rest.split('`').next());
     let param = match (missing, path.as_str()) {
         (Some(field), ".") => field.to_string(),
         (Some(field), parent) => format!("{parent}.{field}"),
@@ -86,18 +76,12 @@ mod tests {
         let e = err("{}");
         assert_eq!(e.param.as_deref(), Some("items"));
         assert!(e.message.contains("'items'"), "{}", e.message);
-        assert_eq!(
-            err(r#"{"items":[{}]}"#).param.as_deref(),
-            Some("items[0].role")
-        );
+        assert_eq!(err(r#"{"items":[{}]}"#).param.as_deref(), Some("items[0].role"));
     }
 
     #[test]
     fn wrong_types_and_syntax_are_reported() {
-        assert_eq!(
-            err(r#"{"items":[{"role":1}]}"#).param.as_deref(),
-            Some("items[0].role")
-        );
+        assert_eq!(err(r#"{"items":[{"role":1}]}"#).param.as_deref(), Some("items[0].role"));
         let e = err("{nope");
         assert!(e.message.starts_with("Malformed JSON"), "{}", e.message);
         assert_eq!(err(r#"{"items":[]} x"#).param.as_deref(), Some("body"));

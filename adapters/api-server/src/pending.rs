@@ -131,12 +131,7 @@ impl Entry {
 
     fn finish(&mut self, msg: &OutboundMessage) -> Result<(), ()> {
         let mut content = String::new();
-        for part in self
-            .parts
-            .iter()
-            .map(String::as_str)
-            .chain(std::iter::once(msg.text.as_str()))
-        {
+        for part in self.parts.iter().map(String::as_str).chain(std::iter::once(msg.text.as_str())) {
             if !part.is_empty() {
                 content.push_str(separator_after(&content));
                 content.push_str(part);
@@ -151,10 +146,7 @@ impl Entry {
         self.emit(ReplyEvent::Done(FinalReply {
             content,
             usage: msg.usage.unwrap_or_default(),
-            finish_reason: msg
-                .finish_reason
-                .clone()
-                .unwrap_or_else(|| "stop".to_string()),
+            finish_reason: msg.finish_reason.clone().unwrap_or_else(|| "stop".to_string()),
         }))
     }
 }
@@ -180,19 +172,9 @@ impl PendingReplies {
     /// delivered or the returned handle is dropped (the client went away).
     pub fn register(&self, request_id: String, mode: ReplyMode) -> PendingReply {
         let (tx, rx) = mpsc::unbounded_channel();
-        let entry = Entry {
-            mode,
-            tx,
-            emitted: String::new(),
-            segment: String::new(),
-            parts: Vec::new(),
-        };
+        let entry = Entry { mode, tx, emitted: String::new(), segment: String::new(), parts: Vec::new() };
         self.lock().insert(request_id.clone(), entry);
-        PendingReply {
-            request_id,
-            replies: self.clone(),
-            rx,
-        }
+        PendingReply { request_id, replies: self.clone(), rx }
     }
 
     /// Deliver one incremental event.
@@ -206,21 +188,11 @@ impl PendingReplies {
         } else {
             match event {
                 StreamEvent::Token { text } => entry.token(text),
-                StreamEvent::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                } => entry.tool(ReplyEvent::ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                }),
+                StreamEvent::ToolCall { id, name, arguments } => {
+                    entry.tool(ReplyEvent::ToolCall { id: id.clone(), name: name.clone(), arguments: arguments.clone() })
+                }
                 StreamEvent::ToolResult { id, name, content } => {
-                    entry.tool(ReplyEvent::ToolResult {
-                        id: id.clone(),
-                        name: name.clone(),
-                        content: content.clone(),
-                    })
+                    entry.tool(ReplyEvent::ToolResult { id: id.clone(), name: name.clone(), content: content.clone() })
                 }
             }
         };
@@ -233,16 +205,13 @@ impl PendingReplies {
 
     /// Deliver one message of the answer; the final one completes the request.
     pub fn send(&self, msg: &OutboundMessage) -> Result<(), SendError> {
-        let request_id = msg.reply_to.as_deref().ok_or_else(|| {
-            SendError::Gone("the API server only answers requests; reply_to is empty".to_string())
-        })?;
+        let request_id = msg
+            .reply_to
+            .as_deref()
+            .ok_or_else(|| SendError::Gone("the API server only answers requests; reply_to is empty".to_string()))?;
         let mut map = self.lock();
         let entry = map.get_mut(request_id).ok_or_else(|| gone(request_id))?;
-        let delivered = if msg.is_final {
-            entry.finish(msg)
-        } else {
-            entry.part(&msg.text)
-        };
+        let delivered = if msg.is_final { entry.finish(msg) } else { entry.part(&msg.text) };
         if msg.is_final || delivered.is_err() {
             map.remove(request_id);
         }
@@ -300,27 +269,17 @@ mod tests {
     use hermes_adapter::{ChatTarget, Platform};
 
     fn token(text: &str) -> StreamEvent {
-        StreamEvent::Token {
-            text: text.to_string(),
-        }
+        StreamEvent::Token { text: text.to_string() }
     }
 
     fn message(id: &str, text: &str, is_final: bool) -> OutboundMessage {
         OutboundMessage {
-            target: ChatTarget {
-                platform: Platform::new("api_server"),
-                chat_id: "c".into(),
-                thread_id: None,
-            },
+            target: ChatTarget { platform: Platform::new("api_server"), chat_id: "c".into(), thread_id: None },
             text: text.to_string(),
             reply_to: Some(id.to_string()),
             idempotency_key: "k".into(),
             is_final,
-            usage: Some(Usage {
-                prompt_tokens: 5,
-                completion_tokens: 2,
-                cached_tokens: 0,
-            }),
+            usage: Some(Usage { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 0 }),
             finish_reason: is_final.then(|| "stop".to_string()),
         }
     }
@@ -363,11 +322,7 @@ mod tests {
         let replies = PendingReplies::default();
         let mut reply = replies.register("r".into(), ReplyMode::Stream);
         replies.stream("r", &token("Let me check. ")).unwrap();
-        let call = StreamEvent::ToolCall {
-            id: "t1".into(),
-            name: "clock".into(),
-            arguments: "{}".into(),
-        };
+        let call = StreamEvent::ToolCall { id: "t1".into(), name: "clock".into(), arguments: "{}".into() };
         replies.stream("r", &call).unwrap();
         replies.stream("r", &token("It is ")).unwrap();
         replies.send(&message("r", "It is noon.", true)).unwrap();
@@ -381,11 +336,7 @@ mod tests {
         let replies = PendingReplies::default();
         let mut reply = replies.register("r".into(), ReplyMode::Stream);
         replies.stream("r", &token("Done.")).unwrap();
-        let call = StreamEvent::ToolResult {
-            id: "t".into(),
-            name: "x".into(),
-            content: "ok".into(),
-        };
+        let call = StreamEvent::ToolResult { id: "t".into(), name: "x".into(), content: "ok".into() };
         replies.stream("r", &call).unwrap();
         replies.send(&message("r", "Done.", true)).unwrap();
         assert_eq!(drain(&mut reply).await.0, "Done.");
@@ -396,9 +347,7 @@ mod tests {
         let replies = PendingReplies::default();
         let mut reply = replies.register("r".into(), ReplyMode::Stream);
         replies.stream("r", &token("Partial")).unwrap();
-        replies
-            .send(&message("r", "The agent failed.", true))
-            .unwrap();
+        replies.send(&message("r", "The agent failed.", true)).unwrap();
         assert_eq!(drain(&mut reply).await.0, "Partial\n\nThe agent failed.");
     }
 
@@ -429,11 +378,7 @@ mod tests {
             reply.recv().await.unwrap(),
             ReplyEvent::Done(FinalReply {
                 content: "answer".into(),
-                usage: Usage {
-                    prompt_tokens: 5,
-                    completion_tokens: 2,
-                    cached_tokens: 0
-                },
+                usage: Usage { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 0 },
                 finish_reason: "stop".into(),
             })
         );
@@ -442,23 +387,14 @@ mod tests {
     #[test]
     fn unknown_or_dropped_requests_are_gone() {
         let replies = PendingReplies::default();
-        assert!(matches!(
-            replies.send(&message("nope", "x", true)),
-            Err(SendError::Gone(_))
-        ));
+        assert!(matches!(replies.send(&message("nope", "x", true)), Err(SendError::Gone(_))));
         let reply = replies.register("r".into(), ReplyMode::Stream);
         drop(reply);
         assert_eq!(replies.len(), 0);
-        assert!(matches!(
-            replies.stream("r", &token("x")),
-            Err(SendError::Gone(_))
-        ));
+        assert!(matches!(replies.stream("r", &token("x")), Err(SendError::Gone(_))));
         let mut no_reply_to = message("r", "x", true);
         no_reply_to.reply_to = None;
-        assert!(matches!(
-            replies.send(&no_reply_to),
-            Err(SendError::Gone(_))
-        ));
+        assert!(matches!(replies.send(&no_reply_to), Err(SendError::Gone(_))));
     }
 
     #[test]
@@ -466,10 +402,7 @@ mod tests {
         let replies = PendingReplies::default();
         let mut reply = replies.register("r".into(), ReplyMode::Whole);
         reply.rx.close();
-        assert!(matches!(
-            replies.stream("r", &token("x")),
-            Err(SendError::Gone(_))
-        ));
+        assert!(matches!(replies.stream("r", &token("x")), Err(SendError::Gone(_))));
         assert_eq!(replies.len(), 0);
     }
 }

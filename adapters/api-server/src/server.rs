@@ -38,9 +38,7 @@ pub(crate) fn unix_now() -> i64 {
 /// header value is left out rather than failing an answer that is otherwise complete.
 pub(crate) fn with_session_header(mut response: Response, conversation_id: &str) -> Response {
     if let Ok(value) = HeaderValue::from_str(conversation_id) {
-        response
-            .headers_mut()
-            .insert(HeaderName::from_static(SESSION_HEADER), value);
+        response.headers_mut().insert(HeaderName::from_static(SESSION_HEADER), value);
     }
     response
 }
@@ -52,18 +50,14 @@ fn is_open(path: &str) -> bool {
 
 /// Whether the request carries `Authorization: Bearer <key>`.
 fn authorized(headers: &HeaderMap, key: &str) -> bool {
-    let Some(value) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    else {
+    let Some(value) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
         return false;
     };
     let Some((scheme, token)) = value.trim().split_once(' ') else {
         return false;
     };
     // Constant time, so the key cannot be guessed byte by byte from response timings.
-    scheme.eq_ignore_ascii_case("bearer")
-        && bool::from(token.trim().as_bytes().ct_eq(key.as_bytes()))
+    scheme.eq_ignore_ascii_case("bearer") && bool::from(token.trim().as_bytes().ct_eq(key.as_bytes()))
 }
 
 /// Runs before routing: counts the request as progress and checks the key.
@@ -99,11 +93,8 @@ async fn not_found(method: Method, uri: Uri) -> ApiError {
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        format!("Method {method} is not allowed on {}", uri.path()),
-    )
-    .with_code("method_not_allowed")
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, format!("Method {method} is not allowed on {}", uri.path()))
+        .with_code("method_not_allowed")
 }
 
 fn router(state: AppState) -> Router {
@@ -114,10 +105,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/chat/completions", post(chat::completions))
         .route("/api/sessions", post(sessions::create))
         .route("/api/sessions/{id}", delete(sessions::delete))
-        .route(
-            "/api/sessions/{id}/messages",
-            post(sessions::post_message).get(sessions::get_messages),
-        )
+        .route("/api/sessions/{id}/messages", post(sessions::post_message).get(sessions::get_messages))
         // After the routes: it applies to those already added.
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
@@ -130,9 +118,7 @@ fn router(state: AppState) -> Router {
 /// Serve on `listener` until `state.ctx.shutdown` fires, then let in-flight requests finish.
 pub(crate) async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.ctx.shutdown.clone();
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await
 }
 
 #[cfg(test)]

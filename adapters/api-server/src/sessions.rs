@@ -38,12 +38,7 @@ fn session_not_found(id: &str) -> ApiError {
 /// `POST /api/sessions`
 pub(crate) async fn create(State(state): State<AppState>) -> Result<Response, ApiError> {
     let id = new_id();
-    state
-        .ctx
-        .sessions()
-        .open(&source_for(&id, None))
-        .await
-        .map_err(storage_error)?;
+    state.ctx.sessions().open(&source_for(&id, None)).await.map_err(storage_error)?;
     Ok((StatusCode::CREATED, Json(json!({"session_id": id}))).into_response())
 }
 
@@ -67,12 +62,7 @@ pub(crate) async fn post_message(
     if request.input.trim().is_empty() {
         return Err(ApiError::bad_request("'input' must not be empty", "input"));
     }
-    let exists = state
-        .ctx
-        .sessions()
-        .history(&source_for(&id, None), 1)
-        .await
-        .map_err(storage_error)?;
+    let exists = state.ctx.sessions().history(&source_for(&id, None), 1).await.map_err(storage_error)?;
     if exists.is_none() {
         return Err(session_not_found(&id));
     }
@@ -84,11 +74,7 @@ pub(crate) async fn post_message(
         context: Vec::new(),
         channel_prompt: None,
         idempotency_key: idempotency_key(&headers)?,
-        mode: if stream {
-            ReplyMode::Stream
-        } else {
-            ReplyMode::Whole
-        },
+        mode: if stream { ReplyMode::Stream } else { ReplyMode::Whole },
     };
     let mut reply = submit(&state, turn).await?;
     let timeout = state.settings.request_timeout;
@@ -117,10 +103,7 @@ impl SessionEvents {
     fn event(&mut self, name: &str, data: Value) -> Event {
         let id = self.next_id;
         self.next_id += 1;
-        Event::default()
-            .event(name)
-            .id(id.to_string())
-            .data(data.to_string())
+        Event::default().event(name).id(id.to_string()).data(data.to_string())
     }
 }
 
@@ -128,18 +111,10 @@ impl SseFormat for SessionEvents {
     fn events(&mut self, event: ReplyEvent) -> Vec<Event> {
         let event = match event {
             ReplyEvent::Delta(text) => self.event("token", json!({"text": text})),
-            ReplyEvent::ToolCall {
-                id,
-                name,
-                arguments,
-            } => self.event(
-                "tool_call",
-                json!({"id": id, "name": name, "arguments": arguments}),
-            ),
-            ReplyEvent::ToolResult { id, name, content } => self.event(
-                "tool_result",
-                json!({"id": id, "name": name, "content": content}),
-            ),
+            ReplyEvent::ToolCall { id, name, arguments } => {
+                self.event("tool_call", json!({"id": id, "name": name, "arguments": arguments}))
+            }
+            ReplyEvent::ToolResult { id, name, content } => self.event("tool_result", json!({"id": id, "name": name, "content": content})),
             ReplyEvent::Done(done) => self.event(
                 "done",
                 json!({
@@ -167,12 +142,8 @@ fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
     let Some(raw) = raw else {
         return Ok(DEFAULT_LIMIT);
     };
-    let limit: usize = raw.trim().parse().map_err(|_| {
-        ApiError::bad_request(
-            format!("'limit' must be a positive integer, got '{raw}'"),
-            "limit",
-        )
-    })?;
+    let limit: usize =
+        raw.trim().parse().map_err(|_| ApiError::bad_request(format!("'limit' must be a positive integer, got '{raw}'"), "limit"))?;
     if limit == 0 {
         return Err(ApiError::bad_request("'limit' must be at least 1", "limit"));
     }
@@ -188,33 +159,16 @@ pub(crate) async fn get_messages(
     validate_id(&id, "session_id")?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text(), "query"))?;
     let limit = parse_limit(query.limit.as_deref())?;
-    let messages = state
-        .ctx
-        .sessions()
-        .history(&source_for(&id, None), limit)
-        .await
-        .map_err(storage_error)?
-        .ok_or_else(|| session_not_found(&id))?;
-    let messages: Vec<Value> = messages
-        .iter()
-        .map(|m| json!({"role": m.role, "content": m.content, "timestamp": m.timestamp}))
-        .collect();
+    let messages =
+        state.ctx.sessions().history(&source_for(&id, None), limit).await.map_err(storage_error)?.ok_or_else(|| session_not_found(&id))?;
+    let messages: Vec<Value> = messages.iter().map(|m| json!({"role": m.role, "content": m.content, "timestamp": m.timestamp})).collect();
     Ok(Json(json!({"session_id": id, "messages": messages})).into_response())
 }
 
 /// `DELETE /api/sessions/{id}`
-pub(crate) async fn delete(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+pub(crate) async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     validate_id(&id, "session_id")?;
-    if state
-        .ctx
-        .sessions()
-        .close(&source_for(&id, None))
-        .await
-        .map_err(storage_error)?
-    {
+    if state.ctx.sessions().close(&source_for(&id, None)).await.map_err(storage_error)? {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
         Err(session_not_found(&id))
@@ -230,13 +184,7 @@ mod tests {
         assert_eq!(parse_limit(None).unwrap(), 50);
         assert_eq!(parse_limit(Some("7")).unwrap(), 7);
         assert_eq!(parse_limit(Some("5000")).unwrap(), 1000);
-        assert_eq!(
-            parse_limit(Some("0")).unwrap_err().param.as_deref(),
-            Some("limit")
-        );
-        assert_eq!(
-            parse_limit(Some("-1")).unwrap_err().param.as_deref(),
-            Some("limit")
-        );
+        assert_eq!(parse_limit(Some("0")).unwrap_err().param.as_deref(), Some("limit"));
+        assert_eq!(parse_limit(Some("-1")).unwrap_err().param.as_deref(), Some("limit"));
     }
 }

@@ -87,14 +87,10 @@ impl ApiServerSettings {
             return Ok(());
         }
         if !is_loopback_host(&self.host) {
-            return Err(ApiServerError::NoKeyOnPublicHost {
-                host: self.host.clone(),
-            });
+            return Err(ApiServerError::NoKeyOnPublicHost { host: self.host.clone() });
         }
         if !self.allow_no_auth {
-            return Err(ApiServerError::NoKeyWithoutOptIn {
-                host: self.host.clone(),
-            });
+            return Err(ApiServerError::NoKeyWithoutOptIn { host: self.host.clone() });
         }
         Ok(())
     }
@@ -106,9 +102,7 @@ impl ApiServerSettings {
 }
 
 fn strip_brackets(host: &str) -> &str {
-    host.strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host)
+    host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
 }
 
 /// Whether `host` only accepts connections from this machine. Names other than `localhost` are
@@ -118,9 +112,7 @@ fn is_loopback_host(host: &str) -> bool {
     if host.eq_ignore_ascii_case("localhost") {
         return true;
     }
-    host.parse::<IpAddr>()
-        .map(|ip| ip.is_loopback())
-        .unwrap_or(false)
+    host.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -128,33 +120,15 @@ mod tests {
     use super::*;
 
     fn settings(host: &str, key: Option<&str>, allow_no_auth: bool) -> ApiServerSettings {
-        ApiServerSettings {
-            host: host.to_string(),
-            key: key.map(str::to_string),
-            allow_no_auth,
-            ..ApiServerSettings::default()
-        }
+        ApiServerSettings { host: host.to_string(), key: key.map(str::to_string), allow_no_auth, ..ApiServerSettings::default() }
     }
 
     #[test]
     fn loopback_detection() {
-        for host in [
-            "127.0.0.1",
-            "127.1.2.3",
-            "::1",
-            "[::1]",
-            "localhost",
-            "LOCALHOST",
-        ] {
+        for host in ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"] {
             assert!(is_loopback_host(host), "{host}");
         }
-        for host in [
-            "0.0.0.0",
-            "::",
-            "192.168.1.2",
-            "example.com",
-            "localhost.example.com",
-        ] {
+        for host in ["0.0.0.0", "::", "192.168.1.2", "example.com", "localhost.example.com"] {
             assert!(!is_loopback_host(host), "{host}");
         }
     }
@@ -167,23 +141,11 @@ mod tests {
 
     #[test]
     fn messages_name_the_settings_to_change() {
-        let public = settings("0.0.0.0", None, true)
-            .validate()
-            .unwrap_err()
-            .to_string();
-        assert!(
-            public.contains("API_SERVER_KEY") && public.contains("API_SERVER_HOST"),
-            "{public}"
-        );
-        let loopback = settings("127.0.0.1", None, false)
-            .validate()
-            .unwrap_err()
-            .to_string();
+        let public = settings("0.0.0.0", None, true).validate().unwrap_err().to_string();
+        assert!(public.contains("API_SERVER_KEY") && public.contains("API_SERVER_HOST"), "{public}");
+        let loopback = settings("127.0.0.1", None, false).validate().unwrap_err().to_string();
         assert!(loopback.contains("platforms.api_server.key"), "{loopback}");
-        assert!(
-            loopback.contains("platforms.api_server.allow_no_auth"),
-            "{loopback}"
-        );
+        assert!(loopback.contains("platforms.api_server.allow_no_auth"), "{loopback}");
     }
 
     #[test]

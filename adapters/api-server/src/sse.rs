@@ -31,19 +31,8 @@ struct Pump<F> {
 
 /// An SSE response that starts with `initial` and then follows the reply. The stream ends after
 /// the final answer, or after `idle` without any event.
-pub(crate) fn response<F: SseFormat>(
-    reply: PendingReply,
-    idle: Duration,
-    initial: Vec<Event>,
-    format: F,
-) -> Response {
-    let pump = Pump {
-        reply,
-        queue: initial.into(),
-        finished: false,
-        idle,
-        format,
-    };
+pub(crate) fn response<F: SseFormat>(reply: PendingReply, idle: Duration, initial: Vec<Event>, format: F) -> Response {
+    let pump = Pump { reply, queue: initial.into(), finished: false, idle, format };
     let stream = futures::stream::unfold(pump, |mut pump| async move {
         loop {
             if let Some(event) = pump.queue.pop_front() {
@@ -69,7 +58,5 @@ pub(crate) fn response<F: SseFormat>(
         }
     });
     // Comments every 15 s keep proxies from closing a stream while the agent thinks.
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }

@@ -30,11 +30,7 @@ pub(crate) async fn submit(state: &AppState, turn: Turn) -> Result<PendingReply,
     };
     // Registered first: the gateway may answer before `accept` returns.
     let reply = state.pending.register(request_id.clone(), turn.mode);
-    let mut event = InboundEvent::text(
-        event_id,
-        source_for(&turn.conversation_id, turn.user.as_deref()),
-        turn.text,
-    );
+    let mut event = InboundEvent::text(event_id, source_for(&turn.conversation_id, turn.user.as_deref()), turn.text);
     event.message_id = Some(request_id);
     event.context = turn.context;
     event.channel_prompt = turn.channel_prompt;
@@ -48,11 +44,9 @@ pub(crate) async fn submit(state: &AppState, turn: Turn) -> Result<PendingReply,
         )
         .with_param("Idempotency-Key")
         .with_code("duplicate_request")),
-        Err(AcceptError::ShuttingDown) => Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The gateway is shutting down; retry shortly.",
-        )
-        .with_code("shutting_down")),
+        Err(AcceptError::ShuttingDown) => {
+            Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "The gateway is shutting down; retry shortly.").with_code("shutting_down"))
+        }
         Err(AcceptError::Storage(detail)) => {
             tracing::error!(%detail, "api_server: the inbox refused a request");
             Err(ApiError::internal("The gateway could not store the request.").with_code("storage_error"))
@@ -62,21 +56,11 @@ pub(crate) async fn submit(state: &AppState, turn: Turn) -> Result<PendingReply,
 
 /// The error sent when the agent stays silent for `timeout`.
 pub(crate) fn timeout_error(timeout: Duration) -> ApiError {
-    ApiError::new(
-        StatusCode::GATEWAY_TIMEOUT,
-        format!(
-            "The agent did not answer within {} s.",
-            timeout.as_secs_f32()
-        ),
-    )
-    .with_code("timeout")
+    ApiError::new(StatusCode::GATEWAY_TIMEOUT, format!("The agent did not answer within {} s.", timeout.as_secs_f32())).with_code("timeout")
 }
 
 /// Wait for the whole answer.
-pub(crate) async fn wait_whole(
-    reply: &mut PendingReply,
-    timeout: Duration,
-) -> Result<FinalReply, ApiError> {
+pub(crate) async fn wait_whole(reply: &mut PendingReply, timeout: Duration) -> Result<FinalReply, ApiError> {
     match tokio::time::timeout(timeout, reply.final_reply()).await {
         Ok(Some(done)) => Ok(done),
         // The registry only closes a request's channel after its final message.

@@ -49,11 +49,7 @@ pub fn chunk_text(text: &str, max_len: usize, unit: LengthUnit) -> Vec<String> {
     if total == 1 {
         return bodies;
     }
-    bodies
-        .into_iter()
-        .enumerate()
-        .map(|(i, body)| format!("{} ({}/{})", body.trim_end_matches('\n'), i + 1, total))
-        .collect()
+    bodies.into_iter().enumerate().map(|(i, body)| format!("{} ({}/{})", body.trim_end_matches('\n'), i + 1, total)).collect()
 }
 
 /// Byte index at which to cut `text` so that the head measures at most `budget` units.
@@ -145,11 +141,8 @@ mod tests {
             assert!(c.chars().count() <= 2000, "chunk {i} too long");
             assert!(c.ends_with(&format!("({}/{})", i + 1, chunks.len())));
         }
-        let rejoined: String = chunks
-            .iter()
-            .map(|c| c.rsplit_once(" (").map(|(b, _)| b).unwrap_or(c).to_string())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let rejoined: String =
+            chunks.iter().map(|c| c.rsplit_once(" (").map(|(b, _)| b).unwrap_or(c).to_string()).collect::<Vec<_>>().join(" ");
         assert_eq!(rejoined.split_whitespace().count(), 3000);
     }
 

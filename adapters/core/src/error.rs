@@ -6,8 +6,8 @@ pub enum AdapterError {
     /// Worth retrying with backoff (network down, platform 5xx, conflict).
     #[error("{code}: {message}")]
     Retryable { code: String, message: String },
-    /// Retrying cannot help (bad token, port in use, invalid settings); the adapter is parked with
-    /// this reason until an operator acts.
+    /// Retrying cannot help (revoked token, invalid settings); the adapter is parked with this
+    /// reason until an operator acts. A port in use is retryable: the holder may go away.
     #[error("{code}: {message}")]
     Fatal { code: String, message: String },
 }

@@ -24,10 +24,7 @@ pub mod outbound;
 pub mod source;
 
 pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};
-pub use context::{
-    AcceptError, AdapterContext, HealthReporter, InboundSink, SessionDirectory, SessionDirectoryError,
-    StoredMessage,
-};
+pub use context::{AcceptError, AdapterContext, HealthReporter, InboundSink, SessionDirectory, SessionDirectoryError, StoredMessage};
 pub use error::AdapterError;
 pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
 pub use outbound::{ChatTarget, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};

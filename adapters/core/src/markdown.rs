@@ -45,11 +45,7 @@ pub fn to_plain(markdown: &str) -> String {
                 out.push_str(&"  ".repeat(list_depth.saturating_sub(1)));
                 out.push_str("- ");
             }
-            Event::End(TagEnd::Item) => {
-                if !out.ends_with('\n') {
-                    out.push('\n');
-                }
-            }
+            Event::End(TagEnd::Item) if !out.ends_with('\n') => out.push('\n'),
             Event::End(TagEnd::Paragraph) | Event::End(TagEnd::Heading(_)) | Event::End(TagEnd::CodeBlock) => {
                 while out.ends_with("\n\n\n") {
                     out.pop();

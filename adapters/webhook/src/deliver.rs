@@ -37,23 +37,13 @@ impl Deliver {
             return Ok(Deliver::Url(url));
         }
         if rest.starts_with("//") {
-            return Err(format!(
-                "`{platform}://` URLs are not supported; only http and https are"
-            ));
+            return Err(format!("`{platform}://` URLs are not supported; only http and https are"));
         }
-        if platform.is_empty()
-            || !platform
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            return Err(format!(
-                "`{platform}` is not a platform name (letters, digits and '_')"
-            ));
+        if platform.is_empty() || !platform.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("`{platform}` is not a platform name (letters, digits and '_')"));
         }
         if platform.eq_ignore_ascii_case("webhook") {
-            return Err(
-                "a webhook route cannot deliver to the webhook platform itself".to_string(),
-            );
+            return Err("a webhook route cannot deliver to the webhook platform itself".to_string());
         }
         // At most three parts: a thread id is the last one; chat ids containing ':' are not
         // expressible here (the same format as cron delivery targets).
@@ -99,19 +89,11 @@ mod tests {
     fn chats_with_and_without_thread() {
         assert_eq!(
             Deliver::parse("telegram:123:7"),
-            Ok(Deliver::Chat(ChatTarget {
-                platform: Platform::new("telegram"),
-                chat_id: "123".into(),
-                thread_id: Some("7".into())
-            }))
+            Ok(Deliver::Chat(ChatTarget { platform: Platform::new("telegram"), chat_id: "123".into(), thread_id: Some("7".into()) }))
         );
         assert_eq!(
             Deliver::parse("Discord:42"),
-            Ok(Deliver::Chat(ChatTarget {
-                platform: Platform::new("discord"),
-                chat_id: "42".into(),
-                thread_id: None
-            }))
+            Ok(Deliver::Chat(ChatTarget { platform: Platform::new("discord"), chat_id: "42".into(), thread_id: None }))
         );
     }
 

@@ -14,10 +14,7 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// 32 lower-case hex digits, unique within the process and very likely across processes.
 pub(crate) fn fresh_id() -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let keys = RandomState::new();
     let high = keys.hash_one((nanos, n, 0u8));
     let low = keys.hash_one((nanos, n, 1u8));

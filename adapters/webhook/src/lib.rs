@@ -70,10 +70,7 @@ pub use signature::REPLAY_WINDOW_SECS;
 pub use template::{RAW_LIMIT_CHARS, render_prompt};
 
 use async_trait::async_trait;
-use hermes_adapter::{
-    AdapterContext, AdapterError, Capabilities, OutboundMessage, Platform, PlatformAdapter,
-    SendError, SendReceipt,
-};
+use hermes_adapter::{AdapterContext, AdapterError, Capabilities, OutboundMessage, Platform, PlatformAdapter, SendError, SendReceipt};
 use rate_limit::FixedWindow;
 use server::Shared;
 use std::net::SocketAddr;
@@ -112,9 +109,7 @@ impl WebhookAdapter {
     pub fn new(settings: WebhookSettings) -> Result<Self, WebhookError> {
         let routes = settings::validate(&settings)?;
         if routes.is_empty() {
-            tracing::warn!(
-                "the webhook platform is enabled but has no routes; only /health will answer"
-            );
+            tracing::warn!("the webhook platform is enabled but has no routes; only /health will answer");
         }
         let client = reqwest::Client::builder()
             .timeout(settings.delivery_timeout)
@@ -130,10 +125,7 @@ impl WebhookAdapter {
             capabilities,
             host: settings.host,
             port: settings.port,
-            shared: Arc::new(Shared {
-                routes,
-                limiter: FixedWindow::new(settings.rate_limit_per_minute, Duration::from_secs(60)),
-            }),
+            shared: Arc::new(Shared { routes, limiter: FixedWindow::new(settings.rate_limit_per_minute, Duration::from_secs(60)) }),
             client,
             local_addr: Mutex::new(None),
         })
@@ -141,27 +133,17 @@ impl WebhookAdapter {
 
     /// The address the server listens on while `run` is serving (useful with port 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        *self
-            .local_addr
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *self.local_addr.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn set_local_addr(&self, addr: Option<SocketAddr>) {
-        *self
-            .local_addr
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = addr;
+        *self.local_addr.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = addr;
     }
 
     /// `host:port` as an operator would write it (IPv6 in brackets).
     fn display_addr(&self) -> String {
         let host = self.host.trim_start_matches('[').trim_end_matches(']');
-        if host.contains(':') {
-            format!("[{host}]:{}", self.port)
-        } else {
-            format!("{host}:{}", self.port)
-        }
+        if host.contains(':') { format!("[{host}]:{}", self.port) } else { format!("{host}:{}", self.port) }
     }
 }
 
@@ -178,12 +160,9 @@ impl PlatformAdapter for WebhookAdapter {
     async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
         let addr = self.display_addr();
         let host = self.host.trim_start_matches('[').trim_end_matches(']');
-        let listener = TcpListener::bind((host, self.port)).await.map_err(|e| {
-            AdapterError::retryable(
-                "webhook_bind",
-                format!("cannot listen on {addr} (platforms.webhook.host/port): {e}"),
-            )
-        })?;
+        let listener = TcpListener::bind((host, self.port))
+            .await
+            .map_err(|e| AdapterError::retryable("webhook_bind", format!("cannot listen on {addr} (platforms.webhook.host/port): {e}")))?;
         let local = listener.local_addr().ok();
         self.set_local_addr(local);
         ctx.health.mark_connected();
@@ -192,17 +171,10 @@ impl PlatformAdapter for WebhookAdapter {
         let shutdown = ctx.shutdown.clone();
         let health = ctx.health.clone();
         let app = server::router(Arc::clone(&self.shared), ctx);
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await;
+        let served = axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await;
         health.mark_disconnected();
         self.set_local_addr(None);
-        served.map_err(|e| {
-            AdapterError::retryable(
-                "webhook_serve",
-                format!("the webhook server on {addr} stopped: {e}"),
-            )
-        })
+        served.map_err(|e| AdapterError::retryable("webhook_serve", format!("the webhook server on {addr} stopped: {e}")))
     }
 
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {

@@ -37,26 +37,17 @@ pub(crate) async fn send(
     msg: &OutboundMessage,
 ) -> Result<SendReceipt, SendError> {
     let chat_id = msg.target.chat_id.as_str();
-    let (route_name, delivery_id) = parse_chat_id(chat_id).ok_or_else(|| {
-        SendError::NotFound(format!("{chat_id:?} is not a webhook delivery chat"))
-    })?;
-    let route = routes.get(route_name).ok_or_else(|| {
-        SendError::NotFound(format!(
-            "no webhook route {route_name:?} (removed from the config?)"
-        ))
-    })?;
+    let (route_name, delivery_id) =
+        parse_chat_id(chat_id).ok_or_else(|| SendError::NotFound(format!("{chat_id:?} is not a webhook delivery chat")))?;
+    let route =
+        routes.get(route_name).ok_or_else(|| SendError::NotFound(format!("no webhook route {route_name:?} (removed from the config?)")))?;
     match &route.deliver {
         Deliver::Log => {
             tracing::info!(route = %route.name, delivery_id = %delivery_id, text = %msg.text, "webhook answer");
             Ok(SendReceipt::default())
         }
         Deliver::Url(url) => {
-            let payload = Payload {
-                route: &route.name,
-                delivery_id,
-                text: &msg.text,
-                idempotency_key: &msg.idempotency_key,
-            };
+            let payload = Payload { route: &route.name, delivery_id, text: &msg.text, idempotency_key: &msg.idempotency_key };
             post(client, url, &payload, &msg.idempotency_key).await
         }
         // The gateway sends such answers to the target platform; one arriving here is misrouted.
@@ -67,12 +58,7 @@ pub(crate) async fn send(
     }
 }
 
-async fn post(
-    client: &reqwest::Client,
-    url: &Url,
-    payload: &Payload<'_>,
-    key: &str,
-) -> Result<SendReceipt, SendError> {
+async fn post(client: &reqwest::Client, url: &Url, payload: &Payload<'_>, key: &str) -> Result<SendReceipt, SendError> {
     let response = client
         .post(url.clone())
         .header("Idempotency-Key", key)
@@ -96,22 +82,14 @@ async fn post(
     }
     let excerpt = excerpt(response).await;
     Err(if status.is_server_error() {
-        SendError::Transient(format!(
-            "route {route}: the delivery URL answered {status}: {excerpt}"
-        ))
+        SendError::Transient(format!("route {route}: the delivery URL answered {status}: {excerpt}"))
     } else if status == StatusCode::NOT_FOUND {
-        SendError::NotFound(format!(
-            "route {route}: the delivery URL answered 404: {excerpt}"
-        ))
+        SendError::NotFound(format!("route {route}: the delivery URL answered 404: {excerpt}"))
     } else if status.is_client_error() {
-        SendError::Forbidden(format!(
-            "route {route}: the delivery URL answered {status}: {excerpt}"
-        ))
+        SendError::Forbidden(format!("route {route}: the delivery URL answered {status}: {excerpt}"))
     } else {
         // Redirects are not followed (a POST must not silently turn into a GET elsewhere).
-        SendError::Other(format!(
-            "route {route}: the delivery URL answered {status}; redirects are not followed"
-        ))
+        SendError::Other(format!("route {route}: the delivery URL answered {status}; redirects are not followed"))
     })
 }
 
@@ -121,21 +99,13 @@ fn classify_transport(route: &str, error: reqwest::Error) -> SendError {
     // The URL may carry a token in its query; keep it out of errors and logs.
     let error = error.without_url();
     if error.is_connect() {
-        SendError::Transient(format!(
-            "route {route}: cannot connect to the delivery URL: {error}"
-        ))
+        SendError::Transient(format!("route {route}: cannot connect to the delivery URL: {error}"))
     } else if error.is_builder() {
-        SendError::Other(format!(
-            "route {route}: cannot build the delivery request: {error}"
-        ))
+        SendError::Other(format!("route {route}: cannot build the delivery request: {error}"))
     } else if error.is_timeout() {
-        SendError::Ambiguous(format!(
-            "route {route}: the delivery URL did not answer in time: {error}"
-        ))
+        SendError::Ambiguous(format!("route {route}: the delivery URL did not answer in time: {error}"))
     } else {
-        SendError::Ambiguous(format!(
-            "route {route}: the delivery request failed after it was sent: {error}"
-        ))
+        SendError::Ambiguous(format!("route {route}: the delivery request failed after it was sent: {error}"))
     }
 }
 
@@ -148,12 +118,7 @@ async fn excerpt(mut response: reqwest::Response) -> String {
             _ => break,
         }
     }
-    String::from_utf8_lossy(&bytes)
-        .chars()
-        .take(EXCERPT_CHARS)
-        .collect::<String>()
-        .trim()
-        .to_string()
+    String::from_utf8_lossy(&bytes).chars().take(EXCERPT_CHARS).collect::<String>().trim().to_string()
 }
 
 #[cfg(test)]

@@ -20,11 +20,7 @@ pub(crate) struct FixedWindow {
 
 impl FixedWindow {
     pub(crate) fn new(limit: u32, window: Duration) -> Self {
-        Self {
-            limit,
-            window,
-            windows: Mutex::new(HashMap::new()),
-        }
+        Self { limit, window, windows: Mutex::new(HashMap::new()) }
     }
 
     /// Counts one delivery; `Err(wait)` when the window is full, with the time until it ends.
@@ -33,20 +29,11 @@ impl FixedWindow {
             return Ok(());
         }
         // Nothing in the critical section can panic, so a poisoned lock still holds valid counts.
-        let mut windows = self
-            .windows
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let window = windows.entry(key.to_string()).or_insert(Window {
-            started: now,
-            count: 0,
-        });
+        let mut windows = self.windows.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let window = windows.entry(key.to_string()).or_insert(Window { started: now, count: 0 });
         let elapsed = now.saturating_duration_since(window.started);
         if elapsed >= self.window {
-            *window = Window {
-                started: now,
-                count: 0,
-            };
+            *window = Window { started: now, count: 0 };
         }
         if window.count >= self.limit {
             return Err(self.window.saturating_sub(elapsed));
@@ -66,14 +53,8 @@ mod tests {
         let t0 = Instant::now();
         assert!(limiter.check("a", t0).is_ok());
         assert!(limiter.check("a", t0).is_ok());
-        assert_eq!(
-            limiter.check("a", t0 + Duration::from_secs(20)),
-            Err(Duration::from_secs(40))
-        );
-        assert!(
-            limiter.check("b", t0).is_ok(),
-            "routes are counted separately"
-        );
+        assert_eq!(limiter.check("a", t0 + Duration::from_secs(20)), Err(Duration::from_secs(40)));
+        assert!(limiter.check("b", t0).is_ok(), "routes are counted separately");
         assert!(limiter.check("a", t0 + Duration::from_secs(60)).is_ok());
     }
 

@@ -14,10 +14,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use hermes_adapter::{
-    AcceptError, AcceptOutcome, AdapterContext, ChatType, HealthReporter, InboundEvent, Platform,
-    SessionSource,
-};
+use hermes_adapter::{AcceptError, AcceptOutcome, AdapterContext, ChatType, HealthReporter, InboundEvent, Platform, SessionSource};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -54,21 +51,13 @@ pub(crate) fn router(shared: Arc<Shared>, ctx: AdapterContext) -> Router {
 }
 
 /// Every request served is liveness for the supervisor.
-async fn note_progress(
-    State(health): State<HealthReporter>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn note_progress(State(health): State<HealthReporter>, request: Request, next: Next) -> Response {
     health.progress();
     next.run(request).await
 }
 
 async fn health_check() -> Response {
-    Json(
-        StatusCode::OK,
-        json!({"status": "ok", "platform": PLATFORM}),
-    )
-    .into_response()
+    Json(StatusCode::OK, json!({"status": "ok", "platform": PLATFORM})).into_response()
 }
 
 async fn not_found() -> Response {
@@ -88,22 +77,11 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     Json(status, json!({"error": message.into()})).into_response()
 }
 
-async fn webhook(
-    State(app): State<App>,
-    Path(route_name): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
+async fn webhook(State(app): State<App>, Path(route_name): Path<String>, headers: HeaderMap, body: Body) -> Response {
     let Some(route) = app.shared.routes.get(&route_name) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            format!("unknown webhook route {route_name:?}"),
-        );
+        return error(StatusCode::NOT_FOUND, format!("unknown webhook route {route_name:?}"));
     };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
         return too_large();
     }
@@ -111,10 +89,7 @@ async fn webhook(
         Ok(raw) => raw,
         Err(ReadError::TooLarge) => return too_large(),
         Err(ReadError::Body(e)) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!("could not read the body: {e}"),
-            );
+            return error(StatusCode::BAD_REQUEST, format!("could not read the body: {e}"));
         }
     };
 
@@ -137,13 +112,8 @@ async fn webhook(
     // quota and lock out the real sender.
     if let Err(wait) = app.shared.limiter.check(&route.name, Instant::now()) {
         let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        let mut response = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("rate limit of route {} reached", route.name),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        let mut response = error(StatusCode::TOO_MANY_REQUESTS, format!("rate limit of route {} reached", route.name));
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
         return response;
     }
 
@@ -153,25 +123,17 @@ async fn webhook(
     let payload: Value = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!("the body must be JSON: {e}"),
-            );
+            return error(StatusCode::BAD_REQUEST, format!("the body must be JSON: {e}"));
         }
     };
 
     let event_type = event_type(&headers, &payload);
-    if !route.events.is_empty() && !event_type.is_some_and(|t| route.events.iter().any(|e| e == t))
-    {
+    if !route.events.is_empty() && !event_type.is_some_and(|t| route.events.iter().any(|e| e == t)) {
         let reason = match event_type {
             Some(t) => format!("event {t:?} is not in this route's events"),
             None => "the delivery names no event type and this route filters by event".to_string(),
         };
-        return Json(
-            StatusCode::OK,
-            json!({"status": "ignored", "reason": reason}),
-        )
-        .into_response();
+        return Json(StatusCode::OK, json!({"status": "ignored", "reason": reason})).into_response();
     }
 
     let delivery_id = match delivery_id(&headers) {
@@ -184,49 +146,31 @@ async fn webhook(
     match app.ctx.accept(event).await {
         Ok(AcceptOutcome::Accepted) => {
             tracing::info!(route = %route.name, delivery_id = %delivery_id, event_type = event_type.unwrap_or(""), "webhook delivery accepted");
-            Json(
-                StatusCode::ACCEPTED,
-                json!({"status": "accepted", "delivery_id": delivery_id}),
-            )
-            .into_response()
+            Json(StatusCode::ACCEPTED, json!({"status": "accepted", "delivery_id": delivery_id})).into_response()
         }
         Ok(AcceptOutcome::Duplicate) => {
             tracing::info!(route = %route.name, delivery_id = %delivery_id, "webhook redelivery ignored");
-            Json(
-                StatusCode::OK,
-                json!({"status": "duplicate", "delivery_id": delivery_id}),
-            )
-            .into_response()
+            Json(StatusCode::OK, json!({"status": "duplicate", "delivery_id": delivery_id})).into_response()
         }
-        Err(AcceptError::ShuttingDown) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the gateway is shutting down; retry later",
-        ),
+        Err(AcceptError::ShuttingDown) => error(StatusCode::SERVICE_UNAVAILABLE, "the gateway is shutting down; retry later"),
         Err(AcceptError::Storage(e)) => {
             // The detail may name local paths; the sender only needs to know to retry.
             tracing::error!(route = %route.name, delivery_id = %delivery_id, error = %e, "webhook delivery could not be stored");
-            error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the delivery could not be stored; retry later",
-            )
+            error(StatusCode::INTERNAL_SERVER_ERROR, "the delivery could not be stored; retry later")
         }
     }
 }
 
 fn too_large() -> Response {
-    error(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        format!("the body exceeds {MAX_BODY_BYTES} bytes"),
-    )
+    error(StatusCode::PAYLOAD_TOO_LARGE, format!("the body exceeds {MAX_BODY_BYTES} bytes"))
 }
 
 /// The agent-mode event for one delivery; the session is one-shot and pre-authorized (the
 /// signature is the authentication).
 fn build_event(route: &Route, delivery_id: &str, prompt: String) -> InboundEvent {
     let chat_id = format!("{PLATFORM}:{}:{delivery_id}", route.name);
-    let mut source =
-        SessionSource::new(Platform::new(PLATFORM), chat_id.clone(), ChatType::Webhook)
-            .with_user(format!("{PLATFORM}:{}", route.name), None);
+    let mut source = SessionSource::new(Platform::new(PLATFORM), chat_id.clone(), ChatType::Webhook)
+        .with_user(format!("{PLATFORM}:{}", route.name), None);
     source.chat_name = Some(route.name.clone());
     let mut event = InboundEvent::text(chat_id, source, prompt);
     event.message_id = Some(delivery_id.to_string());
@@ -242,18 +186,8 @@ fn build_event(route: &Route, delivery_id: &str, prompt: String) -> InboundEvent
 fn event_type<'a>(headers: &'a HeaderMap, payload: &'a Value) -> Option<&'a str> {
     ["x-github-event", "x-gitlab-event", "x-event-type"]
         .iter()
-        .find_map(|name| {
-            headers
-                .get(*name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-        })
-        .or_else(|| {
-            ["event", "type"]
-                .iter()
-                .find_map(|key| payload.get(*key).and_then(Value::as_str))
-        })
+        .find_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty()))
+        .or_else(|| ["event", "type"].iter().find_map(|key| payload.get(*key).and_then(Value::as_str)))
 }
 
 /// The sender's delivery id (stable across its redeliveries, so the inbox can drop them), or a
@@ -263,9 +197,7 @@ fn delivery_id(headers: &HeaderMap) -> Result<String, String> {
         if let Some(value) = headers.get(name) {
             let id = value.to_str().map(str::trim).unwrap_or("");
             if id.is_empty() || id.len() > MAX_DELIVERY_ID_LEN {
-                return Err(format!(
-                    "{name} must be 1 to {MAX_DELIVERY_ID_LEN} visible ASCII characters"
-                ));
+                return Err(format!("{name} must be 1 to {MAX_DELIVERY_ID_LEN} visible ASCII characters"));
             }
             return Ok(id.to_string());
         }
@@ -274,10 +206,7 @@ fn delivery_id(headers: &HeaderMap) -> Result<String, String> {
 }
 
 fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
 enum ReadError {
@@ -333,9 +262,6 @@ mod tests {
     #[tokio::test]
     async fn capped_read() {
         assert!(matches!(read_capped(Body::from(vec![0u8; 10]), 10).await, Ok(b) if b.len() == 10));
-        assert!(matches!(
-            read_capped(Body::from(vec![0u8; 11]), 10).await,
-            Err(ReadError::TooLarge)
-        ));
+        assert!(matches!(read_capped(Body::from(vec![0u8; 11]), 10).await, Err(ReadError::TooLarge)));
     }
 }

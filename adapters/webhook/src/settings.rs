@@ -46,10 +46,7 @@ impl fmt::Debug for WebhookSettings {
         f.debug_struct("WebhookSettings")
             .field("host", &self.host)
             .field("port", &self.port)
-            .field(
-                "global_secret",
-                &self.global_secret.as_ref().map(|_| "<redacted>"),
-            )
+            .field("global_secret", &self.global_secret.as_ref().map(|_| "<redacted>"))
             .field("rate_limit_per_minute", &self.rate_limit_per_minute)
             .field("routes", &self.routes)
             .field("delivery_timeout", &self.delivery_timeout)
@@ -85,9 +82,7 @@ impl fmt::Debug for RouteSettings {
 /// Invalid settings, found by [`crate::WebhookAdapter::new`].
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
-    #[error(
-        "platforms.webhook.routes.{route}: a route name may contain only letters, digits, '_' and '-'; rename the route"
-    )]
+    #[error("platforms.webhook.routes.{route}: a route name may contain only letters, digits, '_' and '-'; rename the route")]
     InvalidRouteName { route: String },
     #[error(
         "platforms.webhook.routes.{route}.secret is not set and neither is platforms.webhook.secret; set one (e.g. the output of `openssl rand -hex 32`) and give the same secret to the sender"
@@ -100,14 +95,8 @@ pub enum WebhookError {
     #[error(
         "platforms.webhook.routes.{route}.deliver is {spec:?}: {reason}; use `log`, an http(s) URL, or `platform:chat_id[:thread_id]` (e.g. `telegram:123456`)"
     )]
-    BadDeliver {
-        route: String,
-        spec: String,
-        reason: String,
-    },
-    #[error(
-        "platforms.webhook.delivery_timeout: cannot build the HTTP client for URL delivery: {0}"
-    )]
+    BadDeliver { route: String, spec: String, reason: String },
+    #[error("platforms.webhook.delivery_timeout: cannot build the HTTP client for URL delivery: {0}")]
     HttpClient(#[source] reqwest::Error),
 }
 
@@ -134,81 +123,46 @@ const DEFAULT_PROMPT: &str = "Webhook delivery on route {route}:\n\n{__raw__}";
 
 pub(crate) fn is_loopback_host(host: &str) -> bool {
     let bare = host.trim().trim_start_matches('[').trim_end_matches(']');
-    bare.eq_ignore_ascii_case("localhost")
-        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    bare.eq_ignore_ascii_case("localhost") || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 fn valid_route_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Checks every route and resolves its secret and delivery target.
-pub(crate) fn validate(
-    settings: &WebhookSettings,
-) -> Result<BTreeMap<String, Route>, WebhookError> {
+pub(crate) fn validate(settings: &WebhookSettings) -> Result<BTreeMap<String, Route>, WebhookError> {
     let loopback = is_loopback_host(&settings.host);
-    let global = settings
-        .global_secret
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
+    let global = settings.global_secret.as_deref().map(str::trim).filter(|s| !s.is_empty());
     let mut routes = BTreeMap::new();
     for (name, route) in &settings.routes {
         if !valid_route_name(name) {
-            return Err(WebhookError::InvalidRouteName {
-                route: name.clone(),
-            });
+            return Err(WebhookError::InvalidRouteName { route: name.clone() });
         }
-        let own = route
-            .secret
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
+        let own = route.secret.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let (secret, key) = match (own, global) {
             (Some(s), _) => (s, format!("platforms.webhook.routes.{name}.secret")),
             (None, Some(s)) => (s, "platforms.webhook.secret".to_string()),
             (None, None) => {
-                return Err(WebhookError::MissingSecret {
-                    route: name.clone(),
-                });
+                return Err(WebhookError::MissingSecret { route: name.clone() });
             }
         };
         let secret = if secret == INSECURE_NO_AUTH {
             if !loopback {
-                return Err(WebhookError::InsecureOnPublicHost {
-                    key,
-                    host: settings.host.clone(),
-                });
+                return Err(WebhookError::InsecureOnPublicHost { key, host: settings.host.clone() });
             }
             tracing::warn!(route = %name, "webhook route accepts unsigned deliveries (INSECURE_NO_AUTH on loopback)");
             RouteSecret::None
         } else {
             RouteSecret::Shared(secret.as_bytes().to_vec())
         };
-        let deliver =
-            Deliver::parse(&route.deliver).map_err(|reason| WebhookError::BadDeliver {
-                route: name.clone(),
-                spec: route.deliver.clone(),
-                reason,
-            })?;
-        let prompt = if route.prompt.trim().is_empty() {
-            DEFAULT_PROMPT.to_string()
-        } else {
-            route.prompt.clone()
-        };
-        routes.insert(
-            name.clone(),
-            Route {
-                name: name.clone(),
-                secret,
-                prompt,
-                deliver,
-                events: route.events.clone(),
-            },
-        );
+        let deliver = Deliver::parse(&route.deliver).map_err(|reason| WebhookError::BadDeliver {
+            route: name.clone(),
+            spec: route.deliver.clone(),
+            reason,
+        })?;
+        let prompt = if route.prompt.trim().is_empty() { DEFAULT_PROMPT.to_string() } else { route.prompt.clone() };
+        routes.insert(name.clone(), Route { name: name.clone(), secret, prompt, deliver, events: route.events.clone() });
     }
     Ok(routes)
 }
@@ -229,34 +183,17 @@ mod tests {
 
     #[test]
     fn debug_redacts_secrets() {
-        let mut settings = WebhookSettings {
-            global_secret: Some("topsecret".into()),
-            ..Default::default()
-        };
-        settings.routes.insert(
-            "a".into(),
-            RouteSettings {
-                secret: Some("alsosecret".into()),
-                ..Default::default()
-            },
-        );
+        let mut settings = WebhookSettings { global_secret: Some("topsecret".into()), ..Default::default() };
+        settings.routes.insert("a".into(), RouteSettings { secret: Some("alsosecret".into()), ..Default::default() });
         let text = format!("{settings:?}");
-        assert!(
-            !text.contains("topsecret") && !text.contains("alsosecret"),
-            "{text}"
-        );
+        assert!(!text.contains("topsecret") && !text.contains("alsosecret"), "{text}");
     }
 
     #[test]
     fn global_secret_fills_in() {
-        let mut settings = WebhookSettings {
-            global_secret: Some("g".into()),
-            ..Default::default()
-        };
+        let mut settings = WebhookSettings { global_secret: Some("g".into()), ..Default::default() };
         settings.routes.insert("a".into(), RouteSettings::default());
         let routes = validate(&settings).map_err(|e| e.to_string());
-        assert!(
-            matches!(routes.as_ref().map(|r| &r["a"].secret), Ok(RouteSecret::Shared(s)) if s == b"g")
-        );
+        assert!(matches!(routes.as_ref().map(|r| &r["a"].secret), Ok(RouteSecret::Shared(s)) if s == b"g"));
     }
 }

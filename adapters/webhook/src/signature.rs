@@ -30,9 +30,7 @@ pub(crate) enum Scheme {
 /// Why a delivery was not authenticated; the text is the 401 response's `error`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum SignatureError {
-    #[error(
-        "missing signature: send X-Hub-Signature-256, X-Webhook-Signature-V2 with X-Webhook-Timestamp, or X-Gitlab-Token"
-    )]
+    #[error("missing signature: send X-Hub-Signature-256, X-Webhook-Signature-V2 with X-Webhook-Timestamp, or X-Gitlab-Token")]
     Missing,
     #[error("invalid signature in {0}")]
     Invalid(&'static str),
@@ -46,26 +44,14 @@ pub(crate) enum SignatureError {
 
 /// Verifies a delivery against `secret`. The first scheme whose header is present decides; a
 /// sender that sends a bad GitHub signature is not given a second chance with another header.
-pub(crate) fn verify(
-    headers: &HeaderMap,
-    body: &[u8],
-    secret: &[u8],
-    now_unix: i64,
-) -> Result<Scheme, SignatureError> {
+pub(crate) fn verify(headers: &HeaderMap, body: &[u8], secret: &[u8], now_unix: i64) -> Result<Scheme, SignatureError> {
     if let Some(value) = header(headers, GITHUB_HEADER)? {
-        let hex_sig = value
-            .strip_prefix("sha256=")
-            .ok_or(SignatureError::Invalid("X-Hub-Signature-256"))?;
-        return hmac_matches(secret, &[body], hex_sig)
-            .then_some(Scheme::GitHub)
-            .ok_or(SignatureError::Invalid("X-Hub-Signature-256"));
+        let hex_sig = value.strip_prefix("sha256=").ok_or(SignatureError::Invalid("X-Hub-Signature-256"))?;
+        return hmac_matches(secret, &[body], hex_sig).then_some(Scheme::GitHub).ok_or(SignatureError::Invalid("X-Hub-Signature-256"));
     }
     if let Some(value) = header(headers, V2_HEADER)? {
-        let timestamp =
-            header(headers, TIMESTAMP_HEADER)?.ok_or(SignatureError::MissingTimestamp)?;
-        let seconds: i64 = timestamp
-            .parse()
-            .map_err(|_| SignatureError::BadTimestamp)?;
+        let timestamp = header(headers, TIMESTAMP_HEADER)?.ok_or(SignatureError::MissingTimestamp)?;
+        let seconds: i64 = timestamp.parse().map_err(|_| SignatureError::BadTimestamp)?;
         if now_unix.abs_diff(seconds) > REPLAY_WINDOW_SECS.unsigned_abs() {
             return Err(SignatureError::Stale);
         }
@@ -76,29 +62,19 @@ pub(crate) fn verify(
             .ok_or(SignatureError::Invalid("X-Webhook-Signature-V2"));
     }
     if let Some(token) = header(headers, GITLAB_HEADER)? {
-        return bool::from(token.as_bytes().ct_eq(secret))
-            .then_some(Scheme::GitLab)
-            .ok_or(SignatureError::Invalid("X-Gitlab-Token"));
+        return bool::from(token.as_bytes().ct_eq(secret)).then_some(Scheme::GitLab).ok_or(SignatureError::Invalid("X-Gitlab-Token"));
     }
     if let Some(value) = header(headers, LEGACY_HEADER)? {
-        return hmac_matches(secret, &[body], value)
-            .then_some(Scheme::LegacyV1)
-            .ok_or(SignatureError::Invalid("X-Webhook-Signature"));
+        return hmac_matches(secret, &[body], value).then_some(Scheme::LegacyV1).ok_or(SignatureError::Invalid("X-Webhook-Signature"));
     }
     Err(SignatureError::Missing)
 }
 
 /// A header's trimmed text; a value that is not visible ASCII cannot be a valid signature.
-fn header<'a>(
-    headers: &'a HeaderMap,
-    name: &'static str,
-) -> Result<Option<&'a str>, SignatureError> {
+fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<Option<&'a str>, SignatureError> {
     match headers.get(name) {
         None => Ok(None),
-        Some(value) => value
-            .to_str()
-            .map(|s| Some(s.trim()))
-            .map_err(|_| SignatureError::Invalid(name)),
+        Some(value) => value.to_str().map(|s| Some(s.trim())).map_err(|_| SignatureError::Invalid(name)),
     }
 }
 
@@ -148,26 +124,10 @@ mod tests {
     #[test]
     fn github() {
         let good = format!("sha256={}", sign(SECRET, &[BODY]));
-        assert_eq!(
-            verify(
-                &headers(&[(GITHUB_HEADER, good.clone())]),
-                BODY,
-                SECRET,
-                NOW
-            ),
-            Ok(Scheme::GitHub)
-        );
+        assert_eq!(verify(&headers(&[(GITHUB_HEADER, good.clone())]), BODY, SECRET, NOW), Ok(Scheme::GitHub));
         let bare = sign(SECRET, &[BODY]);
         assert!(verify(&headers(&[(GITHUB_HEADER, bare)]), BODY, SECRET, NOW).is_err());
-        assert!(
-            verify(
-                &headers(&[(GITHUB_HEADER, good)]),
-                b"{\"a\":2}",
-                SECRET,
-                NOW
-            )
-            .is_err()
-        );
+        assert!(verify(&headers(&[(GITHUB_HEADER, good)]), b"{\"a\":2}", SECRET, NOW).is_err());
     }
 
     #[test]
@@ -186,15 +146,9 @@ mod tests {
         let sig = sign(SECRET, &[old.as_bytes(), b".", BODY]);
         let h = headers(&[(V2_HEADER, sig.clone()), (TIMESTAMP_HEADER, old)]);
         assert_eq!(verify(&h, BODY, SECRET, NOW), Err(SignatureError::Stale));
-        assert_eq!(
-            verify(&headers(&[(V2_HEADER, sig.clone())]), BODY, SECRET, NOW),
-            Err(SignatureError::MissingTimestamp)
-        );
+        assert_eq!(verify(&headers(&[(V2_HEADER, sig.clone())]), BODY, SECRET, NOW), Err(SignatureError::MissingTimestamp));
         let h = headers(&[(V2_HEADER, sig), (TIMESTAMP_HEADER, "soon".into())]);
-        assert_eq!(
-            verify(&h, BODY, SECRET, NOW),
-            Err(SignatureError::BadTimestamp)
-        );
+        assert_eq!(verify(&h, BODY, SECRET, NOW), Err(SignatureError::BadTimestamp));
     }
 
     #[test]
@@ -202,32 +156,13 @@ mod tests {
         let ts = NOW.to_string();
         let body_only = sign(SECRET, &[BODY]);
         let h = headers(&[(V2_HEADER, body_only), (TIMESTAMP_HEADER, ts)]);
-        assert_eq!(
-            verify(&h, BODY, SECRET, NOW),
-            Err(SignatureError::Invalid("X-Webhook-Signature-V2"))
-        );
+        assert_eq!(verify(&h, BODY, SECRET, NOW), Err(SignatureError::Invalid("X-Webhook-Signature-V2")));
     }
 
     #[test]
     fn gitlab_token() {
-        assert_eq!(
-            verify(
-                &headers(&[(GITLAB_HEADER, "s3cret".into())]),
-                BODY,
-                SECRET,
-                NOW
-            ),
-            Ok(Scheme::GitLab)
-        );
-        assert!(
-            verify(
-                &headers(&[(GITLAB_HEADER, "s3cre".into())]),
-                BODY,
-                SECRET,
-                NOW
-            )
-            .is_err()
-        );
+        assert_eq!(verify(&headers(&[(GITLAB_HEADER, "s3cret".into())]), BODY, SECRET, NOW), Ok(Scheme::GitLab));
+        assert!(verify(&headers(&[(GITLAB_HEADER, "s3cre".into())]), BODY, SECRET, NOW).is_err());
     }
 
     #[test]
@@ -238,18 +173,7 @@ mod tests {
 
     #[test]
     fn missing_and_garbage() {
-        assert_eq!(
-            verify(&HeaderMap::new(), BODY, SECRET, NOW),
-            Err(SignatureError::Missing)
-        );
-        assert!(
-            verify(
-                &headers(&[(GITHUB_HEADER, "sha256=zz".into())]),
-                BODY,
-                SECRET,
-                NOW
-            )
-            .is_err()
-        );
+        assert_eq!(verify(&HeaderMap::new(), BODY, SECRET, NOW), Err(SignatureError::Missing));
+        assert!(verify(&headers(&[(GITHUB_HEADER, "sha256=zz".into())]), BODY, SECRET, NOW).is_err());
     }
 }

@@ -47,12 +47,7 @@ pub fn render_prompt(template: &str, route: &str, payload: &Value, raw: &str) ->
     out
 }
 
-fn resolve<'a>(
-    key: &str,
-    route: &'a str,
-    payload: &'a Value,
-    raw: &'a str,
-) -> Option<Cow<'a, str>> {
+fn resolve<'a>(key: &str, route: &'a str, payload: &'a Value, raw: &'a str) -> Option<Cow<'a, str>> {
     match key {
         "route" => Some(Cow::Borrowed(route)),
         "__raw__" => Some(Cow::Borrowed(truncate_chars(raw, RAW_LIMIT_CHARS))),
@@ -68,12 +63,11 @@ fn lookup<'a>(payload: &'a Value, path: &str) -> Option<&'a Value> {
     if path.is_empty() {
         return None;
     }
-    path.split('.')
-        .try_fold(payload, |value, segment| match value {
-            Value::Object(map) => map.get(segment),
-            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
-            _ => None,
-        })
+    path.split('.').try_fold(payload, |value, segment| match value {
+        Value::Object(map) => map.get(segment),
+        Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    })
 }
 
 fn truncate_chars(text: &str, max: usize) -> &str {
@@ -95,42 +89,26 @@ mod tests {
     #[test]
     fn nested_objects() {
         let payload = json!({"pull_request": {"title": "Fix it", "user": {"login": "ada"}}});
-        assert_eq!(
-            render(
-                "PR {pull_request.title} by {pull_request.user.login}",
-                &payload
-            ),
-            "PR Fix it by ada"
-        );
+        assert_eq!(render("PR {pull_request.title} by {pull_request.user.login}", &payload), "PR Fix it by ada");
     }
 
     #[test]
     fn array_indices() {
         let payload = json!({"commits": [{"id": "abc"}, {"id": "def"}]});
         assert_eq!(render("{commits.0.id},{commits.1.id}", &payload), "abc,def");
-        assert_eq!(
-            render("{commits.2.id} {commits.x}", &payload),
-            "{commits.2.id} {commits.x}"
-        );
+        assert_eq!(render("{commits.2.id} {commits.x}", &payload), "{commits.2.id} {commits.x}");
     }
 
     #[test]
     fn missing_paths_stay_visible() {
         let payload = json!({"a": {"b": 1}});
-        assert_eq!(
-            render("{a.c} {nope} {a.b.c} {} { a }", &payload),
-            "{a.c} {nope} {a.b.c} {} { a }"
-        );
+        assert_eq!(render("{a.c} {nope} {a.b.c} {} { a }", &payload), "{a.c} {nope} {a.b.c} {} { a }");
     }
 
     #[test]
     fn non_string_values_are_compact_json() {
-        let payload =
-            json!({"n": 3, "f": 1.5, "t": true, "z": null, "o": {"k": [1, "x"]}, "l": [1, 2]});
-        assert_eq!(
-            render("{n} {f} {t} {z} {o} {l}", &payload),
-            r#"3 1.5 true null {"k":[1,"x"]} [1,2]"#
-        );
+        let payload = json!({"n": 3, "f": 1.5, "t": true, "z": null, "o": {"k": [1, "x"]}, "l": [1, 2]});
+        assert_eq!(render("{n} {f} {t} {z} {o} {l}", &payload), r#"3 1.5 true null {"k":[1,"x"]} [1,2]"#);
     }
 
     #[test]
@@ -142,10 +120,7 @@ mod tests {
     #[test]
     fn route_and_braces() {
         let payload = json!({"x": "v"});
-        assert_eq!(
-            render("[{route}] {{x}} {\"json\": 1} {x", &payload),
-            "[gh] {v} {\"json\": 1} {x"
-        );
+        assert_eq!(render("[{route}] {{x}} {\"json\": 1} {x", &payload), "[gh] {v} {\"json\": 1} {x");
     }
 
     #[test]

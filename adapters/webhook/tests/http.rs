@@ -6,9 +6,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use hermes_adapter::{
-    AcceptError, AcceptOutcome, AdapterContext, ChatTarget, HealthReporter, InboundEvent,
-    InboundSink, OutboundMessage, Platform, PlatformAdapter, SendError, SessionDirectory,
-    SessionDirectoryError, SessionSource, StoredMessage,
+    AcceptError, AcceptOutcome, AdapterContext, ChatTarget, HealthReporter, InboundEvent, InboundSink, OutboundMessage, Platform,
+    PlatformAdapter, SendError, SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage,
 };
 use hermes_webhook::{RouteSettings, WebhookAdapter, WebhookError, WebhookSettings};
 use hmac::{Hmac, Mac};
@@ -61,11 +60,7 @@ impl SessionDirectory for NoSessions {
     async fn open(&self, _: &SessionSource) -> Result<String, SessionDirectoryError> {
         Err(SessionDirectoryError::Storage("not used".into()))
     }
-    async fn history(
-        &self,
-        _: &SessionSource,
-        _: usize,
-    ) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
+    async fn history(&self, _: &SessionSource, _: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
         Ok(None)
     }
     async fn close(&self, _: &SessionSource) -> Result<bool, SessionDirectoryError> {
@@ -90,21 +85,13 @@ impl Running {
     async fn stop(self) {
         self.shutdown.cancel();
         let result = tokio::time::timeout(Duration::from_secs(5), self.task).await;
-        assert!(
-            matches!(result, Ok(Ok(Ok(())))),
-            "run should end cleanly on shutdown: {result:?}"
-        );
+        assert!(matches!(result, Ok(Ok(Ok(())))), "run should end cleanly on shutdown: {result:?}");
         assert!(!self.health.is_connected());
     }
 }
 
 fn route(prompt: &str, deliver: &str) -> RouteSettings {
-    RouteSettings {
-        secret: Some(SECRET.into()),
-        prompt: prompt.into(),
-        deliver: deliver.into(),
-        events: vec![],
-    }
+    RouteSettings { secret: Some(SECRET.into()), prompt: prompt.into(), deliver: deliver.into(), events: vec![] }
 }
 
 fn settings(routes: &[(&str, RouteSettings)]) -> WebhookSettings {
@@ -113,10 +100,7 @@ fn settings(routes: &[(&str, RouteSettings)]) -> WebhookSettings {
         port: 0,
         global_secret: None,
         rate_limit_per_minute: 30,
-        routes: routes
-            .iter()
-            .map(|(n, r)| (n.to_string(), r.clone()))
-            .collect::<BTreeMap<_, _>>(),
+        routes: routes.iter().map(|(n, r)| (n.to_string(), r.clone())).collect::<BTreeMap<_, _>>(),
         delivery_timeout: Duration::from_secs(5),
     }
 }
@@ -126,12 +110,7 @@ async fn start(settings: WebhookSettings) -> Running {
     let sink = Arc::new(RecordingSink::default());
     let health = HealthReporter::new();
     let shutdown = CancellationToken::new();
-    let ctx = AdapterContext::new(
-        sink.clone(),
-        Arc::new(NoSessions),
-        health.clone(),
-        shutdown.clone(),
-    );
+    let ctx = AdapterContext::new(sink.clone(), Arc::new(NoSessions), health.clone(), shutdown.clone());
     let task = tokio::spawn({
         let adapter = adapter.clone();
         async move { adapter.run(ctx).await }
@@ -146,15 +125,7 @@ async fn start(settings: WebhookSettings) -> Running {
     }
     let addr = addr.expect("the server should bind within 2 s");
     assert!(health.is_connected());
-    Running {
-        sink,
-        health,
-        base: format!("http://{addr}"),
-        addr,
-        shutdown,
-        task,
-        http: reqwest::Client::new(),
-    }
+    Running { sink, health, base: format!("http://{addr}"), addr, shutdown, task, http: reqwest::Client::new() }
 }
 
 fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
@@ -166,19 +137,10 @@ fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
 }
 
 fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs() as i64
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_secs() as i64
 }
 
-async fn github_post(
-    running: &Running,
-    route: &str,
-    body: &str,
-    delivery: &str,
-    event: &str,
-) -> (StatusCode, HeaderMap, Value) {
+async fn github_post(running: &Running, route: &str, body: &str, delivery: &str, event: &str) -> (StatusCode, HeaderMap, Value) {
     let sig = format!("sha256={}", hmac_hex(SECRET, &[body.as_bytes()]));
     let response = running
         .http
@@ -200,32 +162,20 @@ async fn github_post(
 async fn send_raw(_running: &Running, request: reqwest::RequestBuilder) -> (u16, Value) {
     let response = request.send().await.expect("request");
     let status = response.status().as_u16();
-    (
-        status,
-        response.json::<Value>().await.unwrap_or(Value::Null),
-    )
+    (status, response.json::<Value>().await.unwrap_or(Value::Null))
 }
 
 #[tokio::test]
 async fn health_endpoint() {
     let running = start(settings(&[])).await;
-    let body: Value = reqwest::get(format!("{}/health", running.base))
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let body: Value = reqwest::get(format!("{}/health", running.base)).await.expect("get").json().await.expect("json");
     assert_eq!(body, json!({"status": "ok", "platform": "webhook"}));
     running.stop().await;
 }
 
 #[tokio::test]
 async fn github_signature_accepted_and_prompt_rendered() {
-    let running = start(settings(&[(
-        "gh",
-        route("PR '{pull_request.title}' #{number} on {route}", "log"),
-    )]))
-    .await;
+    let running = start(settings(&[("gh", route("PR '{pull_request.title}' #{number} on {route}", "log"))])).await;
     let body = r#"{"number": 7, "pull_request": {"title": "Fix the flux capacitor"}}"#;
     let (status, _, json) = github_post(&running, "gh", body, "d-1", "pull_request").await;
     assert_eq!(status, StatusCode::ACCEPTED);
@@ -274,24 +224,12 @@ async fn v2_signature_accepted() {
 #[tokio::test]
 async fn gitlab_token_and_generated_delivery_id() {
     let running = start(settings(&[("gl", route("{object_kind}", "log"))])).await;
-    let (status, json) = send_raw(
-        &running,
-        running
-            .http
-            .post(running.url("gl"))
-            .header("X-Gitlab-Token", SECRET)
-            .body(r#"{"object_kind":"push"}"#),
-    )
-    .await;
+    let (status, json) =
+        send_raw(&running, running.http.post(running.url("gl")).header("X-Gitlab-Token", SECRET).body(r#"{"object_kind":"push"}"#)).await;
     assert_eq!(status, 202, "{json}");
-    let id = json["delivery_id"]
-        .as_str()
-        .expect("a generated delivery id");
+    let id = json["delivery_id"].as_str().expect("a generated delivery id");
     assert!(!id.is_empty());
-    assert_eq!(
-        running.sink.events()[0].event_id,
-        format!("webhook:gl:{id}")
-    );
+    assert_eq!(running.sink.events()[0].event_id, format!("webhook:gl:{id}"));
     running.stop().await;
 }
 
@@ -301,42 +239,19 @@ async fn bad_missing_and_stale_signatures_are_rejected() {
     let body = r#"{"x": 1}"#;
 
     let wrong = format!("sha256={}", hmac_hex("not-the-secret", &[body.as_bytes()]));
-    let (status, json) = send_raw(
-        &running,
-        running
-            .http
-            .post(running.url("gh"))
-            .header("X-Hub-Signature-256", wrong)
-            .body(body),
-    )
-    .await;
+    let (status, json) = send_raw(&running, running.http.post(running.url("gh")).header("X-Hub-Signature-256", wrong).body(body)).await;
     assert_eq!(status, 401);
-    assert!(
-        json["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("X-Hub-Signature-256")),
-        "{json}"
-    );
+    assert!(json["error"].as_str().is_some_and(|e| e.contains("X-Hub-Signature-256")), "{json}");
 
     let (status, json) = send_raw(&running, running.http.post(running.url("gh")).body(body)).await;
     assert_eq!(status, 401);
-    assert!(
-        json["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("missing signature")),
-        "{json}"
-    );
+    assert!(json["error"].as_str().is_some_and(|e| e.contains("missing signature")), "{json}");
 
     let stale = (now() - 301).to_string();
     let sig = hmac_hex(SECRET, &[stale.as_bytes(), b".", body.as_bytes()]);
     let (status, json) = send_raw(
         &running,
-        running
-            .http
-            .post(running.url("gh"))
-            .header("X-Webhook-Timestamp", stale)
-            .header("X-Webhook-Signature-V2", sig)
-            .body(body),
+        running.http.post(running.url("gh")).header("X-Webhook-Timestamp", stale).header("X-Webhook-Signature-V2", sig).body(body),
     )
     .await;
     assert_eq!(status, 401);
@@ -344,21 +259,9 @@ async fn bad_missing_and_stale_signatures_are_rejected() {
 
     // The legacy body-only signature still works (with a logged deprecation warning).
     let legacy = hmac_hex(SECRET, &[body.as_bytes()]);
-    let (status, _) = send_raw(
-        &running,
-        running
-            .http
-            .post(running.url("gh"))
-            .header("X-Webhook-Signature", legacy)
-            .body(body),
-    )
-    .await;
+    let (status, _) = send_raw(&running, running.http.post(running.url("gh")).header("X-Webhook-Signature", legacy).body(body)).await;
     assert_eq!(status, 202);
-    assert_eq!(
-        running.sink.events().len(),
-        1,
-        "only the legacy delivery reached the sink"
-    );
+    assert_eq!(running.sink.events().len(), 1, "only the legacy delivery reached the sink");
     running.stop().await;
 }
 
@@ -370,10 +273,7 @@ async fn redelivery_is_a_duplicate() {
     let (second, _, json) = github_post(&running, "gh", body, "same-id", "push").await;
     assert_eq!(first, StatusCode::ACCEPTED);
     assert_eq!(second, StatusCode::OK);
-    assert_eq!(
-        json,
-        json!({"status": "duplicate", "delivery_id": "same-id"})
-    );
+    assert_eq!(json, json!({"status": "duplicate", "delivery_id": "same-id"}));
     assert_eq!(running.sink.events().len(), 1);
     running.stop().await;
 }
@@ -394,9 +294,7 @@ async fn raw_http(addr: SocketAddr, head: String, body: Vec<Vec<u8>>) -> u16 {
     let mut response = Vec::new();
     let mut buf = [0u8; 4096];
     while !response.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = tokio::time::timeout(Duration::from_secs(5), reader.read(&mut buf))
-            .await
-            .expect("response in time");
+        let n = tokio::time::timeout(Duration::from_secs(5), reader.read(&mut buf)).await.expect("response in time");
         match n {
             Ok(0) | Err(_) => break,
             Ok(n) => response.extend_from_slice(&buf[..n]),
@@ -404,10 +302,7 @@ async fn raw_http(addr: SocketAddr, head: String, body: Vec<Vec<u8>>) -> u16 {
     }
     write.abort();
     let text = String::from_utf8_lossy(&response);
-    text.split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("no status line in {text:?}"))
+    text.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or_else(|| panic!("no status line in {text:?}"))
 }
 
 #[tokio::test]
@@ -416,15 +311,11 @@ async fn oversized_bodies_are_refused_without_reaching_the_sink() {
     let limit = hermes_webhook::MAX_BODY_BYTES;
 
     // Content-Length over the limit: refused from the headers alone, no body sent at all.
-    let head = format!(
-        "POST /webhooks/gh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        limit + 1
-    );
+    let head = format!("POST /webhooks/gh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", limit + 1);
     assert_eq!(raw_http(running.addr, head, vec![]).await, 413);
 
     // Chunked (no Content-Length): the streamed read stops at the limit.
-    let head =
-        "POST /webhooks/gh HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_string();
+    let head = "POST /webhooks/gh HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_string();
     let piece = vec![b' '; 64 * 1024];
     let mut chunks = Vec::new();
     for _ in 0..(limit / piece.len() + 1) {
@@ -437,11 +328,7 @@ async fn oversized_bodies_are_refused_without_reaching_the_sink() {
     assert_eq!(raw_http(running.addr, head, chunks).await, 413);
 
     // Exactly at the limit is fine (and then fails the signature check, which proves it was read).
-    let (status, _) = send_raw(
-        &running,
-        running.http.post(running.url("gh")).body(vec![b' '; limit]),
-    )
-    .await;
+    let (status, _) = send_raw(&running, running.http.post(running.url("gh")).body(vec![b' '; limit])).await;
     assert_eq!(status, 401);
     assert!(running.sink.events().is_empty());
     running.stop().await;
@@ -459,11 +346,7 @@ async fn rate_limit_answers_429_with_retry_after() {
     }
     let (status, headers, json) = github_post(&running, "gh", body, "c", "push").await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{json}");
-    let retry_after: u64 = headers["retry-after"]
-        .to_str()
-        .expect("ascii")
-        .parse()
-        .expect("seconds");
+    let retry_after: u64 = headers["retry-after"].to_str().expect("ascii").parse().expect("seconds");
     assert!((1..=60).contains(&retry_after));
     // Another route has its own window.
     let (status, _, _) = github_post(&running, "other", body, "d", "push").await;
@@ -495,33 +378,16 @@ async fn events_filter() {
     let (status, _, json) = github_post(&running, "gh", r#"{"action": "x"}"#, "1", "push").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(json["status"], "ignored");
-    assert!(
-        json["reason"].as_str().is_some_and(|r| r.contains("push")),
-        "{json}"
-    );
+    assert!(json["reason"].as_str().is_some_and(|r| r.contains("push")), "{json}");
 
-    let (status, _, _) = github_post(
-        &running,
-        "gh",
-        r#"{"action": "opened"}"#,
-        "2",
-        "pull_request",
-    )
-    .await;
+    let (status, _, _) = github_post(&running, "gh", r#"{"action": "opened"}"#, "2", "pull_request").await;
     assert_eq!(status, StatusCode::ACCEPTED);
 
     // Without an event header, the body's `event` field counts.
     let body = r#"{"event": "deploy", "action": "ship"}"#;
-    let (status, json) = send_raw(
-        &running,
-        running
-            .http
-            .post(running.url("gh"))
-            .header("X-Gitlab-Token", SECRET)
-            .header("X-Request-ID", "3")
-            .body(body),
-    )
-    .await;
+    let (status, json) =
+        send_raw(&running, running.http.post(running.url("gh")).header("X-Gitlab-Token", SECRET).header("X-Request-ID", "3").body(body))
+            .await;
     assert_eq!(status, 202, "{json}");
     let texts: Vec<String> = running.sink.events().into_iter().map(|e| e.text).collect();
     assert_eq!(texts, ["opened", "ship"]);
@@ -530,28 +396,13 @@ async fn events_filter() {
 
 #[tokio::test]
 async fn deliver_to_a_chat_sets_reply_target() {
-    let running = start(settings(&[(
-        "alerts",
-        route("Alert: {title}", "telegram:123:7"),
-    )]))
-    .await;
-    let (status, _, _) = github_post(
-        &running,
-        "alerts",
-        r#"{"title": "disk full"}"#,
-        "x1",
-        "alert",
-    )
-    .await;
+    let running = start(settings(&[("alerts", route("Alert: {title}", "telegram:123:7"))])).await;
+    let (status, _, _) = github_post(&running, "alerts", r#"{"title": "disk full"}"#, "x1", "alert").await;
     assert_eq!(status, StatusCode::ACCEPTED);
     let event = &running.sink.events()[0];
     assert_eq!(
         event.reply_target,
-        Some(ChatTarget {
-            platform: Platform::new("telegram"),
-            chat_id: "123".into(),
-            thread_id: Some("7".into())
-        })
+        Some(ChatTarget { platform: Platform::new("telegram"), chat_id: "123".into(), thread_id: Some("7".into()) })
     );
     running.stop().await;
 }
@@ -561,14 +412,7 @@ async fn insecure_no_auth_on_loopback_needs_no_signature() {
     let mut open = route("{x}", "log");
     open.secret = Some(hermes_webhook::INSECURE_NO_AUTH.into());
     let running = start(settings(&[("local", open)])).await;
-    let (status, _) = send_raw(
-        &running,
-        running
-            .http
-            .post(running.url("local"))
-            .body(r#"{"x": "hi"}"#),
-    )
-    .await;
+    let (status, _) = send_raw(&running, running.http.post(running.url("local")).body(r#"{"x": "hi"}"#)).await;
     assert_eq!(status, 202);
     running.stop().await;
 }
@@ -579,14 +423,10 @@ async fn inbox_failures_map_to_503_and_500() {
     *running.sink.failure.lock().expect("lock") = Some(|| AcceptError::ShuttingDown);
     let (status, _, _) = github_post(&running, "gh", r#"{"x": 1}"#, "a", "push").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-    *running.sink.failure.lock().expect("lock") =
-        Some(|| AcceptError::Storage("disk /secret/path full".into()));
+    *running.sink.failure.lock().expect("lock") = Some(|| AcceptError::Storage("disk /secret/path full".into()));
     let (status, _, json) = github_post(&running, "gh", r#"{"x": 1}"#, "b", "push").await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
-    assert!(
-        !json.to_string().contains("/secret/path"),
-        "storage details stay in the log: {json}"
-    );
+    assert!(!json.to_string().contains("/secret/path"), "storage details stay in the log: {json}");
     running.stop().await;
 }
 
@@ -603,24 +443,14 @@ async fn receiver(status: StatusCode, delay: Duration) -> (String, Received) {
     let app = axum::Router::new()
         .route(
             "/hook",
-            post(
-                move |State(received): State<Received>,
-                      headers: HeaderMap,
-                      body: axum::Json<Value>| async move {
-                    received
-                        .requests
-                        .lock()
-                        .expect("lock")
-                        .push((headers, body.0));
-                    tokio::time::sleep(delay).await;
-                    (status, [("retry-after", "7")], "receiver says no")
-                },
-            ),
+            post(move |State(received): State<Received>, headers: HeaderMap, body: axum::Json<Value>| async move {
+                received.requests.lock().expect("lock").push((headers, body.0));
+                tokio::time::sleep(delay).await;
+                (status, [("retry-after", "7")], "receiver says no")
+            }),
         )
         .with_state(received.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move { axum::serve(listener, app).await });
     (format!("http://{addr}/hook"), received)
@@ -628,11 +458,7 @@ async fn receiver(status: StatusCode, delay: Duration) -> (String, Received) {
 
 fn answer(route: &str, delivery: &str) -> OutboundMessage {
     OutboundMessage {
-        target: ChatTarget {
-            platform: Platform::new("webhook"),
-            chat_id: format!("webhook:{route}:{delivery}"),
-            thread_id: None,
-        },
+        target: ChatTarget { platform: Platform::new("webhook"), chat_id: format!("webhook:{route}:{delivery}"), thread_id: None },
         text: "the answer".into(),
         reply_to: Some(delivery.into()),
         idempotency_key: "turn-1:0".into(),
@@ -652,34 +478,22 @@ fn adapter_delivering_to(url: &str, timeout: Duration) -> WebhookAdapter {
 async fn send_posts_json_with_idempotency_key() {
     let (url, received) = receiver(StatusCode::OK, Duration::ZERO).await;
     let adapter = adapter_delivering_to(&url, Duration::from_secs(5));
-    adapter
-        .send(&answer("gh", "d-42"))
-        .await
-        .expect("delivered");
+    adapter.send(&answer("gh", "d-42")).await.expect("delivered");
     let requests = received.requests.lock().expect("lock").clone();
     assert_eq!(requests.len(), 1);
     let (headers, body) = &requests[0];
     assert_eq!(headers["idempotency-key"], "turn-1:0");
-    assert_eq!(
-        body,
-        &json!({"route": "gh", "delivery_id": "d-42", "text": "the answer", "idempotency_key": "turn-1:0"})
-    );
+    assert_eq!(body, &json!({"route": "gh", "delivery_id": "d-42", "text": "the answer", "idempotency_key": "turn-1:0"}));
 }
 
 #[tokio::test]
 async fn send_to_log_and_unknown_routes() {
     let adapter = adapter_delivering_to("http://127.0.0.1:9/hook", Duration::from_secs(1));
     assert!(adapter.send(&answer("logged", "d")).await.is_ok());
-    assert!(matches!(
-        adapter.send(&answer("gone", "d")).await,
-        Err(SendError::NotFound(_))
-    ));
+    assert!(matches!(adapter.send(&answer("gone", "d")).await, Err(SendError::NotFound(_))));
     let mut malformed = answer("logged", "d");
     malformed.target.chat_id = "logged".into();
-    assert!(matches!(
-        adapter.send(&malformed).await,
-        Err(SendError::NotFound(_))
-    ));
+    assert!(matches!(adapter.send(&malformed).await, Err(SendError::NotFound(_))));
 }
 
 #[tokio::test]
@@ -689,10 +503,7 @@ async fn send_to_a_closed_port_is_transient() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.local_addr().expect("addr").port()
     };
-    let adapter = adapter_delivering_to(
-        &format!("http://127.0.0.1:{port}/hook"),
-        Duration::from_secs(2),
-    );
+    let adapter = adapter_delivering_to(&format!("http://127.0.0.1:{port}/hook"), Duration::from_secs(2));
     let result = adapter.send(&answer("gh", "d")).await;
     assert!(matches!(result, Err(SendError::Transient(_))), "{result:?}");
 }
@@ -703,11 +514,7 @@ async fn send_to_a_slow_receiver_is_ambiguous() {
     let adapter = adapter_delivering_to(&url, Duration::from_millis(300));
     let result = adapter.send(&answer("gh", "d")).await;
     assert!(matches!(result, Err(SendError::Ambiguous(_))), "{result:?}");
-    assert_eq!(
-        received.requests.lock().expect("lock").len(),
-        1,
-        "the request did arrive"
-    );
+    assert_eq!(received.requests.lock().expect("lock").len(), 1, "the request did arrive");
 }
 
 #[tokio::test]
@@ -718,24 +525,14 @@ async fn send_classifies_http_statuses() {
             (|e: &SendError| matches!(e, SendError::RateLimited { retry_after } if *retry_after == Duration::from_secs(7)))
                 as fn(&SendError) -> bool,
         ),
-        (StatusCode::BAD_GATEWAY, |e| {
-            matches!(e, SendError::Transient(_))
-        }),
-        (StatusCode::NOT_FOUND, |e| {
-            matches!(e, SendError::NotFound(_))
-        }),
-        (
-            StatusCode::UNAUTHORIZED,
-            |e| matches!(e, SendError::Forbidden(m) if m.contains("401") && m.contains("receiver says no")),
-        ),
+        (StatusCode::BAD_GATEWAY, |e| matches!(e, SendError::Transient(_))),
+        (StatusCode::NOT_FOUND, |e| matches!(e, SendError::NotFound(_))),
+        (StatusCode::UNAUTHORIZED, |e| matches!(e, SendError::Forbidden(m) if m.contains("401") && m.contains("receiver says no"))),
     ] {
         let (url, _) = receiver(status, Duration::ZERO).await;
         let adapter = adapter_delivering_to(&url, Duration::from_secs(5));
         let result = adapter.send(&answer("gh", "d")).await;
-        assert!(
-            result.as_ref().err().is_some_and(check),
-            "{status}: {result:?}"
-        );
+        assert!(result.as_ref().err().is_some_and(check), "{status}: {result:?}");
     }
 }
 
@@ -753,10 +550,7 @@ fn new_rejects_a_route_without_secret() {
     let mut no_secret = route("{x}", "log");
     no_secret.secret = None;
     let message = new_error(settings(&[("gh", no_secret.clone())]));
-    assert!(
-        message.contains("platforms.webhook.routes.gh.secret"),
-        "{message}"
-    );
+    assert!(message.contains("platforms.webhook.routes.gh.secret"), "{message}");
 
     // The global secret fills in.
     let mut with_global = settings(&[("gh", no_secret)]);
@@ -771,34 +565,19 @@ fn new_rejects_insecure_no_auth_off_loopback() {
     let mut public = settings(&[("gh", open)]);
     public.host = "0.0.0.0".into();
     let error = WebhookAdapter::new(public).err();
-    assert!(
-        matches!(&error, Some(WebhookError::InsecureOnPublicHost { .. })),
-        "{error:?}"
-    );
+    assert!(matches!(&error, Some(WebhookError::InsecureOnPublicHost { .. })), "{error:?}");
     let message = error.map(|e| e.to_string()).unwrap_or_default();
-    assert!(
-        message.contains("platforms.webhook.routes.gh.secret") && message.contains("loopback"),
-        "{message}"
-    );
+    assert!(message.contains("platforms.webhook.routes.gh.secret") && message.contains("loopback"), "{message}");
 }
 
 #[test]
 fn new_rejects_bad_deliver_and_route_names() {
     let message = new_error(settings(&[("gh", route("{x}", "telegram"))]));
-    assert!(
-        message.contains("platforms.webhook.routes.gh.deliver"),
-        "{message}"
-    );
+    assert!(message.contains("platforms.webhook.routes.gh.deliver"), "{message}");
     let message = new_error(settings(&[("gh", route("{x}", "ftp://example.com"))]));
-    assert!(
-        message.contains("platforms.webhook.routes.gh.deliver"),
-        "{message}"
-    );
+    assert!(message.contains("platforms.webhook.routes.gh.deliver"), "{message}");
     let message = new_error(settings(&[("bad name", route("{x}", "log"))]));
-    assert!(
-        message.contains("platforms.webhook.routes.bad name"),
-        "{message}"
-    );
+    assert!(message.contains("platforms.webhook.routes.bad name"), "{message}");
 }
 
 #[tokio::test]
@@ -808,18 +587,11 @@ async fn bind_failure_is_retryable_and_names_the_address() {
     let mut busy = settings(&[]);
     busy.port = port;
     let adapter = WebhookAdapter::new(busy).expect("valid");
-    let ctx = AdapterContext::new(
-        Arc::new(RecordingSink::default()),
-        Arc::new(NoSessions),
-        HealthReporter::new(),
-        CancellationToken::new(),
-    );
+    let ctx =
+        AdapterContext::new(Arc::new(RecordingSink::default()), Arc::new(NoSessions), HealthReporter::new(), CancellationToken::new());
     let error = adapter.run(ctx).await.expect_err("the port is taken");
     assert!(error.is_retryable());
-    assert!(
-        error.to_string().contains(&format!("127.0.0.1:{port}")),
-        "{error}"
-    );
+    assert!(error.to_string().contains(&format!("127.0.0.1:{port}")), "{error}");
 }
 
 #[test]

@@ -166,7 +166,8 @@ impl ChatProvider for OpenAiCompatible {
             return Err(classify_status(status, after, &body));
         }
         if !req.stream {
-            let body: Value = response.json().await.map_err(|e| ProviderError::Transient(format!("unreadable response: {}", e.without_url())))?;
+            let body: Value =
+                response.json().await.map_err(|e| ProviderError::Transient(format!("unreadable response: {}", e.without_url())))?;
             let choice = body.pointer("/choices/0").cloned().unwrap_or(Value::Null);
             let message = choice.get("message").cloned().unwrap_or(Value::Null);
             return Ok(ChatResponse {
@@ -194,7 +195,10 @@ impl ChatProvider for OpenAiCompatible {
                     continue;
                 };
                 if let Some(err) = event.get("error") {
-                    return Err(ProviderError::Transient(format!("provider stream error: {}", err.get("message").and_then(Value::as_str).unwrap_or("unknown"))));
+                    return Err(ProviderError::Transient(format!(
+                        "provider stream error: {}",
+                        err.get("message").and_then(Value::as_str).unwrap_or("unknown")
+                    )));
                 }
                 if let Some(usage) = event.get("usage").filter(|u| !u.is_null()) {
                     out.usage = parse_usage(usage);

@@ -4,13 +4,7 @@ use super::config;
 
 #[test]
 fn allowlists_from_env() {
-    let c = config(
-        "",
-        &[
-            ("TELEGRAM_ALLOWED_USERS", "1, 2"),
-            ("DISCORD_ALLOWED_USERS", "*"),
-        ],
-    );
+    let c = config("", &[("TELEGRAM_ALLOWED_USERS", "1, 2"), ("DISCORD_ALLOWED_USERS", "*")]);
     assert_eq!(c.allowed_users("telegram"), ["1", "2"]);
     assert_eq!(c.allowed_users("TELEGRAM"), ["1", "2"]);
     assert_eq!(c.allowed_users("discord"), ["*"]);
@@ -22,13 +16,7 @@ fn allowlists_from_env() {
 #[test]
 fn env_list_replaces_file_list_and_global_is_added() {
     let yaml = "platforms:\n  telegram:\n    allowed_users: [9]\n  slack:\n    allowed_users: U1\n";
-    let c = config(
-        yaml,
-        &[
-            ("TELEGRAM_ALLOWED_USERS", "1"),
-            ("GATEWAY_ALLOWED_USERS", "7,1"),
-        ],
-    );
+    let c = config(yaml, &[("TELEGRAM_ALLOWED_USERS", "1"), ("GATEWAY_ALLOWED_USERS", "7,1")]);
     assert_eq!(c.allowed_users("telegram"), ["1", "7"]);
     assert_eq!(c.allowed_users("slack"), ["U1", "7", "1"]);
     assert_eq!(c.allowed_users("email"), ["7", "1"]);
@@ -36,28 +24,16 @@ fn env_list_replaces_file_list_and_global_is_added() {
 
 #[test]
 fn allow_all_flags() {
-    let c = config(
-        "platforms:\n  slack:\n    allow_all_users: true\n",
-        &[("TELEGRAM_ALLOW_ALL_USERS", "true")],
-    );
+    let c = config("platforms:\n  slack:\n    allow_all_users: true\n", &[("TELEGRAM_ALLOW_ALL_USERS", "true")]);
     assert!(c.allow_all("telegram") && c.allow_all("slack") && !c.allow_all("discord"));
     assert!(!c.nothing_allowed());
 
-    let env_off = config(
-        "platforms:\n  slack:\n    allow_all_users: true\n",
-        &[("SLACK_ALLOW_ALL_USERS", "no")],
-    );
+    let env_off = config("platforms:\n  slack:\n    allow_all_users: true\n", &[("SLACK_ALLOW_ALL_USERS", "no")]);
     assert!(!env_off.allow_all("slack"));
     assert!(env_off.nothing_allowed());
 
     // The global flag applies only where no allowlist does.
-    let global = config(
-        "",
-        &[
-            ("GATEWAY_ALLOW_ALL_USERS", "1"),
-            ("TELEGRAM_ALLOWED_USERS", "5"),
-        ],
-    );
+    let global = config("", &[("GATEWAY_ALLOW_ALL_USERS", "1"), ("TELEGRAM_ALLOWED_USERS", "5")]);
     assert!(global.allow_all("discord"));
     assert!(!global.allow_all("telegram"));
     assert!(!global.nothing_allowed());
@@ -70,11 +46,5 @@ fn nothing_allowed_by_default() {
     assert!(!config("gateway:\n  allowed_users: [a]\n", &[]).nothing_allowed());
     assert!(!config("", &[("GATEWAY_ALLOWED_USERS", "a")]).nothing_allowed());
     // An env list that replaces a file list with nothing leaves nothing.
-    assert!(
-        config(
-            "platforms:\n  telegram:\n    allowed_users: [a]\n",
-            &[("TELEGRAM_ALLOWED_USERS", ",")]
-        )
-        .nothing_allowed()
-    );
+    assert!(config("platforms:\n  telegram:\n    allowed_users: [a]\n", &[("TELEGRAM_ALLOWED_USERS", ",")]).nothing_allowed());
 }

@@ -28,20 +28,14 @@ fn env_overrides_file() {
     );
     assert_eq!(c.platforms.api_server.port, 9100);
     assert_eq!(c.model.default, "env-model");
-    assert_eq!(
-        c.model.base_url, "https://llm.example/v1",
-        "LLM_* wins over OPENAI_*"
-    );
+    assert_eq!(c.model.base_url, "https://llm.example/v1", "LLM_* wins over OPENAI_*");
     assert_eq!(c.model.api_key.as_ref().map(|k| k.expose()), Some("sk-llm"));
     assert_eq!(c.display.busy_input_mode, BusyInputMode::Queue);
     assert_eq!(c.agent.max_turns, 12);
     assert_eq!(c.session_reset.idle_minutes, 30);
     assert_eq!(c.session_reset.at_hour, 23);
     assert!(c.platforms.webhook.enabled && c.platforms.api_server.enabled);
-    assert_eq!(
-        c.platforms.webhook.secret.as_ref().map(|s| s.expose()),
-        Some("whsec")
-    );
+    assert_eq!(c.platforms.webhook.secret.as_ref().map(|s| s.expose()), Some("whsec"));
 
     let only_openai = config("", &[("OPENAI_BASE_URL", "https://openai.example/v1")]);
     assert_eq!(only_openai.model.base_url, "https://openai.example/v1");
@@ -49,10 +43,7 @@ fn env_overrides_file() {
 
 #[test]
 fn empty_env_values_count_as_unset() {
-    let c = config(
-        "platforms:\n  api_server:\n    port: 9000\n",
-        &[("API_SERVER_PORT", ""), ("LLM_MODEL", "")],
-    );
+    let c = config("platforms:\n  api_server:\n    port: 9000\n", &[("API_SERVER_PORT", ""), ("LLM_MODEL", "")]);
     assert_eq!(c.platforms.api_server.port, 9000);
     assert_eq!(c.model.default, "gpt-4o-mini");
 }
@@ -60,10 +51,7 @@ fn empty_env_values_count_as_unset() {
 #[test]
 fn bad_env_values_name_the_variable() {
     let e = error("", &[("API_SERVER_PORT", "abc")]);
-    assert_eq!(
-        e.to_string(),
-        "invalid config: `API_SERVER_PORT (environment)`: expected a port number 1-65535, found \"abc\""
-    );
+    assert_eq!(e.to_string(), "invalid config: `API_SERVER_PORT (environment)`: expected a port number 1-65535, found \"abc\"");
     match e {
         ConfigError::Invalid { key, message } => {
             assert_eq!(key, "API_SERVER_PORT (environment)");
@@ -89,31 +77,23 @@ fn bad_env_values_name_the_variable() {
         }
     }
     let e = error("", &[("LLM_BASE_URL", "localhost:8080")]);
-    assert!(
-        matches!(e, ConfigError::Invalid { ref key, .. } if key == "model.base_url"),
-        "{e}"
-    );
+    assert!(matches!(e, ConfigError::Invalid { ref key, .. } if key == "model.base_url"), "{e}");
 }
 
 #[test]
 fn dotenv_is_read_and_process_env_wins() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(".env");
-    std::fs::write(&path, "# comment\nLLM_MODEL=from-dotenv\nAPI_SERVER_PORT=9001\nexport WEBHOOK_PORT=\"9002\"\nLLM_PROVIDER=dotenv\n").unwrap();
+    std::fs::write(&path, "# comment\nLLM_MODEL=from-dotenv\nAPI_SERVER_PORT=9001\nexport WEBHOOK_PORT=\"9002\"\nLLM_PROVIDER=dotenv\n")
+        .unwrap();
     let process = env(&[("LLM_MODEL", "from-process"), ("LLM_PROVIDER", "")]);
     let layered = Env::layered(&path, process).unwrap();
     assert_eq!(layered.get("LLM_MODEL"), Some("from-process"));
     assert_eq!(layered.get("API_SERVER_PORT"), Some("9001"));
     assert_eq!(layered.get("WEBHOOK_PORT"), Some("9002"));
-    assert_eq!(
-        layered.get("LLM_PROVIDER"),
-        Some("dotenv"),
-        "an empty process value does not hide .env"
-    );
+    assert_eq!(layered.get("LLM_PROVIDER"), Some("dotenv"), "an empty process value does not hide .env");
 
-    let c = super::super::load_str("", &dir.path().join("config.yaml"), &layered)
-        .unwrap()
-        .config;
+    let c = super::super::load_str("", &dir.path().join("config.yaml"), &layered).unwrap().config;
     assert_eq!(c.model.default, "from-process");
     assert_eq!(c.platforms.api_server.port, 9001);
     assert_eq!(c.platforms.webhook.port, 9002);
@@ -135,11 +115,7 @@ fn malformed_dotenv_names_file_and_line_but_not_the_value() {
     drop(f);
     let e = Env::layered(&path, Env::default()).unwrap_err();
     match &e {
-        ConfigError::Env {
-            path: p,
-            line,
-            message,
-        } => {
+        ConfigError::Env { path: p, line, message } => {
             assert_eq!(p, &path);
             assert_eq!(*line, Some(3));
             assert!(message.contains("API_SERVER_KEY"), "{message}");
@@ -147,19 +123,13 @@ fn malformed_dotenv_names_file_and_line_but_not_the_value() {
         other => panic!("{other:?}"),
     }
     let text = e.to_string();
-    assert!(
-        text.contains(".env:3") && !text.contains("verysecret"),
-        "{text}"
-    );
+    assert!(text.contains(".env:3") && !text.contains("verysecret"), "{text}");
 }
 
 #[test]
 fn env_debug_shows_names_only() {
     let text = format!("{:?}", env(&[("OPENAI_API_KEY", "sk-abcdef")]));
-    assert!(
-        text.contains("OPENAI_API_KEY") && !text.contains("sk-abcdef"),
-        "{text}"
-    );
+    assert!(text.contains("OPENAI_API_KEY") && !text.contains("sk-abcdef"), "{text}");
 }
 
 /// Every variable in env.example, uncommented, is accepted, and every one of them has an effect
@@ -169,28 +139,17 @@ fn env_example_values_are_valid() {
     let lines: Vec<String> = EXAMPLE_ENV
         .lines()
         .filter_map(|l| l.strip_prefix("# "))
-        .filter(|l| {
-            l.split('=').next().is_some_and(|n| {
-                !n.is_empty() && n.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
-            })
-        })
+        .filter(|l| l.split('=').next().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')))
         .filter(|l| !l.starts_with("HERMES_HOME="))
         .map(str::to_string)
         .collect();
     assert!(lines.len() >= 25, "{lines:?}");
     let text = lines.join("\n");
-    let pairs: Vec<(String, String)> = dotenvy::from_read_iter(text.as_bytes())
-        .map(|r| r.unwrap())
-        .collect();
+    let pairs: Vec<(String, String)> = dotenvy::from_read_iter(text.as_bytes()).map(|r| r.unwrap()).collect();
     assert_eq!(pairs.len(), lines.len());
     let example = Env::from_pairs(pairs);
-    let c = super::super::load_str("", std::path::Path::new("config.yaml"), &example)
-        .unwrap()
-        .config;
+    let c = super::super::load_str("", std::path::Path::new("config.yaml"), &example).unwrap().config;
     assert_eq!(c.model.default, "gpt-4o-mini");
-    assert_eq!(
-        c.platforms.api_server.cors_origins,
-        ["https://a.example", "https://b.example"]
-    );
+    assert_eq!(c.platforms.api_server.cors_origins, ["https://a.example", "https://b.example"]);
     assert_eq!(c.allowed_users("telegram"), ["123", "456"]);
 }

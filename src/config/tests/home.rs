@@ -7,28 +7,13 @@ use std::path::PathBuf;
 #[test]
 fn explicit_then_hermes_home_then_home() {
     let e = env(&[("HERMES_HOME", "/srv/hermes"), ("HOME", "/home/u")]);
-    assert_eq!(
-        Home::resolve(Some("/x".into()), None, &e).unwrap().root(),
-        PathBuf::from("/x")
-    );
-    assert_eq!(
-        Home::resolve(None, None, &e).unwrap().root(),
-        PathBuf::from("/srv/hermes")
-    );
+    assert_eq!(Home::resolve(Some("/x".into()), None, &e).unwrap().root(), PathBuf::from("/x"));
+    assert_eq!(Home::resolve(None, None, &e).unwrap().root(), PathBuf::from("/srv/hermes"));
     let e = env(&[("HOME", "/home/u"), ("HERMES_HOME", "")]);
-    assert_eq!(
-        Home::resolve(None, None, &e).unwrap().root(),
-        PathBuf::from("/home/u/.hermes")
-    );
+    assert_eq!(Home::resolve(None, None, &e).unwrap().root(), PathBuf::from("/home/u/.hermes"));
     let e = env(&[("HOME", "/home/u"), ("HERMES_HOME", "~/h")]);
-    assert_eq!(
-        Home::resolve(None, None, &e).unwrap().root(),
-        PathBuf::from("/home/u/h")
-    );
-    assert!(matches!(
-        Home::resolve(None, None, &env(&[])),
-        Err(ConfigError::NoHome)
-    ));
+    assert_eq!(Home::resolve(None, None, &e).unwrap().root(), PathBuf::from("/home/u/h"));
+    assert!(matches!(Home::resolve(None, None, &env(&[])), Err(ConfigError::NoHome)));
 }
 
 #[test]
@@ -37,20 +22,11 @@ fn profile_path() {
     let home = Home::resolve(None, Some("work"), &e).unwrap();
     assert_eq!(home.root(), PathBuf::from("/home/u/.hermes/profiles/work"));
     assert_eq!(home.profile(), Some("work"));
-    assert_eq!(
-        home.config_file(),
-        PathBuf::from("/home/u/.hermes/profiles/work/config.yaml")
-    );
+    assert_eq!(home.config_file(), PathBuf::from("/home/u/.hermes/profiles/work/config.yaml"));
     let default = Home::resolve(None, Some("default"), &e).unwrap();
     assert_eq!(default.root(), PathBuf::from("/home/u/.hermes"));
     for bad in ["", "../x", "a b", "a/b", "é"] {
-        assert!(
-            matches!(
-                Home::resolve(None, Some(bad), &e),
-                Err(ConfigError::InvalidProfile(_))
-            ),
-            "{bad:?}"
-        );
+        assert!(matches!(Home::resolve(None, Some(bad), &e), Err(ConfigError::InvalidProfile(_))), "{bad:?}");
     }
 }
 
@@ -74,9 +50,6 @@ fn layout_and_ensure_dirs() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&root).unwrap().permissions().mode() & 0o777,
-            0o700
-        );
+        assert_eq!(std::fs::metadata(&root).unwrap().permissions().mode() & 0o777, 0o700);
     }
 }

@@ -1,9 +1,6 @@
 //! `config.yaml` parsing: defaults, shapes Hermes accepts, unknown keys, error paths.
 
-use super::super::{
-    BusyInputMode, Config, ConfigError, DEFAULT_ROUTE_PROMPT, Home, ResetMode, StreamingConfig,
-    ToolProgress, load,
-};
+use super::super::{BusyInputMode, Config, ConfigError, DEFAULT_ROUTE_PROMPT, Home, ResetMode, StreamingConfig, ToolProgress, load};
 use super::{EXAMPLE_YAML, config, error, load_yaml};
 
 #[test]
@@ -27,10 +24,7 @@ fn no_file_gives_defaults() {
     assert_eq!(c.display.tool_progress, ToolProgress::All);
     assert_eq!(c.streaming.cursor, " ▉");
     assert_eq!(c.session_reset.mode, ResetMode::None);
-    assert_eq!(
-        c.session_reset.notify_exclude_platforms,
-        ["api_server", "webhook"]
-    );
+    assert_eq!(c.session_reset.notify_exclude_platforms, ["api_server", "webhook"]);
     assert_eq!(c.approvals.mode, "smart");
     assert_eq!(c.agent.max_turns, 90);
     assert!(c.security.redact_secrets);
@@ -47,10 +41,7 @@ fn empty_or_comment_only_file_gives_defaults() {
 
 #[test]
 fn empty_sections_are_defaults() {
-    let c = config(
-        "gateway:\nplatforms:\n  telegram:\nmodel:\nstreaming:\n",
-        &[],
-    );
+    let c = config("gateway:\nplatforms:\n  telegram:\nmodel:\nstreaming:\n", &[]);
     assert_eq!(c.gateway, Config::default().gateway);
     assert!(c.platforms.get("telegram").is_some());
     assert_eq!(c.model, Config::default().model);
@@ -67,10 +58,7 @@ fn model_as_plain_string() {
 fn model_as_mapping_reports_unknown_keys() {
     let loaded = load_yaml("model:\n  default: m\n  temprature: 0.2\n", &[]).unwrap();
     assert_eq!(loaded.config.model.default, "m");
-    assert_eq!(
-        loaded.warnings,
-        ["config.yaml: unknown key `model.temprature` (ignored)"]
-    );
+    assert_eq!(loaded.warnings, ["config.yaml: unknown key `model.temprature` (ignored)"]);
 }
 
 #[test]
@@ -85,18 +73,9 @@ fn example_file_parses_without_warnings_and_documents_the_defaults() {
     webhook.routes.clear();
     assert_eq!(webhook, d.platforms.webhook);
     assert_eq!(c.platforms.get("telegram"), Some(&Default::default()));
-    assert_eq!(
-        (&c.gateway, &c.display, &c.streaming),
-        (&d.gateway, &d.display, &d.streaming)
-    );
-    assert_eq!(
-        (&c.session_reset, &c.approvals, &c.cron),
-        (&d.session_reset, &d.approvals, &d.cron)
-    );
-    assert_eq!(
-        (&c.agent, &c.logging, &c.security, &c.timezone),
-        (&d.agent, &d.logging, &d.security, &d.timezone)
-    );
+    assert_eq!((&c.gateway, &c.display, &c.streaming), (&d.gateway, &d.display, &d.streaming));
+    assert_eq!((&c.session_reset, &c.approvals, &c.cron), (&d.session_reset, &d.approvals, &d.cron));
+    assert_eq!((&c.agent, &c.logging, &c.security, &c.timezone), (&d.agent, &d.logging, &d.security, &d.timezone));
     let route = &c.platforms.webhook.routes["github"];
     assert_eq!(route.deliver, "log");
     assert_eq!(route.events, ["pull_request", "issues"]);
@@ -140,10 +119,7 @@ compression:
     );
     // Free-form `extra` is not reported, and kept.
     let telegram = loaded.config.platforms.get("telegram").unwrap();
-    assert_eq!(
-        telegram.extra.get("anything").and_then(|v| v.as_str()),
-        Some("goes")
-    );
+    assert_eq!(telegram.extra.get("anything").and_then(|v| v.as_str()), Some("goes"));
 }
 
 #[test]
@@ -152,48 +128,27 @@ fn invalid_value_names_its_path() {
     match &e {
         ConfigError::Invalid { key, message } => {
             assert_eq!(key, "gateway.max_concurrent_sessions");
-            assert!(
-                message.starts_with("invalid type: string \"many\", expected"),
-                "{message}"
-            );
+            assert!(message.starts_with("invalid type: string \"many\", expected"), "{message}");
             assert!(message.contains("usize"), "{message}");
         }
         other => panic!("{other:?}"),
     }
     let text = e.to_string();
-    assert!(
-        text.starts_with("invalid config: `gateway.max_concurrent_sessions`: invalid type: string \"many\", expected usize"),
-        "{text}"
-    );
+    assert!(text.starts_with("invalid config: `gateway.max_concurrent_sessions`: invalid type: string \"many\", expected usize"), "{text}");
 }
 
 #[test]
 fn invalid_values_deep_inside_are_located() {
     let cases = [
-        (
-            "platforms:\n  telegram:\n    enabled: maybe\n",
-            "platforms.telegram.enabled",
-        ),
-        (
-            "platforms:\n  webhook:\n    routes:\n      gh:\n        deliver_only: 3\n",
-            "platforms.webhook.routes.gh.deliver_only",
-        ),
+        ("platforms:\n  telegram:\n    enabled: maybe\n", "platforms.telegram.enabled"),
+        ("platforms:\n  webhook:\n    routes:\n      gh:\n        deliver_only: 3\n", "platforms.webhook.routes.gh.deliver_only"),
         (
             "platforms:\n  webhook:\n    extra:\n      routes:\n        gh:\n          events: {a: 1}\n",
             "platforms.webhook.extra.routes.gh.events",
         ),
-        (
-            "platforms:\n  api_server:\n    port: 70000\n",
-            "platforms.api_server.port",
-        ),
-        (
-            "display:\n  busy_input_mode: later\n",
-            "display.busy_input_mode",
-        ),
-        (
-            "model:\n  request_timeout_secs: -1\n",
-            "model.request_timeout_secs",
-        ),
+        ("platforms:\n  api_server:\n    port: 70000\n", "platforms.api_server.port"),
+        ("display:\n  busy_input_mode: later\n", "display.busy_input_mode"),
+        ("model:\n  request_timeout_secs: -1\n", "model.request_timeout_secs"),
     ];
     for (text, expected) in cases {
         match error(text, &[]) {
@@ -216,26 +171,14 @@ fn yaml_syntax_error_has_a_location() {
 #[test]
 fn semantic_checks_name_the_key() {
     let cases = [
-        (
-            "platforms:\n  webhook:\n    port: 0\n",
-            "platforms.webhook.port",
-        ),
+        ("platforms:\n  webhook:\n    port: 0\n", "platforms.webhook.port"),
         ("session_reset:\n  at_hour: 24\n", "session_reset.at_hour"),
         ("approvals:\n  mode: yolo\n", "approvals.mode"),
         ("approvals:\n  cron_mode: ask\n", "approvals.cron_mode"),
-        (
-            "gateway:\n  max_concurrent_sessions: 0\n",
-            "gateway.max_concurrent_sessions",
-        ),
+        ("gateway:\n  max_concurrent_sessions: 0\n", "gateway.max_concurrent_sessions"),
         ("model:\n  base_url: api.example.com\n", "model.base_url"),
-        (
-            "platforms:\n  webhook:\n    routes:\n      \"a/b\": {}\n",
-            "platforms.webhook.routes.a/b",
-        ),
-        (
-            "streaming:\n  transport: carrier-pigeon\n",
-            "streaming.transport",
-        ),
+        ("platforms:\n  webhook:\n    routes:\n      \"a/b\": {}\n", "platforms.webhook.routes.a/b"),
+        ("streaming:\n  transport: carrier-pigeon\n", "streaming.transport"),
     ];
     for (text, expected) in cases {
         match error(text, &[]) {
@@ -267,10 +210,7 @@ platforms:
     let telegram = c.platforms.get("telegram").unwrap();
     assert_eq!(telegram.allowed_users, ["123", "456"]);
     assert_eq!(telegram.home_channel.as_deref(), Some("-100123"));
-    assert_eq!(
-        c.platforms.get("discord").unwrap().allowed_users,
-        ["111", "222"]
-    );
+    assert_eq!(c.platforms.get("discord").unwrap().allowed_users, ["111", "222"]);
 }
 
 #[test]
@@ -284,17 +224,8 @@ fn alternative_locations_fold_in() {
     assert!(c.streaming.enabled && c.streaming.transport == "edit");
     assert!(c.platforms.get("slack").is_some_and(|p| p.enabled));
 
-    let both = config(
-        "streaming:\n  buffer_threshold: 5\ngateway:\n  streaming:\n    buffer_threshold: 9\n",
-        &[],
-    );
-    assert_eq!(
-        both.streaming,
-        StreamingConfig {
-            buffer_threshold: 5,
-            ..StreamingConfig::default()
-        }
-    );
+    let both = config("streaming:\n  buffer_threshold: 5\ngateway:\n  streaming:\n    buffer_threshold: 9\n", &[]);
+    assert_eq!(both.streaming, StreamingConfig { buffer_threshold: 5, ..StreamingConfig::default() });
 }
 
 #[test]
@@ -310,17 +241,11 @@ fn legacy_webhook_routes_merge() {
     assert!(c.platforms.webhook.extra.routes.is_empty());
     assert!(c.platforms.webhook.extra.other.get("port_hint").is_some());
 
-    let e = error(
-        "platforms:\n  webhook:\n    routes:\n      a: {}\n    extra:\n      routes:\n        a: {}\n",
-        &[],
-    );
+    let e = error("platforms:\n  webhook:\n    routes:\n      a: {}\n    extra:\n      routes:\n        a: {}\n", &[]);
     match e {
         ConfigError::Invalid { key, message } => {
             assert_eq!(key, "platforms.webhook");
-            assert!(
-                message.starts_with("route `a` is defined both"),
-                "{message}"
-            );
+            assert!(message.starts_with("route `a` is defined both"), "{message}");
         }
         other => panic!("{other:?}"),
     }

@@ -38,32 +38,15 @@ platforms:
     let c = config(yaml, &[("LLM_API_KEY", "")]);
     let debug = format!("{c:?}");
     let masked = c.to_masked_yaml();
-    for secret in [
-        "sk-model-secret",
-        "apikey-secret",
-        "webhook-secret",
-        "route-secret",
-        "matrix-token-secret",
-        "matrix-password",
-        "nested-token",
-    ] {
+    for secret in
+        ["sk-model-secret", "apikey-secret", "webhook-secret", "route-secret", "matrix-token-secret", "matrix-password", "nested-token"]
+    {
         assert!(!debug.contains(secret), "Debug leaks {secret}: {debug}");
         assert!(!masked.contains(secret), "YAML leaks {secret}: {masked}");
     }
     assert!(masked.contains("****7890"), "{masked}");
-    assert_eq!(
-        c.platforms
-            .get("matrix")
-            .unwrap()
-            .extra
-            .get("password")
-            .and_then(|v| v.as_str()),
-        Some("matrix-password")
-    );
-    assert_eq!(
-        c.model.api_key.as_ref().map(|k| k.expose()),
-        Some("sk-model-secret-1234567890")
-    );
+    assert_eq!(c.platforms.get("matrix").unwrap().extra.get("password").and_then(|v| v.as_str()), Some("matrix-password"));
+    assert_eq!(c.model.api_key.as_ref().map(|k| k.expose()), Some("sk-model-secret-1234567890"));
 }
 
 #[test]

@@ -5,13 +5,8 @@ use async_trait::async_trait;
 
 pub struct Help;
 
-static SPEC: CommandSpec = CommandSpec {
-    name: "help",
-    aliases: &[],
-    args_hint: "",
-    description: "Show the available commands",
-    runs_mid_turn: true,
-};
+static SPEC: CommandSpec =
+    CommandSpec { name: "help", aliases: &[], args_hint: "", description: "Show the available commands", runs_mid_turn: true };
 
 #[async_trait]
 impl SlashCommand for Help {

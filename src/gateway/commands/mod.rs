@@ -112,7 +112,9 @@ pub fn parse(text: &str) -> Option<ParsedCommand> {
 }
 
 pub fn unknown_command_reply(name: &str) -> String {
-    format!("Unknown command `/{name}`. Type /commands to see what's available, or resend without the leading slash to send as a regular message.")
+    format!(
+        "Unknown command `/{name}`. Type /commands to see what's available, or resend without the leading slash to send as a regular message."
+    )
 }
 
 pub fn busy_refusal(name: &str) -> String {

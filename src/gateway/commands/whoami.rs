@@ -5,13 +5,8 @@ use async_trait::async_trait;
 
 pub struct WhoAmI;
 
-static SPEC: CommandSpec = CommandSpec {
-    name: "whoami",
-    aliases: &[],
-    args_hint: "",
-    description: "Show your ids and access",
-    runs_mid_turn: true,
-};
+static SPEC: CommandSpec =
+    CommandSpec { name: "whoami", aliases: &[], args_hint: "", description: "Show your ids and access", runs_mid_turn: true };
 
 #[async_trait]
 impl SlashCommand for WhoAmI {

@@ -6,9 +6,8 @@
 
 use async_trait::async_trait;
 use hermes_adapter::{
-    AcceptError, AcceptOutcome, AdapterContext, AdapterError, ChatTarget, HealthReporter,
-    InboundEvent, InboundSink, OutboundMessage, PlatformAdapter, SessionDirectory,
-    SessionDirectoryError, SessionSource, StoredMessage, StreamEvent, Usage,
+    AcceptError, AcceptOutcome, AdapterContext, AdapterError, ChatTarget, HealthReporter, InboundEvent, InboundSink, OutboundMessage,
+    PlatformAdapter, SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage, StreamEvent, Usage,
 };
 use hermes_api_server::{ApiServerAdapter, ApiServerSettings};
 use std::collections::{HashMap, HashSet};
@@ -20,11 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub const KEY: &str = "test-key";
-pub const USAGE: Usage = Usage {
-    prompt_tokens: 11,
-    completion_tokens: 5,
-    cached_tokens: 0,
-};
+pub const USAGE: Usage = Usage { prompt_tokens: 11, completion_tokens: 5, cached_tokens: 0 };
 
 /// Records events; deduplicates on event id like the real inbox.
 pub struct FakeInbox {
@@ -57,44 +52,26 @@ pub struct FakeSessions {
 
 impl FakeSessions {
     fn record(&self, source: &SessionSource, role: &str, content: &str) {
-        self.map
-            .lock()
-            .unwrap()
-            .entry(source.chat_id.clone())
-            .or_default()
-            .push(StoredMessage {
-                role: role.to_string(),
-                content: content.to_string(),
-                tool_name: None,
-                timestamp: chrono::Utc::now(),
-            });
+        self.map.lock().unwrap().entry(source.chat_id.clone()).or_default().push(StoredMessage {
+            role: role.to_string(),
+            content: content.to_string(),
+            tool_name: None,
+            timestamp: chrono::Utc::now(),
+        });
     }
 }
 
 #[async_trait]
 impl SessionDirectory for FakeSessions {
     async fn open(&self, source: &SessionSource) -> Result<String, SessionDirectoryError> {
-        self.map
-            .lock()
-            .unwrap()
-            .entry(source.chat_id.clone())
-            .or_default();
+        self.map.lock().unwrap().entry(source.chat_id.clone()).or_default();
         Ok(format!("sess-{}", source.chat_id))
     }
-    async fn history(
-        &self,
-        source: &SessionSource,
-        limit: usize,
-    ) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
-        Ok(self
-            .map
-            .lock()
-            .unwrap()
-            .get(&source.chat_id)
-            .map(|messages| {
-                let skip = messages.len().saturating_sub(limit);
-                messages[skip..].to_vec()
-            }))
+    async fn history(&self, source: &SessionSource, limit: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
+        Ok(self.map.lock().unwrap().get(&source.chat_id).map(|messages| {
+            let skip = messages.len().saturating_sub(limit);
+            messages[skip..].to_vec()
+        }))
     }
     async fn close(&self, source: &SessionSource) -> Result<bool, SessionDirectoryError> {
         Ok(self.map.lock().unwrap().remove(&source.chat_id).is_some())
@@ -114,11 +91,7 @@ fn outbound(event: &InboundEvent, text: &str, is_final: bool) -> OutboundMessage
 }
 
 fn target(event: &InboundEvent) -> ChatTarget {
-    ChatTarget {
-        platform: event.source.platform.clone(),
-        chat_id: event.source.chat_id.clone(),
-        thread_id: None,
-    }
+    ChatTarget { platform: event.source.platform.clone(), chat_id: event.source.chat_id.clone(), thread_id: None }
 }
 
 /// What the fake gateway does with a message, chosen by its text.
@@ -132,9 +105,7 @@ async fn answer(adapter: &ApiServerAdapter, sessions: &FakeSessions, event: Inbo
             let _ = adapter.stream(&target, reply_to, &e).await;
         }
     };
-    let token = |t: &str| StreamEvent::Token {
-        text: t.to_string(),
-    };
+    let token = |t: &str| StreamEvent::Token { text: t.to_string() };
     let final_text = match event.text.as_str() {
         "silent" => return,
         "stream" => {
@@ -146,18 +117,8 @@ async fn answer(adapter: &ApiServerAdapter, sessions: &FakeSessions, event: Inbo
         }
         "tools" => {
             let args = r#"{"cmd":"date"}"#.to_string();
-            stream(StreamEvent::ToolCall {
-                id: "call_1".into(),
-                name: "terminal".into(),
-                arguments: args,
-            })
-            .await;
-            stream(StreamEvent::ToolResult {
-                id: "call_1".into(),
-                name: "terminal".into(),
-                content: "noon".into(),
-            })
-            .await;
+            stream(StreamEvent::ToolCall { id: "call_1".into(), name: "terminal".into(), arguments: args }).await;
+            stream(StreamEvent::ToolResult { id: "call_1".into(), name: "terminal".into(), content: "noon".into() }).await;
             stream(token("It is noon.")).await;
             "It is noon.".to_string()
         }
@@ -223,12 +184,7 @@ impl Harness {
         });
         let health = HealthReporter::new();
         let shutdown = CancellationToken::new();
-        let ctx = AdapterContext::new(
-            inbox.clone(),
-            sessions.clone(),
-            health.clone(),
-            shutdown.clone(),
-        );
+        let ctx = AdapterContext::new(inbox.clone(), sessions.clone(), health.clone(), shutdown.clone());
         let runner = adapter.clone();
         let run = tokio::spawn(async move { runner.run(ctx).await });
         let mut addr = None;
@@ -240,16 +196,7 @@ impl Harness {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let addr = addr.expect("server listening");
-        Self {
-            base: format!("http://{addr}"),
-            client: reqwest::Client::new(),
-            adapter,
-            inbox,
-            sessions,
-            health,
-            shutdown,
-            run,
-        }
+        Self { base: format!("http://{addr}"), client: reqwest::Client::new(), adapter, inbox, sessions, health, shutdown, run }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -261,10 +208,7 @@ impl Harness {
     }
 
     pub fn post(&self, path: &str, body: serde_json::Value) -> reqwest::RequestBuilder {
-        self.client
-            .post(self.url(path))
-            .bearer_auth(KEY)
-            .json(&body)
+        self.client.post(self.url(path)).bearer_auth(KEY).json(&body)
     }
 
     pub fn delete(&self, path: &str) -> reqwest::RequestBuilder {
@@ -298,11 +242,7 @@ impl Sse {
 pub fn parse_sse(body: &str) -> Vec<Sse> {
     let mut out = Vec::new();
     for block in body.split("\n\n") {
-        let mut sse = Sse {
-            event: None,
-            id: None,
-            data: String::new(),
-        };
+        let mut sse = Sse { event: None, id: None, data: String::new() };
         let mut has_data = false;
         for line in block.lines() {
             let (field, value) = line.split_once(':').unwrap_or((line, ""));
