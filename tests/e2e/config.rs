@@ -71,3 +71,54 @@ async fn a_second_gateway_on_the_same_home_is_refused_and_replace_takes_over() {
     assert!(healthy, "the replacement serves");
     assert_eq!(status.code(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_checks_home_provider_and_platforms() {
+    let llm = FakeLlm::start().await;
+    let setup = Setup::new(&llm.base_url());
+    let (status, stdout, stderr) = setup.run(&["doctor"]);
+    assert!(status.success(), "{stdout}\n{stderr}");
+    for expected in ["configuration valid", "is writable", "model provider", "api_server:", "webhook:", "all checks passed"] {
+        assert!(stdout.contains(expected), "doctor reports {expected:?}:\n{stdout}");
+    }
+    assert!(llm.requests().is_empty(), "doctor lists models, it does not spend tokens");
+
+    // With the gateway running, its listeners answer instead of being free.
+    let gateway = setup.start().await;
+    let (status, stdout, _) = setup.run(&["doctor"]);
+    assert!(status.success(), "{stdout}\n{}", gateway.log_text());
+    assert!(stdout.contains("the running gateway answers"), "{stdout}");
+    drop(gateway);
+
+    let mut unreachable = Setup::new("http://127.0.0.1:9/v1");
+    unreachable.set("API_SERVER_PORT", &setup.api_port.to_string());
+    let (status, stdout, _) = unreachable.run(&["doctor"]);
+    assert_eq!(status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("✗ model provider http://127.0.0.1:9/v1 is unreachable"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn admin_listener_reports_health_and_readiness_per_platform() {
+    let llm = FakeLlm::start().await;
+    let setup = Setup::new(&llm.base_url());
+    let admin_port = crate::support::free_port();
+    setup.write_config(&format!("gateway:\n  admin_port: {admin_port}\n"));
+    let _gateway = setup.start().await;
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{admin_port}/readyz");
+    let mut ready = serde_json::Value::Null;
+    for _ in 0..200 {
+        let r = client.get(&url).send().await.unwrap();
+        if r.status() == 200 {
+            ready = r.json().await.unwrap();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(ready["status"], "ready", "{ready}");
+    let platforms: Vec<&str> = ready["adapters"].as_array().unwrap().iter().map(|a| a["platform"].as_str().unwrap()).collect();
+    assert_eq!(platforms.len(), 2, "{ready}");
+    assert!(platforms.contains(&"api_server") && platforms.contains(&"webhook"), "{ready}");
+    let health: serde_json::Value = client.get(format!("http://127.0.0.1:{admin_port}/health")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(health["status"], "ok");
+}

@@ -45,3 +45,55 @@ async fn kill_9_mid_turn_replays_the_event_and_answers_once() {
     assert_eq!(count(&db, "SELECT count(*) FROM messages WHERE role = 'user'", []), 1, "the user message is stored once");
     assert_eq!(count(&db, "SELECT count(*) FROM messages WHERE role = 'assistant'", []), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_lets_a_running_turn_finish_then_exits_0() {
+    let llm = FakeLlm::start().await;
+    let setup = Setup::new(&llm.base_url());
+    let mut gateway = setup.start().await;
+    llm.push(Reply::text("finished in time").delayed(Duration::from_millis(800)));
+    let request = tokio::spawn({
+        let url = setup.api("/v1/chat/completions");
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .bearer_auth(crate::support::API_KEY)
+                .json(&json!({"messages": [{"role": "user", "content": "slow one"}]}))
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
+        }
+    });
+    assert!(llm.wait_for_requests(1, Duration::from_secs(20)).await);
+    let exit = gateway.signal(libc::SIGTERM).await;
+    let answer = request.await.unwrap();
+    assert_eq!(answer["choices"][0]["message"]["content"], "finished in time", "the in-flight turn was completed");
+    assert_eq!(exit.code(), Some(0), "{}", gateway.log_text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn drain_timeout_keeps_the_unfinished_turn_for_the_next_start() {
+    let llm = FakeLlm::start().await;
+    let receiver = Receiver::start().await;
+    let setup = Setup::new(&llm.base_url());
+    setup.write_config(&format!("{}gateway:\n  drain_timeout_secs: 1\n", route_config(&receiver)));
+    let body = json!({"service": {"name": "drain"}, "status": "ok"}).to_string();
+
+    let mut first = setup.start().await;
+    llm.push(Reply::Hang);
+    assert_eq!(deliver(&setup, &body, "drain-1", "deploy-route-secret-42").await.status(), 202);
+    assert!(llm.wait_for_requests(1, Duration::from_secs(20)).await);
+    let exit = first.signal(libc::SIGTERM).await;
+    assert_eq!(exit.code(), Some(0), "{}", first.log_text());
+    assert!(first.log_text().contains("drain timeout"), "{}", first.log_text());
+    assert!(receiver.received().is_empty());
+
+    let second = setup.start().await;
+    assert!(receiver.wait_for(1, Duration::from_secs(20)).await, "{}", second.log_text());
+    assert_eq!(receiver.received()[0].body["text"], "echo: Deploy of drain finished: ok");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.received().len(), 1);
+}
