@@ -102,7 +102,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let auth = auth_policy(&config, &platform_names);
     if auth.nothing_allowed() {
         tracing::warn!(
-            "no allowlist is configured: every chat user is denied. Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in"
+            "no allowlist is configured: every chat user is denied (API and webhook requests are authorized by their key or signature). Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in"
         );
     }
 

@@ -7,11 +7,16 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 async fn say(setup: &Setup, conversation: &str, text: &str) -> Value {
+    say_owned(setup.api(""), conversation.to_string(), text.to_string()).await
+}
+
+/// [`say`] with owned inputs, to run in a spawned task beside another request.
+async fn say_owned(api_base: String, conversation: String, text: String) -> Value {
     let response = reqwest::Client::new()
-        .post(setup.api("/v1/chat/completions"))
+        .post(format!("{api_base}/v1/chat/completions"))
         .bearer_auth(API_KEY)
         .header("X-Hermes-Session-Id", conversation)
-        .json(&json!({"messages": [{"role": "user", "content": text}]}))
+        .json(&json!({"messages": [{"role": "user", "content": &text}]}))
         .send()
         .await
         .expect("request");
@@ -64,20 +69,7 @@ async fn a_message_during_a_turn_interrupts_it_by_default() {
     let _gateway = setup.start().await;
 
     llm.push(Reply::text("a very slow answer").delayed(Duration::from_secs(30)));
-    let first = tokio::spawn({
-        let url = setup.api("/v1/chat/completions");
-        async move {
-            let r = reqwest::Client::new()
-                .post(url)
-                .bearer_auth(API_KEY)
-                .header("X-Hermes-Session-Id", "busy")
-                .json(&json!({"messages": [{"role": "user", "content": "take your time"}]}))
-                .send()
-                .await
-                .unwrap();
-            r.json::<Value>().await.unwrap()
-        }
-    });
+    let first = tokio::spawn(say_owned(setup.api(""), "busy".into(), "take your time".into()));
     assert!(llm.wait_for_requests(1, Duration::from_secs(20)).await);
     let second = say(&setup, "busy", "actually, do this instead").await;
     assert_eq!(content(&second), "echo: actually, do this instead");
@@ -93,20 +85,7 @@ async fn queue_mode_answers_messages_in_order_after_the_running_turn() {
     let _gateway = setup.start().await;
 
     llm.push(Reply::text("first answer").delayed(Duration::from_millis(800)));
-    let first = tokio::spawn({
-        let url = setup.api("/v1/chat/completions");
-        async move {
-            let r = reqwest::Client::new()
-                .post(url)
-                .bearer_auth(API_KEY)
-                .header("X-Hermes-Session-Id", "queued")
-                .json(&json!({"messages": [{"role": "user", "content": "first"}]}))
-                .send()
-                .await
-                .unwrap();
-            r.json::<Value>().await.unwrap()
-        }
-    });
+    let first = tokio::spawn(say_owned(setup.api(""), "queued".into(), "first".into()));
     assert!(llm.wait_for_requests(1, Duration::from_secs(20)).await);
     let second = say(&setup, "queued", "second").await;
     assert_eq!(content(&second), "echo: second");

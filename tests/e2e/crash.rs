@@ -2,17 +2,14 @@
 //! accepted event is replayed and answered exactly once.
 
 use crate::support::{Setup, count, eventually, open_db};
-use crate::webhook::{deliver, route_config};
+use crate::webhook::{deliver, rig, route_config};
 use hermes_fakes::{FakeLlm, Receiver, Reply};
 use serde_json::json;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn kill_9_mid_turn_replays_the_event_and_answers_once() {
-    let llm = FakeLlm::start().await;
-    let receiver = Receiver::start().await;
-    let setup = Setup::new(&llm.base_url());
-    setup.write_config(&route_config(&receiver));
+    let (llm, receiver, setup) = rig().await;
     let body = json!({"service": {"name": "payments"}, "status": "ok"}).to_string();
 
     let mut first = setup.start().await;

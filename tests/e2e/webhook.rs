@@ -23,6 +23,15 @@ pub fn route_config(receiver: &Receiver) -> String {
     )
 }
 
+/// A fake LLM, a callback receiver, and a home whose `deploy` route answers to the receiver.
+pub async fn rig() -> (FakeLlm, Receiver, Setup) {
+    let llm = FakeLlm::start().await;
+    let receiver = Receiver::start().await;
+    let setup = Setup::new(&llm.base_url());
+    setup.write_config(&route_config(&receiver));
+    (llm, receiver, setup)
+}
+
 /// POST a delivery signed with the generic V2 scheme (`<timestamp>.<body>`).
 pub async fn deliver(setup: &Setup, body: &str, delivery_id: &str, secret: &str) -> reqwest::Response {
     let timestamp = chrono::Utc::now().timestamp().to_string();
@@ -41,10 +50,7 @@ pub async fn deliver(setup: &Setup, body: &str, delivery_id: &str, secret: &str)
 
 #[tokio::test(flavor = "multi_thread")]
 async fn signed_delivery_runs_once_and_answers_the_callback() {
-    let llm = FakeLlm::start().await;
-    let receiver = Receiver::start().await;
-    let setup = Setup::new(&llm.base_url());
-    setup.write_config(&route_config(&receiver));
+    let (llm, receiver, setup) = rig().await;
     let _gateway = setup.start().await;
     let body = json!({"service": {"name": "billing"}, "status": "ok"}).to_string();
 
@@ -89,10 +95,7 @@ async fn signed_delivery_runs_once_and_answers_the_callback() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_or_missing_signature_is_refused_and_nothing_is_stored() {
-    let llm = FakeLlm::start().await;
-    let receiver = Receiver::start().await;
-    let setup = Setup::new(&llm.base_url());
-    setup.write_config(&route_config(&receiver));
+    let (llm, receiver, setup) = rig().await;
     let _gateway = setup.start().await;
     let body = json!({"service": {"name": "billing"}, "status": "ok"}).to_string();
 
