@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, he
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
+use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use hermes_adapter::AdapterContext;
 use serde_json::json;
@@ -118,6 +119,13 @@ fn router(state: AppState) -> Router {
 /// Serve on `listener` until `state.ctx.shutdown` fires, then let in-flight requests finish.
 pub(crate) async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.ctx.shutdown.clone();
+    // Streamed answers are many small writes; with Nagle's algorithm each would wait for the
+    // client's delayed ACK (~40 ms).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "api_server: cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await
 }
 

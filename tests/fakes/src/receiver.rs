@@ -38,10 +38,7 @@ pub struct Received {
 impl Received {
     /// Case-insensitive header lookup (first value).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
@@ -78,40 +75,23 @@ impl Receiver {
     /// If the loopback listener cannot be bound (a broken test host).
     pub async fn start() -> Receiver {
         let shutdown = Shutdown::new();
-        let state = Arc::new(AppState {
-            received: Mutex::new(Vec::new()),
-            seen: watch::channel(0).0,
-            failures: Mutex::new(VecDeque::new()),
-        });
+        let state =
+            Arc::new(AppState { received: Mutex::new(Vec::new()), seen: watch::channel(0).0, failures: Mutex::new(VecDeque::new()) });
         let router = Router::new()
             .route("/", post(receive))
             .route("/{*path}", post(receive))
             // Payload size is the sender's concern; never reject here.
             .layer(DefaultBodyLimit::disable())
             .with_state(Arc::clone(&state));
-        let addr = serve::spawn(
-            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-            router,
-            shutdown.signal(),
-        )
-        .await
-        .expect("Receiver: failed to bind 127.0.0.1:0");
-        Receiver {
-            inner: Arc::new(Inner {
-                state,
-                addr,
-                shutdown,
-            }),
-        }
+        let addr = serve::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), router, shutdown.signal())
+            .await
+            .expect("Receiver: failed to bind 127.0.0.1:0");
+        Receiver { inner: Arc::new(Inner { state, addr, shutdown }) }
     }
 
     /// Absolute URL for `path` (a leading `/` is optional).
     pub fn url(&self, path: &str) -> String {
-        format!(
-            "http://{}/{}",
-            self.inner.addr,
-            path.strip_prefix('/').unwrap_or(path)
-        )
+        format!("http://{}/{}", self.inner.addr, path.strip_prefix('/').unwrap_or(path))
     }
 
     /// Every POST so far, in arrival order.
@@ -122,10 +102,7 @@ impl Receiver {
     /// Waits until at least `n` POSTs arrived; `false` on timeout.
     pub async fn wait_for(&self, n: usize, timeout: Duration) -> bool {
         let mut seen = self.inner.state.seen.subscribe();
-        matches!(
-            tokio::time::timeout(timeout, seen.wait_for(|count| *count >= n)).await,
-            Ok(Ok(_))
-        )
+        matches!(tokio::time::timeout(timeout, seen.wait_for(|count| *count >= n)).await, Ok(Ok(_)))
     }
 
     /// Answers `status` to the next `times` requests (still recording them).
@@ -142,37 +119,19 @@ impl Receiver {
 
 impl fmt::Debug for Receiver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Receiver")
-            .field("addr", &self.inner.addr)
-            .finish_non_exhaustive()
+        f.debug_struct("Receiver").field("addr", &self.inner.addr).finish_non_exhaustive()
     }
 }
 
-async fn receive(
-    State(state): State<Arc<AppState>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn receive(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     // An unrepresentable scripted status is a test bug; answer 500 so the
     // failure is still a failure rather than a panic in the server task.
-    let status = lock(&state.failures)
-        .pop_front()
-        .map_or(StatusCode::OK, |s| {
-            StatusCode::from_u16(s).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-        });
+    let status =
+        lock(&state.failures).pop_front().map_or(StatusCode::OK, |s| StatusCode::from_u16(s).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
     let received = Received {
         path: uri.path().to_owned(),
         query: uri.query().map(str::to_owned),
-        headers: headers
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
+        headers: headers.iter().map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect(),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         raw: String::from_utf8_lossy(&body).into_owned(),
         status: status.as_u16(),
@@ -180,10 +139,6 @@ async fn receive(
     lock(&state.received).push(received);
     state.seen.send_modify(|count| *count += 1);
 
-    let body = if status.is_success() {
-        json!({"ok": true})
-    } else {
-        json!({"ok": false, "error": "injected failure (fake receiver)"})
-    };
+    let body = if status.is_success() { json!({"ok": true}) } else { json!({"ok": false, "error": "injected failure (fake receiver)"}) };
     (status, axum::Json(body)).into_response()
 }

@@ -25,9 +25,7 @@ pub(crate) struct Shutdown {
 
 impl Shutdown {
     pub(crate) fn new() -> Self {
-        Self {
-            tx: watch::channel(false).0,
-        }
+        Self { tx: watch::channel(false).0 }
     }
 
     pub(crate) fn trigger(&self) {
@@ -61,11 +59,7 @@ impl ShutdownSignal {
 
 /// Binds `addr` and serves `router` on a spawned task until `signal` fires.
 /// Returns the actually bound address (useful with port 0).
-pub(crate) async fn spawn(
-    addr: SocketAddr,
-    router: Router,
-    signal: ShutdownSignal,
-) -> io::Result<SocketAddr> {
+pub(crate) async fn spawn(addr: SocketAddr, router: Router, signal: ShutdownSignal) -> io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     // Small SSE writes would otherwise sit in Nagle's buffer, adding latency
@@ -76,9 +70,7 @@ pub(crate) async fn spawn(
         }
     });
     tokio::spawn(async move {
-        let result = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { signal.wait().await })
-            .await;
+        let result = axum::serve(listener, router).with_graceful_shutdown(async move { signal.wait().await }).await;
         if let Err(err) = result {
             tracing::warn!("fake server on {local} stopped with error: {err}");
         }

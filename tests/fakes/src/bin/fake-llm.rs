@@ -22,22 +22,14 @@ struct Args {
 /// Hand-rolled on purpose: two flags do not justify a clap dependency in a
 /// test-support crate.
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut parsed = Args {
-        port: 0,
-        reply_delay: None,
-    };
+    let mut parsed = Args { port: 0, reply_delay: None };
     while let Some(arg) = args.next() {
         // Accept both `--flag value` and `--flag=value`.
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
             None => (arg, None),
         };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+        let mut value = |name: &str| inline.clone().or_else(|| args.next()).ok_or_else(|| format!("{name} needs a value"));
         match flag.as_str() {
             "--port" => {
                 let v = value("--port")?;
@@ -45,9 +37,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--reply-delay-ms" => {
                 let v = value("--reply-delay-ms")?;
-                let ms: u64 = v
-                    .parse()
-                    .map_err(|_| format!("invalid --reply-delay-ms {v:?}"))?;
+                let ms: u64 = v.parse().map_err(|_| format!("invalid --reply-delay-ms {v:?}"))?;
                 parsed.reply_delay = (ms > 0).then(|| Duration::from_millis(ms));
             }
             "-h" | "--help" => return Err(USAGE.to_owned()),
@@ -87,10 +77,7 @@ async fn main() -> ExitCode {
     // The parent blocks on this line to learn the port, so flush explicitly:
     // stdout is block-buffered when it is a pipe.
     let mut stdout = std::io::stdout().lock();
-    if writeln!(stdout, "FAKE_LLM_URL={}", llm.base_url())
-        .and_then(|()| stdout.flush())
-        .is_err()
-    {
+    if writeln!(stdout, "FAKE_LLM_URL={}", llm.base_url()).and_then(|()| stdout.flush()).is_err() {
         return ExitCode::FAILURE;
     }
     drop(stdout);

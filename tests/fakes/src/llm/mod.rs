@@ -54,10 +54,7 @@ pub struct LlmConfig {
 
 impl Default for LlmConfig {
     fn default() -> Self {
-        Self {
-            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-            record: true,
-        }
+        Self { addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), record: true }
     }
 }
 
@@ -104,19 +101,14 @@ impl FakeLlm {
     /// # Panics
     /// If the loopback listener cannot be bound (a broken test host).
     pub async fn start() -> FakeLlm {
-        FakeLlm::start_with(LlmConfig::default())
-            .await
-            .expect("FakeLlm: failed to bind 127.0.0.1:0")
+        FakeLlm::start_with(LlmConfig::default()).await.expect("FakeLlm: failed to bind 127.0.0.1:0")
     }
 
     /// Starts with an explicit address and recording mode.
     pub async fn start_with(config: LlmConfig) -> io::Result<FakeLlm> {
         let shutdown = Shutdown::new();
         let state = Arc::new(AppState {
-            script: Mutex::new(Script {
-                queue: VecDeque::new(),
-                default: Reply::Echo,
-            }),
+            script: Mutex::new(Script { queue: VecDeque::new(), default: Reply::Echo }),
             requests: Mutex::new(Vec::new()),
             seen: watch::channel(0).0,
             record: config.record,
@@ -130,13 +122,7 @@ impl FakeLlm {
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(Arc::clone(&state));
         let addr = serve::spawn(config.addr, router, shutdown.signal()).await?;
-        Ok(FakeLlm {
-            inner: Arc::new(Inner {
-                state,
-                addr,
-                shutdown,
-            }),
-        })
+        Ok(FakeLlm { inner: Arc::new(Inner { state, addr, shutdown }) })
     }
 
     /// `http://127.0.0.1:PORT/v1`, ready to use as an OpenAI base URL.
@@ -178,10 +164,7 @@ impl FakeLlm {
     /// Waits until at least `n` requests arrived; `false` on timeout.
     pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
         let mut seen = self.inner.state.seen.subscribe();
-        matches!(
-            tokio::time::timeout(timeout, seen.wait_for(|count| *count >= n)).await,
-            Ok(Ok(_))
-        )
+        matches!(tokio::time::timeout(timeout, seen.wait_for(|count| *count >= n)).await, Ok(Ok(_)))
     }
 
     /// Stops accepting connections and releases hung or delayed requests
@@ -193,9 +176,7 @@ impl FakeLlm {
 
 impl fmt::Debug for FakeLlm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FakeLlm")
-            .field("base_url", &self.base_url())
-            .finish_non_exhaustive()
+        f.debug_struct("FakeLlm").field("base_url", &self.base_url()).finish_non_exhaustive()
     }
 }
 
@@ -208,48 +189,23 @@ impl AppState {
             lock(&self.requests).push(request.clone());
         }
         self.seen.send_modify(|count| *count += 1);
-        take_reply.then(|| {
-            script
-                .queue
-                .pop_front()
-                .unwrap_or_else(|| script.default.clone())
-        })
+        take_reply.then(|| script.queue.pop_front().unwrap_or_else(|| script.default.clone()))
     }
 }
 
-async fn chat_completions(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let parsed = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .filter(Value::is_object);
+async fn chat_completions(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let parsed = serde_json::from_slice::<Value>(&body).ok().filter(Value::is_object);
     let request = RecordedRequest {
-        stream: parsed
-            .as_ref()
-            .and_then(|b| b.get("stream"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        stream: parsed.as_ref().and_then(|b| b.get("stream")).and_then(Value::as_bool).unwrap_or(false),
         body: parsed.clone().unwrap_or(Value::Null),
-        authorization: headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-        headers: headers
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-            .collect(),
+        authorization: headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned),
+        headers: headers.iter().map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect(),
     };
 
     // A malformed body is still a POST worth seeing in assertions, but it
     // must not eat a scripted reply meant for a well-formed request.
     let Some(reply) = state.admit(&request, parsed.is_some()) else {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            reply::error_body(400, "request body is not a JSON object"),
-            None,
-        );
+        return error_response(StatusCode::BAD_REQUEST, reply::error_body(400, "request body is not a JSON object"), None);
     };
     respond(&state, &request, reply).await
 }
@@ -268,11 +224,7 @@ async fn respond(state: &AppState, request: &RecordedRequest, mut reply: Reply) 
                 state.shutdown.wait().await;
                 return shutting_down();
             }
-            Reply::Error {
-                status,
-                body,
-                retry_after_secs,
-            } => {
+            Reply::Error { status, body, retry_after_secs } => {
                 return match StatusCode::from_u16(status) {
                     Ok(status) => error_response(status, body, retry_after_secs),
                     Err(_) => error_response(
@@ -286,27 +238,15 @@ async fn respond(state: &AppState, request: &RecordedRequest, mut reply: Reply) 
             Reply::Chunks(chunks) => break Answer::chunks(chunks),
             Reply::ToolCalls(calls) => break Answer::ToolCalls(calls),
             Reply::Echo => {
-                break Answer::text(format!(
-                    "echo: {}",
-                    request.last_user_text().unwrap_or_default()
-                ));
+                break Answer::text(format!("echo: {}", request.last_user_text().unwrap_or_default()));
             }
         };
     };
 
-    let prompt_chars: usize = request
-        .messages()
-        .iter()
-        .map(|(_, text)| text.chars().count())
-        .sum();
+    let prompt_chars: usize = request.messages().iter().map(|(_, text)| text.chars().count()).sum();
     let meta = Meta {
-        id: format!(
-            "chatcmpl-fake-{}",
-            state.next_id.fetch_add(1, Ordering::Relaxed)
-        ),
-        created: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        id: format!("chatcmpl-fake-{}", state.next_id.fetch_add(1, Ordering::Relaxed)),
+        created: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         model: request.model().unwrap_or(MODEL_ID).to_owned(),
         prompt_tokens: wire::estimate_tokens(prompt_chars),
     };
@@ -336,19 +276,13 @@ fn sse_response(events: Vec<String>) -> Response {
 fn error_response(status: StatusCode, body: Value, retry_after_secs: Option<u64>) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
     if let Some(secs) = retry_after_secs {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     response
 }
 
 fn shutting_down() -> Response {
-    error_response(
-        StatusCode::SERVICE_UNAVAILABLE,
-        reply::error_body(503, "fake LLM is shutting down"),
-        None,
-    )
+    error_response(StatusCode::SERVICE_UNAVAILABLE, reply::error_body(503, "fake LLM is shutting down"), None)
 }
 
 async fn models() -> axum::Json<Value> {
@@ -359,9 +293,5 @@ async fn models() -> axum::Json<Value> {
 }
 
 async fn not_found() -> Response {
-    error_response(
-        StatusCode::NOT_FOUND,
-        reply::error_body(404, "unknown endpoint (fake LLM)"),
-        None,
-    )
+    error_response(StatusCode::NOT_FOUND, reply::error_body(404, "unknown endpoint (fake LLM)"), None)
 }

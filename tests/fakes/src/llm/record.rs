@@ -35,11 +35,7 @@ impl RecordedRequest {
 
     /// Content text of the last `user` message, if any.
     pub fn last_user_text(&self) -> Option<String> {
-        self.messages()
-            .into_iter()
-            .rev()
-            .find(|(role, _)| role == "user")
-            .map(|(_, text)| text)
+        self.messages().into_iter().rev().find(|(role, _)| role == "user").map(|(_, text)| text)
     }
 
     /// The `model` field of the request, if present.
@@ -49,18 +45,12 @@ impl RecordedRequest {
 
     /// Case-insensitive header lookup (first value).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// Whether the client asked for a final usage chunk in a stream.
     pub(crate) fn include_usage(&self) -> bool {
-        self.body
-            .pointer("/stream_options/include_usage")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+        self.body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false)
     }
 }
 
@@ -86,12 +76,7 @@ mod tests {
     use serde_json::json;
 
     fn req(body: Value) -> RecordedRequest {
-        RecordedRequest {
-            body,
-            authorization: None,
-            stream: false,
-            headers: Vec::new(),
-        }
+        RecordedRequest { body, authorization: None, stream: false, headers: Vec::new() }
     }
 
     #[test]

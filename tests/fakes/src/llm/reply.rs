@@ -13,11 +13,7 @@ pub enum Reply {
     /// Assistant message carrying tool calls, `finish_reason: "tool_calls"`.
     ToolCalls(Vec<ToolCall>),
     /// HTTP error with a JSON body, optionally with a `Retry-After` header.
-    Error {
-        status: u16,
-        body: serde_json::Value,
-        retry_after_secs: Option<u64>,
-    },
+    Error { status: u16, body: serde_json::Value, retry_after_secs: Option<u64> },
     /// Accept the request and never answer, until the client gives up or the
     /// fake shuts down.
     Hang,
@@ -43,31 +39,19 @@ impl Reply {
     }
 
     /// Shorthand for a single tool call.
-    pub fn tool_call(
-        id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> Reply {
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Reply {
         Reply::ToolCalls(vec![ToolCall::new(id, name, arguments)])
     }
 
     /// An error in the OpenAI error envelope
     /// (`{"error":{"message","type","param","code"}}`).
     pub fn error(status: u16, message: impl Into<String>) -> Reply {
-        Reply::Error {
-            status,
-            body: error_body(status, &message.into()),
-            retry_after_secs: None,
-        }
+        Reply::Error { status, body: error_body(status, &message.into()), retry_after_secs: None }
     }
 
     /// A 429 with a `Retry-After: <secs>` header, like OpenAI's rate limiter.
     pub fn rate_limited(retry_after_secs: u64) -> Reply {
-        Reply::Error {
-            status: 429,
-            body: error_body(429, "Rate limit reached (fake)"),
-            retry_after_secs: Some(retry_after_secs),
-        }
+        Reply::Error { status: 429, body: error_body(429, "Rate limit reached (fake)"), retry_after_secs: Some(retry_after_secs) }
     }
 
     /// Wraps `self` in a [`Reply::Delay`].
@@ -99,15 +83,7 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
-    pub fn new(
-        id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-        }
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> ToolCall {
+        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
     }
 }

@@ -13,26 +13,23 @@ use super::reply::ToolCall;
 pub(crate) enum Answer {
     /// Assistant text; `deltas` is how it is cut when streamed and always
     /// concatenates to `content`.
-    Text { content: String, deltas: Vec<String> },
+    Text {
+        content: String,
+        deltas: Vec<String>,
+    },
     ToolCalls(Vec<ToolCall>),
 }
 
 impl Answer {
     /// Text cut into about three deltas so clients must reassemble.
     pub(crate) fn text(content: String) -> Answer {
-        let deltas = split_even(&content, 3)
-            .into_iter()
-            .filter(|d| !d.is_empty())
-            .collect();
+        let deltas = split_even(&content, 3).into_iter().filter(|d| !d.is_empty()).collect();
         Answer::Text { content, deltas }
     }
 
     /// Exact deltas chosen by the test.
     pub(crate) fn chunks(deltas: Vec<String>) -> Answer {
-        Answer::Text {
-            content: deltas.concat(),
-            deltas,
-        }
+        Answer::Text { content: deltas.concat(), deltas }
     }
 
     fn finish_reason(&self) -> &'static str {
@@ -45,10 +42,7 @@ impl Answer {
     fn completion_chars(&self) -> usize {
         match self {
             Answer::Text { content, .. } => content.chars().count(),
-            Answer::ToolCalls(calls) => calls
-                .iter()
-                .map(|c| c.name.chars().count() + c.arguments.chars().count())
-                .sum(),
+            Answer::ToolCalls(calls) => calls.iter().map(|c| c.name.chars().count() + c.arguments.chars().count()).sum(),
         }
     }
 }
@@ -188,10 +182,7 @@ pub(crate) fn stream_events(meta: &Meta, answer: &Answer, include_usage: bool) -
         }));
     }
 
-    let mut events: Vec<String> = chunks
-        .iter()
-        .map(|c| format!("data: {c}\n\n"))
-        .collect();
+    let mut events: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     events.push("data: [DONE]\n\n".to_owned());
     events
 }
@@ -218,12 +209,7 @@ mod tests {
     use super::*;
 
     fn meta() -> Meta {
-        Meta {
-            id: "chatcmpl-fake-1".into(),
-            created: 1,
-            model: "fake-model".into(),
-            prompt_tokens: 3,
-        }
+        Meta { id: "chatcmpl-fake-1".into(), created: 1, model: "fake-model".into(), prompt_tokens: 3 }
     }
 
     #[test]
@@ -236,20 +222,8 @@ mod tests {
 
     #[test]
     fn text_drops_empty_deltas() {
-        assert_eq!(
-            Answer::text("ab".into()),
-            Answer::Text {
-                content: "ab".into(),
-                deltas: vec!["a".into(), "b".into()]
-            }
-        );
-        assert_eq!(
-            Answer::text(String::new()),
-            Answer::Text {
-                content: String::new(),
-                deltas: vec![]
-            }
-        );
+        assert_eq!(Answer::text("ab".into()), Answer::Text { content: "ab".into(), deltas: vec!["a".into(), "b".into()] });
+        assert_eq!(Answer::text(String::new()), Answer::Text { content: String::new(), deltas: vec![] });
     }
 
     #[test]
@@ -276,8 +250,7 @@ mod tests {
         let with = stream_events(&meta(), &answer, true);
         assert_eq!(with.len(), without.len() + 1);
         assert_eq!(with.last().unwrap(), "data: [DONE]\n\n");
-        let usage: Value =
-            serde_json::from_str(with[with.len() - 2].trim_start_matches("data: ")).unwrap();
+        let usage: Value = serde_json::from_str(with[with.len() - 2].trim_start_matches("data: ")).unwrap();
         assert_eq!(usage["choices"], json!([]));
         assert_eq!(usage["usage"]["prompt_tokens"], 3);
     }
