@@ -3,11 +3,17 @@
 //! defaults, environment overrides, validation, and secret masking ([`Secret`]).
 //!
 //! Start-up sequence:
-//! ```ignore
-//! let process = Env::from_process();
-//! let home = Home::resolve(cli.home, cli.profile.as_deref(), &process)?;
-//! let env = Env::layered(&home.env_file(), process)?;
-//! let Loaded { config, warnings } = config::load(&home, &env)?;
+//! ```no_run
+//! use hermes::config::{self, ConfigError, Env, Home, Loaded};
+//!
+//! fn start(explicit_home: Option<std::path::PathBuf>, profile: Option<&str>) -> Result<(), ConfigError> {
+//!     let process = Env::from_process();
+//!     let home = Home::resolve(explicit_home, profile, &process)?;
+//!     let env = Env::layered(&home.env_file(), process)?;
+//!     let Loaded { config, warnings } = config::load(&home, &env)?;
+//!     # let _ = (config, warnings);
+//!     Ok(())
+//! }
 //! ```
 
 mod auth;
