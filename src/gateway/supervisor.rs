@@ -290,7 +290,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn stalled_connection_is_degraded_then_rebuilt() {
         let (adapter, board, stop, _handle) = start(vec![Step::ConnectAndStall], Some(Duration::from_secs(10)));
-        tokio::time::sleep(Duration::from_secs(12)).await;
+        // The watchdog looks every timeout/4 (2.5 s) and may first see the connect one look
+        // late, so "degraded" is due by 12.5 s and the rebuild (2 × timeout idle) by 22.5 s.
+        tokio::time::sleep(Duration::from_secs(14)).await;
         let snap = board.snapshot();
         assert_eq!(snap.adapters[0].state, AdapterState::Degraded, "{snap:?}");
         assert!(!snap.ready);
