@@ -2,6 +2,7 @@
 //! tools) and emits [`TurnEvent`]s. It knows no gateway, no adapter and no SQL: the caller hands it
 //! the conversation and persists what comes back.
 
+pub mod approval;
 pub mod message;
 pub mod prompt;
 pub mod providers;

@@ -3,7 +3,7 @@
 
 use super::message::{ChatMessage, Role, ToolCallRequest};
 use super::providers::{ChatProvider, ChatRequest, ModelSpec, ProviderError};
-use super::tools::ToolRegistry;
+use super::tools::{ToolContext, ToolFilter, ToolRegistry};
 use hermes_adapter::Usage;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +18,21 @@ pub struct TurnRequest {
     pub messages: Vec<ChatMessage>,
     /// Ask the provider to stream (the caller shows deltas).
     pub stream: bool,
+    /// The tools this turn may use and the context they run in; `None` = no tools.
+    pub tools: Option<TurnTools>,
+}
+
+/// Tools for one turn.
+#[derive(Clone)]
+pub struct TurnTools {
+    pub filter: ToolFilter,
+    pub context: ToolContext,
+}
+
+impl std::fmt::Debug for TurnTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnTools").field("filter", &self.filter).field("scope", &self.context.scope).finish()
+    }
 }
 
 /// How a turn ended successfully.
@@ -104,7 +119,10 @@ impl Agent {
             let chat = ChatRequest {
                 model: request.model.clone(),
                 messages: messages.clone(),
-                tools: if budget_spent { Vec::new() } else { self.tools.schemas() },
+                tools: match (&request.tools, budget_spent) {
+                    (Some(t), false) => self.tools.schemas_for(&t.filter, &t.context),
+                    _ => Vec::new(),
+                },
                 stream: request.stream,
             };
             let response = self.call_with_retries(&chat, tx).await?;
@@ -122,7 +140,13 @@ impl Agent {
                 let _ = tx.send(TurnEvent::ToolCall(call.clone())).await;
             }
             // Independent calls of one response run concurrently.
-            let results = futures::future::join_all(response.tool_calls.iter().map(|c| self.tools.call(&c.name, &c.arguments))).await;
+            let results = futures::future::join_all(response.tool_calls.iter().map(|c| async {
+                match &request.tools {
+                    Some(t) => self.tools.call(&t.filter, &t.context, &c.name, &c.arguments).await,
+                    None => super::tools::ToolOutput::error(format!("tool `{}` is not available. Answer without it.", c.name)),
+                }
+            }))
+            .await;
             for (call, output) in response.tool_calls.iter().zip(results) {
                 let _ =
                     tx.send(TurnEvent::ToolResult { id: call.id.clone(), name: call.name.clone(), content: output.content.clone() }).await;

@@ -125,7 +125,8 @@ async fn drive(
         let _ = adapter.typing(&target).await;
     }
     started.store(true, Ordering::Release);
-    let mut events = services.agent.run_turn(TurnRequest { model: model.clone(), messages, stream: stream_events }, interrupt.clone());
+    let mut events =
+        services.agent.run_turn(TurnRequest { model: model.clone(), messages, stream: stream_events, tools: None }, interrupt.clone());
 
     let mut streamed = String::new();
     let mut recipient_gone = false;

@@ -279,7 +279,7 @@ mod tests {
             reply_to: Some(id.to_string()),
             idempotency_key: "k".into(),
             is_final,
-            usage: Some(Usage { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 0 }),
+            usage: Some(Usage { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 0, cache_write_tokens: 0 }),
             finish_reason: is_final.then(|| "stop".to_string()),
         }
     }
@@ -378,7 +378,7 @@ mod tests {
             reply.recv().await.unwrap(),
             ReplyEvent::Done(FinalReply {
                 content: "answer".into(),
-                usage: Usage { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 0 },
+                usage: Usage { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 0, cache_write_tokens: 0 },
                 finish_reason: "stop".into(),
             })
         );

@@ -72,6 +72,7 @@ fn parse_usage(v: &Value) -> Usage {
         prompt_tokens: v.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
         completion_tokens: v.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
         cached_tokens: v.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64).unwrap_or(0),
+        cache_write_tokens: 0,
     }
 }
 

@@ -1,14 +1,34 @@
-//! The tool registry the turn loop consults. Each tool will be one file that registers its schema
-//! and handler; until tools land, the registry is empty and any call the model makes is answered
-//! with a clear tool error so the model can recover.
+//! The tool registry the turn loop consults. Each tool is one file in this folder that implements
+//! [`Tool`] (its JSON schema, its toolset, when it is available, its handler) and is registered
+//! once in [`builtin`]. Toolsets switch groups of tools on and off per platform and for cron; a
+//! result longer than the configured cap is truncated with a note; errors are results too, so the
+//! model can read them and recover.
+
+pub mod context;
+
+mod clarify;
+mod delegate_task;
+mod memory;
+mod patch;
+mod read_file;
+mod search_files;
+mod send_message;
+mod session_search;
+mod skill_manage;
+mod skill_view;
+mod skills_list;
+mod terminal;
+mod write_file;
+
+pub use context::{AgentPaths, DetachedHost, PastMessage, SessionScope, ToolContext, ToolHost, ToolSettings};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// A tool's JSON schema as sent to the model.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolSchema {
     pub name: String,
     pub description: String,
@@ -22,10 +42,61 @@ pub struct ToolOutput {
     pub is_error: bool,
 }
 
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self { content: content.into(), is_error: false }
+    }
+    pub fn error(content: impl Into<String>) -> Self {
+        Self { content: format!("Error: {}", content.into()), is_error: true }
+    }
+}
+
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     fn schema(&self) -> ToolSchema;
-    async fn call(&self, arguments: Value) -> ToolOutput;
+    /// The group this tool belongs to (`terminal`, `file`, `memory`, `skills`, `messaging`, …).
+    fn toolset(&self) -> &'static str;
+    /// Why this tool cannot be offered in `ctx`, or `None` when it can.
+    fn unavailable(&self, _ctx: &ToolContext) -> Option<String> {
+        None
+    }
+    async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput;
+}
+
+/// Every toolset name a built-in tool declares.
+pub const TOOLSETS: &[&str] = &["terminal", "file", "memory", "session_search", "messaging", "skills", "clarify", "delegation"];
+
+/// Which tools a turn may use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// When set, only these toolsets.
+    pub enabled_toolsets: Option<BTreeSet<String>>,
+    /// Never these toolsets.
+    pub disabled_toolsets: BTreeSet<String>,
+    /// Never these tools (by name), whatever their toolset.
+    pub disabled_tools: BTreeSet<String>,
+}
+
+impl ToolFilter {
+    /// No tools at all.
+    pub fn none() -> Self {
+        Self { enabled_toolsets: Some(BTreeSet::new()), ..Self::default() }
+    }
+
+    pub fn allows(&self, tool: &dyn Tool) -> bool {
+        let name = tool.schema().name;
+        let set = tool.toolset();
+        if self.disabled_tools.contains(&name) || self.disabled_toolsets.contains(set) {
+            return false;
+        }
+        self.enabled_toolsets.as_ref().is_none_or(|e| e.contains(set))
+    }
+
+    /// This filter with more toolsets switched off.
+    pub fn without_toolsets(mut self, sets: &[&str]) -> Self {
+        self.disabled_toolsets.extend(sets.iter().map(|s| s.to_string()));
+        self
+    }
 }
 
 #[derive(Clone, Default)]
@@ -37,34 +108,152 @@ impl ToolRegistry {
     pub fn new() -> Self {
         Self::default()
     }
+
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.schema().name, tool);
     }
-    pub fn schemas(&self) -> Vec<ToolSchema> {
-        self.tools.values().map(|t| t.schema()).collect()
-    }
+
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
 
-    /// Run one call. Unknown tools and malformed JSON arguments come back as tool errors.
-    pub async fn call(&self, name: &str, raw_arguments: &str) -> ToolOutput {
-        let Some(tool) = self.tools.get(name) else {
-            return ToolOutput { content: format!("Error: tool `{name}` is not available. Answer without it."), is_error: true };
+    pub fn names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    /// Schemas of the tools `filter` allows and that are available in `ctx`, sorted by name so the
+    /// request (and the provider's prompt cache) is stable.
+    pub fn schemas_for(&self, filter: &ToolFilter, ctx: &ToolContext) -> Vec<ToolSchema> {
+        self.tools.values().filter(|t| filter.allows(t.as_ref()) && t.unavailable(ctx).is_none()).map(|t| t.schema()).collect()
+    }
+
+    /// Every schema, unfiltered.
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.tools.values().map(|t| t.schema()).collect()
+    }
+
+    /// Run one call. Unknown or filtered tools and malformed JSON arguments come back as tool
+    /// errors; results are scrubbed of secrets and truncated to the cap.
+    pub async fn call(&self, filter: &ToolFilter, ctx: &ToolContext, name: &str, raw_arguments: &str) -> ToolOutput {
+        let Some(tool) = self.tools.get(name).filter(|t| filter.allows(t.as_ref())) else {
+            return ToolOutput::error(format!(
+                "tool `{name}` is not available. Use one of the tools you were given, or answer without it."
+            ));
         };
+        if let Some(why) = tool.unavailable(ctx) {
+            return ToolOutput::error(format!("tool `{name}` is not available here: {why}"));
+        }
         let arguments = if raw_arguments.trim().is_empty() {
             Value::Object(Default::default())
         } else {
-            match serde_json::from_str(raw_arguments) {
-                Ok(v) => v,
-                Err(e) => {
-                    return ToolOutput {
-                        content: format!("Error: the arguments for `{name}` are not valid JSON ({e}). Send a JSON object."),
-                        is_error: true,
-                    };
-                }
+            match serde_json::from_str::<Value>(raw_arguments) {
+                Ok(v @ Value::Object(_)) => v,
+                Ok(_) => return ToolOutput::error(format!("the arguments for `{name}` must be a JSON object.")),
+                Err(e) => return ToolOutput::error(format!("the arguments for `{name}` are not valid JSON ({e}). Send a JSON object.")),
             }
         };
-        tool.call(arguments).await
+        let mut out = tool.call(ctx, arguments).await;
+        out.content = truncate_result(&ctx.scrub(&out.content), ctx.settings.max_result_chars);
+        out
+    }
+}
+
+/// `text` cut to `cap` characters (head and tail kept) with a note saying how much was dropped.
+pub fn truncate_result(text: &str, cap: usize) -> String {
+    let total = text.chars().count();
+    if total <= cap {
+        return text.to_string();
+    }
+    let head_len = cap * 2 / 3;
+    let tail_len = cap - head_len;
+    let head: String = text.chars().take(head_len).collect();
+    let tail: String = text.chars().skip(total - tail_len).collect();
+    format!(
+        "{head}\n\n[… {} characters truncated: the result was {total} characters, over the {cap}-character limit. Narrow the request to see the rest …]\n\n{tail}",
+        total - cap
+    )
+}
+
+/// A required string argument, or a tool error naming it.
+pub(crate) fn required_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
+    args.get(key).and_then(Value::as_str).ok_or_else(|| ToolOutput::error(format!("missing required string argument `{key}`.")))
+}
+
+/// Every built-in tool, each registered once.
+pub fn builtin() -> ToolRegistry {
+    let mut r = ToolRegistry::new();
+    r.register(Arc::new(terminal::Terminal));
+    r.register(Arc::new(read_file::ReadFile));
+    r.register(Arc::new(write_file::WriteFile));
+    r.register(Arc::new(patch::Patch));
+    r.register(Arc::new(search_files::SearchFiles));
+    r.register(Arc::new(memory::Memory));
+    r.register(Arc::new(session_search::SessionSearch));
+    r.register(Arc::new(send_message::SendMessage));
+    r.register(Arc::new(skills_list::SkillsList));
+    r.register(Arc::new(skill_view::SkillView));
+    r.register(Arc::new(skill_manage::SkillManage));
+    r.register(Arc::new(clarify::Clarify));
+    r.register(Arc::new(delegate_task::DelegateTask));
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Echo;
+    #[async_trait]
+    impl Tool for Echo {
+        fn schema(&self) -> ToolSchema {
+            ToolSchema { name: "echo".into(), description: "echo".into(), parameters: serde_json::json!({"type": "object"}) }
+        }
+        fn toolset(&self) -> &'static str {
+            "file"
+        }
+        async fn call(&self, _ctx: &ToolContext, arguments: Value) -> ToolOutput {
+            ToolOutput::ok(arguments["text"].as_str().unwrap_or_default().to_string())
+        }
+    }
+
+    fn ctx(cap: usize) -> ToolContext {
+        let settings = ToolSettings { max_result_chars: cap, secret_values: vec!["sk-supersecret".into()], ..ToolSettings::default() };
+        ToolContext::detached(AgentPaths::under(std::env::temp_dir()), settings)
+    }
+
+    #[tokio::test]
+    async fn filtered_unknown_and_malformed_calls_are_tool_errors() {
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(Echo));
+        let all = ToolFilter::default();
+        assert_eq!(r.call(&all, &ctx(100), "echo", r#"{"text":"hi"}"#).await, ToolOutput::ok("hi"));
+        let out = r.call(&all, &ctx(100), "nope", "{}").await;
+        assert!(out.is_error && out.content.contains("`nope` is not available"));
+        let out = r.call(&all, &ctx(100), "echo", "{\"text\": ").await;
+        assert!(out.is_error && out.content.contains("not valid JSON"));
+        let no_files = ToolFilter::default().without_toolsets(&["file"]);
+        assert!(r.call(&no_files, &ctx(100), "echo", "{}").await.is_error);
+        assert!(r.schemas_for(&no_files, &ctx(100)).is_empty());
+    }
+
+    #[tokio::test]
+    async fn long_results_are_truncated_with_a_note_and_secrets_scrubbed() {
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(Echo));
+        let text = format!("sk-supersecret {}", "x".repeat(500));
+        let args = serde_json::json!({ "text": text }).to_string();
+        let out = r.call(&ToolFilter::default(), &ctx(120), "echo", &args).await;
+        assert!(out.content.contains("characters truncated"), "{}", out.content);
+        assert!(out.content.starts_with("[REDACTED]"));
+        assert!(!out.content.contains("sk-supersecret"));
+    }
+
+    #[test]
+    fn every_builtin_tool_declares_a_known_toolset() {
+        let r = builtin();
+        for t in r.tools.values() {
+            assert!(TOOLSETS.contains(&t.toolset()), "{} declares {}", t.schema().name, t.toolset());
+        }
+        assert_eq!(r.names().len(), 13);
     }
 }

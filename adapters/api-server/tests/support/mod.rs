@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub const KEY: &str = "test-key";
-pub const USAGE: Usage = Usage { prompt_tokens: 11, completion_tokens: 5, cached_tokens: 0 };
+pub const USAGE: Usage = Usage { prompt_tokens: 11, completion_tokens: 5, cached_tokens: 0, cache_write_tokens: 0 };
 
 /// Records events; deduplicates on event id like the real inbox.
 pub struct FakeInbox {
