@@ -3,12 +3,16 @@
 //! the conversation and persists what comes back.
 
 pub mod approval;
+pub mod memory;
 pub mod message;
 pub mod prompt;
 pub mod providers;
+pub mod safety;
+pub mod skills;
+pub mod tool_protocol;
 pub mod tools;
 pub mod turn;
 
 pub use message::{ChatMessage, Role, ToolCallRequest};
 pub use providers::{ChatProvider, ModelSpec, ProviderError};
-pub use turn::{Agent, TurnEvent, TurnOutcome, TurnRequest};
+pub use turn::{Agent, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools};

@@ -1,25 +1,45 @@
-//! One agent turn: call the model, run the tools it asks for, repeat until it answers or the
-//! iteration budget runs out; stream what happens as [`TurnEvent`]s.
+//! One agent turn: call the model, run the tools it asks for (concurrently when one response
+//! asks for several), repeat until it answers or the iteration budget runs out — then one last
+//! call without tools so the turn still ends with an answer. Provider failures are retried with
+//! backoff and, on auth / rate-limit / outage, handed to the next configured fallback model.
+//! Everything that happens is streamed to the caller as [`TurnEvent`]s.
 
 use super::message::{ChatMessage, Role, ToolCallRequest};
-use super::providers::{ChatProvider, ChatRequest, ModelSpec, ProviderError};
-use super::tools::{ToolContext, ToolFilter, ToolRegistry};
+use super::providers::{ChatProvider, ChatRequest, ChatResponse, ModelSpec, ProviderError};
+use super::tool_protocol::{self, ParsedCall, StreamFilter, ToolProtocol};
+use super::tools::context::Delegation;
+use super::tools::{ToolContext, ToolFilter, ToolOutput, ToolRegistry};
 use hermes_adapter::Usage;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
+
+/// Sub-agents one turn may run at once.
+pub const MAX_CONCURRENT_SUBAGENTS: usize = 3;
 
 /// Everything a turn needs; the caller assembled the prompt and the history.
 #[derive(Debug, Clone)]
 pub struct TurnRequest {
     pub model: ModelSpec,
+    /// Tried in order when `model` fails with an auth error, a rate limit or an outage.
+    pub fallbacks: Vec<ModelSpec>,
     /// System prompt first, then the history, ending with the new user message.
     pub messages: Vec<ChatMessage>,
     /// Ask the provider to stream (the caller shows deltas).
     pub stream: bool,
     /// The tools this turn may use and the context they run in; `None` = no tools.
     pub tools: Option<TurnTools>,
+    pub tool_protocol: ToolProtocol,
+    /// Messages the user sent while the turn runs (`/steer`, busy mode `steer`): injected after
+    /// the next round of tool calls. What is left when the turn ends is the caller's to queue.
+    pub steering: Option<SteeringInbox>,
+}
+
+impl TurnRequest {
+    pub fn new(model: ModelSpec, messages: Vec<ChatMessage>) -> Self {
+        Self { model, fallbacks: Vec::new(), messages, stream: false, tools: None, tool_protocol: ToolProtocol::default(), steering: None }
+    }
 }
 
 /// Tools for one turn.
@@ -35,6 +55,22 @@ impl std::fmt::Debug for TurnTools {
     }
 }
 
+/// Guidance for a running turn, shared between the session actor (which adds) and the turn
+/// (which takes after a tool round).
+#[derive(Debug, Clone, Default)]
+pub struct SteeringInbox(Arc<Mutex<Vec<String>>>);
+
+impl SteeringInbox {
+    pub fn push(&self, text: impl Into<String>) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(text.into());
+        }
+    }
+    pub fn take(&self) -> Vec<String> {
+        self.0.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default()
+    }
+}
+
 /// How a turn ended successfully.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {
@@ -42,6 +78,8 @@ pub struct TurnOutcome {
     pub finish_reason: String,
     pub usage: Usage,
     pub api_calls: u32,
+    /// The model that wrote the answer (a fallback, when the primary failed).
+    pub model: String,
 }
 
 #[derive(Debug, Clone)]
@@ -52,10 +90,22 @@ pub enum TurnEvent {
         id: String,
         name: String,
         content: String,
+        is_error: bool,
     },
-    /// A message the caller should persist (assistant tool-call requests and tool results; the
-    /// final answer comes with `Done`).
+    /// A message the caller should persist (assistant tool-call requests, tool results, injected
+    /// steering; the final answer comes with `Done`).
     Persist(ChatMessage),
+    /// One provider call finished; for accounting per model.
+    CallUsage {
+        model: String,
+        usage: Usage,
+    },
+    /// The primary model failed and the turn continues on a fallback.
+    FellBack {
+        from: String,
+        to: String,
+        reason: String,
+    },
     Done(TurnOutcome),
     Failed(ProviderError),
 }
@@ -83,9 +133,22 @@ pub struct Agent {
 
 const BUDGET_NOTE: &str = "You have reached the maximum number of tool iterations for this turn. Do not call any more tools; give your best final answer now from what you have.";
 
+/// Errors for which the next fallback model is tried.
+fn falls_back(e: &ProviderError) -> bool {
+    matches!(e, ProviderError::Auth(_) | ProviderError::RateLimited { .. } | ProviderError::Transient(_))
+}
+
 impl Agent {
     pub fn new(provider: Arc<dyn ChatProvider>, tools: ToolRegistry, max_iterations: u32, retry: RetryPolicy) -> Self {
         Self { provider, tools, max_iterations: max_iterations.max(1), retry }
+    }
+
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    pub fn provider(&self) -> &Arc<dyn ChatProvider> {
+        &self.provider
     }
 
     /// Start a turn; events arrive on the returned channel, which closes after `Done` or
@@ -95,7 +158,7 @@ impl Agent {
         let agent = Arc::clone(self);
         tokio::spawn(async move {
             let result = tokio::select! {
-                r = agent.drive(request, &tx) => r,
+                r = agent.drive(request, &tx, cancel.clone()) => r,
                 _ = cancel.cancelled() => Err(ProviderError::Cancelled),
             };
             let last = match result {
@@ -108,73 +171,183 @@ impl Agent {
         rx
     }
 
-    async fn drive(&self, request: TurnRequest, tx: &mpsc::Sender<TurnEvent>) -> Result<TurnOutcome, ProviderError> {
-        let mut messages = request.messages;
+    /// Run a turn to its end and return the answer (sub-agents, background tasks, compression).
+    pub async fn run_to_end(self: &Arc<Self>, request: TurnRequest, cancel: CancellationToken) -> Result<TurnOutcome, ProviderError> {
+        let mut events = self.run_turn(request, cancel);
+        while let Some(ev) = events.recv().await {
+            match ev {
+                TurnEvent::Done(o) => return Ok(o),
+                TurnEvent::Failed(e) => return Err(e),
+                _ => {}
+            }
+        }
+        Err(ProviderError::Fatal("the agent stopped unexpectedly".into()))
+    }
+
+    async fn drive(
+        self: &Arc<Self>,
+        request: TurnRequest,
+        tx: &mpsc::Sender<TurnEvent>,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, ProviderError> {
+        let TurnRequest { model, fallbacks, mut messages, stream, tools, tool_protocol, steering } = request;
+        let mut tools = tools;
+        if let Some(t) = tools.as_mut() {
+            t.context.cancel = cancel.clone();
+            if t.context.delegation.is_none() {
+                t.context.delegation = Some(Delegation {
+                    agent: Arc::clone(self),
+                    model: model.clone(),
+                    fallbacks: fallbacks.clone(),
+                    filter: t.filter.clone(),
+                    depth: 0,
+                    slots: Arc::new(Semaphore::new(MAX_CONCURRENT_SUBAGENTS)),
+                });
+            }
+        }
+        let schemas = tools.as_ref().map(|t| self.tools.schemas_for(&t.filter, &t.context)).unwrap_or_default();
+        let text_protocol = tool_protocol == ToolProtocol::Hermes && !schemas.is_empty();
+        if text_protocol && let Some(first) = messages.first_mut().filter(|m| m.role == Role::System) {
+            first.content = format!("{}\n\n{}", first.content, tool_protocol::tools_prompt(&schemas));
+        }
+        let mut chain: Vec<ModelSpec> = std::iter::once(model).chain(fallbacks).collect();
         let mut usage = Usage::default();
         for iteration in 0..=self.max_iterations {
             let budget_spent = iteration == self.max_iterations;
             if budget_spent {
                 messages.push(ChatMessage::system(BUDGET_NOTE));
             }
-            let chat = ChatRequest {
-                model: request.model.clone(),
-                messages: messages.clone(),
-                tools: match (&request.tools, budget_spent) {
-                    (Some(t), false) => self.tools.schemas_for(&t.filter, &t.context),
-                    _ => Vec::new(),
-                },
-                stream: request.stream,
-            };
-            let response = self.call_with_retries(&chat, tx).await?;
-            usage.prompt_tokens += response.usage.prompt_tokens;
-            usage.completion_tokens += response.usage.completion_tokens;
-            usage.cached_tokens += response.usage.cached_tokens;
-            if response.tool_calls.is_empty() || budget_spent {
-                return Ok(TurnOutcome { text: response.text, finish_reason: response.finish_reason, usage, api_calls: iteration + 1 });
+            let offered = if budget_spent || text_protocol { Vec::new() } else { schemas.clone() };
+            let wire_messages = if text_protocol { tool_protocol::to_text_messages(&messages) } else { messages.clone() };
+            let chat = ChatRequest { model: chain[0].clone(), messages: wire_messages, tools: offered, stream };
+            let parse_text_calls = !budget_spent && tool_protocol != ToolProtocol::Native && tools.is_some();
+            let (response, used) = self.call_with_fallback(chat, &mut chain, parse_text_calls, tx).await?;
+            usage.add(&response.usage);
+            let _ = tx.send(TurnEvent::CallUsage { model: used.clone(), usage: response.usage }).await;
+
+            let mut text = response.text;
+            let mut calls: Vec<ParsedCall> = response.tool_calls.into_iter().map(ParsedCall::Call).collect();
+            if calls.is_empty() && parse_text_calls && text.contains("<tool_call>") {
+                let (visible, parsed) = tool_protocol::parse(&text, &format!("call_{iteration}_"));
+                calls = parsed;
+                if !text_protocol {
+                    // A native-protocol model wrote text blocks: keep the history native.
+                    text = visible;
+                }
             }
-            let mut assistant = ChatMessage::assistant(response.text.clone());
-            assistant.tool_calls = response.tool_calls.clone();
+            if calls.is_empty() || budget_spent {
+                let finish_reason = if budget_spent && !calls.is_empty() { "length".to_string() } else { response.finish_reason };
+                let text = if text_protocol { tool_protocol::parse(&text, "").0 } else { text };
+                return Ok(TurnOutcome { text, finish_reason, usage, api_calls: iteration + 1, model: used });
+            }
+
+            let requests: Vec<ToolCallRequest> = calls
+                .iter()
+                .map(|c| match c {
+                    ParsedCall::Call(r) => r.clone(),
+                    ParsedCall::Malformed { id, raw, .. } => {
+                        ToolCallRequest { id: id.clone(), name: "invalid_tool_call".into(), arguments: raw.clone() }
+                    }
+                })
+                .collect();
+            let mut assistant = ChatMessage::assistant(text);
+            assistant.tool_calls = requests.clone();
             let _ = tx.send(TurnEvent::Persist(assistant.clone())).await;
             messages.push(assistant);
-            for call in &response.tool_calls {
+            for call in &requests {
                 let _ = tx.send(TurnEvent::ToolCall(call.clone())).await;
             }
             // Independent calls of one response run concurrently.
-            let results = futures::future::join_all(response.tool_calls.iter().map(|c| async {
-                match &request.tools {
-                    Some(t) => self.tools.call(&t.filter, &t.context, &c.name, &c.arguments).await,
-                    None => super::tools::ToolOutput::error(format!("tool `{}` is not available. Answer without it.", c.name)),
-                }
-            }))
-            .await;
-            for (call, output) in response.tool_calls.iter().zip(results) {
-                let _ =
-                    tx.send(TurnEvent::ToolResult { id: call.id.clone(), name: call.name.clone(), content: output.content.clone() }).await;
+            let results = futures::future::join_all(calls.iter().map(|c| self.run_call(c, tools.as_ref()))).await;
+            for (call, output) in requests.iter().zip(results) {
+                let _ = tx
+                    .send(TurnEvent::ToolResult {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: output.content.clone(),
+                        is_error: output.is_error,
+                    })
+                    .await;
                 let mut tool_msg = ChatMessage::new(Role::Tool, output.content);
                 tool_msg.tool_call_id = Some(call.id.clone());
                 tool_msg.tool_name = Some(call.name.clone());
                 let _ = tx.send(TurnEvent::Persist(tool_msg.clone())).await;
                 messages.push(tool_msg);
             }
+            if let Some(inbox) = &steering {
+                for text in inbox.take() {
+                    let steer = ChatMessage::user(format!("[The user added, while you were working:] {text}"));
+                    let _ = tx.send(TurnEvent::Persist(steer.clone())).await;
+                    messages.push(steer);
+                }
+            }
         }
-        // The loop always returns on its last iteration (budget_spent); this is unreachable in
-        // practice but keeps the function total without a panic.
+        // The loop always returns on its last iteration (budget_spent); this keeps the function
+        // total without a panic.
         Err(ProviderError::Fatal("iteration budget exhausted".into()))
     }
 
+    async fn run_call(&self, call: &ParsedCall, tools: Option<&TurnTools>) -> ToolOutput {
+        match (call, tools) {
+            (ParsedCall::Malformed { problem, .. }, _) => ToolOutput::error(format!(
+                "{problem}. Write the call as <tool_call>{{\"name\": \"<tool>\", \"arguments\": {{...}}}}</tool_call> with valid JSON, or answer without tools."
+            )),
+            (ParsedCall::Call(c), Some(t)) => {
+                let mut ctx = t.context.clone();
+                ctx.call_id = c.id.clone();
+                self.tools.call(&t.filter, &ctx, &c.name, &c.arguments).await
+            }
+            (ParsedCall::Call(c), None) => ToolOutput::error(format!("tool `{}` is not available. Answer without it.", c.name)),
+        }
+    }
+
+    /// One model response from the first model in `chain` that gives one. A model that fails with
+    /// an auth error, a rate limit or an outage is dropped from the chain for the rest of the turn.
+    async fn call_with_fallback(
+        &self,
+        mut chat: ChatRequest,
+        chain: &mut Vec<ModelSpec>,
+        filter_blocks: bool,
+        tx: &mpsc::Sender<TurnEvent>,
+    ) -> Result<(ChatResponse, String), ProviderError> {
+        loop {
+            chat.model = chain[0].clone();
+            match self.call_with_retries(&chat, filter_blocks, tx).await {
+                Ok(r) => return Ok((r, chain[0].model.clone())),
+                Err((e, shown)) if falls_back(&e) && chain.len() > 1 && !shown => {
+                    let from = chain.remove(0);
+                    tracing::warn!(error = %e, from = %from.model, to = %chain[0].model, "model failed; using the next fallback");
+                    let _ = tx.send(TurnEvent::FellBack { from: from.model, to: chain[0].model.clone(), reason: e.to_string() }).await;
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+    }
+
+    /// One provider call with retries; on failure also says whether text was already shown.
     async fn call_with_retries(
         &self,
         chat: &ChatRequest,
+        filter_blocks: bool,
         tx: &mpsc::Sender<TurnEvent>,
-    ) -> Result<super::providers::ChatResponse, ProviderError> {
+    ) -> Result<ChatResponse, (ProviderError, bool)> {
         let mut attempt = 0;
         loop {
             let (delta_tx, mut delta_rx) = mpsc::channel::<String>(256);
             let forward = async {
                 let mut forwarded = 0usize;
+                let mut filter = StreamFilter::default();
                 while let Some(d) = delta_rx.recv().await {
+                    let shown = if filter_blocks { filter.push(&d) } else { d };
+                    if !shown.is_empty() {
+                        forwarded += 1;
+                        let _ = tx.send(TurnEvent::TextDelta(shown)).await;
+                    }
+                }
+                let rest = filter.finish();
+                if !rest.is_empty() {
                     forwarded += 1;
-                    let _ = tx.send(TurnEvent::TextDelta(d)).await;
+                    let _ = tx.send(TurnEvent::TextDelta(rest)).await;
                 }
                 forwarded
             };
@@ -199,7 +372,7 @@ impl Agent {
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err((e, forwarded > 0)),
             }
         }
     }

@@ -125,8 +125,14 @@ async fn drive(
         let _ = adapter.typing(&target).await;
     }
     started.store(true, Ordering::Release);
-    let mut events =
-        services.agent.run_turn(TurnRequest { model: model.clone(), messages, stream: stream_events, tools: None }, interrupt.clone());
+    let mut events = services.agent.run_turn(
+        {
+            let mut r = TurnRequest::new(model.clone(), messages);
+            r.stream = stream_events;
+            r
+        },
+        interrupt.clone(),
+    );
 
     let mut streamed = String::new();
     let mut recipient_gone = false;
@@ -146,13 +152,14 @@ async fn drive(
                 StreamEvent::Token { text: d }
             }
             TurnEvent::ToolCall(c) => StreamEvent::ToolCall { id: c.id, name: c.name, arguments: c.arguments },
-            TurnEvent::ToolResult { id, name, content } => StreamEvent::ToolResult { id, name, content },
+            TurnEvent::ToolResult { id, name, content, .. } => StreamEvent::ToolResult { id, name, content },
             TurnEvent::Persist(m) => {
                 if let Err(e) = store.message_append(new_message(&route.session_id, &event.event_id, &m, None)).await {
                     tracing::warn!(error = %e, "could not store a tool message");
                 }
                 continue;
             }
+            TurnEvent::CallUsage { .. } | TurnEvent::FellBack { .. } => continue,
             TurnEvent::Done(o) => break Ok(o),
             TurnEvent::Failed(e) => break Err(e),
         };

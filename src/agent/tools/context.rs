@@ -134,6 +134,8 @@ pub struct Delegation {
     pub agent: Arc<crate::agent::Agent>,
     pub model: ModelSpec,
     pub fallbacks: Vec<ModelSpec>,
+    /// The parent turn's tools; a sub-agent gets these minus the ones it may not use.
+    pub filter: super::ToolFilter,
     /// 0 for the user's own turn, 1 inside a sub-agent, …
     pub depth: u8,
     /// Sub-agents running at once from one turn.
