@@ -3,6 +3,7 @@
 //! the conversation and persists what comes back.
 
 pub mod approval;
+pub mod compress;
 pub mod memory;
 pub mod message;
 pub mod prompt;

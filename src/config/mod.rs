@@ -16,6 +16,7 @@
 //! }
 //! ```
 
+mod agent_sections;
 mod auth;
 mod de;
 mod display;
@@ -37,7 +38,28 @@ mod webhook;
 #[cfg(test)]
 mod tests;
 
+pub use agent_sections::{
+    AuxiliaryConfig, AuxiliaryModel, CompressionConfig, FallbackProvider, MemoryConfig, PlatformToolsets, Price, TerminalConfig,
+};
 pub use de::split_list;
+
+/// Environment variables that hold the gateway's own secrets; they never reach a tool's
+/// subprocess (names ending in `_API_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD` are removed too).
+pub const SECRET_ENV_NAMES: &[&str] = &[
+    "OPENAI_API_KEY",
+    "LLM_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "API_SERVER_KEY",
+    "WEBHOOK_SECRET",
+    "TELEGRAM_BOT_TOKEN",
+    "DISCORD_BOT_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "MATRIX_ACCESS_TOKEN",
+    "MATRIX_PASSWORD",
+    "EMAIL_PASSWORD",
+];
 pub use display::{BusyInputMode, DisplayConfig, ToolProgress};
 pub use env::Env;
 pub use error::ConfigError;

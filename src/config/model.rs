@@ -1,9 +1,12 @@
 //! `model:`: which LLM the agent talks to. Hermes accepts both `model: some-name` and a mapping,
 //! so `ModelConfig` deserializes from either.
 
+use super::agent_sections::Price;
 use super::secret::{self, Secret};
+use crate::agent::tool_protocol::ToolProtocol;
 use serde::de::{self, Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Serialize, Serializer};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The LLM endpoint and model (`model.*`).
@@ -24,6 +27,16 @@ pub struct ModelConfig {
     /// Context window in tokens, when the provider cannot report it.
     pub context_length: Option<u64>,
     pub request_timeout_secs: u64,
+    /// How tools are offered: `native`, `hermes` (text blocks, for models without function
+    /// calling) or `auto`.
+    pub tool_protocol: ToolProtocol,
+    /// Models `/model` lists as choices (besides the default and the fallbacks).
+    pub choices: Vec<String>,
+    /// `/model <name>` without `--session`/`--global` writes config.yaml when true. Off by
+    /// default: on a shared gateway one chat's switch should not change everyone's model.
+    pub persist_switch_by_default: bool,
+    /// Prices per model for cost accounting.
+    pub pricing: BTreeMap<String, Price>,
 }
 
 impl Default for ModelConfig {
@@ -35,6 +48,10 @@ impl Default for ModelConfig {
             api_key: None,
             context_length: None,
             request_timeout_secs: 120,
+            tool_protocol: ToolProtocol::Auto,
+            choices: Vec::new(),
+            persist_switch_by_default: false,
+            pricing: BTreeMap::new(),
         }
     }
 }

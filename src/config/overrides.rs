@@ -69,6 +69,20 @@ impl Config {
         if let Some(v) = env.get("LLM_PROVIDER") {
             self.model.provider = Some(v.trim().to_string());
         }
+        let anthropic = self.model.provider.as_deref().is_some_and(|p| p.eq_ignore_ascii_case("anthropic"));
+        if anthropic
+            && self.model.api_key.is_none()
+            && let Some(v) = env.get("ANTHROPIC_API_KEY")
+        {
+            self.model.api_key = Some(Secret::new(v.trim()));
+        }
+        for fallback in &mut self.fallback_providers {
+            if fallback.api_key.is_none()
+                && let Some(v) = fallback.api_key_env.as_deref().and_then(|name| env.get(name))
+            {
+                fallback.api_key = Some(Secret::new(v.trim()));
+            }
+        }
     }
 
     fn apply_api_server(&mut self, env: &Env) -> Result<(), ConfigError> {

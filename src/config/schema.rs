@@ -1,6 +1,7 @@
 //! `Config`: the typed `config.yaml`, how Hermes' alternative key locations fold into it, and the
 //! masked YAML rendering used by `hermes config check`.
 
+use super::agent_sections::{AuxiliaryConfig, CompressionConfig, FallbackProvider, MemoryConfig, PlatformToolsets, TerminalConfig};
 use super::auth::EnvAuth;
 use super::de::opt_stringish;
 use super::display::DisplayConfig;
@@ -32,6 +33,12 @@ pub struct Config {
     pub agent: AgentConfig,
     pub logging: LoggingConfig,
     pub security: SecurityConfig,
+    pub fallback_providers: Vec<FallbackProvider>,
+    pub compression: CompressionConfig,
+    pub auxiliary: AuxiliaryConfig,
+    pub terminal: TerminalConfig,
+    pub memory: MemoryConfig,
+    pub platform_toolsets: PlatformToolsets,
     /// IANA zone (`Europe/Paris`) for cron and daily resets; `None` = the host's local time.
     #[serde(deserialize_with = "opt_stringish")]
     pub timezone: Option<String>,
@@ -77,7 +84,13 @@ impl Config {
     /// Every configured secret value, for the log redactor: these strings never reach a log line.
     pub fn secret_values(&self) -> Vec<String> {
         let p = &self.platforms;
-        let mut all = vec![self.model.api_key.as_ref(), p.api_server.key.as_ref(), p.webhook.secret.as_ref()];
+        let mut all = vec![
+            self.model.api_key.as_ref(),
+            p.api_server.key.as_ref(),
+            p.webhook.secret.as_ref(),
+            self.auxiliary.compression.api_key.as_ref(),
+        ];
+        all.extend(self.fallback_providers.iter().map(|f| f.api_key.as_ref()));
         all.extend(p.webhook.routes.values().map(|r| r.secret.as_ref()));
         all.extend(p.others.values().flat_map(|o| [o.token.as_ref(), o.api_key.as_ref()]));
         all.into_iter().flatten().filter(|s| !s.is_empty()).map(|s| s.expose().to_string()).collect()

@@ -114,11 +114,16 @@ pub struct AgentConfig {
     pub system_prompt: Option<String>,
     /// Seconds a gateway turn may run (`HERMES_AGENT_TIMEOUT`).
     pub gateway_timeout: u64,
+    /// Seconds `clarify` waits for the user's answer.
+    pub clarify_timeout: u64,
+    /// Toolsets never offered (`terminal`, `file`, `memory`, `session_search`, `messaging`,
+    /// `skills`, `clarify`, `delegation`).
+    pub disabled_toolsets: Vec<String>,
 }
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        Self { max_turns: 90, system_prompt: None, gateway_timeout: 1800 }
+        Self { max_turns: 90, system_prompt: None, gateway_timeout: 1800, clarify_timeout: 3600, disabled_toolsets: Vec::new() }
     }
 }
 

@@ -42,6 +42,34 @@ impl Config {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ConfigError::invalid("model.base_url", format!("expected a URL starting with http:// or https://, found {url:?}")));
         }
+        for (i, f) in self.fallback_providers.iter().enumerate() {
+            if f.model.trim().is_empty() {
+                return Err(ConfigError::invalid(format!("fallback_providers[{i}].model"), "each fallback needs a model name"));
+            }
+            if let Some(url) = &f.base_url
+                && !(url.starts_with("http://") || url.starts_with("https://"))
+            {
+                return Err(ConfigError::invalid(
+                    format!("fallback_providers[{i}].base_url"),
+                    format!("expected a URL starting with http:// or https://, found {url:?}"),
+                ));
+            }
+        }
+        let threshold = self.compression.threshold;
+        if !(threshold > 0.0 && threshold <= 1.0) {
+            return Err(ConfigError::invalid(
+                "compression.threshold",
+                format!("expected a fraction of the context window in (0, 1], found {threshold}"),
+            ));
+        }
+        for set in self.agent.disabled_toolsets.iter().chain(self.platform_toolsets.values().flatten()) {
+            if !crate::agent::tools::TOOLSETS.contains(&set.as_str()) {
+                return Err(ConfigError::invalid(
+                    "agent.disabled_toolsets / platform_toolsets",
+                    format!("unknown toolset {set:?}; known: {}", crate::agent::tools::TOOLSETS.join(", ")),
+                ));
+            }
+        }
         for name in self.platforms.webhook.routes.keys() {
             if !valid_route_name(name) {
                 return Err(ConfigError::invalid(

@@ -1,11 +1,12 @@
 //! Session actors: one per session key. An actor runs its session's events in order, one turn at
-//! a time; while a turn runs it answers commands at once and applies the busy policy (interrupt
-//! or queue) to new messages.
+//! a time; while a turn runs it answers commands at once, hands the next message to a pending
+//! `clarify` question, and applies the busy policy (interrupt, queue or steer) to new messages.
 
 use super::commands::{self, CommandContext, CommandOutcome};
 use super::outbound::{self, Finish};
 use super::services::Services;
 use super::turn;
+use crate::agent::SteeringInbox;
 use crate::config::BusyInputMode;
 use hermes_adapter::{ChatTarget, InboundEvent};
 use std::collections::VecDeque;
@@ -29,6 +30,8 @@ pub struct ActorExit {
 
 struct RunningTurn {
     event_id: String,
+    /// Where `/steer` and busy-mode `steer` put text for the running turn.
+    steering: SteeringInbox,
     interrupt: CancellationToken,
     /// The agent was invoked (not just waiting for a concurrency slot).
     started: Arc<AtomicBool>,
@@ -39,6 +42,9 @@ pub struct SessionState {
     services: Arc<Services>,
     running: Option<RunningTurn>,
     queue: VecDeque<InboundEvent>,
+    /// Messages steered into the running turn, in order; the ones it did not take are queued
+    /// when it ends.
+    steered: Vec<InboundEvent>,
     last_busy_ack: Option<Instant>,
 }
 
@@ -56,6 +62,15 @@ impl SessionState {
         if let Some(r) = &self.running {
             r.interrupt.cancel();
         }
+    }
+
+    /// Inject `event`'s text into the running turn after its next tool call; false when no turn
+    /// runs.
+    pub fn steer(&mut self, event: InboundEvent) -> bool {
+        let Some(running) = &self.running else { return false };
+        running.steering.push(event.text.clone());
+        self.steered.push(event);
+        true
     }
 
     pub fn queued(&self) -> usize {
@@ -95,7 +110,7 @@ impl SessionState {
 pub fn spawn(services: Arc<Services>, session_key: String, idle: mpsc::UnboundedSender<ActorExit>) -> mpsc::UnboundedSender<InboundEvent> {
     let (tx, rx) = mpsc::unbounded_channel();
     let actor = SessionActor {
-        state: SessionState { services: services.clone(), running: None, queue: VecDeque::new(), last_busy_ack: None },
+        state: SessionState { services: services.clone(), running: None, queue: VecDeque::new(), steered: Vec::new(), last_busy_ack: None },
         services,
         session_key,
         idle,
@@ -121,7 +136,9 @@ impl SessionActor {
             tokio::select! {
                 Some(finished) = done_rx.recv() => {
                     if self.state.running.as_ref().is_some_and(|r| r.event_id == finished) {
-                        self.state.running = None;
+                        if let Some(done) = self.state.running.take() {
+                            self.settle_steered(&done.steering).await;
+                        }
                     }
                     self.start_next(&done_tx);
                 }
@@ -192,7 +209,26 @@ impl SessionActor {
         }
     }
 
+    /// After a turn: steered messages it took are done; the rest run as the next turns.
+    async fn settle_steered(&mut self, steering: &SteeringInbox) {
+        let left = steering.take().len();
+        let steered = std::mem::take(&mut self.state.steered);
+        let taken = steered.len().saturating_sub(left);
+        for (i, event) in steered.into_iter().enumerate() {
+            if i < taken {
+                self.close(&event).await;
+            } else if self.state.enqueue_back(event.clone()).is_err() {
+                self.reply_and_close(&event, "⚠️ Too many messages are waiting. This one was not queued — send it again later.").await;
+            }
+        }
+    }
+
     async fn on_message(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
+        // A question the agent asked (`clarify`) takes the next message as its answer.
+        if self.state.is_running() && self.services.clarify.answer(&self.session_key, &event.text) {
+            self.close(&event).await;
+            return;
+        }
         if !self.state.is_running() {
             self.start_turn(event, done);
             return;
@@ -204,9 +240,12 @@ impl SessionActor {
                 self.state.interrupt();
                 (queued, "⚡ Interrupting current task. I'll respond to your message shortly.")
             }
-            // Steering into a running turn arrives with the tool loop; until then it queues.
-            BusyInputMode::Queue | BusyInputMode::Steer => {
+            BusyInputMode::Queue => {
                 (self.state.enqueue_back(event.clone()), "⏳ Queued for the next turn. I'll respond once the current task finishes.")
+            }
+            BusyInputMode::Steer => {
+                self.state.steer(event.clone());
+                (Ok(0), "⏩ Steered into current run. Your message arrives after the next tool call.")
             }
         };
         if let Err(cap) = queued {
@@ -253,13 +292,19 @@ impl SessionActor {
         }
         let interrupt = self.services.turns_abort.child_token();
         let started = Arc::new(AtomicBool::new(false));
-        self.state.running = Some(RunningTurn { event_id: event.event_id.clone(), interrupt: interrupt.clone(), started: started.clone() });
+        let steering = SteeringInbox::default();
+        self.state.running = Some(RunningTurn {
+            event_id: event.event_id.clone(),
+            steering: steering.clone(),
+            interrupt: interrupt.clone(),
+            started: started.clone(),
+        });
         let services = self.services.clone();
         let key = self.session_key.clone();
         let done = done.clone();
         tokio::spawn(async move {
             let event_id = event.event_id.clone();
-            turn::run(services, key, event, interrupt, started).await;
+            turn::run(services, key, event, interrupt, started, steering, turn::TurnMode::default()).await;
             // The actor may be gone during shutdown; nothing to tell then.
             let _ = done.send(event_id);
         });

@@ -15,7 +15,9 @@ pub mod adapters;
 pub mod admin;
 pub mod auth;
 pub mod backoff;
+pub mod clarify;
 pub mod commands;
+pub mod compaction;
 pub mod directory;
 pub mod health;
 pub mod inbox;
@@ -25,13 +27,16 @@ pub mod router;
 pub mod services;
 pub mod session_key;
 pub mod status_file;
+pub mod stream_edit;
 pub mod supervisor;
+pub mod tool_host;
 pub mod turn;
 pub mod turns;
 
 use crate::agent::Agent;
+use crate::agent::approval::BasicPolicy;
 use crate::agent::providers::openai::OpenAiCompatible;
-use crate::agent::tools::ToolRegistry;
+use crate::agent::tools::{AgentPaths, ToolSettings};
 use crate::agent::turn::RetryPolicy;
 use crate::config::{Config, Home};
 use crate::store::Store;
@@ -75,6 +80,31 @@ pub struct RunOptions {
     pub replace: bool,
 }
 
+/// Where the agent's files live: memories and skills under the home, commands run in
+/// `terminal.cwd` or `HERMES_HOME/workspace`.
+pub fn agent_paths(home: &Home, config: &Config) -> AgentPaths {
+    let mut paths = AgentPaths::under(home.root());
+    paths.memories = home.memories_dir();
+    paths.skills = home.skills_dir();
+    paths.workdir = config.terminal.cwd.as_ref().map(std::path::PathBuf::from).unwrap_or_else(|| home.root().join("workspace"));
+    paths
+}
+
+/// Tool limits from the configuration; every configured secret is kept out of commands' env and
+/// scrubbed from tool results.
+pub fn tool_settings(config: &Config) -> ToolSettings {
+    ToolSettings {
+        terminal_timeout: Duration::from_secs(config.terminal.timeout.max(1)),
+        terminal_output_cap: config.terminal.output_cap.max(1000),
+        secret_env_names: crate::config::SECRET_ENV_NAMES.iter().map(|s| s.to_string()).collect(),
+        secret_values: config.secret_values(),
+        memory_char_limit: config.memory.memory_char_limit,
+        user_char_limit: config.memory.user_char_limit,
+        clarify_timeout: Duration::from_secs(config.agent.clarify_timeout.max(1)),
+        ..ToolSettings::default()
+    }
+}
+
 pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
     let mut policy = AuthPolicy::new(config.gateway.allowed_users.clone(), config.gateway.allow_all_users);
     for p in platforms {
@@ -109,7 +139,11 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let store = Store::open(&home.state_db()).await?;
     let provider = OpenAiCompatible::new(Duration::from_secs(config.model.request_timeout_secs.max(1)))
         .map_err(|e| GatewayError::Io(e.to_string()))?;
-    let agent = Arc::new(Agent::new(Arc::new(provider), ToolRegistry::new(), config.agent.max_turns, RetryPolicy::default()));
+    let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
+    let paths = Arc::new(agent_paths(&home, &config));
+    std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;
+    let tool_settings = Arc::new(tool_settings(&config));
+    let tool_host = Arc::new(tool_host::GatewayToolHost::default());
     let board = Arc::new(HealthBoard::new());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
     let directory = Arc::new(directory::StoreDirectory::new());
@@ -128,8 +162,15 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         turn_slots: config.gateway.max_concurrent_sessions.map(|n| Arc::new(Semaphore::new(n.max(1)))),
         turns_abort: CancellationToken::new(),
         turns: turns::TurnTracker::new(),
+        home: home.clone(),
+        paths,
+        tool_settings,
+        tool_host: tool_host.clone(),
+        approval: Arc::new(BasicPolicy { approvals_off: config.approvals.mode == "off" }),
+        clarify: clarify::ClarifyBoard::default(),
     });
     directory.bind(&services);
+    tool_host.bind(&services);
     let inbox = Arc::new(inbox::Inbox::new(store.clone(), router_tx));
     let router = router::spawn(services.clone(), router_rx);
     inbox.replay_unfinished().await?;

@@ -1,14 +1,20 @@
 //! The gateway's shared services, handed to the router, session actors and commands.
 
 use super::auth::AuthPolicy;
+use super::clarify::ClarifyBoard;
 use super::commands::CommandRegistry;
 use super::health::HealthBoard;
 use super::session_key::KeyPolicy;
+use super::tool_host::GatewayToolHost;
 use super::turns::TurnTracker;
+use crate::agent::approval::ApprovalPolicy;
+use crate::agent::tools::{AgentPaths, ToolFilter, ToolSettings};
 use crate::agent::{Agent, ModelSpec};
 use crate::config::Config;
+use crate::config::Home;
 use crate::store::Store;
 use hermes_adapter::PlatformAdapter;
+use hermes_adapter::Usage;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -29,6 +35,12 @@ pub struct Services {
     /// replayed after the restart.
     pub turns_abort: CancellationToken,
     pub turns: TurnTracker,
+    pub home: Home,
+    pub paths: Arc<AgentPaths>,
+    pub tool_settings: Arc<ToolSettings>,
+    pub tool_host: Arc<GatewayToolHost>,
+    pub approval: Arc<dyn ApprovalPolicy>,
+    pub clarify: ClarifyBoard,
 }
 
 impl Services {
@@ -45,6 +57,77 @@ impl Services {
             base_url: m.base_url.clone(),
             api_key: m.api_key.as_ref().map(|k| k.expose().to_string()),
         }
+    }
+
+    /// The configured fallback models, in order.
+    pub fn fallbacks(&self) -> Vec<ModelSpec> {
+        let primary = self.default_model();
+        self.config
+            .fallback_providers
+            .iter()
+            .map(|f| ModelSpec {
+                model: f.model.clone(),
+                provider: f.provider.clone(),
+                base_url: f.base_url.clone().unwrap_or_else(|| primary.base_url.clone()),
+                api_key: f.api_key.as_ref().map(|k| k.expose().to_string()).or_else(|| primary.api_key.clone()),
+            })
+            .collect()
+    }
+
+    /// The model that summarizes conversations (`auxiliary.compression`, else the session's).
+    pub fn compression_model(&self, session_model: &ModelSpec) -> ModelSpec {
+        let aux = &self.config.auxiliary.compression;
+        let mut spec = session_model.clone();
+        if let Some(m) = &aux.model {
+            spec.model = m.clone();
+        }
+        if aux.provider.is_some() {
+            spec.provider = aux.provider.clone();
+        }
+        if let Some(u) = &aux.base_url {
+            spec.base_url = u.clone();
+        }
+        if let Some(k) = &aux.api_key {
+            spec.api_key = Some(k.expose().to_string());
+        }
+        spec
+    }
+
+    /// Which tools a turn on `platform` may use.
+    pub fn tool_filter(&self, platform: &str) -> ToolFilter {
+        let mut filter = ToolFilter::default();
+        if let Some(sets) = self.config.platform_toolsets.get(platform) {
+            filter.enabled_toolsets = Some(sets.iter().cloned().collect());
+        }
+        filter.disabled_toolsets.extend(self.config.agent.disabled_toolsets.iter().cloned());
+        if !self.config.memory.enabled {
+            filter.disabled_toolsets.insert("memory".into());
+        }
+        filter
+    }
+
+    /// The toolsets `filter` lets through (for prompt guidance).
+    pub fn toolsets_allowed(&self, filter: &ToolFilter) -> Vec<String> {
+        crate::agent::tools::TOOLSETS
+            .iter()
+            .filter(|s| !filter.disabled_toolsets.contains(**s) && filter.enabled_toolsets.as_ref().is_none_or(|e| e.contains(**s)))
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    /// The context window of `model` in tokens (configured, else a conservative default).
+    pub fn context_length(&self, _model: &str) -> u64 {
+        self.config.model.context_length.unwrap_or(128_000)
+    }
+
+    /// Cost of one call in USD; 0 when no price is configured for the model.
+    pub fn cost_of(&self, model: &str, usage: &Usage) -> f64 {
+        self.config
+            .model
+            .pricing
+            .get(model)
+            .map(|p| p.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, usage.cache_write_tokens))
+            .unwrap_or(0.0)
     }
 
     /// The model for a session: the configured one, with the session's `model_override`

@@ -3,12 +3,18 @@
 //! answer and deliver it. The inbox row is closed only when the turn really ended, so a turn cut
 //! off by a crash or a drain is replayed after the restart.
 
+use super::compaction;
 use super::outbound::{self, Finish};
 use super::services::Services;
-use crate::agent::prompt::build_system_prompt;
-use crate::agent::{ChatMessage, ProviderError, Role, ToolCallRequest, TurnEvent, TurnOutcome, TurnRequest};
+use super::stream_edit::StreamEditor;
+use crate::agent::compress;
+use crate::agent::memory::MemoryStore;
+use crate::agent::prompt::{PromptInputs, assemble, with_message_instructions};
+use crate::agent::tools::{SessionScope, ToolContext};
+use crate::agent::{ChatMessage, ProviderError, Role, SteeringInbox, ToolCallRequest, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
+use crate::config::ToolProgress;
 use crate::store::{MessageRow, NewMessage};
-use hermes_adapter::{ChatTarget, InboundEvent, SendError, StreamEvent, StreamStyle};
+use hermes_adapter::{ChatTarget, ChatType, InboundEvent, SendError, StreamEvent, StreamStyle};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
@@ -31,6 +37,13 @@ pub fn is_silence(text: &str) -> bool {
     SILENCE_TOKENS.iter().any(|s| t.eq_ignore_ascii_case(s))
 }
 
+/// Variations of a turn.
+#[derive(Debug, Clone, Default)]
+pub struct TurnMode {
+    /// Put before the answer (a `/background` task's result names its task).
+    pub answer_prefix: Option<String>,
+}
+
 /// Run the turn for `event` and close its inbox row unless it was aborted by shutdown.
 pub async fn run(
     services: Arc<Services>,
@@ -38,9 +51,11 @@ pub async fn run(
     event: InboundEvent,
     interrupt: CancellationToken,
     started: Arc<AtomicBool>,
+    steering: SteeringInbox,
+    mode: TurnMode,
 ) {
     services.turns.begin();
-    let end = drive(&services, &session_key, &event, &interrupt, &started).await;
+    let end = drive(&services, &session_key, &event, &interrupt, &started, &steering, &mode).await;
     if end == TurnEnd::Closed
         && let Err(e) = services.store.inbox_mark_done(&event.event_id).await
     {
@@ -55,6 +70,8 @@ async fn drive(
     event: &InboundEvent,
     interrupt: &CancellationToken,
     started: &AtomicBool,
+    steering: &SteeringInbox,
+    mode: &TurnMode,
 ) -> TurnEnd {
     let _slot = match &services.turn_slots {
         Some(slots) => tokio::select! {
@@ -99,7 +116,7 @@ async fn drive(
     };
 
     let default_model = services.default_model();
-    let route = match store.route_get_or_create(session_key, &event.source, &default_model.model).await {
+    let mut route = match store.route_get_or_create(session_key, &event.source, &default_model.model).await {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "session store unavailable");
@@ -108,7 +125,7 @@ async fn drive(
         }
     };
     let model = services.model_for(Some(&route.overrides));
-    let history = match persist_user_message(services, &route.session_id, event).await {
+    let mut history = match persist_user_message(services, &route.session_id, event).await {
         Ok(h) => h,
         Err(e) => {
             tracing::error!(error = %e, "could not store the user's message");
@@ -117,25 +134,78 @@ async fn drive(
         }
     };
 
-    let system = build_system_prompt(services.config.agent.system_prompt.as_deref(), &event.source, event.channel_prompt.as_deref());
+    let filter = services.tool_filter(event.source.platform.as_str());
+    let toolsets = services.toolsets_allowed(&filter);
+    let frozen = match frozen_prompt(services, &route.session_id, &event.source, &toolsets).await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(error = %e, "session store unavailable");
+            fail("Sorry, I encountered an error (StorageError).\nThe session store is unavailable.\nTry again in a moment.".into()).await;
+            return TurnEnd::Closed;
+        }
+    };
+
+    // Compress first when the stored conversation outgrew the model's context.
+    let mut chat_history: Vec<ChatMessage> = history.iter().filter_map(to_chat_message).collect();
+    let estimated = compress::estimate_tokens(&chat_history) + compress::estimate_tokens(&[ChatMessage::system(frozen.clone())]);
+    let last_prompt = store.session_prompt_tokens(&route.session_id).await.map(|t| t.0).unwrap_or(0);
+    if let Some(reason) = compaction::needs_compression(services, &model.model, estimated, last_prompt, chat_history.len()) {
+        tracing::info!(session_key, reason, estimated, "compressing the session before the turn");
+        match compaction::compress_session(services, &route, &model, &frozen, None, interrupt.child_token()).await {
+            Ok(done) => {
+                route = done.route;
+                history = store.messages(&route.session_id, Some(HISTORY_LIMIT)).await.unwrap_or_default();
+                chat_history = history.iter().filter_map(to_chat_message).collect();
+            }
+            Err(e) => tracing::warn!(error = %e, "compression failed; continuing with the full history"),
+        }
+    }
+
+    let system = with_message_instructions(&frozen, event.channel_prompt.as_deref());
     let mut messages = vec![ChatMessage::system(system)];
-    messages.extend(history.iter().filter_map(to_chat_message));
+    messages.extend(chat_history);
     let stream_events = caps.streaming == StreamStyle::Events;
+    let mut editor = (caps.streaming == StreamStyle::EditInPlace && StreamEditor::wanted(services, &caps))
+        .then(|| StreamEditor::new(services.clone(), adapter.clone(), target.clone(), reply_to.clone(), answer_key.clone()));
+    // Chat platforms without streaming still see tool progress lines, one message each.
+    let progress_lines = editor.is_none() && !stream_events && caps.supports_async_delivery;
     if caps.supports_typing {
         let _ = adapter.typing(&target).await;
     }
+    let scope = SessionScope {
+        session_id: route.session_id.clone(),
+        session_key: session_key.to_string(),
+        platform: event.source.platform.to_string(),
+        chat_id: event.source.chat_id.clone(),
+        chat_name: event.source.chat_name.clone(),
+        thread_id: event.source.thread_id.clone(),
+        user_id: event.source.user_id.clone(),
+        interactive: caps.supports_async_delivery && event.source.chat_type != ChatType::Webhook,
+    };
+    let context = ToolContext {
+        scope,
+        paths: services.paths.clone(),
+        settings: services.tool_settings.clone(),
+        host: services.tool_host.clone(),
+        approval: services.approval.clone(),
+        delegation: None,
+        cancel: interrupt.clone(),
+        call_id: String::new(),
+        turn_id: event.event_id.clone(),
+    };
+    let mut request = TurnRequest::new(model.clone(), messages);
+    request.fallbacks = services.fallbacks();
+    request.stream = stream_events || editor.is_some();
+    request.tools = Some(TurnTools { filter, context });
+    request.tool_protocol = services.config.model.tool_protocol;
+    request.steering = Some(steering.clone());
     started.store(true, Ordering::Release);
-    let mut events = services.agent.run_turn(
-        {
-            let mut r = TurnRequest::new(model.clone(), messages);
-            r.stream = stream_events;
-            r
-        },
-        interrupt.clone(),
-    );
+    let mut events = services.agent.run_turn(request, interrupt.clone());
 
     let mut streamed = String::new();
     let mut recipient_gone = false;
+    let mut progress_count = 0usize;
+    let mut tools_seen = std::collections::HashSet::new();
     let stream_out = |ev: StreamEvent| {
         let adapter = adapter.clone();
         let target = target.clone();
@@ -149,9 +219,22 @@ async fn drive(
         let to_stream = match ev {
             TurnEvent::TextDelta(d) => {
                 streamed.push_str(&d);
+                if let Some(ed) = editor.as_mut() {
+                    ed.on_delta(&d).await;
+                }
                 StreamEvent::Token { text: d }
             }
-            TurnEvent::ToolCall(c) => StreamEvent::ToolCall { id: c.id, name: c.name, arguments: c.arguments },
+            TurnEvent::ToolCall(c) => {
+                streamed.clear();
+                if let Some(ed) = editor.as_mut() {
+                    ed.on_tool_call(&c.name, &c.arguments).await;
+                } else if progress_lines && wants_progress_line(services.config.display.tool_progress, &mut tools_seen, &c.name) {
+                    let line = format!("🔧 {}", c.name);
+                    outbound::deliver(services, &target, None, &line, &format!("{answer_key}:progress{progress_count}"), None).await;
+                    progress_count += 1;
+                }
+                StreamEvent::ToolCall { id: c.id, name: c.name, arguments: c.arguments }
+            }
             TurnEvent::ToolResult { id, name, content, .. } => StreamEvent::ToolResult { id, name, content },
             TurnEvent::Persist(m) => {
                 if let Err(e) = store.message_append(new_message(&route.session_id, &event.event_id, &m, None)).await {
@@ -159,7 +242,18 @@ async fn drive(
                 }
                 continue;
             }
-            TurnEvent::CallUsage { .. } | TurnEvent::FellBack { .. } => continue,
+            TurnEvent::CallUsage { model, usage } => {
+                let cost = services.cost_of(&model, &usage);
+                if let Err(e) = store.usage_add(&route.session_id, &model, &usage, cost).await {
+                    tracing::warn!(error = %e, "could not record usage");
+                }
+                let _ = store.session_set_prompt_tokens(&route.session_id, usage.prompt_tokens).await;
+                continue;
+            }
+            TurnEvent::FellBack { from, to, reason } => {
+                tracing::warn!(%from, %to, %reason, session_key, "continuing on a fallback model");
+                continue;
+            }
             TurnEvent::Done(o) => break Ok(o),
             TurnEvent::Failed(e) => break Err(e),
         };
@@ -177,12 +271,6 @@ async fn drive(
             if let Err(e) = store.message_append(new_message(&route.session_id, &event.event_id, &answer, Some(&o.finish_reason))).await {
                 tracing::error!(error = %e, "could not store the answer");
             }
-            if let Err(e) = store
-                .usage_add(&route.session_id, &model.model, o.usage.prompt_tokens, o.usage.completion_tokens, o.usage.cached_tokens)
-                .await
-            {
-                tracing::warn!(error = %e, "could not record usage");
-            }
             // Chat platforms stay quiet on a silence token; a request/response client still
             // needs its (empty) answer to finish.
             if is_silence(&o.text) && caps.supports_async_delivery {
@@ -193,17 +281,26 @@ async fn drive(
                 } else if o.text.trim().is_empty() {
                     "⚠️ The model returned an empty response. Try again or rephrase your message.".to_string()
                 } else {
-                    o.text.clone()
+                    match &mode.answer_prefix {
+                        Some(prefix) => format!("{prefix}{}", o.text),
+                        None => o.text.clone(),
+                    }
                 };
-                outbound::deliver(
-                    services,
-                    &target,
-                    reply_to.as_deref(),
-                    &text,
-                    &answer_key,
-                    Some(Finish { usage: o.usage, finish_reason: o.finish_reason.clone() }),
-                )
-                .await;
+                let streamed_already = match editor.as_mut() {
+                    Some(ed) => ed.finish(&text).await,
+                    None => false,
+                };
+                if !streamed_already {
+                    outbound::deliver(
+                        services,
+                        &target,
+                        reply_to.as_deref(),
+                        &text,
+                        &answer_key,
+                        Some(Finish { usage: o.usage, finish_reason: o.finish_reason.clone() }),
+                    )
+                    .await;
+                }
             }
             if event.one_shot
                 && let Err(e) = store.session_close(session_key, "one_shot_complete").await
@@ -215,6 +312,11 @@ async fn drive(
         Err(ProviderError::Cancelled) => {
             if services.turns_abort.is_cancelled() {
                 return TurnEnd::Aborted;
+            }
+            if let Some(ed) = editor.as_mut()
+                && !streamed.is_empty()
+            {
+                ed.finish(&streamed).await;
             }
             // A request/response client is waiting for this answer: end it.
             if !caps.supports_async_delivery {
@@ -238,6 +340,43 @@ async fn drive(
             TurnEnd::Closed
         }
     }
+}
+
+/// Whether a tool call gets a progress line under `display.tool_progress`.
+fn wants_progress_line(mode: ToolProgress, seen: &mut std::collections::HashSet<String>, name: &str) -> bool {
+    let first = seen.insert(name.to_string());
+    match mode {
+        ToolProgress::Off | ToolProgress::Log => false,
+        ToolProgress::New => first,
+        ToolProgress::All | ToolProgress::Verbose => true,
+    }
+}
+
+/// The session's frozen system prompt: built and stored on the session's first turn, read back
+/// on every later one.
+pub async fn frozen_prompt(
+    services: &Services,
+    session_id: &str,
+    source: &hermes_adapter::SessionSource,
+    toolsets: &[String],
+) -> Result<String, crate::store::StoreError> {
+    if let Some(stored) = services.store.session_prompt(session_id).await? {
+        return Ok(stored);
+    }
+    let memory = services.config.memory.enabled.then(|| {
+        MemoryStore::new(&services.paths.memories, services.config.memory.memory_char_limit, services.config.memory.user_char_limit)
+    });
+    let connected: Vec<String> =
+        services.adapters.iter().filter(|(_, a)| a.capabilities().supports_async_delivery).map(|(n, _)| n.clone()).collect();
+    let built = assemble(&PromptInputs {
+        paths: &services.paths,
+        operator_prompt: services.config.agent.system_prompt.as_deref(),
+        source,
+        memory: memory.as_ref(),
+        toolsets,
+        connected_platforms: &connected,
+    });
+    services.store.session_prompt_freeze(session_id, &built).await
 }
 
 fn aborted_or_closed(services: &Services) -> TurnEnd {
@@ -267,7 +406,7 @@ async fn persist_user_message(
     store.messages(session_id, Some(HISTORY_LIMIT)).await
 }
 
-fn new_message(session_id: &str, event_id: &str, m: &ChatMessage, finish_reason: Option<&str>) -> NewMessage {
+pub fn new_message(session_id: &str, event_id: &str, m: &ChatMessage, finish_reason: Option<&str>) -> NewMessage {
     NewMessage {
         session_id: session_id.to_string(),
         role: m.role.as_str().to_string(),
@@ -280,7 +419,7 @@ fn new_message(session_id: &str, event_id: &str, m: &ChatMessage, finish_reason:
     }
 }
 
-fn to_chat_message(row: &MessageRow) -> Option<ChatMessage> {
+pub fn to_chat_message(row: &MessageRow) -> Option<ChatMessage> {
     let role = Role::parse(&row.role)?;
     let mut m = ChatMessage::new(role, row.content.clone());
     m.tool_call_id = row.tool_call_id.clone();

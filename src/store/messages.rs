@@ -44,6 +44,8 @@ pub enum SearchScope {
     User { platform: String, user_id: String },
     /// Every session with this session key (a shared group chat, for example).
     SessionKey(String),
+    /// Every session of this user in this chat (`user_id` `None`: sessions without a user).
+    Origin { platform: String, chat_id: String, user_id: Option<String> },
 }
 
 #[derive(Debug, Clone)]
@@ -90,7 +92,7 @@ impl Store {
         let limit = limit.map(|l| l as i64).unwrap_or(-1);
         self.read(move |c| {
             let sql = format!(
-                "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id"
+                "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id DESC LIMIT ?2) ORDER BY id"
             );
             let mut stmt = c.prepare_cached(&sql)?;
             let rows = stmt.query_map(params![id, limit], row_to_message)?;
@@ -104,7 +106,7 @@ impl Store {
         let (session_id, event_id, role) = (session_id.to_string(), event_id.to_string(), role.to_string());
         self.read(move |c| {
             let sql =
-                format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND event_id = ?2 AND role = ?3 ORDER BY id LIMIT 1");
+                format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND event_id = ?2 AND role = ?3 AND active = 1 ORDER BY id LIMIT 1");
             Ok(c.query_row(&sql, params![session_id, event_id, role], row_to_message).optional()?)
         })
         .await
@@ -145,11 +147,19 @@ fn search_index(c: &Connection, index: &str, fts_query: &str, scope: &SearchScop
             ("m.session_id IN (SELECT id FROM sessions WHERE platform = ?3 AND user_id = ?4)", vec![platform.clone(), user_id.clone()])
         }
         SearchScope::SessionKey(key) => ("m.session_id IN (SELECT id FROM sessions WHERE session_key = ?3)", vec![key.clone()]),
+        SearchScope::Origin { platform, chat_id, user_id: Some(user) } => (
+            "m.session_id IN (SELECT id FROM sessions WHERE platform = ?3 AND chat_id = ?4 AND user_id = ?5)",
+            vec![platform.clone(), chat_id.clone(), user.clone()],
+        ),
+        SearchScope::Origin { platform, chat_id, user_id: None } => (
+            "m.session_id IN (SELECT id FROM sessions WHERE platform = ?3 AND chat_id = ?4 AND user_id IS NULL)",
+            vec![platform.clone(), chat_id.clone()],
+        ),
     };
     let sql = format!(
         "SELECT m.id, m.session_id, m.role, snippet({index}, 0, '[', ']', '…', 16), m.timestamp
          FROM {index} JOIN messages m ON m.id = {index}.rowid
-         WHERE {index} MATCH ?1 AND {scope_sql}
+         WHERE {index} MATCH ?1 AND {scope_sql} AND m.active = 1 AND m.role IN ('user', 'assistant')
          ORDER BY bm25({index}) LIMIT ?2"
     );
     let mut stmt = c.prepare_cached(&sql)?;

@@ -8,6 +8,7 @@
 //! "on disk". Reads go to a small pool of read-only connections on the blocking thread pool; WAL
 //! mode lets them run while the writer commits.
 
+mod agent_state;
 mod inbox;
 mod messages;
 mod outbox;
@@ -19,6 +20,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use agent_state::Undone;
 pub use inbox::{InboxRow, InboxState};
 pub use messages::{MessageRow, NewMessage, SearchHit, SearchScope};
 pub use outbox::{OutboxReservation, OutboxRow};

@@ -135,7 +135,7 @@ impl Store {
     }
 }
 
-fn read_route(c: &Connection, key: &str) -> Result<Option<RouteEntry>, StoreError> {
+pub(super) fn read_route(c: &Connection, key: &str) -> Result<Option<RouteEntry>, StoreError> {
     let raw = c
         .query_row("SELECT session_id, origin, overrides, updated_at FROM routes WHERE session_key = ?1", [key], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?))
@@ -154,7 +154,7 @@ fn read_route(c: &Connection, key: &str) -> Result<Option<RouteEntry>, StoreErro
     .transpose()
 }
 
-fn start_session(
+pub(super) fn start_session(
     c: &Connection,
     key: &str,
     source: &SessionSource,
@@ -186,7 +186,7 @@ fn start_session(
     })
 }
 
-fn end_session(c: &Connection, session_id: &str, reason: &str) -> Result<(), StoreError> {
+pub(super) fn end_session(c: &Connection, session_id: &str, reason: &str) -> Result<(), StoreError> {
     c.execute(
         "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE id = ?1 AND ended_at IS NULL",
         params![session_id, now_ms(), reason],

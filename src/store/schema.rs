@@ -104,6 +104,15 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, model)
     );
     "#,
+    // 2: the agent core: frozen prompt snapshots, compression lineage, soft-deleted turns.
+    r#"
+    ALTER TABLE sessions ADD COLUMN system_prompt TEXT;
+    ALTER TABLE sessions ADD COLUMN last_prompt_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN compression_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
+    CREATE INDEX messages_active ON messages(session_id, active, id);
+    CREATE UNIQUE INDEX sessions_title ON sessions(title) WHERE title IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

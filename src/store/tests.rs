@@ -169,12 +169,13 @@ async fn outbox_reports_what_happened_to_a_key() {
 async fn usage_accumulates_per_model() {
     let (_dir, store) = store().await;
     let route = store.route_get_or_create("k", &source("u1"), "m").await.unwrap();
-    store.usage_add(&route.session_id, "m1", 100, 20, 50).await.unwrap();
-    store.usage_add(&route.session_id, "m1", 10, 2, 0).await.unwrap();
-    store.usage_add(&route.session_id, "m2", 1, 1, 0).await.unwrap();
+    store.usage_add(&route.session_id, "m1", &usage(100, 20, 50), 0.5).await.unwrap();
+    store.usage_add(&route.session_id, "m1", &usage(10, 2, 0), 0.25).await.unwrap();
+    store.usage_add(&route.session_id, "m2", &usage(1, 1, 0), 0.0).await.unwrap();
     let totals = store.session_usage(&route.session_id).await.unwrap();
     assert_eq!((totals.prompt_tokens, totals.completion_tokens, totals.cached_tokens, totals.api_calls), (111, 23, 50, 3));
     assert_eq!(totals.models, ["m1", "m2"]);
+    assert!((totals.cost_usd - 0.75).abs() < 1e-9, "cost accumulates: {}", totals.cost_usd);
     let session = store.session_get(&route.session_id).await.unwrap().unwrap();
     assert_eq!((session.input_tokens, session.output_tokens), (111, 23));
 }
@@ -209,4 +210,67 @@ async fn a_newer_schema_is_refused_with_a_clear_error() {
     }
     let err = Store::open(&path).await.err().unwrap();
     assert!(err.to_string().contains("newer hermes"), "{err}");
+}
+
+fn usage(prompt: u64, completion: u64, cached: u64) -> hermes_adapter::Usage {
+    hermes_adapter::Usage { prompt_tokens: prompt, completion_tokens: completion, cached_tokens: cached, cache_write_tokens: 0 }
+}
+
+#[tokio::test]
+async fn the_first_prompt_snapshot_of_a_session_wins() {
+    let (_dir, store) = store().await;
+    let route = store.route_get_or_create("k", &source("u1"), "m").await.unwrap();
+    assert_eq!(store.session_prompt_freeze(&route.session_id, "first").await.unwrap(), "first");
+    assert_eq!(store.session_prompt_freeze(&route.session_id, "second").await.unwrap(), "first");
+    let next = store.session_reset("k", &source("u1"), "m", "session_reset").await.unwrap();
+    assert_eq!(store.session_prompt(&next.session_id).await.unwrap(), None, "a new session takes a new snapshot");
+}
+
+#[tokio::test]
+async fn undo_soft_deletes_whole_turns() {
+    let (_dir, store) = store().await;
+    let s = store.route_get_or_create("k", &source("u1"), "m").await.unwrap().session_id;
+    for (role, content) in [("user", "one"), ("assistant", "1"), ("user", "two"), ("assistant", "2"), ("tool", "t"), ("assistant", "2b")] {
+        store.message_append(message(&s, role, content)).await.unwrap();
+    }
+    let undone = store.messages_undo(&s, 1).await.unwrap().unwrap();
+    assert_eq!(undone, Undone { turns: 1, messages: 4, first_user_text: "two".into() });
+    let left: Vec<_> = store.messages(&s, None).await.unwrap().into_iter().map(|m| m.content).collect();
+    assert_eq!(left, ["one", "1"]);
+    assert!(store.search_messages("two", SearchScope::Session(s.clone()), 10).await.unwrap().is_empty(), "undone turns are not found");
+    assert_eq!(store.messages_undo(&s, 5).await.unwrap().unwrap().turns, 1);
+    assert_eq!(store.messages_undo(&s, 1).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn compression_rotates_to_a_child_session_with_lineage() {
+    let (_dir, store) = store().await;
+    let parent = store.route_get_or_create("k", &source("u1"), "m").await.unwrap().session_id;
+    store.message_append(message(&parent, "user", "old words")).await.unwrap();
+    let carried = vec![message("", "user", "[summary] we talked"), message("", "user", "latest")];
+    let next = store.session_compress_into("k", &parent, "m", "PROMPT", carried.clone()).await.unwrap().unwrap();
+    let child = store.session_get(&next.session_id).await.unwrap().unwrap();
+    assert_eq!(child.parent_session_id.as_deref(), Some(parent.as_str()));
+    assert_eq!(store.session_get(&parent).await.unwrap().unwrap().end_reason.as_deref(), Some("compressed"));
+    assert_eq!(store.route_get("k").await.unwrap().unwrap().session_id, next.session_id, "the route follows");
+    assert_eq!(store.session_prompt(&next.session_id).await.unwrap().as_deref(), Some("PROMPT"));
+    assert_eq!(store.messages(&next.session_id, None).await.unwrap().len(), 2);
+    assert_eq!(store.session_prompt_tokens(&next.session_id).await.unwrap().1, 1);
+    assert!(store.session_compress_into("k", &parent, "m", "P", carried).await.unwrap().is_none(), "a stale compression does not fork");
+}
+
+#[tokio::test]
+async fn origin_search_never_crosses_users() {
+    let (_dir, store) = store().await;
+    // Both in the same group chat: only the user tells them apart.
+    let in_group = |user: &str| SessionSource::new(Platform::new("telegram"), "group-1", ChatType::Group).with_user(user, None);
+    let a = store.route_get_or_create("ka", &in_group("alice"), "m").await.unwrap().session_id;
+    let b = store.route_get_or_create("kb", &in_group("bob"), "m").await.unwrap().session_id;
+    store.message_append(message(&a, "user", "alice secret pineapple")).await.unwrap();
+    store.message_append(message(&b, "user", "bob secret pineapple")).await.unwrap();
+    let src = in_group("alice");
+    let scope = SearchScope::Origin { platform: src.platform.as_str().into(), chat_id: src.chat_id.clone(), user_id: src.user_id.clone() };
+    let hits = store.search_messages("pineapple", scope, 10).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].session_id, a);
 }

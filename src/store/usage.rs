@@ -1,6 +1,7 @@
 //! Token usage per session and model, and the session's running totals.
 
 use super::{Store, StoreError};
+use hermes_adapter::Usage;
 use rusqlite::params;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -16,25 +17,19 @@ pub struct UsageTotals {
 
 impl Store {
     /// Add one API call's usage to the session's account for `model`.
-    pub async fn usage_add(
-        &self,
-        session_id: &str,
-        model: &str,
-        prompt_tokens: u64,
-        completion_tokens: u64,
-        cached_tokens: u64,
-    ) -> Result<(), StoreError> {
+    pub async fn usage_add(&self, session_id: &str, model: &str, usage: &Usage, cost_usd: f64) -> Result<(), StoreError> {
         let (session_id, model) = (session_id.to_string(), model.to_string());
-        let (prompt, completion, cached) = (prompt_tokens as i64, completion_tokens as i64, cached_tokens as i64);
+        let (prompt, completion, cached) = (usage.prompt_tokens as i64, usage.completion_tokens as i64, usage.cached_tokens as i64);
         self.write(move |c| {
             c.execute(
-                "INSERT INTO usage (session_id, model, prompt_tokens, completion_tokens, cached_tokens, api_calls) VALUES (?1, ?2, ?3, ?4, ?5, 1)
+                "INSERT INTO usage (session_id, model, prompt_tokens, completion_tokens, cached_tokens, api_calls, cost_usd) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6)
                  ON CONFLICT(session_id, model) DO UPDATE SET
                      prompt_tokens = prompt_tokens + excluded.prompt_tokens,
                      completion_tokens = completion_tokens + excluded.completion_tokens,
                      cached_tokens = cached_tokens + excluded.cached_tokens,
-                     api_calls = api_calls + 1",
-                params![session_id, model, prompt, completion, cached],
+                     api_calls = api_calls + 1,
+                     cost_usd = cost_usd + excluded.cost_usd",
+                params![session_id, model, prompt, completion, cached, cost_usd],
             )?;
             c.execute(
                 "UPDATE sessions SET input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1",

@@ -13,6 +13,46 @@ pub struct ChatTarget {
     pub thread_id: Option<String>,
 }
 
+impl ChatTarget {
+    /// Parse `platform:chat_id[:thread_id]`. Matrix room ids (`!room:server`, `#alias:server`)
+    /// contain colons themselves, so for them everything after the platform is the chat id.
+    pub fn parse(text: &str) -> Option<ChatTarget> {
+        let (platform, rest) = text.trim().split_once(':')?;
+        if platform.is_empty() || rest.is_empty() || !platform.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return None;
+        }
+        let (chat, thread) = if rest.starts_with('!') || rest.starts_with('#') {
+            (rest, None)
+        } else {
+            match rest.split_once(':') {
+                Some((chat, thread)) if !thread.is_empty() => (chat, Some(thread.to_string())),
+                _ => (rest, None),
+            }
+        };
+        if chat.is_empty() {
+            return None;
+        }
+        Some(ChatTarget { platform: Platform::new(platform.to_ascii_lowercase()), chat_id: chat.to_string(), thread_id: thread })
+    }
+}
+
+#[cfg(test)]
+mod target_tests {
+    use super::*;
+
+    #[test]
+    fn parses_targets() {
+        let t = ChatTarget::parse("telegram:-100123:42").unwrap();
+        assert_eq!((t.platform.as_str(), t.chat_id.as_str(), t.thread_id.as_deref()), ("telegram", "-100123", Some("42")));
+        let t = ChatTarget::parse("matrix:!abc:example.org").unwrap();
+        assert_eq!((t.chat_id.as_str(), t.thread_id), ("!abc:example.org", None));
+        assert_eq!(ChatTarget::parse("discord:55").unwrap().thread_id, None);
+        assert!(ChatTarget::parse("telegram").is_none());
+        assert!(ChatTarget::parse(":x").is_none());
+        assert!(ChatTarget::parse("a b:c").is_none());
+    }
+}
+
 /// One message, already rendered to the platform's dialect and chunked to its limit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutboundMessage {

@@ -104,6 +104,7 @@ platforms:
       anything: goes
 compression:
   enabled: true
+  treshold: 0.4
 ";
     let loaded = load_yaml(text, &[]).unwrap();
     let mut warnings = loaded.warnings.clone();
@@ -111,7 +112,7 @@ compression:
     assert_eq!(
         warnings,
         [
-            "config.yaml: unknown key `compression` (ignored)",
+            "config.yaml: unknown key `compression.treshold` (ignored)",
             "config.yaml: unknown key `platforms.telegram.tokn` (ignored)",
             "config.yaml: unknown key `platforms.webhook.routes.gh.delivr` (ignored)",
             "config.yaml: unknown key `platforms.webhook.routez` (ignored)",

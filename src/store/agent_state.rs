@@ -1,0 +1,132 @@
+//! Session state the agent core keeps between turns: the frozen system-prompt snapshot, the
+//! prompt size of the last turn (for hygiene compression), titles, soft-deleting turns (`/undo`,
+//! `/retry`) and rotating to a compressed child session whose lineage points at its parent.
+
+use super::routes::{end_session, read_route, start_session};
+use super::{NewMessage, RouteEntry, Store, StoreError};
+use rusqlite::{OptionalExtension, params};
+
+/// What `/undo` removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undone {
+    pub turns: usize,
+    pub messages: usize,
+    /// The first user message removed (to copy and edit).
+    pub first_user_text: String,
+}
+
+impl Store {
+    /// The session's frozen system prompt, stored on first use so every later turn of the
+    /// session sends the same prefix. Returns the stored one when it already exists.
+    pub async fn session_prompt_freeze(&self, session_id: &str, prompt: &str) -> Result<String, StoreError> {
+        let (id, prompt) = (session_id.to_string(), prompt.to_string());
+        self.write(move |c| {
+            c.execute("UPDATE sessions SET system_prompt = ?2 WHERE id = ?1 AND system_prompt IS NULL", params![id, prompt])?;
+            let stored: Option<String> =
+                c.query_row("SELECT system_prompt FROM sessions WHERE id = ?1", [&id], |r| r.get(0)).optional()?.flatten();
+            Ok(stored.unwrap_or(prompt))
+        })
+        .await
+    }
+
+    pub async fn session_prompt(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| Ok(c.query_row("SELECT system_prompt FROM sessions WHERE id = ?1", [&id], |r| r.get(0)).optional()?.flatten()))
+            .await
+    }
+
+    /// Remember the prompt size of the last model call (hygiene compression reads it).
+    pub async fn session_set_prompt_tokens(&self, session_id: &str, tokens: u64) -> Result<(), StoreError> {
+        let id = session_id.to_string();
+        self.write(move |c| {
+            c.execute("UPDATE sessions SET last_prompt_tokens = ?2 WHERE id = ?1", params![id, tokens as i64])?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn session_prompt_tokens(&self, session_id: &str) -> Result<(u64, u64), StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| {
+            Ok(c.query_row("SELECT last_prompt_tokens, compression_count FROM sessions WHERE id = ?1", [&id], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+            })
+            .optional()?
+            .unwrap_or((0, 0)))
+        })
+        .await
+    }
+
+    /// Set the session's title; `Ok(false)` when another session already has it.
+    pub async fn session_set_title(&self, session_id: &str, title: &str) -> Result<bool, StoreError> {
+        let (id, title) = (session_id.to_string(), title.to_string());
+        self.write(move |c| {
+            let taken: Option<String> =
+                c.query_row("SELECT id FROM sessions WHERE title = ?1 AND id != ?2", params![title, id], |r| r.get(0)).optional()?;
+            if taken.is_some() {
+                return Ok(false);
+            }
+            c.execute("UPDATE sessions SET title = ?2 WHERE id = ?1", params![id, title])?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Soft-delete the last `turns` user turns (each user message and everything after it).
+    pub async fn messages_undo(&self, session_id: &str, turns: usize) -> Result<Option<Undone>, StoreError> {
+        let id = session_id.to_string();
+        self.write(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT id, content FROM messages WHERE session_id = ?1 AND active = 1 AND role = 'user' ORDER BY id DESC LIMIT ?2",
+            )?;
+            let users: Vec<(i64, String)> =
+                stmt.query_map(params![id, turns as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+            let Some((from, text)) = users.last().cloned() else { return Ok(None) };
+            let removed =
+                c.execute("UPDATE messages SET active = 0 WHERE session_id = ?1 AND active = 1 AND id >= ?2", params![id, from])?;
+            c.execute("UPDATE sessions SET last_prompt_tokens = 0 WHERE id = ?1", [&id])?;
+            Ok(Some(Undone { turns: users.len(), messages: removed, first_user_text: text }))
+        })
+        .await
+    }
+
+    /// Rotate `session_key` to a new session that starts with `carried` (a summary plus the
+    /// protected messages) and links to the old one as its parent. The old session ends with
+    /// `compressed`; its messages stay searchable. Returns the new route.
+    pub async fn session_compress_into(
+        &self,
+        session_key: &str,
+        expected_session: &str,
+        model: &str,
+        system_prompt: &str,
+        carried: Vec<NewMessage>,
+    ) -> Result<Option<RouteEntry>, StoreError> {
+        let (key, expected, model, prompt) =
+            (session_key.to_string(), expected_session.to_string(), model.to_string(), system_prompt.to_string());
+        self.write(move |c| {
+            let Some(route) = read_route(c, &key)? else { return Ok(None) };
+            // Another compression (or /new) got there first: do not fork the lineage.
+            if route.session_id != expected {
+                return Ok(None);
+            }
+            let count: i64 = c.query_row("SELECT compression_count FROM sessions WHERE id = ?1", [&expected], |r| r.get(0))?;
+            end_session(c, &expected, "compressed")?;
+            let mut next = start_session(c, &key, &route.origin, &model, Some(&expected), route.overrides.clone())?;
+            c.execute(
+                "UPDATE sessions SET system_prompt = ?2, compression_count = ?3 WHERE id = ?1",
+                params![next.session_id, prompt, count + 1],
+            )?;
+            for m in carried {
+                c.execute(
+                    "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    params![next.session_id, m.role, m.content, m.tool_call_id, m.tool_calls, m.tool_name, m.event_id, m.finish_reason, super::now_ms()],
+                )?;
+                c.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1", [&next.session_id])?;
+            }
+            next.created = false;
+            Ok(Some(next))
+        })
+        .await
+    }
+}
