@@ -168,6 +168,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         tool_host: tool_host.clone(),
         approval: Arc::new(BasicPolicy { approvals_off: config.approvals.mode == "off" }),
         clarify: clarify::ClarifyBoard::default(),
+        global_model: std::sync::RwLock::new(None),
     });
     directory.bind(&services);
     tool_host.bind(&services);

@@ -41,6 +41,9 @@ pub struct Services {
     pub tool_host: Arc<GatewayToolHost>,
     pub approval: Arc<dyn ApprovalPolicy>,
     pub clarify: ClarifyBoard,
+    /// Set by `/model --global`: the default model for every chat until the next restart (which
+    /// reads it back from config.yaml).
+    pub global_model: std::sync::RwLock<Option<(String, Option<String>)>>,
 }
 
 impl Services {
@@ -48,14 +51,29 @@ impl Services {
         self.adapters.get(platform)
     }
 
-    /// The configured model.
+    /// The configured model (or the one `/model --global` chose since).
     pub fn default_model(&self) -> ModelSpec {
         let m = &self.config.model;
-        ModelSpec {
+        let mut spec = ModelSpec {
             model: m.default.clone(),
             provider: m.provider.clone(),
             base_url: m.base_url.clone(),
             api_key: m.api_key.as_ref().map(|k| k.expose().to_string()),
+        };
+        if let Ok(guard) = self.global_model.read()
+            && let Some((model, provider)) = guard.as_ref()
+        {
+            spec.model = model.clone();
+            if provider.is_some() {
+                spec.provider = provider.clone();
+            }
+        }
+        spec
+    }
+
+    pub fn set_global_model(&self, model: &str, provider: Option<&str>) {
+        if let Ok(mut guard) = self.global_model.write() {
+            *guard = Some((model.to_string(), provider.map(str::to_string)));
         }
     }
 

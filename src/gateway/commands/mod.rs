@@ -1,12 +1,20 @@
 //! Slash commands: parsing, the registry, and dispatch. Each command is one file in this folder
 //! exporting a unit struct that implements [`SlashCommand`]; [`registry`] lists them.
 
+mod background;
+mod compress;
 mod help;
 mod list_commands;
+mod model;
 mod new;
 mod queue;
+mod retry;
 mod status;
+mod steer;
 mod stop;
+mod title;
+mod undo;
+mod usage;
 mod whoami;
 
 use crate::gateway::actor::SessionState;
@@ -61,6 +69,14 @@ pub fn registry() -> CommandRegistry {
             Arc::new(new::New),
             Arc::new(stop::Stop),
             Arc::new(queue::Queue),
+            Arc::new(steer::Steer),
+            Arc::new(background::Background),
+            Arc::new(model::Model),
+            Arc::new(usage::UsageCommand),
+            Arc::new(retry::Retry),
+            Arc::new(undo::Undo),
+            Arc::new(title::Title),
+            Arc::new(compress::Compress),
             Arc::new(whoami::WhoAmI),
         ],
     }
@@ -160,7 +176,7 @@ mod tests {
         assert_eq!(r.find("q").map(|c| c.spec().name), Some("queue"));
         assert!(r.find("hel").is_none(), "no prefix matching");
         let names: Vec<&str> = r.specs().map(|s| s.name).collect();
-        for required in ["help", "commands", "status", "new", "stop", "whoami", "queue"] {
+        for required in ["help", "commands", "status", "new", "stop", "whoami", "queue", "steer", "background", "model", "usage", "retry", "undo", "title", "compress"] {
             assert!(names.contains(&required), "{required} missing");
         }
     }

@@ -1,0 +1,132 @@
+//! `/model [name] [--provider P] [--session | --global]`: show or switch the model. A session
+//! switch is stored in the route's overrides (it survives a restart and touches no other chat);
+//! `--global` changes the default for every chat and writes it to config.yaml. Refused while a
+//! turn runs (the registry's mid-turn rule).
+
+use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use async_trait::async_trait;
+use serde_json::json;
+
+pub struct Model;
+
+static SPEC: CommandSpec = CommandSpec {
+    name: "model",
+    aliases: &[],
+    args_hint: "[name] [--provider P] [--session | --global]",
+    description: "Show or switch the model (this session, or --global for everyone)",
+    runs_mid_turn: false,
+};
+
+#[derive(Debug, Default, PartialEq)]
+struct Switch {
+    model: Option<String>,
+    provider: Option<String>,
+    global: Option<bool>,
+}
+
+fn parse(args: &str) -> Result<Switch, String> {
+    let mut out = Switch::default();
+    let mut words = args.split_whitespace();
+    while let Some(w) = words.next() {
+        match w {
+            "--global" => out.global = Some(true),
+            "--session" => out.global = Some(false),
+            "--provider" => out.provider = Some(words.next().ok_or("`--provider` needs a name")?.to_string()),
+            flag if flag.starts_with("--") => return Err(format!("unknown option `{flag}`")),
+            name if out.model.is_none() => out.model = Some(name.to_string()),
+            extra => return Err(format!("unexpected `{extra}` (one model name at a time)")),
+        }
+    }
+    Ok(out)
+}
+
+#[async_trait]
+impl SlashCommand for Model {
+    fn spec(&self) -> &'static CommandSpec {
+        &SPEC
+    }
+    async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
+        let services = ctx.services;
+        let switch = match parse(args) {
+            Ok(s) => s,
+            Err(e) => return CommandOutcome::Reply(format!("⚠️ {e}.\nUsage: /model [name] [--provider P] [--session | --global]")),
+        };
+        let route = services.store.route_get(ctx.session_key).await.ok().flatten();
+        let Some(model) = switch.model else {
+            let current = services.model_for(route.as_ref().map(|r| &r.overrides));
+            let session_override = route.as_ref().is_some_and(|r| r.overrides.get("model_override").is_some());
+            let mut text = format!("🤖 **Current model:** `{}`", current.model);
+            if let Some(p) = &current.provider {
+                text.push_str(&format!(" ({p})"));
+            }
+            text.push_str(if session_override { "\n_(this session's choice)_" } else { "\n_(the configured default)_" });
+            let mut choices = vec![services.default_model().model];
+            choices.extend(services.fallbacks().into_iter().map(|f| f.model));
+            choices.extend(services.config.model.choices.iter().cloned());
+            choices.dedup();
+            text.push_str("\n\n**Choices:**\n");
+            for c in choices {
+                text.push_str(&format!("- `{c}`\n"));
+            }
+            text.push_str("\nSwitch with `/model <name> [--provider P]` (this session) or add `--global` for every chat.");
+            return CommandOutcome::Reply(text);
+        };
+        let global = switch.global.unwrap_or(services.config.model.persist_switch_by_default);
+        if global {
+            if let Err(e) = crate::config::write_model_default(&services.home.config_file(), &model, switch.provider.as_deref()) {
+                return CommandOutcome::Reply(format!("⚠️ config.yaml could not be updated: {e}"));
+            }
+            services.set_global_model(&model, switch.provider.as_deref());
+            // This session follows the new default.
+            if let Some(mut r) = route
+                && let Some(o) = r.overrides.as_object_mut()
+                && o.remove("model_override").is_some()
+            {
+                let _ = services.store.route_set_overrides(ctx.session_key, &r.overrides).await;
+            }
+            return CommandOutcome::Reply(format!("Model switched to `{model}`\nSaved to config.yaml (`--global`): every chat uses it now."));
+        }
+        let route = match route {
+            Some(r) => r,
+            None => match services.store.route_get_or_create(ctx.session_key, &ctx.event.source, &services.default_model().model).await {
+                Ok(r) => r,
+                Err(e) => return CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
+            },
+        };
+        let mut overrides = route.overrides.clone();
+        if !overrides.is_object() {
+            overrides = json!({});
+        }
+        let mut entry = json!({ "model": model });
+        if let Some(p) = &switch.provider {
+            entry["provider"] = json!(p);
+        }
+        overrides["model_override"] = entry;
+        match services.store.route_set_overrides(ctx.session_key, &overrides).await {
+            Ok(true) => {
+                let provider = switch.provider.map(|p| format!("\nProvider: {p}")).unwrap_or_default();
+                CommandOutcome::Reply(format!("Model switched to `{model}`{provider}\n_(session only — add `--global` to persist)_"))
+            }
+            Ok(false) => CommandOutcome::Reply("⚠️ This conversation has no session yet; send a message first.".into()),
+            Err(e) => CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_flags() {
+        assert_eq!(parse("").unwrap(), Switch::default());
+        assert_eq!(
+            parse("claude-sonnet-4 --provider anthropic --global").unwrap(),
+            Switch { model: Some("claude-sonnet-4".into()), provider: Some("anthropic".into()), global: Some(true) }
+        );
+        assert_eq!(parse("x --session").unwrap().global, Some(false));
+        assert!(parse("a b").is_err());
+        assert!(parse("a --fast").is_err());
+        assert!(parse("a --provider").is_err());
+    }
+}
