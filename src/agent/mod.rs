@@ -14,6 +14,9 @@ pub mod tool_protocol;
 pub mod tools;
 pub mod turn;
 
+#[cfg(test)]
+mod tests;
+
 pub use message::{ChatMessage, Role, ToolCallRequest};
 pub use providers::{ChatProvider, ModelSpec, ProviderError};
 pub use turn::{Agent, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
