@@ -18,7 +18,7 @@ async fn chat(setup: &Setup, body: Value, session: Option<&str>) -> reqwest::Res
 }
 
 /// Read an SSE body into `(event, id, data)` triples.
-async fn read_sse(response: reqwest::Response) -> Vec<(String, Option<String>, String)> {
+pub(crate) async fn read_sse(response: reqwest::Response) -> Vec<(String, Option<String>, String)> {
     let mut text = String::new();
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {

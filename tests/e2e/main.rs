@@ -1,6 +1,7 @@
 //! Full-process tests: the built `hermes` binary with a temporary HERMES_HOME, talking to the
 //! scripted fake LLM of `hermes-fakes` and to real HTTP clients on loopback.
 
+mod agent;
 mod api_server;
 mod commands;
 mod config;
