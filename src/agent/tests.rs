@@ -36,7 +36,13 @@ fn request(llm: &FakeLlm, dir: &std::path::Path, text: &str) -> TurnRequest {
 
 /// The tool messages of a recorded request.
 fn tool_results(body: &Value) -> Vec<String> {
-    body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").map(|m| m["content"].as_str().unwrap_or_default().to_string()).collect()
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
 }
 
 fn tool_names(body: &Value) -> Vec<String> {

@@ -40,7 +40,8 @@ impl SlashCommand for Background {
         event.text = prompt.to_string();
         event.one_shot = true;
         // The answer goes to the chat, not as a reply to the command message.
-        event.reply_target = Some(ChatTarget { platform, chat_id: event.source.chat_id.clone(), thread_id: event.source.thread_id.clone() });
+        event.reply_target =
+            Some(ChatTarget { platform, chat_id: event.source.chat_id.clone(), thread_id: event.source.thread_id.clone() });
         let key = format!("{}:{task_id}", ctx.session_key);
         let mode = TurnMode { answer_prefix: Some(format!("🔄 Background task `{task_id}` finished:\n\n")) };
         let cancel = services.turns_abort.child_token();

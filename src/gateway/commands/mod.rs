@@ -176,7 +176,23 @@ mod tests {
         assert_eq!(r.find("q").map(|c| c.spec().name), Some("queue"));
         assert!(r.find("hel").is_none(), "no prefix matching");
         let names: Vec<&str> = r.specs().map(|s| s.name).collect();
-        for required in ["help", "commands", "status", "new", "stop", "whoami", "queue", "steer", "background", "model", "usage", "retry", "undo", "title", "compress"] {
+        for required in [
+            "help",
+            "commands",
+            "status",
+            "new",
+            "stop",
+            "whoami",
+            "queue",
+            "steer",
+            "background",
+            "model",
+            "usage",
+            "retry",
+            "undo",
+            "title",
+            "compress",
+        ] {
             assert!(names.contains(&required), "{required} missing");
         }
     }

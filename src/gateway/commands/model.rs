@@ -84,7 +84,9 @@ impl SlashCommand for Model {
             {
                 let _ = services.store.route_set_overrides(ctx.session_key, &r.overrides).await;
             }
-            return CommandOutcome::Reply(format!("Model switched to `{model}`\nSaved to config.yaml (`--global`): every chat uses it now."));
+            return CommandOutcome::Reply(format!(
+                "Model switched to `{model}`\nSaved to config.yaml (`--global`): every chat uses it now."
+            ));
         }
         let route = match route {
             Some(r) => r,

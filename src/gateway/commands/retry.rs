@@ -5,13 +5,8 @@ use async_trait::async_trait;
 
 pub struct Retry;
 
-static SPEC: CommandSpec = CommandSpec {
-    name: "retry",
-    aliases: &[],
-    args_hint: "",
-    description: "Run your last message again",
-    runs_mid_turn: false,
-};
+static SPEC: CommandSpec =
+    CommandSpec { name: "retry", aliases: &[], args_hint: "", description: "Run your last message again", runs_mid_turn: false };
 
 #[async_trait]
 impl SlashCommand for Retry {

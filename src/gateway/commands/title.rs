@@ -7,13 +7,8 @@ pub struct Title;
 
 const MAX_TITLE: usize = 100;
 
-static SPEC: CommandSpec = CommandSpec {
-    name: "title",
-    aliases: &[],
-    args_hint: "[name]",
-    description: "Show or set this session's title",
-    runs_mid_turn: true,
-};
+static SPEC: CommandSpec =
+    CommandSpec { name: "title", aliases: &[], args_hint: "[name]", description: "Show or set this session's title", runs_mid_turn: true };
 
 #[async_trait]
 impl SlashCommand for Title {

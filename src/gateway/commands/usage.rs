@@ -39,7 +39,10 @@ impl SlashCommand for UsageCommand {
         text.push_str(&format!("**Total:** {}\n", u.prompt_tokens + u.completion_tokens));
         text.push_str(&format!("**API calls:** {}\n", u.api_calls));
         text.push_str(&format!("**Cost:** {}\n", format_cost(u.cost_usd, &u.models, services)));
-        text.push_str(&format!("**Context:** {last_prompt} / {window} tokens ({}%)\n", (last_prompt * 100).checked_div(window).unwrap_or(0)));
+        text.push_str(&format!(
+            "**Context:** {last_prompt} / {window} tokens ({}%)\n",
+            (last_prompt * 100).checked_div(window).unwrap_or(0)
+        ));
         text.push_str(&format!("**Compressions:** {compressions}\n"));
         if u.models.len() > 1 {
             text.push_str(&format!("**Models used:** {}\n", u.models.join(", ")));
