@@ -28,6 +28,8 @@ pub mod services;
 pub mod session_key;
 pub mod status_file;
 pub mod stream_edit;
+#[cfg(test)]
+mod stream_edit_tests;
 pub mod supervisor;
 pub mod tool_host;
 pub mod turn;

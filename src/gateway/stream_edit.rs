@@ -224,9 +224,12 @@ impl StreamEditor {
         if !tail.trim().is_empty() {
             self.send_tail(&tail).await;
         }
+        // Progress lines of consecutive tool rounds share one message; once text came between
+        // them, the next line starts a new message below it.
+        if self.segments.iter().any(|s| !s.text.trim().is_empty()) {
+            self.progress = None;
+        }
         self.segments.clear();
-        // Text after the tools goes below their progress lines.
-        self.progress = None;
     }
 
     /// The text of this response the platform does not show yet.

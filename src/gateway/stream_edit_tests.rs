@@ -1,0 +1,194 @@
+//! The stream editor against an in-process chat adapter that records what it was sent and how
+//! each message was edited, and can refuse edits the way a platform under flood control does.
+
+use super::services::Services;
+use super::stream_edit::StreamEditor;
+use crate::config::{Config, Home};
+use crate::store::Store;
+use async_trait::async_trait;
+use hermes_adapter::{
+    AdapterContext, AdapterError, Capabilities, ChatTarget, LengthUnit, MarkdownDialect, OutboundMessage, Platform, PlatformAdapter,
+    SendError, SendReceipt, StreamStyle,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Default)]
+struct ChatLog {
+    /// Message id → its text after every send and edit.
+    messages: Vec<(String, Vec<String>)>,
+}
+
+struct EditingChat {
+    platform: Platform,
+    caps: Capabilities,
+    log: Mutex<ChatLog>,
+    refuse_edits: bool,
+}
+
+impl EditingChat {
+    fn new(max_len: usize, refuse_edits: bool) -> Arc<Self> {
+        let caps = Capabilities {
+            max_message_len: max_len,
+            length_unit: LengthUnit::Chars,
+            dialect: MarkdownDialect::Markdown,
+            streaming: StreamStyle::EditInPlace,
+            supports_edit: true,
+            supports_buttons: false,
+            supports_typing: false,
+            supports_threads: false,
+            supports_async_delivery: true,
+            splits_long_messages: true,
+        };
+        Arc::new(Self { platform: Platform::new("chat"), caps, log: Mutex::new(ChatLog::default()), refuse_edits })
+    }
+
+    /// The final text of every message, in order.
+    fn finals(&self) -> Vec<String> {
+        self.log.lock().unwrap().messages.iter().map(|(_, v)| v.last().cloned().unwrap_or_default()).collect()
+    }
+
+    fn edits(&self) -> usize {
+        self.log.lock().unwrap().messages.iter().map(|(_, v)| v.len() - 1).sum()
+    }
+}
+
+#[async_trait]
+impl PlatformAdapter for EditingChat {
+    fn platform(&self) -> &Platform {
+        &self.platform
+    }
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+    async fn run(&self, _ctx: AdapterContext) -> Result<(), AdapterError> {
+        Ok(())
+    }
+    async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
+        let mut log = self.log.lock().unwrap();
+        let id = format!("m{}", log.messages.len() + 1);
+        log.messages.push((id.clone(), vec![msg.text.clone()]));
+        Ok(SendReceipt { message_id: Some(id) })
+    }
+    async fn edit(&self, _target: &ChatTarget, message_id: &str, text: &str) -> Result<(), SendError> {
+        if self.refuse_edits {
+            return Err(SendError::RateLimited { retry_after: Duration::from_secs(5) });
+        }
+        let mut log = self.log.lock().unwrap();
+        let Some((_, versions)) = log.messages.iter_mut().find(|(id, _)| id == message_id) else {
+            return Err(SendError::NotFound(message_id.into()));
+        };
+        versions.push(text.to_string());
+        Ok(())
+    }
+}
+
+async fn services(chat: Arc<EditingChat>) -> (tempfile::TempDir, Arc<Services>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.streaming.enabled = true;
+    config.streaming.edit_interval = 0.0;
+    config.streaming.buffer_threshold = 1;
+    let config = Arc::new(config);
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let home = Home::at(dir.path());
+    let provider = crate::agent::providers::openai::OpenAiCompatible::new(Duration::from_secs(1)).unwrap();
+    let agent = Arc::new(crate::agent::Agent::new(Arc::new(provider), crate::agent::tools::builtin(), 3, Default::default()));
+    let mut adapters: HashMap<String, Arc<dyn PlatformAdapter>> = HashMap::new();
+    adapters.insert("chat".into(), chat);
+    let services = Arc::new(Services {
+        store,
+        config: config.clone(),
+        agent,
+        adapters,
+        health: Arc::new(super::health::HealthBoard::new()),
+        commands: super::commands::registry(),
+        auth: super::auth_policy(&config, &["chat".into()]),
+        key_policy: super::session_key::KeyPolicy { group_sessions_per_user: true, thread_sessions_per_user: false },
+        turn_slots: None,
+        turns_abort: tokio_util::sync::CancellationToken::new(),
+        turns: super::turns::TurnTracker::new(),
+        paths: Arc::new(super::agent_paths(&home, &config)),
+        tool_settings: Arc::new(super::tool_settings(&config)),
+        home,
+        tool_host: Arc::new(super::tool_host::GatewayToolHost::default()),
+        approval: Arc::new(crate::agent::approval::BasicPolicy { approvals_off: false }),
+        clarify: Default::default(),
+        global_model: std::sync::RwLock::new(None),
+    });
+    (dir, services)
+}
+
+fn editor(services: &Arc<Services>, chat: &Arc<EditingChat>, key: &str) -> StreamEditor {
+    let target = ChatTarget { platform: Platform::new("chat"), chat_id: "c1".into(), thread_id: None };
+    StreamEditor::new(services.clone(), chat.clone(), target, None, key.into())
+}
+
+const DELTAS: [&str; 5] = ["Hello there, ", "this is ", "a streamed ", "answer that ", "grows."];
+
+#[tokio::test]
+async fn the_chat_sees_one_message_edited_in_place_and_no_duplicate_final() {
+    let chat = EditingChat::new(4096, false);
+    let (_dir, services) = services(chat.clone()).await;
+    let mut ed = editor(&services, &chat, "turn1:answer");
+    for d in DELTAS {
+        ed.on_delta(d).await;
+    }
+    let final_text = DELTAS.concat();
+    assert!(ed.finish(&final_text).await, "the stream delivered the answer");
+    assert_eq!(chat.finals(), [final_text.clone()], "one message, ending with the whole answer and no cursor");
+    assert!(chat.edits() >= 3, "it was edited as the text grew ({} edits)", chat.edits());
+    let versions = chat.log.lock().unwrap().messages[0].1.clone();
+    assert!(versions[..versions.len() - 1].iter().all(|v| v.ends_with(" ▉")), "a cursor while streaming: {versions:?}");
+}
+
+#[tokio::test]
+async fn with_edits_refused_the_unsent_tail_arrives_once() {
+    let chat = EditingChat::new(4096, true);
+    let (_dir, services) = services(chat.clone()).await;
+    let mut ed = editor(&services, &chat, "turn2:answer");
+    for d in DELTAS {
+        ed.on_delta(d).await;
+    }
+    let final_text = DELTAS.concat();
+    assert!(ed.finish(&final_text).await);
+    let finals = chat.finals();
+    assert_eq!(finals.len(), 2, "the first message and one tail: {finals:?}");
+    let first = finals[0].trim_end_matches(" ▉");
+    assert_eq!(format!("{first}{}", finals[1]), final_text, "together they are the answer, nothing doubled: {finals:?}");
+}
+
+#[tokio::test]
+async fn a_long_answer_continues_in_a_new_message_before_the_limit() {
+    let chat = EditingChat::new(600, false);
+    let (_dir, services) = services(chat.clone()).await;
+    let mut ed = editor(&services, &chat, "turn3:answer");
+    let words: Vec<String> = (0..300).map(|i| format!("word{i} ")).collect();
+    for w in &words {
+        ed.on_delta(w).await;
+    }
+    let final_text = words.concat();
+    assert!(ed.finish(&final_text).await);
+    let finals = chat.finals();
+    assert!(finals.len() >= 3, "{} messages", finals.len());
+    assert!(finals.iter().all(|m| m.chars().count() <= 600), "each within the platform limit");
+    assert_eq!(finals.concat(), final_text, "nothing lost or doubled across messages");
+}
+
+#[tokio::test]
+async fn tool_progress_lines_and_text_after_tools_start_new_messages() {
+    let chat = EditingChat::new(4096, false);
+    let (_dir, services) = services(chat.clone()).await;
+    let mut ed = editor(&services, &chat, "turn4:answer");
+    ed.on_delta("Let me look that up for you.").await;
+    ed.on_tool_call("search_files", r#"{"pattern":"TODO"}"#).await;
+    ed.on_tool_call("read_file", r#"{"path":"notes.md"}"#).await;
+    ed.on_delta("Found three TODO items in notes.md.").await;
+    assert!(ed.finish("Found three TODO items in notes.md.").await);
+    let finals = chat.finals();
+    assert_eq!(finals.len(), 3, "{finals:?}");
+    assert_eq!(finals[0], "Let me look that up for you.");
+    assert_eq!(finals[1], "🔧 search_files: `TODO`\n🔧 read_file: `notes.md`", "one progress message, edited per tool");
+    assert_eq!(finals[2], "Found three TODO items in notes.md.");
+}
