@@ -135,10 +135,10 @@ impl SessionActor {
             let idle = self.state.running.is_none() && self.state.queue.is_empty();
             tokio::select! {
                 Some(finished) = done_rx.recv() => {
-                    if self.state.running.as_ref().is_some_and(|r| r.event_id == finished) {
-                        if let Some(done) = self.state.running.take() {
-                            self.settle_steered(&done.steering).await;
-                        }
+                    if self.state.running.as_ref().is_some_and(|r| r.event_id == finished)
+                        && let Some(done) = self.state.running.take()
+                    {
+                        self.settle_steered(&done.steering).await;
                     }
                     self.start_next(&done_tx);
                 }

@@ -137,7 +137,7 @@ async fn the_chat_sees_one_message_edited_in_place_and_no_duplicate_final() {
     }
     let final_text = DELTAS.concat();
     assert!(ed.finish(&final_text).await, "the stream delivered the answer");
-    assert_eq!(chat.finals(), [final_text.clone()], "one message, ending with the whole answer and no cursor");
+    assert_eq!(chat.finals(), std::slice::from_ref(&final_text), "one message, ending with the whole answer and no cursor");
     assert!(chat.edits() >= 3, "it was edited as the text grew ({} edits)", chat.edits());
     let versions = chat.log.lock().unwrap().messages[0].1.clone();
     assert!(versions[..versions.len() - 1].iter().all(|v| v.ends_with(" ▉")), "a cursor while streaming: {versions:?}");
