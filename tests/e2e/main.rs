@@ -7,5 +7,6 @@ mod commands;
 mod config;
 mod crash;
 mod openai_python;
+mod real_model;
 mod support;
 mod webhook;

@@ -40,7 +40,14 @@ impl SlashCommand for Status {
                         "**Tokens:** {} in / {} out ({} cached), {} API call(s)\n",
                         u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.api_calls
                     ));
+                    text.push_str(&format!("**Cost:** {}\n", super::usage::format_cost(u.cost_usd, &u.models, services)));
                 }
+                let (last_prompt, _) = services.store.session_prompt_tokens(&route.session_id).await.unwrap_or((0, 0));
+                let window = services.context_length(&model.model);
+                text.push_str(&format!(
+                    "**Context:** {last_prompt} / {window} tokens ({}%)\n",
+                    (last_prompt * 100).checked_div(window).unwrap_or(0)
+                ));
             }
             None => text.push_str("**Session:** none yet — send a message to start one\n"),
         }
