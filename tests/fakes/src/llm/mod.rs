@@ -1,11 +1,15 @@
-//! Scripted fake of an OpenAI-compatible Chat Completions server.
+//! Scripted fake of an OpenAI-compatible Chat Completions server that also
+//! speaks the Anthropic Messages API.
 //!
 //! Tests push [`Reply`]s into a FIFO script; each `POST
-//! /v1/chat/completions` is recorded first and then answered with the next
-//! scripted reply, or with the default (initially [`Reply::Echo`]) once the
-//! script is empty. Recording before answering keeps hung and delayed
-//! requests observable.
+//! /v1/chat/completions` or `POST /v1/messages` is recorded first and then
+//! answered with the next scripted reply, or with the default (initially
+//! [`Reply::Echo`]) once the script is empty. Both routes share the script and
+//! the recording, so a test scripts the conversation once whatever wire
+//! format the client speaks. Recording before answering keeps hung and
+//! delayed requests observable.
 
+mod anthropic;
 mod record;
 mod reply;
 mod wire;
@@ -30,6 +34,7 @@ use tokio::sync::watch;
 
 use crate::serve::{self, Shutdown, ShutdownSignal};
 
+use anthropic::{MessageMeta, PromptCache};
 pub use record::RecordedRequest;
 pub use reply::{Reply, ToolCall};
 use wire::{Answer, Meta};
@@ -77,8 +82,10 @@ struct Inner {
 struct AppState {
     script: Mutex<Script>,
     requests: Mutex<Vec<RecordedRequest>>,
-    /// Number of chat-completion POSTs seen; a watch so waiters wake up.
+    /// Number of model POSTs seen (both routes); a watch so waiters wake up.
     seen: watch::Sender<usize>,
+    /// What earlier Anthropic requests wrote to the simulated prompt cache.
+    prompt_cache: Mutex<PromptCache>,
     record: bool,
     next_id: AtomicU64,
     shutdown: ShutdownSignal,
@@ -111,12 +118,14 @@ impl FakeLlm {
             script: Mutex::new(Script { queue: VecDeque::new(), default: Reply::Echo }),
             requests: Mutex::new(Vec::new()),
             seen: watch::channel(0).0,
+            prompt_cache: Mutex::new(PromptCache::default()),
             record: config.record,
             next_id: AtomicU64::new(1),
             shutdown: shutdown.signal(),
         });
         let router = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
+            .route("/v1/messages", post(messages))
             .route("/v1/models", get(models))
             .fallback(not_found)
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -125,7 +134,9 @@ impl FakeLlm {
         Ok(FakeLlm { inner: Arc::new(Inner { state, addr, shutdown }) })
     }
 
-    /// `http://127.0.0.1:PORT/v1`, ready to use as an OpenAI base URL.
+    /// `http://127.0.0.1:PORT/v1`, ready to use as an OpenAI base URL; an
+    /// Anthropic client that appends `/messages` to a `/v1` base (or
+    /// `/v1/messages` to the bare origin) reaches the Messages route.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.inner.addr)
     }
@@ -150,13 +161,13 @@ impl FakeLlm {
         lock(&self.inner.state.script).queue.len()
     }
 
-    /// Every chat-completions request so far, in arrival order (empty when
-    /// recording is off).
+    /// Every model request so far (both wire formats), in arrival order
+    /// (empty when recording is off).
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.inner.state.requests).clone()
     }
 
-    /// Number of chat-completions requests so far, recorded or not.
+    /// Number of model requests so far (both wire formats), recorded or not.
     pub fn request_count(&self) -> usize {
         *self.inner.state.seen.borrow()
     }
@@ -193,43 +204,85 @@ impl AppState {
     }
 }
 
-async fn chat_completions(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
-    let parsed = serde_json::from_slice::<Value>(&body).ok().filter(Value::is_object);
-    let request = RecordedRequest {
-        stream: parsed.as_ref().and_then(|b| b.get("stream")).and_then(Value::as_bool).unwrap_or(false),
-        body: parsed.clone().unwrap_or(Value::Null),
+/// The wire format a route speaks; decides how answers and errors look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+impl Wire {
+    fn error_body(self, status: u16, message: &str) -> Value {
+        match self {
+            Wire::OpenAi => reply::error_body(status, message),
+            Wire::Anthropic => anthropic::error_body(status, message),
+        }
+    }
+}
+
+fn record(path: &str, headers: &HeaderMap, parsed: Option<&Value>) -> RecordedRequest {
+    RecordedRequest {
+        path: path.to_owned(),
+        stream: parsed.and_then(|b| b.get("stream")).and_then(Value::as_bool).unwrap_or(false),
+        body: parsed.cloned().unwrap_or(Value::Null),
         authorization: headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned),
         headers: headers.iter().map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect(),
-    };
+    }
+}
+
+async fn chat_completions(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let parsed = serde_json::from_slice::<Value>(&body).ok().filter(Value::is_object);
+    let request = record("/v1/chat/completions", &headers, parsed.as_ref());
 
     // A malformed body is still a POST worth seeing in assertions, but it
     // must not eat a scripted reply meant for a well-formed request.
     let Some(reply) = state.admit(&request, parsed.is_some()) else {
         return error_response(StatusCode::BAD_REQUEST, reply::error_body(400, "request body is not a JSON object"), None);
     };
-    respond(&state, &request, reply).await
+    respond(&state, Wire::OpenAi, &request, reply).await
+}
+
+async fn messages(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let parsed = serde_json::from_slice::<Value>(&body).ok().filter(Value::is_object);
+    let request = record("/v1/messages", &headers, parsed.as_ref());
+    let version = headers.get("anthropic-version").and_then(|v| v.to_str().ok());
+    // Requests the real API would reject are recorded but, like malformed
+    // bodies, leave the script alone.
+    let verdict = match &parsed {
+        Some(body) => anthropic::validate(version, body),
+        None => Err("request body is not a JSON object".to_owned()),
+    };
+    let Some(reply) = state.admit(&request, verdict.is_ok()) else {
+        let message = verdict.err().unwrap_or_default();
+        return error_response(StatusCode::BAD_REQUEST, anthropic::error_body(400, &message), None);
+    };
+    respond(&state, Wire::Anthropic, &request, reply).await
 }
 
 /// Turns a scripted reply into the HTTP response, honouring delays and hangs.
-async fn respond(state: &AppState, request: &RecordedRequest, mut reply: Reply) -> Response {
+async fn respond(state: &AppState, dialect: Wire, request: &RecordedRequest, mut reply: Reply) -> Response {
     let answer = loop {
         reply = match reply {
             Reply::Delay(delay, inner) => {
                 tokio::select! {
                     () = tokio::time::sleep(delay) => *inner,
-                    () = state.shutdown.wait() => return shutting_down(),
+                    () = state.shutdown.wait() => return shutting_down(dialect),
                 }
             }
             Reply::Hang => {
                 state.shutdown.wait().await;
-                return shutting_down();
+                return shutting_down(dialect);
             }
             Reply::Error { status, body, retry_after_secs } => {
+                let body = match dialect {
+                    Wire::OpenAi => body,
+                    Wire::Anthropic => anthropic::error_from_script(status, &body),
+                };
                 return match StatusCode::from_u16(status) {
                     Ok(status) => error_response(status, body, retry_after_secs),
                     Err(_) => error_response(
                         StatusCode::INTERNAL_SERVER_ERROR,
-                        reply::error_body(500, &format!("test bug: invalid scripted status {status}")),
+                        dialect.error_body(500, &format!("test bug: invalid scripted status {status}")),
                         None,
                     ),
                 };
@@ -243,11 +296,22 @@ async fn respond(state: &AppState, request: &RecordedRequest, mut reply: Reply) 
         };
     };
 
+    let serial = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let model = request.model().unwrap_or(MODEL_ID).to_owned();
+    if dialect == Wire::Anthropic {
+        let meta = MessageMeta { id: format!("msg_fake_{serial}"), model, usage: lock(&state.prompt_cache).usage(&request.body) };
+        return if request.stream {
+            sse_response(anthropic::stream_events(&meta, &answer))
+        } else {
+            axum::Json(anthropic::message(&meta, &answer)).into_response()
+        };
+    }
+
     let prompt_chars: usize = request.messages().iter().map(|(_, text)| text.chars().count()).sum();
     let meta = Meta {
-        id: format!("chatcmpl-fake-{}", state.next_id.fetch_add(1, Ordering::Relaxed)),
+        id: format!("chatcmpl-fake-{serial}"),
         created: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-        model: request.model().unwrap_or(MODEL_ID).to_owned(),
+        model,
         prompt_tokens: wire::estimate_tokens(prompt_chars),
     };
 
@@ -281,8 +345,8 @@ fn error_response(status: StatusCode, body: Value, retry_after_secs: Option<u64>
     response
 }
 
-fn shutting_down() -> Response {
-    error_response(StatusCode::SERVICE_UNAVAILABLE, reply::error_body(503, "fake LLM is shutting down"), None)
+fn shutting_down(dialect: Wire) -> Response {
+    error_response(StatusCode::SERVICE_UNAVAILABLE, dialect.error_body(503, "fake LLM is shutting down"), None)
 }
 
 async fn models() -> axum::Json<Value> {

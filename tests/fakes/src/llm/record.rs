@@ -1,11 +1,14 @@
-//! What the fake remembers about each chat-completions request, plus helpers
-//! to read the OpenAI message shapes back out of it.
+//! What the fake remembers about each model request, plus helpers to read
+//! the conversation back out of it in either wire format (OpenAI Chat
+//! Completions or Anthropic Messages).
 
 use serde_json::Value;
 
-/// One `POST /v1/chat/completions`, as received.
+/// One `POST /v1/chat/completions` or `POST /v1/messages`, as received.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
+    /// The request path (`/v1/chat/completions` or `/v1/messages`).
+    pub path: String,
     /// The parsed JSON body; `Null` if the body was not valid JSON.
     pub body: Value,
     /// The `Authorization` header verbatim (e.g. `"Bearer sk-…"`).
@@ -17,13 +20,28 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
-    /// `(role, content text)` for every entry of `messages`. Content given as
-    /// an array of parts contributes its text parts joined by `\n`; `null`
-    /// content (assistant tool-call turns) becomes `""`.
+    /// Which wire format the request used: `"anthropic"` for `/v1/messages`,
+    /// `"openai"` otherwise.
+    pub fn wire(&self) -> &str {
+        if self.path.ends_with("/messages") { "anthropic" } else { "openai" }
+    }
+
+    /// `(role, content text)` for every entry of the conversation, in OpenAI
+    /// roles whatever the wire format. Content given as an array of parts
+    /// contributes its text parts joined by `\n`; `null` content (assistant
+    /// tool-call turns) becomes `""`.
+    ///
+    /// For Anthropic bodies the top-level `system` comes first as a `system`
+    /// entry, each `tool_result` block becomes a `tool` entry (its content
+    /// flattened), and the text blocks between them a `user` entry, so tests
+    /// read both formats the same way.
     pub fn messages(&self) -> Vec<(String, String)> {
         let Some(messages) = self.body.get("messages").and_then(Value::as_array) else {
             return Vec::new();
         };
+        if self.wire() == "anthropic" {
+            return anthropic_messages(self.system_text(), messages);
+        }
         messages
             .iter()
             .map(|m| {
@@ -31,6 +49,16 @@ impl RecordedRequest {
                 (role.to_owned(), content_text(m.get("content")))
             })
             .collect()
+    }
+
+    /// The system prompt: the first `system` message (OpenAI) or the
+    /// top-level `system` text blocks joined by `\n` (Anthropic).
+    pub fn system_text(&self) -> Option<String> {
+        if self.wire() == "anthropic" {
+            return self.body.get("system").map(|s| content_text(Some(s)));
+        }
+        let messages = self.body.get("messages").and_then(Value::as_array)?;
+        messages.iter().find(|m| m.get("role").and_then(Value::as_str) == Some("system")).map(|m| content_text(m.get("content")))
     }
 
     /// Content text of the last `user` message, if any.
@@ -52,6 +80,40 @@ impl RecordedRequest {
     pub(crate) fn include_usage(&self) -> bool {
         self.body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false)
     }
+}
+
+/// Splits Anthropic turns into OpenAI-style entries (see
+/// [`RecordedRequest::messages`]).
+fn anthropic_messages(system: Option<String>, messages: &[Value]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = system.map(|s| ("system".to_owned(), s)).into_iter().collect();
+    for m in messages {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+        let Some(blocks) = m.get("content").and_then(Value::as_array) else {
+            out.push((role.to_owned(), content_text(m.get("content"))));
+            continue;
+        };
+        // Text gathered since the last tool result; tool_use blocks add none.
+        let mut text: Option<Vec<&str>> = None;
+        for block in blocks {
+            if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+                if let Some(parts) = text.take() {
+                    out.push((role.to_owned(), parts.join("\n")));
+                }
+                out.push(("tool".to_owned(), content_text(block.get("content"))));
+            } else {
+                let parts = text.get_or_insert_with(Vec::new);
+                if let Some(t) = block.get("text").and_then(Value::as_str) {
+                    parts.push(t);
+                }
+            }
+        }
+        if let Some(parts) = text {
+            out.push((role.to_owned(), parts.join("\n")));
+        } else if blocks.is_empty() {
+            out.push((role.to_owned(), String::new()));
+        }
+    }
+    out
 }
 
 /// Flattens the OpenAI `content` field (string, array of parts, or null).
@@ -76,7 +138,11 @@ mod tests {
     use serde_json::json;
 
     fn req(body: Value) -> RecordedRequest {
-        RecordedRequest { body, authorization: None, stream: false, headers: Vec::new() }
+        RecordedRequest { path: "/v1/chat/completions".into(), body, authorization: None, stream: false, headers: Vec::new() }
+    }
+
+    fn anthropic(body: Value) -> RecordedRequest {
+        RecordedRequest { path: "/v1/messages".into(), ..req(body) }
     }
 
     #[test]
@@ -103,5 +169,54 @@ mod tests {
     fn missing_messages_are_empty() {
         assert!(req(Value::Null).messages().is_empty());
         assert_eq!(req(json!({"messages": []})).last_user_text(), None);
+    }
+
+    #[test]
+    fn wire_is_told_by_path() {
+        assert_eq!(req(Value::Null).wire(), "openai");
+        assert_eq!(anthropic(Value::Null).wire(), "anthropic");
+    }
+
+    #[test]
+    fn system_text_in_both_formats() {
+        let openai = req(json!({"messages": [{"role": "user", "content": "u"}, {"role": "system", "content": "sys"}]}));
+        assert_eq!(openai.system_text().as_deref(), Some("sys"));
+        assert_eq!(req(json!({"messages": []})).system_text(), None);
+        let blocks = anthropic(json!({"system": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "messages": []}));
+        assert_eq!(blocks.system_text().as_deref(), Some("a\nb"));
+        assert_eq!(anthropic(json!({"system": "plain", "messages": []})).system_text().as_deref(), Some("plain"));
+        assert_eq!(anthropic(json!({"messages": []})).system_text(), None);
+    }
+
+    #[test]
+    fn anthropic_messages_read_like_openai_ones() {
+        let r = anthropic(json!({
+            "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}, {"type": "tool_use", "id": "t2", "name": "x", "input": {}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "r1"},
+                    {"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": "r2"}]},
+                    {"type": "text", "text": "[System note] hurry"},
+                ]},
+                {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+            ],
+        }));
+        assert_eq!(
+            r.messages(),
+            vec![
+                ("system".into(), "sys".into()),
+                ("user".into(), "hi".into()),
+                ("assistant".into(), String::new()),
+                ("tool".into(), "r1".into()),
+                ("tool".into(), "r2".into()),
+                ("user".into(), "[System note] hurry".into()),
+                ("assistant".into(), "ok".into()),
+                ("user".into(), "a\nb".into()),
+            ]
+        );
+        assert_eq!(r.last_user_text().as_deref(), Some("a\nb"));
     }
 }
