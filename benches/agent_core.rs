@@ -35,14 +35,19 @@ async fn run() {
     let provider = OpenAiCompatible::new(Duration::from_secs(10)).expect("client");
     let agent = Arc::new(Agent::new(Arc::new(provider), tools::builtin(), 90, RetryPolicy::default()));
     let spec = ModelSpec { model: "bench".into(), provider: None, base_url: llm.base_url(), api_key: Some("sk-bench".into()) };
-    let history: Vec<ChatMessage> = (0..20).map(|i| if i % 2 == 0 { ChatMessage::user(format!("question {i}")) } else { ChatMessage::assistant(format!("answer {i}")) }).collect();
+    let history: Vec<ChatMessage> = (0..20)
+        .map(|i| if i % 2 == 0 { ChatMessage::user(format!("question {i}")) } else { ChatMessage::assistant(format!("answer {i}")) })
+        .collect();
     let request = |stream: bool| {
         let mut messages = vec![ChatMessage::system("You are a benchmark.")];
         messages.extend(history.clone());
         messages.push(ChatMessage::user("hello"));
         let mut r = TurnRequest::new(spec.clone(), messages);
         r.stream = stream;
-        r.tools = Some(TurnTools { filter: ToolFilter::default(), context: ToolContext::detached(AgentPaths::under(dir.path()), ToolSettings::default()) });
+        r.tools = Some(TurnTools {
+            filter: ToolFilter::default(),
+            context: ToolContext::detached(AgentPaths::under(dir.path()), ToolSettings::default()),
+        });
         r
     };
 
@@ -65,7 +70,9 @@ async fn run() {
     }
     direct.sort();
 
-    for (label, stream, with_tool) in [("non-streaming turn", false, false), ("streaming turn", true, false), ("turn with one tool call (2 model calls)", false, true)] {
+    for (label, stream, with_tool) in
+        [("non-streaming turn", false, false), ("streaming turn", true, false), ("turn with one tool call (2 model calls)", false, true)]
+    {
         let mut times = Vec::new();
         for i in 0..TURNS + 50 {
             if with_tool {

@@ -226,3 +226,40 @@ async fn a_sub_agent_gets_a_fresh_context_and_fewer_tools() {
     assert!(names.contains(&"skills_list".to_string()));
     assert!(tool_results(&reqs[2].body)[0].contains("There are no skills."));
 }
+
+#[tokio::test]
+async fn the_tool_loop_speaks_anthropic_messages_streaming() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.push(Reply::ToolCalls(vec![ToolCall::new("toolu_1", "skills_list", "{}"), ToolCall::new("toolu_2", "skills_list", "{}")]));
+    llm.push(Reply::chunks(["No skills ", "yet."]));
+    let provider = super::providers::ProviderRouter::new(Duration::from_secs(10)).unwrap();
+    let agent = Arc::new(Agent::new(Arc::new(provider), tools::builtin(), 10, fast_retries()));
+    let mut req = request(&llm, dir.path(), "list skills");
+    req.model = ModelSpec { provider: Some("anthropic".into()), base_url: llm.base_url().trim_end_matches("/v1").into(), ..req.model };
+    req.stream = true;
+    let mut events = agent.run_turn(req, CancellationToken::new());
+    let mut deltas = String::new();
+    let mut outcome = None;
+    while let Some(ev) = events.recv().await {
+        match ev {
+            super::TurnEvent::TextDelta(d) => deltas.push_str(&d),
+            super::TurnEvent::Done(o) => outcome = Some(o),
+            super::TurnEvent::Failed(e) => panic!("turn failed: {e}"),
+            _ => {}
+        }
+    }
+    let outcome = outcome.unwrap();
+    assert_eq!((outcome.text.as_str(), deltas.as_str()), ("No skills yet.", "No skills yet."));
+    let reqs = llm.requests();
+    assert!(reqs.iter().all(|r| r.wire() == "anthropic" && r.stream));
+    let second = &reqs[1].body["messages"];
+    let tool_results = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "tool_result")
+        .count();
+    assert_eq!(tool_results, 2, "both parallel results go back as tool_result blocks: {second}");
+}

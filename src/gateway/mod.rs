@@ -37,7 +37,7 @@ pub mod turns;
 
 use crate::agent::Agent;
 use crate::agent::approval::BasicPolicy;
-use crate::agent::providers::openai::OpenAiCompatible;
+use crate::agent::providers::ProviderRouter;
 use crate::agent::tools::{AgentPaths, ToolSettings};
 use crate::agent::turn::RetryPolicy;
 use crate::config::{Config, Home};
@@ -139,8 +139,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     }
 
     let store = Store::open(&home.state_db()).await?;
-    let provider = OpenAiCompatible::new(Duration::from_secs(config.model.request_timeout_secs.max(1)))
-        .map_err(|e| GatewayError::Io(e.to_string()))?;
+    let provider =
+        ProviderRouter::new(Duration::from_secs(config.model.request_timeout_secs.max(1))).map_err(|e| GatewayError::Io(e.to_string()))?;
     let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
     let paths = Arc::new(agent_paths(&home, &config));
     std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;

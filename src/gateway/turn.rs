@@ -168,7 +168,8 @@ async fn drive(
     let mut editor = (caps.streaming == StreamStyle::EditInPlace && StreamEditor::wanted(services, &caps))
         .then(|| StreamEditor::new(services.clone(), adapter.clone(), target.clone(), reply_to.clone(), answer_key.clone()));
     // Chat platforms without streaming still see tool progress lines, one message each.
-    let progress_lines = editor.is_none() && !stream_events && caps.supports_async_delivery;
+    // (Not for webhook events: their answer goes to a callback, where progress is noise.)
+    let progress_lines = editor.is_none() && !stream_events && caps.supports_async_delivery && event.source.chat_type != ChatType::Webhook;
     if caps.supports_typing {
         let _ = adapter.typing(&target).await;
     }

@@ -205,3 +205,32 @@ async fn usage_undo_retry_and_title_commands() {
     assert!(ask(&setup, Some("other"), None, "/title Trip planning").await.contains("already titled"));
     assert!(ask(&setup, Some("cmds"), None, "/title").await.contains("Trip planning"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_requests_cache_the_frozen_prompt_and_the_last_turns() {
+    let llm = FakeLlm::start().await;
+    let root = llm.base_url().trim_end_matches("/v1").to_string();
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("LLM_PROVIDER", "anthropic").set("LLM_MODEL", "claude-sonnet-4-5").set("LLM_BASE_URL", &root);
+    let _gateway = setup.start().await;
+    assert_eq!(ask(&setup, Some("claude"), None, "first").await, "echo: first");
+    ask(&setup, Some("claude"), None, "second").await;
+    ask(&setup, Some("claude"), None, "third").await;
+    let reqs = llm.requests();
+    assert!(reqs.iter().all(|r| r.wire() == "anthropic"), "a claude model on the anthropic provider speaks Messages");
+    let last = &reqs[2].body;
+    let system = last["system"].as_array().expect("system blocks");
+    assert_eq!(system.last().unwrap()["cache_control"]["type"], "ephemeral", "the frozen system prompt is a cache breakpoint");
+    let messages = last["messages"].as_array().unwrap();
+    let marked: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["content"].as_array().is_some_and(|blocks| blocks.last().is_some_and(|b| b.get("cache_control").is_some())))
+        .map(|(i, _)| i)
+        .collect();
+    let n = messages.len();
+    assert_eq!(marked, [n - 3, n - 2, n - 1], "the last three messages carry breakpoints (4 in all with the system)");
+    assert_eq!(reqs[2].system_text(), reqs[0].system_text(), "the cached prefix is the same frozen prompt");
+    let usage = ask(&setup, Some("claude"), None, "/usage").await;
+    assert!(!usage.contains("Cache read:** 0\n"), "cache reads are accounted: {usage}");
+}
