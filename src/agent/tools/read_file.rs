@@ -1,30 +1,37 @@
-//! `read_file`: a text file's lines, numbered, from an optional offset; binary files are
-//! refused and big files are read a window at a time.
+//! `read_file`: returns a text file's lines numbered `     1|text`, a window of them with
+//! `offset`/`limit`, streaming large files so only the requested lines are held; refuses binary
+//! files and whole reads over the configured size.
 
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use std::io::{BufRead, Read};
-
-const DEFAULT_LIMIT: usize = 2000;
-const MAX_LINE_CHARS: usize = 2000;
+use std::fmt::Write as _;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 pub struct ReadFile;
+
+/// Lines returned when no `limit` is given.
+const DEFAULT_LIMIT: usize = 2000;
+/// Bytes inspected for NUL to decide a file is binary.
+const SNIFF_BYTES: usize = 8 * 1024;
+/// Characters of one line shown; longer lines (minified code, data) are cut.
+const MAX_LINE_CHARS: usize = 2000;
 
 #[async_trait]
 impl Tool for ReadFile {
     fn schema(&self) -> ToolSchema {
         ToolSchema {
             name: "read_file".into(),
-            description: "Read a text file. Lines come numbered (`   12|text`). For long files pass `offset` (first line, 1-based) \
-                          and `limit` (number of lines)."
+            description: "Read a text file. Lines come back numbered as `     N|text` (the number and `|` are not part of \
+                the file). Reads up to 2000 lines from `offset`; a note says when more remain and which offset to \
+                continue from. Large files must be read in windows with offset and limit."
                 .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "Absolute, or relative to the working directory."},
-                    "offset": {"type": "integer", "minimum": 1},
-                    "limit": {"type": "integer", "minimum": 1}
+                    "path": {"type": "string", "description": "File to read; relative paths resolve against the working directory."},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return, 1-based. Optional, default 1."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to return. Optional, default 2000."}
                 },
                 "required": ["path"]
             }),
@@ -35,101 +42,227 @@ impl Tool for ReadFile {
         "file"
     }
 
-    async fn call(&self, ctx: &ToolContext, args: Value) -> ToolOutput {
-        let path = match required_str(&args, "path") {
-            Ok(p) => ctx.paths.resolve(p),
+    async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
+        let path = match required_str(&arguments, "path") {
+            Ok(p) => p,
             Err(e) => return e,
         };
-        let offset = args.get("offset").and_then(Value::as_u64).map(|o| o.max(1) as usize);
-        let limit = args.get("limit").and_then(Value::as_u64).map(|l| l.max(1) as usize);
-        let max_bytes = ctx.settings.max_read_bytes;
-        let result = tokio::task::spawn_blocking(move || read(&path, offset, limit, max_bytes)).await;
-        match result {
-            Ok(Ok(text)) => ToolOutput::ok(text),
-            Ok(Err(e)) => ToolOutput::error(e),
-            Err(e) => ToolOutput::error(format!("reading failed: {e}")),
+        let (offset, limit) = match (positive(&arguments, "offset"), positive(&arguments, "limit")) {
+            (Ok(o), Ok(l)) => (o, l),
+            (Err(e), _) | (_, Err(e)) => return e,
+        };
+        let windowed = offset.is_some() || limit.is_some();
+        let offset = offset.unwrap_or(1);
+        let limit = limit.unwrap_or(DEFAULT_LIMIT);
+        let file_path = ctx.paths.resolve(path);
+
+        let meta = match tokio::fs::metadata(&file_path).await {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return ToolOutput::error(format!(
+                    "file not found: {}. Check the path (relative paths resolve against {}); use search_files or \
+                     `ls` in the terminal to find the right one.",
+                    file_path.display(),
+                    ctx.paths.workdir.display()
+                ));
+            }
+            Err(e) => return ToolOutput::error(format!("could not read {}: {e}", file_path.display())),
+        };
+        if meta.is_dir() {
+            return ToolOutput::error(format!(
+                "{} is a directory, not a file; list it with `ls` in the terminal or search it with search_files.",
+                file_path.display()
+            ));
         }
+        let file = match tokio::fs::File::open(&file_path).await {
+            Ok(f) => f,
+            Err(e) => return ToolOutput::error(format!("could not open {}: {e}", file_path.display())),
+        };
+        let mut reader = BufReader::new(file);
+
+        // Binary check on the first bytes; they stay in the reader's buffer for the line pass.
+        let mut sniff = Vec::with_capacity(SNIFF_BYTES);
+        if let Err(e) = (&mut reader).take(SNIFF_BYTES as u64).read_to_end(&mut sniff).await {
+            return ToolOutput::error(format!("could not read {}: {e}", file_path.display()));
+        }
+        if sniff.contains(&0) {
+            return ToolOutput::error(format!(
+                "{} looks like a binary file (it contains NUL bytes); read_file only shows text. Inspect it with the \
+                 terminal instead (e.g. `file`, `xxd | head`, or a tool that understands the format).",
+                file_path.display()
+            ));
+        }
+        let max_bytes = ctx.settings.max_read_bytes;
+        if meta.len() > max_bytes as u64 && !windowed {
+            return ToolOutput::error(format!(
+                "{} is {} bytes, over the {max_bytes}-byte limit for reading a whole file. Read it in windows with \
+                 `offset` and `limit` (e.g. offset=1, limit=500), or find the lines you need with search_files.",
+                file_path.display(),
+                meta.len()
+            ));
+        }
+
+        let mut reader = std::io::Cursor::new(sniff).chain(reader);
+        let mut out = String::new();
+        let mut line = Vec::new();
+        let mut number = 0usize;
+        let mut shown = 0usize;
+        // Set when output reached the byte limit before `limit` lines: the line to resume at.
+        let mut stopped_at = None;
+        let mut remaining = 0usize;
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => return ToolOutput::error(format!("could not read {}: {e}", file_path.display())),
+            }
+            number += 1;
+            if number < offset {
+                continue;
+            }
+            if shown >= limit || stopped_at.is_some() {
+                remaining += 1;
+                continue;
+            }
+            if out.len() >= max_bytes {
+                stopped_at = Some(number);
+                remaining += 1;
+                continue;
+            }
+            let text = String::from_utf8_lossy(&line);
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            let text = text.strip_suffix('\r').unwrap_or(text);
+            let _ = if text.chars().count() > MAX_LINE_CHARS {
+                let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
+                writeln!(out, "{number:>6}|{cut}… [line cut at {MAX_LINE_CHARS} characters]")
+            } else {
+                writeln!(out, "{number:>6}|{text}")
+            };
+            shown += 1;
+        }
+
+        if number == 0 {
+            return ToolOutput::ok(format!("{} is empty.", file_path.display()));
+        }
+        if shown == 0 {
+            return ToolOutput::error(format!(
+                "offset {offset} is past the end of {}, which has {number} lines; pass an offset between 1 and {number}.",
+                file_path.display()
+            ));
+        }
+        if remaining > 0 {
+            let next = offset + shown;
+            let why = match stopped_at {
+                Some(_) => format!(" (stopped at the {max_bytes}-byte output limit)"),
+                None => String::new(),
+            };
+            let _ = write!(out, "… {remaining} more lines{why}; call again with offset={next} to continue.");
+        }
+        ToolOutput::ok(out)
     }
 }
 
-fn read(path: &std::path::Path, offset: Option<usize>, limit: Option<usize>, max_bytes: usize) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("file not found: {}. Check the path (search_files can find it).", path.display()),
-        _ => format!("cannot read {}: {e}", path.display()),
-    })?;
-    if meta.is_dir() {
-        return Err(format!("{} is a directory; use search_files or terminal `ls` to list it", path.display()));
+/// An optional positive integer argument (0 is read as "from the start" for `offset`, as models
+/// sometimes count from 0), or a tool error naming it.
+fn positive(arguments: &Value, key: &str) -> Result<Option<usize>, ToolOutput> {
+    let bad = || ToolOutput::error(format!("`{key}` must be a positive whole number of lines."));
+    let n = match arguments.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)),
+        Some(Value::String(s)) => s.trim().parse::<u64>().ok(),
+        Some(_) => None,
     }
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let mut head = vec![0u8; 8192];
-    let n = file.read(&mut head).map_err(|e| e.to_string())?;
-    if head[..n].contains(&0) {
-        return Err(format!("{} looks like a binary file ({} bytes); it cannot be shown as text", path.display(), meta.len()));
+    .ok_or_else(bad)?;
+    match (n, key) {
+        (0, "offset") => Ok(Some(1)),
+        (0, _) => Err(bad()),
+        (n, _) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
     }
-    if meta.len() as usize > max_bytes && offset.is_none() && limit.is_none() {
-        return Err(format!(
-            "{} is {} bytes, over the {max_bytes}-byte limit for one read; pass offset and limit to read part of it",
-            path.display(),
-            meta.len()
-        ));
-    }
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let start = offset.unwrap_or(1);
-    let limit = limit.unwrap_or(DEFAULT_LIMIT);
-    let mut out = String::new();
-    let mut total = 0usize;
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let number = i + 1;
-        total = number;
-        if number < start || number >= start + limit {
-            continue;
-        }
-        let line = line.map_err(|e| format!("{} is not valid UTF-8 text ({e})", path.display()))?;
-        let line: String = if line.chars().count() > MAX_LINE_CHARS {
-            format!("{}… [line cut at {MAX_LINE_CHARS} characters]", line.chars().take(MAX_LINE_CHARS).collect::<String>())
-        } else {
-            line
-        };
-        out.push_str(&format!("{number:>6}|{line}\n"));
-    }
-    if total == 0 {
-        return Ok(format!("{} is empty.", path.display()));
-    }
-    if start > total {
-        return Err(format!("offset {start} is past the end: the file has {total} lines"));
-    }
-    let last_shown = (start + limit - 1).min(total);
-    if last_shown < total {
-        out.push_str(&format!("… {} more lines; call again with offset={}\n", total - last_shown, last_shown + 1));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::agent::tools::{AgentPaths, ToolSettings};
+    use std::path::Path;
+    use std::sync::Arc;
 
-    fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext::detached(AgentPaths::under(dir), ToolSettings { max_read_bytes: 200, ..ToolSettings::default() })
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext::detached(AgentPaths::under(dir), ToolSettings::default())
+    }
+
+    fn numbered(n: usize) -> String {
+        (1..=n).map(|i| format!("line {i}\n")).collect()
     }
 
     #[tokio::test]
-    async fn numbered_lines_windows_and_refusals() {
+    async fn numbers_every_line() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(dir.path().join("a.txt"), "alpha\r\nbeta\n\ngamma").unwrap();
         let out = ReadFile.call(&ctx(dir.path()), json!({"path": "a.txt"})).await;
-        assert_eq!(out.content, "     1|one\n     2|two\n     3|three\n");
-        let out = ReadFile.call(&ctx(dir.path()), json!({"path": "a.txt", "offset": 2, "limit": 1})).await;
-        assert_eq!(out.content, "     2|two\n… 1 more lines; call again with offset=3\n");
-        std::fs::write(dir.path().join("bin"), [0u8, 1, 2, 3]).unwrap();
-        assert!(ReadFile.call(&ctx(dir.path()), json!({"path": "bin"})).await.content.contains("binary"));
-        let missing = ReadFile.call(&ctx(dir.path()), json!({"path": "nope.txt"})).await;
-        assert!(missing.is_error && missing.content.contains("file not found"));
-        std::fs::write(dir.path().join("big.txt"), "line\n".repeat(100)).unwrap();
-        let big = ReadFile.call(&ctx(dir.path()), json!({"path": "big.txt"})).await;
-        assert!(big.is_error && big.content.contains("offset and limit"), "{}", big.content);
-        let window = ReadFile.call(&ctx(dir.path()), json!({"path": "big.txt", "offset": 99})).await;
-        assert_eq!(window.content, "    99|line\n   100|line\n");
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(out.content, "     1|alpha\n     2|beta\n     3|\n     4|gamma\n");
+    }
+
+    #[tokio::test]
+    async fn offset_and_limit_select_a_window_and_say_what_remains() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), numbered(10)).unwrap();
+        let ctx = ctx(dir.path());
+        let out = ReadFile.call(&ctx, json!({"path": "a.txt", "offset": 3, "limit": 2})).await;
+        assert_eq!(out.content, "     3|line 3\n     4|line 4\n… 6 more lines; call again with offset=5 to continue.");
+        let out = ReadFile.call(&ctx, json!({"path": "a.txt", "offset": 9})).await;
+        assert_eq!(out.content, "     9|line 9\n    10|line 10\n");
+        let out = ReadFile.call(&ctx, json!({"path": "a.txt", "offset": 11})).await;
+        assert!(out.is_error && out.content.contains("has 10 lines"), "{}", out.content);
+        let out = ReadFile.call(&ctx, json!({"path": "a.txt", "limit": "lots"})).await;
+        assert!(out.is_error && out.content.contains("`limit`"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn default_limit_is_2000_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), numbered(2500)).unwrap();
+        let out = ReadFile.call(&ctx(dir.path()), json!({"path": "a.txt"})).await;
+        assert!(out.content.contains("  2000|line 2000\n") && !out.content.contains("line 2001"));
+        assert!(out.content.ends_with("… 500 more lines; call again with offset=2001 to continue."), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn refuses_binary_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("b.bin"), b"\x7fELF\x00\x01\x02").unwrap();
+        let out = ReadFile.call(&ctx(dir.path()), json!({"path": "b.bin"})).await;
+        assert!(out.is_error && out.content.contains("binary"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn missing_files_and_directories_are_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let out = ReadFile.call(&ctx, json!({"path": "nope.txt"})).await;
+        assert!(out.is_error, "{}", out.content);
+        assert!(out.content.contains("file not found: ") && out.content.contains("nope.txt") && out.content.contains("search_files"));
+        let out = ReadFile.call(&ctx, json!({"path": "."})).await;
+        assert!(out.is_error && out.content.contains("is a directory"), "{}", out.content);
+        let out = ReadFile.call(&ctx, json!({})).await;
+        assert!(out.is_error && out.content.contains("`path`"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn large_files_need_a_window() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("big.txt"), numbered(300)).unwrap();
+        let mut ctx = ctx(dir.path());
+        ctx.settings = Arc::new(ToolSettings { max_read_bytes: 1000, ..ToolSettings::default() });
+        let out = ReadFile.call(&ctx, json!({"path": "big.txt"})).await;
+        assert!(out.is_error && out.content.contains("over the 1000-byte limit") && out.content.contains("offset"), "{}", out.content);
+        let out = ReadFile.call(&ctx, json!({"path": "big.txt", "offset": 250, "limit": 2})).await;
+        assert_eq!(out.content, "   250|line 250\n   251|line 251\n… 49 more lines; call again with offset=252 to continue.");
+        // A window larger than the byte limit stops early and says where to resume.
+        let out = ReadFile.call(&ctx, json!({"path": "big.txt", "offset": 1, "limit": 300})).await;
+        assert!(out.content.len() < 1200, "{}", out.content.len());
+        assert!(out.content.contains("byte output limit); call again with offset="), "{}", out.content);
     }
 }

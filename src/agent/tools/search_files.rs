@@ -1,34 +1,45 @@
-//! `search_files`: regex search over a directory tree, honouring `.gitignore` / `.ignore` and
-//! skipping hidden and binary files, with an optional glob filter and a result cap.
+//! `search_files`: regex search over a directory tree that honours `.gitignore`/`.ignore` and
+//! skips hidden and binary files, answering `path:line: text` lines with a count and a note when
+//! the results were capped.
 
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
+use ignore::WalkBuilder;
+use ignore::overrides::{Override, OverrideBuilder};
+use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
-use std::io::BufRead;
-use std::path::PathBuf;
-
-const DEFAULT_MAX: usize = 100;
-const HARD_MAX: usize = 1000;
-const MAX_LINE_CHARS: usize = 300;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use tokio_util::sync::CancellationToken;
 
 pub struct SearchFiles;
+
+const DEFAULT_RESULTS: usize = 100;
+const MAX_RESULTS: usize = 1000;
+/// Characters of a matching line shown.
+const MAX_LINE_CHARS: usize = 300;
+/// Bytes inspected for NUL to decide a file is binary.
+const SNIFF_BYTES: usize = 8 * 1024;
+/// Files larger than this are skipped (logs, dumps, data).
+const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 
 #[async_trait]
 impl Tool for SearchFiles {
     fn schema(&self) -> ToolSchema {
         ToolSchema {
             name: "search_files".into(),
-            description: "Search file contents with a regular expression under a directory (default: the working directory). \
-                          Respects .gitignore. Returns `path:line: text` lines."
+            description: "Search file contents with a regular expression (Rust regex syntax, like ripgrep) under a \
+                directory. Files ignored by .gitignore/.ignore, hidden files and binary files are skipped. Each result \
+                is `path:line: text` with the path relative to the working directory, ready for read_file or patch."
                 .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "A regular expression (Rust regex syntax)."},
-                    "path": {"type": "string"},
-                    "glob": {"type": "string", "description": "Only files matching this glob, e.g. `*.rs`."},
-                    "max_results": {"type": "integer", "minimum": 1, "maximum": HARD_MAX},
-                    "case_insensitive": {"type": "boolean"}
+                    "pattern": {"type": "string", "description": "Regular expression to look for in each line, e.g. `fn\\s+main` or `TODO|FIXME`. Escape literal ( [ . * + ? with a backslash."},
+                    "path": {"type": "string", "description": "Directory (or single file) to search; relative paths resolve against the working directory. Optional, default the working directory."},
+                    "glob": {"type": "string", "description": "Only search files whose path matches this glob, e.g. `*.rs` or `src/**/*.py`. Optional."},
+                    "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "Most matching lines to return. Optional, default 100, at most 1000."},
+                    "case_insensitive": {"type": "boolean", "description": "Ignore letter case. Optional, default false."}
                 },
                 "required": ["pattern"]
             }),
@@ -39,70 +50,189 @@ impl Tool for SearchFiles {
         "file"
     }
 
-    async fn call(&self, ctx: &ToolContext, args: Value) -> ToolOutput {
-        let pattern = match required_str(&args, "pattern") {
+    async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
+        let pattern = match required_str(&arguments, "pattern") {
             Ok(p) => p,
             Err(e) => return e,
         };
-        let insensitive = args.get("case_insensitive").and_then(Value::as_bool).unwrap_or(false);
-        let regex = match regex::RegexBuilder::new(pattern).case_insensitive(insensitive).build() {
-            Ok(r) => r,
-            Err(e) => return ToolOutput::error(format!("invalid regular expression {pattern:?}: {e}")),
-        };
-        let root = args.get("path").and_then(Value::as_str).map(|p| ctx.paths.resolve(p)).unwrap_or_else(|| ctx.paths.workdir.clone());
-        let glob = args.get("glob").and_then(Value::as_str).map(str::to_string);
-        let max = args.get("max_results").and_then(Value::as_u64).map(|m| m as usize).unwrap_or(DEFAULT_MAX).clamp(1, HARD_MAX);
-        let result = tokio::task::spawn_blocking(move || search(&root, &regex, glob.as_deref(), max)).await;
-        match result {
-            Ok(Ok(text)) => ToolOutput::ok(text),
-            Ok(Err(e)) => ToolOutput::error(e),
-            Err(e) => ToolOutput::error(format!("search failed: {e}")),
+        if pattern.is_empty() {
+            return ToolOutput::error("`pattern` is empty; pass the regular expression to search for.");
         }
+        let case_insensitive = match arguments.get("case_insensitive") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return ToolOutput::error("`case_insensitive` must be true or false."),
+        };
+        let max_results = match arguments.get("max_results") {
+            None | Some(Value::Null) => DEFAULT_RESULTS,
+            Some(v) => match v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok())) {
+                Some(n) if n >= 1 => usize::try_from(n).unwrap_or(MAX_RESULTS).min(MAX_RESULTS),
+                _ => return ToolOutput::error("`max_results` must be a whole number from 1 to 1000."),
+            },
+        };
+        let root = match arguments.get("path") {
+            None | Some(Value::Null) => ctx.paths.workdir.clone(),
+            Some(Value::String(p)) if p.trim().is_empty() => ctx.paths.workdir.clone(),
+            Some(Value::String(p)) => ctx.paths.resolve(p),
+            Some(_) => return ToolOutput::error("`path` must be a string."),
+        };
+        if !root.exists() {
+            return ToolOutput::error(format!(
+                "path not found: {}. Pass an existing directory or file (relative paths resolve against {}), or leave `path` out.",
+                root.display(),
+                ctx.paths.workdir.display()
+            ));
+        }
+        let regex = match RegexBuilder::new(pattern).case_insensitive(case_insensitive).build() {
+            Ok(r) => r,
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "invalid regex `{pattern}`: {e}\nFix the pattern; escape characters meant literally, e.g. `\\(` or `\\.`."
+                ));
+            }
+        };
+        let glob = match arguments.get("glob") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(g)) if g.trim().is_empty() => None,
+            Some(Value::String(g)) => match file_filter(&root, g) {
+                Ok(o) => Some((g.clone(), o)),
+                Err(e) => return ToolOutput::error(format!("invalid glob `{g}`: {e}. Use a pattern like `*.rs` or `src/**/*.py`.")),
+            },
+            Some(_) => return ToolOutput::error("`glob` must be a string such as `*.rs`."),
+        };
+
+        let search = Search { root: root.clone(), workdir: ctx.paths.workdir.clone(), regex, max_results, cancel: ctx.cancel.clone() };
+        let filter = glob.as_ref().map(|(_, o)| o.clone());
+        let found = match tokio::task::spawn_blocking(move || search.run(filter)).await {
+            Ok(found) => found,
+            Err(e) => return ToolOutput::error(format!("the search failed: {e}")),
+        };
+        ToolOutput::ok(found.report(pattern, &root, glob.as_ref().map(|(g, _)| g.as_str()), max_results))
     }
 }
 
-fn search(root: &PathBuf, regex: &regex::Regex, glob: Option<&str>, max: usize) -> Result<String, String> {
-    if !root.exists() {
-        return Err(format!("{} does not exist", root.display()));
-    }
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder.require_git(false);
-    if let Some(g) = glob {
-        let mut overrides = ignore::overrides::OverrideBuilder::new(root);
-        overrides.add(g).map_err(|e| format!("invalid glob {g:?}: {e}"))?;
-        builder.overrides(overrides.build().map_err(|e| format!("invalid glob {g:?}: {e}"))?);
-    }
-    let mut hits = Vec::new();
-    let mut total = 0usize;
-    for entry in builder.build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
+/// The glob as a whitelist override rooted at the directory searched.
+fn file_filter(root: &Path, glob: &str) -> Result<Override, ignore::Error> {
+    let base = if root.is_file() { root.parent().unwrap_or(root) } else { root };
+    let mut builder = OverrideBuilder::new(base);
+    builder.add(glob)?;
+    builder.build()
+}
+
+struct Search {
+    root: PathBuf,
+    workdir: PathBuf,
+    regex: Regex,
+    max_results: usize,
+    cancel: CancellationToken,
+}
+
+#[derive(Default)]
+struct Found {
+    lines: Vec<String>,
+    total: usize,
+    files: usize,
+    skipped_large: usize,
+    unreadable: usize,
+    cancelled: bool,
+}
+
+impl Search {
+    fn run(&self, filter: Option<Override>) -> Found {
+        let mut builder = WalkBuilder::new(&self.root);
+        // Honour .gitignore outside git repositories too (a fresh project folder, a download).
+        builder.require_git(false).sort_by_file_name(|a, b| a.cmp(b));
+        if let Some(filter) = filter {
+            builder.overrides(filter);
         }
-        let Ok(file) = std::fs::File::open(entry.path()) else { continue };
-        let rel = entry.path().strip_prefix(root).unwrap_or(entry.path()).display().to_string();
-        let mut reader = std::io::BufReader::new(file);
-        if reader.fill_buf().map(|b| b.iter().take(8192).any(|&c| c == 0)).unwrap_or(true) {
-            continue; // binary
-        }
-        for (i, line) in reader.lines().enumerate() {
-            let Ok(line) = line else { break };
-            if regex.is_match(&line) {
-                total += 1;
-                if hits.len() < max {
-                    let text: String = line.trim().chars().take(MAX_LINE_CHARS).collect();
-                    hits.push(format!("{rel}:{}: {text}", i + 1));
+        let mut found = Found::default();
+        for entry in builder.build() {
+            if self.cancel.is_cancelled() {
+                found.cancelled = true;
+                break;
+            }
+            let Ok(entry) = entry else {
+                found.unreadable += 1;
+                continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let path = entry.path();
+            if entry.metadata().is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
+                found.skipped_large += 1;
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(path) else {
+                found.unreadable += 1;
+                continue;
+            };
+            if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
+                continue;
+            }
+            let shown = self.display(path);
+            let mut matched_here = false;
+            for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
+                if !self.regex.is_match(line) {
+                    continue;
+                }
+                matched_here = true;
+                found.total += 1;
+                if found.lines.len() < self.max_results {
+                    let line = line.trim_end();
+                    let text: String = line.chars().take(MAX_LINE_CHARS).collect();
+                    let cut = if text.len() < line.len() { "…" } else { "" };
+                    found.lines.push(format!("{shown}:{}: {text}{cut}", i + 1));
                 }
             }
+            found.files += usize::from(matched_here);
         }
+        found
     }
-    if hits.is_empty() {
-        return Ok(format!("No matches for /{}/ under {}.", regex.as_str(), root.display()));
+
+    /// `path` relative to the working directory when it is inside it, else absolute.
+    fn display(&self, path: &Path) -> String {
+        path.strip_prefix(&self.workdir).ok().filter(|p| !p.as_os_str().is_empty()).unwrap_or(path).display().to_string()
     }
-    let mut out = hits.join("\n");
-    if total > hits.len() {
-        out.push_str(&format!("\n[{total} matches (truncated at {max}); narrow the pattern, path or glob]"));
+}
+
+impl Found {
+    fn report(&self, pattern: &str, root: &Path, glob: Option<&str>, max_results: usize) -> String {
+        let within = match glob {
+            Some(g) => format!("{} (files matching `{g}`)", root.display()),
+            None => root.display().to_string(),
+        };
+        let mut out = if self.total == 0 {
+            format!("no matches for `{pattern}` in {within}")
+        } else if self.total > self.lines.len() {
+            format!(
+                "{} matches (truncated at {max_results}) in {} {}; narrow the pattern, path or glob, or raise max_results (at most {MAX_RESULTS})",
+                self.total,
+                self.files,
+                noun(self.files, "file", "files")
+            )
+        } else {
+            format!("{} {} in {} {}", self.total, noun(self.total, "match", "matches"), self.files, noun(self.files, "file", "files"))
+        };
+        for line in &self.lines {
+            out.push('\n');
+            out.push_str(line);
+        }
+        if self.skipped_large > 0 {
+            let _ = write!(out, "\n[skipped {} files over {} MB]", self.skipped_large, MAX_FILE_BYTES / (1024 * 1024));
+        }
+        if self.unreadable > 0 {
+            let _ = write!(out, "\n[{} files or directories could not be read]", self.unreadable);
+        }
+        if self.cancelled {
+            out.push_str("\n[cancelled: the turn was stopped before the search finished]");
+        }
+        out
     }
-    Ok(out)
+}
+
+fn noun<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
 }
 
 #[cfg(test)]
@@ -110,25 +240,75 @@ mod tests {
     use super::*;
     use crate::agent::tools::{AgentPaths, ToolSettings};
 
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext::detached(AgentPaths::under(dir), ToolSettings::default())
+    }
+
+    fn tree(dir: &Path) {
+        let write = |p: &str, s: &[u8]| {
+            let p = dir.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        write(".gitignore", b"target/\n*.log\n");
+        write("src/main.rs", b"fn main() {\n    needle();\n}\n");
+        write("src/lib/util.py", b"def needle():\n    return 'Needle'\n");
+        write("target/debug/out.rs", b"needle in a build artifact\n");
+        write("run.log", b"needle in a log\n");
+        write(".hidden/secret.txt", b"needle hidden\n");
+        write("blob.bin", b"needle\x00\x01binary\n");
+    }
+
     #[tokio::test]
-    async fn respects_gitignore_globs_and_caps() {
+    async fn finds_matches_and_respects_ignore_rules() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = ToolContext::detached(AgentPaths::under(dir.path()), ToolSettings::default());
-        std::fs::write(dir.path().join(".gitignore"), "target/\n").unwrap();
-        std::fs::create_dir_all(dir.path().join("target")).unwrap();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        std::fs::write(dir.path().join("target/out.rs"), "fn needle() {}\n").unwrap();
-        std::fs::write(dir.path().join("src/lib.rs"), "// intro\nfn needle() {}\n").unwrap();
-        std::fs::write(dir.path().join("notes.md"), "needle in notes\n").unwrap();
-        let out = SearchFiles.call(&ctx, json!({"pattern": "needle"})).await.content;
-        assert!(out.contains("src/lib.rs:2: fn needle() {}") && out.contains("notes.md:1:"), "{out}");
-        assert!(!out.contains("target/"), "ignored files are skipped: {out}");
-        let out = SearchFiles.call(&ctx, json!({"pattern": "NEEDLE", "glob": "*.rs", "case_insensitive": true})).await.content;
-        assert!(out.contains("src/lib.rs") && !out.contains("notes.md"), "{out}");
-        let bad = SearchFiles.call(&ctx, json!({"pattern": "(unclosed"})).await;
-        assert!(bad.is_error && bad.content.contains("invalid regular expression"));
-        std::fs::write(dir.path().join("many.txt"), "needle\n".repeat(20)).unwrap();
-        let out = SearchFiles.call(&ctx, json!({"pattern": "needle", "max_results": 5})).await.content;
-        assert!(out.contains("matches (truncated at 5)"), "{out}");
+        tree(dir.path());
+        let out = SearchFiles.call(&ctx(dir.path()), json!({"pattern": "needle"})).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(out.content, "2 matches in 2 files\nsrc/lib/util.py:1: def needle():\nsrc/main.rs:2:     needle();");
+        let out = SearchFiles.call(&ctx(dir.path()), json!({"pattern": "NEEDLE", "case_insensitive": true, "path": "src"})).await;
+        assert!(out.content.starts_with("3 matches in 2 files\n"), "{}", out.content);
+        assert!(out.content.contains("src/lib/util.py:2:     return 'Needle'"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn glob_filters_files() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path());
+        let out = SearchFiles.call(&ctx(dir.path()), json!({"pattern": "needle", "glob": "*.py"})).await;
+        assert_eq!(out.content, "1 match in 1 file\nsrc/lib/util.py:1: def needle():");
+        let out = SearchFiles.call(&ctx(dir.path()), json!({"pattern": "needle", "glob": "*.go"})).await;
+        assert!(!out.is_error && out.content.starts_with("no matches for `needle` in "), "{}", out.content);
+        assert!(out.content.ends_with("(files matching `*.go`)"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn invalid_regex_names_the_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = SearchFiles.call(&ctx(dir.path()), json!({"pattern": "fn main("})).await;
+        assert!(out.is_error, "{}", out.content);
+        assert!(out.content.contains("invalid regex `fn main(`") && out.content.contains("unclosed group"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn results_are_capped_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let body: String = (0..50).map(|i| format!("hit {i} {}\n", "y".repeat(400))).collect();
+        std::fs::write(dir.path().join("many.txt"), body).unwrap();
+        let out = SearchFiles.call(&ctx(dir.path()), json!({"pattern": "^hit", "max_results": 5})).await;
+        assert!(out.content.starts_with("50 matches (truncated at 5) in 1 file;"), "{}", out.content);
+        let lines: Vec<_> = out.content.lines().skip(1).collect();
+        assert_eq!(lines.len(), 5);
+        assert!(lines[0].starts_with("many.txt:1: hit 0 yyy") && lines[0].ends_with('…'), "{}", lines[0]);
+        assert_eq!(lines[0].chars().count(), "many.txt:1: ".len() + MAX_LINE_CHARS + 1);
+        let out = SearchFiles.call(&ctx(dir.path()), json!({"pattern": "^hit", "max_results": 0})).await;
+        assert!(out.is_error && out.content.contains("`max_results`"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn missing_path_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = SearchFiles.call(&ctx(dir.path()), json!({"pattern": "x", "path": "nowhere"})).await;
+        assert!(out.is_error && out.content.contains("path not found"), "{}", out.content);
     }
 }

@@ -1,37 +1,28 @@
-//! `write_file`: create or replace a file atomically (temporary file + rename), creating parent
-//! directories. Memory files and `.git` internals are refused: they have their own tools.
+//! `write_file`: creates or overwrites one whole file atomically (temp file in the same directory,
+//! then rename), creating parent directories; also owns the write guard and the atomic write that
+//! `patch` shares (no writes into the memory store or into a `.git` directory).
 
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 pub struct WriteFile;
-
-/// Why `path` may not be written by the file tools, if it may not.
-pub(super) fn forbidden(ctx: &ToolContext, path: &Path) -> Option<String> {
-    if path.components().any(|c| matches!(c, Component::Normal(n) if n == ".git")) {
-        return Some("files inside .git are managed by git; use git commands through the terminal".into());
-    }
-    if path.starts_with(&ctx.paths.memories) {
-        return Some("memory files are changed with the memory tool, which screens and budgets them".into());
-    }
-    None
-}
 
 #[async_trait]
 impl Tool for WriteFile {
     fn schema(&self) -> ToolSchema {
         ToolSchema {
             name: "write_file".into(),
-            description: "Create or overwrite a file with the given content (parent directories are created). To change part of \
-                          an existing file, prefer `patch`."
+            description: "Create a file or replace its entire content. Parent directories are created as needed and the \
+                write is atomic. Overwrites without asking, so read the file first if it may exist; to change part \
+                of an existing file use `patch` instead."
                 .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string"},
-                    "content": {"type": "string"}
+                    "path": {"type": "string", "description": "File to write; relative paths resolve against the working directory."},
+                    "content": {"type": "string", "description": "The complete new content of the file."}
                 },
                 "required": ["path", "content"]
             }),
@@ -42,22 +33,134 @@ impl Tool for WriteFile {
         "file"
     }
 
-    async fn call(&self, ctx: &ToolContext, args: Value) -> ToolOutput {
-        let (path, content) = match (required_str(&args, "path"), required_str(&args, "content")) {
-            (Ok(p), Ok(c)) => (ctx.paths.resolve(p), c.to_string()),
+    async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
+        let (path, content) = match (required_str(&arguments, "path"), required_str(&arguments, "content")) {
+            (Ok(p), Ok(c)) => (p, c),
             (Err(e), _) | (_, Err(e)) => return e,
         };
-        if let Some(why) = forbidden(ctx, &path) {
-            return ToolOutput::error(format!("refused to write {}: {why}", path.display()));
+        if path.trim().is_empty() {
+            return ToolOutput::error("`path` is empty; pass the file to write.");
         }
-        let shown = path.display().to_string();
-        let result = tokio::task::spawn_blocking(move || crate::agent::memory::write_atomically(&path, &content).map(|_| content)).await;
-        match result {
-            Ok(Ok(content)) => ToolOutput::ok(format!("Wrote {} bytes ({} lines) to {shown}.", content.len(), content.lines().count())),
-            Ok(Err(e)) => ToolOutput::error(format!("cannot write {shown}: {e}")),
-            Err(e) => ToolOutput::error(format!("writing failed: {e}")),
+        let target = match writable_target(ctx, path).await {
+            Ok(t) => t,
+            Err(e) => return e,
+        };
+        if tokio::fs::metadata(&target).await.is_ok_and(|m| m.is_dir()) {
+            return ToolOutput::error(format!("{} is a directory; pass the path of a file inside it.", target.display()));
+        }
+        let existed = tokio::fs::try_exists(&target).await.unwrap_or(false);
+        if let Some(parent) = target.parent()
+            && let Err(e) = tokio::fs::create_dir_all(parent).await
+        {
+            return ToolOutput::error(format!("could not create the directory {}: {e}", parent.display()));
+        }
+        if let Err(e) = write_atomic(&target, content.as_bytes()).await {
+            return ToolOutput::error(format!("could not write {}: {e}", target.display()));
+        }
+        ToolOutput::ok(format!(
+            "{} {}: {} bytes, {} lines",
+            if existed { "overwrote" } else { "created" },
+            target.display(),
+            content.len(),
+            content.lines().count()
+        ))
+    }
+}
+
+/// `path` resolved against the working directory (and through a symlink at the final component,
+/// so the link's target is what gets written), or a tool error when writing there is not allowed:
+/// the memory store belongs to the memory tool, and a `.git` directory to git.
+pub(super) async fn writable_target(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolOutput> {
+    let mut target = normalize(&ctx.paths.resolve(path));
+    if tokio::fs::symlink_metadata(&target).await.is_ok_and(|m| m.file_type().is_symlink())
+        && let Ok(real) = tokio::fs::canonicalize(&target).await
+    {
+        target = real;
+    }
+    let real = real_path(&target).await;
+    let memory_dirs = [ctx.paths.home.join("memories"), ctx.paths.memories.clone()];
+    for dir in memory_dirs {
+        let dir = normalize(&dir);
+        let real_dir = real_path(&dir).await;
+        if target.starts_with(&dir) || real.starts_with(&real_dir) {
+            return Err(ToolOutput::error(format!(
+                "{} is inside the memory store ({}); files there are managed by the `memory` tool. Use `memory` to add, \
+                 replace or remove entries instead.",
+                target.display(),
+                dir.display()
+            )));
         }
     }
+    if target.components().chain(real.components()).any(|c| c.as_os_str() == ".git") {
+        return Err(ToolOutput::error(format!(
+            "{} is inside a `.git` directory; git's internal files must not be edited directly. Use git commands through \
+             the `terminal` tool instead.",
+            target.display()
+        )));
+    }
+    Ok(target)
+}
+
+/// `path` with `.` and `..` components removed lexically (so `a/../memories` cannot slip past a
+/// prefix check).
+pub(super) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `path` with its longest existing ancestor canonicalized (symlinks resolved), the rest appended.
+async fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = tokio::fs::canonicalize(&existing).await {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// Write `bytes` to `target` atomically: a temporary file in the same directory, flushed to disk,
+/// given the permissions of the file it replaces, then renamed over it. On failure the temporary
+/// file is removed and `target` is untouched.
+pub(super) async fn write_atomic(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let result = async {
+        let mut file = tokio::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).await?;
+        tokio::io::AsyncWriteExt::write_all(&mut file, bytes).await?;
+        file.sync_all().await?;
+        drop(file);
+        if let Ok(meta) = tokio::fs::metadata(target).await {
+            tokio::fs::set_permissions(&tmp, meta.permissions()).await?;
+        }
+        tokio::fs::rename(&tmp, target).await
+    }
+    .await;
+    if result.is_err() {
+        let _ = tokio::fs::remove_file(&tmp).await;
+    }
+    result
 }
 
 #[cfg(test)]
@@ -65,17 +168,52 @@ mod tests {
     use super::*;
     use crate::agent::tools::{AgentPaths, ToolSettings};
 
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext::detached(AgentPaths::under(dir), ToolSettings::default())
+    }
+
     #[tokio::test]
-    async fn creates_directories_and_refuses_memory_and_git() {
+    async fn creates_parent_directories_and_reports_size() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = ToolContext::detached(AgentPaths::under(dir.path()), ToolSettings::default());
-        let out = WriteFile.call(&ctx, json!({"path": "deep/er/notes.md", "content": "a\nb\n"})).await;
+        let out = WriteFile.call(&ctx(dir.path()), json!({"path": "a/b/c.txt", "content": "one\ntwo\n"})).await;
         assert!(!out.is_error, "{}", out.content);
-        assert_eq!(std::fs::read_to_string(dir.path().join("deep/er/notes.md")).unwrap(), "a\nb\n");
-        let out = WriteFile.call(&ctx, json!({"path": "memories/MEMORY.md", "content": "x"})).await;
-        assert!(out.is_error && out.content.contains("memory tool"));
+        assert!(out.content.starts_with("created ") && out.content.ends_with("8 bytes, 2 lines"), "{}", out.content);
+        assert_eq!(std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "one\ntwo\n");
+    }
+
+    #[tokio::test]
+    async fn overwrites_atomically_without_leaving_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, "old").unwrap();
+        let out = WriteFile.call(&ctx(dir.path()), json!({"path": file.to_str().unwrap(), "content": "new"})).await;
+        assert!(out.content.starts_with("overwrote "), "{}", out.content);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("f.txt")]);
+    }
+
+    #[tokio::test]
+    async fn refuses_the_memory_store_and_git_internals() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        for path in ["memories/MEMORY.md", "sub/../memories/USER.md"] {
+            let out = WriteFile.call(&ctx, json!({"path": path, "content": "x"})).await;
+            assert!(out.is_error && out.content.contains("`memory` tool"), "{path}: {}", out.content);
+        }
         let out = WriteFile.call(&ctx, json!({"path": "repo/.git/config", "content": "x"})).await;
-        assert!(out.is_error && out.content.contains(".git"));
-        assert!(!dir.path().join("repo/.git/config").exists());
+        assert!(out.is_error && out.content.contains("git commands"), "{}", out.content);
+        assert!(!dir.path().join("memories").exists() && !dir.path().join("repo").exists());
+    }
+
+    #[tokio::test]
+    async fn missing_arguments_and_directories_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let out = WriteFile.call(&ctx, json!({"path": "x.txt"})).await;
+        assert!(out.is_error && out.content.contains("`content`"), "{}", out.content);
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        let out = WriteFile.call(&ctx, json!({"path": "d", "content": "x"})).await;
+        assert!(out.is_error && out.content.contains("is a directory"), "{}", out.content);
     }
 }
