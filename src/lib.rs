@@ -15,6 +15,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod fs_atomic;
 pub mod gateway;
 pub mod observe;
 pub mod store;

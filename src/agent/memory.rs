@@ -133,7 +133,7 @@ impl MemoryStore {
         if used > limit {
             return Err(MemoryError::OverBudget { file: target.file_name(), would_be: used, limit });
         }
-        write_atomically(&path, &text).map_err(|e| MemoryError::Io(e.to_string()))?;
+        crate::fs_atomic::write(&path, text.as_bytes()).map_err(|e| MemoryError::Io(e.to_string()))?;
         Ok(format!("{what} ({} now {used}/{limit} characters, {} entries)", target.file_name(), entries.len()))
     }
 
@@ -190,16 +190,6 @@ fn find_one(entries: &[String], needle: &str, file: &'static str) -> Result<usiz
 fn read_entries(path: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
     text.split('§').map(str::trim).filter(|e| !e.is_empty()).map(str::to_string).collect()
-}
-
-/// Write through a temporary file in the same directory and rename it into place, so a crash
-/// leaves either the old or the new file, never half of one.
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().and_then(|n| n.to_str()).unwrap_or("file"), std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

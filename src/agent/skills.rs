@@ -200,7 +200,7 @@ pub fn delete(root: &Path, name: &str) -> Result<(), SkillError> {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), SkillError> {
-    crate::agent::memory::write_atomically(path, text).map_err(|e| SkillError::Io(e.to_string()))
+    crate::fs_atomic::write(path, text.as_bytes()).map_err(|e| SkillError::Io(e.to_string()))
 }
 
 /// The skills section of the system prompt: names and descriptions only.

@@ -63,6 +63,17 @@ pub enum ToolProgress {
     Log,
 }
 
+impl ToolProgress {
+    /// Whether a tool call gets a line in the chat; `first_use` = the tool's first call this turn.
+    pub fn shows(self, first_use: bool) -> bool {
+        match self {
+            ToolProgress::Off | ToolProgress::Log => false,
+            ToolProgress::New => first_use,
+            ToolProgress::All | ToolProgress::Verbose => true,
+        }
+    }
+}
+
 const TOOL_PROGRESS_NAMES: &[&str] = &["off", "new", "all", "verbose", "log"];
 
 // Hand-written to also accept YAML booleans, as Hermes does: `false` = off, `true` = all.

@@ -32,7 +32,7 @@ pub fn write_model_default(path: &Path, model: &str, provider: Option<&str>) -> 
     }
     map.insert(key, Value::Mapping(model_map));
     let out = serde_yaml_ng::to_string(&root).map_err(|e| format!("cannot render the configuration: {e}"))?;
-    crate::agent::memory::write_atomically(path, &out).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    crate::fs_atomic::write(path, out.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -65,9 +65,8 @@ pub async fn compress_session(
 ) -> Result<Compressed, CompressError> {
     let store = &services.store;
     let rows = store.messages(&route.session_id, None).await.map_err(|e| CompressError::Storage(e.to_string()))?;
-    // Rows and messages stay index-aligned: rows with an unknown role are left out of both.
-    let rows: Vec<_> = rows.into_iter().filter(|r| to_chat_message(r).is_some()).collect();
-    let history: Vec<ChatMessage> = rows.iter().filter_map(to_chat_message).collect();
+    // Each message with its row (rows with an unknown role are left out).
+    let (rows, history): (Vec<_>, Vec<ChatMessage>) = rows.into_iter().filter_map(|r| to_chat_message(&r).map(|m| (r, m))).unzip();
     let c = &services.config.compression;
     let Some(Split { head, tail }) = compress::split(&history, c.protect_first_n, c.protect_last_n.min(history.len().saturating_sub(1)))
     else {
@@ -84,12 +83,12 @@ pub async fn compress_session(
     let tokens_before = compress::estimate_tokens(&history);
     let tokens_after = compress::estimate_tokens(&carried);
     // Carried rows keep their event ids, so a replayed event still finds its stored message.
-    let keep = |r: &crate::store::MessageRow| {
-        to_chat_message(r).map(|m| new_message("", r.event_id.as_deref().unwrap_or_default(), &m, r.finish_reason.as_deref()))
+    let keep = |(r, m): (&crate::store::MessageRow, &ChatMessage)| {
+        new_message("", r.event_id.as_deref().unwrap_or_default(), m, r.finish_reason.as_deref())
     };
-    let mut rows_carried: Vec<_> = rows[..head].iter().filter_map(keep).collect();
+    let mut rows_carried: Vec<_> = rows[..head].iter().zip(&history[..head]).map(keep).collect();
     rows_carried.push(new_message("", "", &compress::summary_message(&summary), None));
-    rows_carried.extend(rows[tail..].iter().filter_map(keep));
+    rows_carried.extend(rows[tail..].iter().zip(&history[tail..]).map(keep));
     let next = store
         .session_compress_into(&route.session_key, &route.session_id, &model.model, system_prompt, rows_carried)
         .await

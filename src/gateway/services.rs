@@ -126,11 +126,7 @@ impl Services {
 
     /// The toolsets `filter` lets through (for prompt guidance).
     pub fn toolsets_allowed(&self, filter: &ToolFilter) -> Vec<String> {
-        crate::agent::tools::TOOLSETS
-            .iter()
-            .filter(|s| !filter.disabled_toolsets.contains(**s) && filter.enabled_toolsets.as_ref().is_none_or(|e| e.contains(**s)))
-            .map(|s| s.to_string())
-            .collect()
+        crate::agent::tools::TOOLSETS.iter().filter(|s| filter.allows_toolset(s)).map(|s| s.to_string()).collect()
     }
 
     /// The context window of `model` in tokens (configured, else a conservative default).

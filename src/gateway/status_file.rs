@@ -57,9 +57,7 @@ impl StatusFile {
     }
 
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)?;
-        std::fs::rename(tmp, path)
+        crate::fs_atomic::write(path, &serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)
     }
 
     pub fn read(path: &Path) -> std::io::Result<StatusFile> {

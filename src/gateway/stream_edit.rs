@@ -191,13 +191,11 @@ impl StreamEditor {
     /// The model is calling tools: the text so far is complete, and a progress line may follow.
     pub async fn on_tool_call(&mut self, name: &str, arguments: &str) {
         self.close_response().await;
-        let line = match self.progress_mode {
-            ToolProgress::Off | ToolProgress::Log => return,
-            ToolProgress::New if !self.tools_seen.insert(name.to_string()) => return,
-            ToolProgress::New | ToolProgress::All => format!("🔧 {name}{}", preview(arguments, 40)),
-            ToolProgress::Verbose => format!("🔧 {name}{}", preview(arguments, 200)),
-        };
-        self.tools_seen.insert(name.to_string());
+        if !self.progress_mode.shows(self.tools_seen.insert(name.to_string())) {
+            return;
+        }
+        let preview_len = if self.progress_mode == ToolProgress::Verbose { 200 } else { 40 };
+        let line = format!("🔧 {name}{}", preview(arguments, preview_len));
         match self.progress.clone() {
             Some(Segment { message_id: Some(id), text, .. }) if !self.edits_disabled => {
                 let text = format!("{text}\n{line}");

@@ -44,15 +44,14 @@ pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -
             .get(platform)
             .and_then(|p| p.home_channel.clone())
             .ok_or_else(|| format!("no home channel is set for {platform}; use an explicit `{platform}:<chat_id>` target"))?;
-        ChatTarget::parse(&format!("{platform}:{home}"))
-            .ok_or_else(|| format!("the home channel of {platform} ({home:?}) is not a valid chat id"))
+        ChatTarget::parse(&format!("{platform}:{home}")).map_err(|e| format!("the home channel of {platform} ({home:?}) is not valid: {e}"))
     };
     let resolved = match target {
         "" | "origin" | "here" => origin(),
         "home" => home_of(&scope.platform)?,
         t if !t.contains(':') => home_of(&t.to_ascii_lowercase())?,
         t => ChatTarget::parse(t)
-            .ok_or_else(|| format!("{t:?} is not a target; use origin, home, <platform> or <platform>:<chat_id>[:<thread_id>]"))?,
+            .map_err(|e| format!("{t:?} is not a target ({e}); use origin, home, <platform> or <platform>:<chat_id>[:<thread_id>]"))?,
     };
     if services.adapter(resolved.platform.as_str()).is_none() {
         return Err(format!("the platform `{}` is not connected", resolved.platform));

@@ -12,7 +12,6 @@ use crate::agent::memory::MemoryStore;
 use crate::agent::prompt::{PromptInputs, assemble, with_message_instructions};
 use crate::agent::tools::{SessionScope, ToolContext};
 use crate::agent::{ChatMessage, ProviderError, Role, SteeringInbox, ToolCallRequest, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
-use crate::config::ToolProgress;
 use crate::store::{MessageRow, NewMessage};
 use hermes_adapter::{ChatTarget, ChatType, InboundEvent, SendError, StreamEvent, StreamStyle};
 use std::sync::Arc;
@@ -229,7 +228,7 @@ async fn drive(
                 streamed.clear();
                 if let Some(ed) = editor.as_mut() {
                     ed.on_tool_call(&c.name, &c.arguments).await;
-                } else if progress_lines && wants_progress_line(services.config.display.tool_progress, &mut tools_seen, &c.name) {
+                } else if progress_lines && services.config.display.tool_progress.shows(tools_seen.insert(c.name.clone())) {
                     let line = format!("🔧 {}", c.name);
                     outbound::deliver(services, &target, None, &line, &format!("{answer_key}:progress{progress_count}"), None).await;
                     progress_count += 1;
@@ -340,16 +339,6 @@ async fn drive(
                 .await;
             TurnEnd::Closed
         }
-    }
-}
-
-/// Whether a tool call gets a progress line under `display.tool_progress`.
-fn wants_progress_line(mode: ToolProgress, seen: &mut std::collections::HashSet<String>, name: &str) -> bool {
-    let first = seen.insert(name.to_string());
-    match mode {
-        ToolProgress::Off | ToolProgress::Log => false,
-        ToolProgress::New => first,
-        ToolProgress::All | ToolProgress::Verbose => true,
     }
 }
 

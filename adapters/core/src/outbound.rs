@@ -14,25 +14,31 @@ pub struct ChatTarget {
 }
 
 impl ChatTarget {
-    /// Parse `platform:chat_id[:thread_id]`. Matrix room ids (`!room:server`, `#alias:server`)
-    /// contain colons themselves, so for them everything after the platform is the chat id.
-    pub fn parse(text: &str) -> Option<ChatTarget> {
-        let (platform, rest) = text.trim().split_once(':')?;
-        if platform.is_empty() || rest.is_empty() || !platform.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return None;
+    /// Parse `platform:chat_id[:thread_id]` (delivery targets in config, cron and tools); the error
+    /// says what is wrong with the value. Matrix room ids (`!room:server`, `#alias:server`) contain
+    /// colons themselves, so for them everything after the platform is the chat id.
+    pub fn parse(text: &str) -> Result<ChatTarget, String> {
+        let Some((platform, rest)) = text.trim().split_once(':') else {
+            return Err("expected `platform:chat_id[:thread_id]`".to_string());
+        };
+        if platform.is_empty() || !platform.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("`{platform}` is not a platform name (letters, digits and '_')"));
         }
-        let (chat, thread) = if rest.starts_with('!') || rest.starts_with('#') {
+        let (chat_id, thread_id) = if rest.starts_with('!') || rest.starts_with('#') {
             (rest, None)
         } else {
             match rest.split_once(':') {
-                Some((chat, thread)) if !thread.is_empty() => (chat, Some(thread.to_string())),
-                _ => (rest, None),
+                Some((chat, thread)) => (chat, Some(thread)),
+                None => (rest, None),
             }
         };
-        if chat.is_empty() {
-            return None;
+        if chat_id.is_empty() {
+            return Err("the chat id is empty".to_string());
         }
-        Some(ChatTarget { platform: Platform::new(platform.to_ascii_lowercase()), chat_id: chat.to_string(), thread_id: thread })
+        if thread_id.is_some_and(|t| t.is_empty() || t.contains(':')) {
+            return Err("the thread id is empty or contains ':'".to_string());
+        }
+        Ok(ChatTarget { platform: Platform::new(platform), chat_id: chat_id.to_string(), thread_id: thread_id.map(str::to_string) })
     }
 }
 
@@ -46,10 +52,13 @@ mod target_tests {
         assert_eq!((t.platform.as_str(), t.chat_id.as_str(), t.thread_id.as_deref()), ("telegram", "-100123", Some("42")));
         let t = ChatTarget::parse("matrix:!abc:example.org").unwrap();
         assert_eq!((t.chat_id.as_str(), t.thread_id), ("!abc:example.org", None));
-        assert_eq!(ChatTarget::parse("discord:55").unwrap().thread_id, None);
-        assert!(ChatTarget::parse("telegram").is_none());
-        assert!(ChatTarget::parse(":x").is_none());
-        assert!(ChatTarget::parse("a b:c").is_none());
+        assert_eq!(
+            ChatTarget::parse("Discord:55").unwrap(),
+            ChatTarget { platform: Platform::new("discord"), chat_id: "55".into(), thread_id: None }
+        );
+        for bad in ["telegram", "telegram:", ":123", "tele gram:1", "telegram:1:", "telegram:1:2:3"] {
+            assert!(ChatTarget::parse(bad).is_err(), "{bad} should be rejected");
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! Where a route's answer goes: the `deliver` setting, parsed once at start-up.
 
-use hermes_adapter::{ChatTarget, Platform};
+use hermes_adapter::ChatTarget;
+#[cfg(test)]
+use hermes_adapter::Platform;
 use reqwest::Url;
 
 /// A parsed `deliver` setting.
@@ -39,29 +41,10 @@ impl Deliver {
         if rest.starts_with("//") {
             return Err(format!("`{platform}://` URLs are not supported; only http and https are"));
         }
-        if platform.is_empty() || !platform.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("`{platform}` is not a platform name (letters, digits and '_')"));
-        }
         if platform.eq_ignore_ascii_case("webhook") {
             return Err("a webhook route cannot deliver to the webhook platform itself".to_string());
         }
-        // At most three parts: a thread id is the last one; chat ids containing ':' are not
-        // expressible here (the same format as cron delivery targets).
-        let (chat_id, thread_id) = match rest.split_once(':') {
-            Some((chat, thread)) => (chat, Some(thread)),
-            None => (rest, None),
-        };
-        if chat_id.is_empty() {
-            return Err("the chat id is empty".to_string());
-        }
-        if thread_id.is_some_and(|t| t.is_empty() || t.contains(':')) {
-            return Err("the thread id is empty or contains ':'".to_string());
-        }
-        Ok(Deliver::Chat(ChatTarget {
-            platform: Platform::new(platform),
-            chat_id: chat_id.to_string(),
-            thread_id: thread_id.map(str::to_string),
-        }))
+        ChatTarget::parse(spec).map(Deliver::Chat)
     }
 }
 

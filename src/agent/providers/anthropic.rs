@@ -7,6 +7,7 @@
 //! content blocks (`tool_use` in the assistant turn, `tool_result` in the following *user* turn),
 //! and prompt caching is opt-in per content block via `cache_control` breakpoints.
 
+use super::http::{retry_after, transport_error};
 use super::sse::SseDecoder;
 use super::{ChatProvider, ChatRequest, ChatResponse, ProviderError};
 use crate::agent::message::{ChatMessage, Role, ToolCallRequest};
@@ -45,12 +46,12 @@ pub struct AnthropicMessages {
 
 impl AnthropicMessages {
     pub fn new(request_timeout: Duration) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .read_timeout(request_timeout)
-            .build()
-            .map_err(|e| ProviderError::Fatal(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self { client })
+        Ok(Self::with_client(super::http::client(request_timeout)?))
+    }
+
+    /// Use an existing client (its connection pool is shared).
+    pub fn with_client(client: reqwest::Client) -> Self {
+        Self { client }
     }
 }
 
@@ -254,18 +255,6 @@ fn classify_parts(status: Option<u16>, kind: &str, detail: String, retry_after: 
         }
         _ => ProviderError::Fatal(format!("{what} {kind}: {detail}")),
     }
-}
-
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .map(|secs| Duration::from_secs_f64(secs.clamp(0.0, 3600.0)))
-}
-
-fn transport_error(e: reqwest::Error) -> ProviderError {
-    ProviderError::Transient(format!("cannot reach the model provider: {}", e.without_url()))
 }
 
 /// A tool call's arguments as text: the streamed JSON when there was any, else the `input` the

@@ -3,6 +3,7 @@
 //! to retry.
 
 pub mod anthropic;
+pub mod http;
 pub mod openai;
 pub mod sse;
 
@@ -145,7 +146,12 @@ pub struct ProviderRouter {
 
 impl ProviderRouter {
     pub fn new(request_timeout: Duration) -> Result<Self, ProviderError> {
-        Ok(Self { openai: openai::OpenAiCompatible::new(request_timeout)?, anthropic: anthropic::AnthropicMessages::new(request_timeout)? })
+        // One client, so both wire formats share its connection pool.
+        let client = http::client(request_timeout)?;
+        Ok(Self {
+            openai: openai::OpenAiCompatible::with_client(client.clone()),
+            anthropic: anthropic::AnthropicMessages::with_client(client),
+        })
     }
 }
 

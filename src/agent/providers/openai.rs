@@ -1,6 +1,7 @@
 //! OpenAI-compatible Chat Completions (OpenAI, OpenRouter, vLLM, Ollama, llama.cpp servers):
 //! non-streaming and streaming (SSE, including tool-call deltas and usage).
 
+use super::http::{retry_after, transport_error};
 use super::sse::SseDecoder;
 use super::{ChatProvider, ChatRequest, ChatResponse, ProviderError};
 use crate::agent::message::{ChatMessage, Role, ToolCallRequest};
@@ -18,12 +19,12 @@ pub struct OpenAiCompatible {
 
 impl OpenAiCompatible {
     pub fn new(request_timeout: Duration) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .read_timeout(request_timeout)
-            .build()
-            .map_err(|e| ProviderError::Fatal(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self { client })
+        Ok(Self::with_client(super::http::client(request_timeout)?))
+    }
+
+    /// Use an existing client (its connection pool is shared).
+    pub fn with_client(client: reqwest::Client) -> Self {
+        Self { client }
     }
 }
 
@@ -95,18 +96,6 @@ fn error_detail(body: &str) -> String {
         .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
         .unwrap_or_else(|| body.to_string());
     text.chars().take(300).collect()
-}
-
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .map(|secs| Duration::from_secs_f64(secs.clamp(0.0, 3600.0)))
-}
-
-fn transport_error(e: reqwest::Error) -> ProviderError {
-    ProviderError::Transient(format!("cannot reach the model provider: {}", e.without_url()))
 }
 
 /// Tool calls assembled from stream deltas, keyed by their index.

@@ -84,12 +84,11 @@ impl ToolFilter {
     }
 
     pub fn allows(&self, tool: &dyn Tool) -> bool {
-        let name = tool.schema().name;
-        let set = tool.toolset();
-        if self.disabled_tools.contains(&name) || self.disabled_toolsets.contains(set) {
-            return false;
-        }
-        self.enabled_toolsets.as_ref().is_none_or(|e| e.contains(set))
+        !self.disabled_tools.contains(&tool.schema().name) && self.allows_toolset(tool.toolset())
+    }
+
+    pub fn allows_toolset(&self, set: &str) -> bool {
+        !self.disabled_toolsets.contains(set) && self.enabled_toolsets.as_ref().is_none_or(|e| e.contains(set))
     }
 
     /// This filter with more toolsets switched off.

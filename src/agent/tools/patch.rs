@@ -2,7 +2,7 @@
 //! or missing matches with line numbers and whitespace hints, and answers with a short
 //! unified-style summary of the change.
 
-use super::write_file::{writable_target, write_atomic};
+use super::write_file::writable_target;
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -99,7 +99,7 @@ impl Tool for Patch {
             ));
         }
         let updated = if replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
-        if let Err(e) = write_atomic(&target, updated.as_bytes()).await {
+        if let Err(e) = crate::fs_atomic::write_async(&target, updated.as_bytes().to_vec()).await {
             return ToolOutput::error(format!("could not write {shown}: {e}"));
         }
 

@@ -54,7 +54,7 @@ impl Tool for WriteFile {
         {
             return ToolOutput::error(format!("could not create the directory {}: {e}", parent.display()));
         }
-        if let Err(e) = write_atomic(&target, content.as_bytes()).await {
+        if let Err(e) = crate::fs_atomic::write_async(&target, content.as_bytes().to_vec()).await {
             return ToolOutput::error(format!("could not write {}: {e}", target.display()));
         }
         ToolOutput::ok(format!(
@@ -137,30 +137,6 @@ async fn real_path(path: &Path) -> PathBuf {
             _ => return path.to_path_buf(),
         }
     }
-}
-
-/// Write `bytes` to `target` atomically: a temporary file in the same directory, flushed to disk,
-/// given the permissions of the file it replaces, then renamed over it. On failure the temporary
-/// file is removed and `target` is untouched.
-pub(super) async fn write_atomic(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
-    let result = async {
-        let mut file = tokio::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).await?;
-        tokio::io::AsyncWriteExt::write_all(&mut file, bytes).await?;
-        file.sync_all().await?;
-        drop(file);
-        if let Ok(meta) = tokio::fs::metadata(target).await {
-            tokio::fs::set_permissions(&tmp, meta.permissions()).await?;
-        }
-        tokio::fs::rename(&tmp, target).await
-    }
-    .await;
-    if result.is_err() {
-        let _ = tokio::fs::remove_file(&tmp).await;
-    }
-    result
 }
 
 #[cfg(test)]
