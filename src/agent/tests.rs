@@ -263,3 +263,63 @@ async fn the_tool_loop_speaks_anthropic_messages_streaming() {
         .count();
     assert_eq!(tool_results, 2, "both parallel results go back as tool_result blocks: {second}");
 }
+
+fn in_turn_compression(llm: &FakeLlm, context_tokens: u64) -> super::turn::InTurnCompression {
+    super::turn::InTurnCompression {
+        context_tokens,
+        threshold: 0.5,
+        protect_first: 1,
+        protect_last: 2,
+        target_ratio: 0.2,
+        summarizer: spec(llm, "summarizer-model"),
+    }
+}
+
+#[tokio::test]
+async fn a_long_tool_loop_is_compressed_inside_the_turn() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.push(Reply::tool_call("c1", "skills_list", "{}"));
+    llm.push(Reply::tool_call("c2", "skills_list", "{}"));
+    llm.push(Reply::text("SUMMARY: listed skills twice, none found"));
+    llm.push(Reply::text("done"));
+    let agent = agent_with(tools::builtin(), 10);
+    let mut req = request(&llm, dir.path(), &format!("inventory please {}", "x".repeat(2000)));
+    req.compression = Some(in_turn_compression(&llm, 600));
+    let outcome = agent.run_to_end(req, CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.text, "done");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(reqs[2].model(), Some("summarizer-model"), "the middle went to the summarizer");
+    let last = reqs[3].messages();
+    assert_eq!(last[0].0, "system");
+    assert!(last[1].1.starts_with("inventory please"), "the first message is protected");
+    assert!(last[2].1.contains("[CONTEXT SUMMARY]") && last[2].1.contains("listed skills twice"), "{last:?}");
+    assert_eq!(last.len(), 5, "system, first message, summary, last call and its result: {last:?}");
+}
+
+#[tokio::test]
+async fn a_context_overflow_is_compressed_and_asked_again() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.push(Reply::error(400, "This model's maximum context length is 8192 tokens"));
+    llm.push(Reply::text("SUMMARY: earlier chit-chat"));
+    llm.push(Reply::text("fits now"));
+    let agent = agent_with(tools::builtin(), 10);
+    let mut messages = vec![ChatMessage::system("You are a test.")];
+    for i in 0..6 {
+        messages.push(if i % 2 == 0 { ChatMessage::user(format!("q{i}")) } else { ChatMessage::assistant(format!("a{i}")) });
+    }
+    messages.push(ChatMessage::user("latest"));
+    let mut req = TurnRequest::new(spec(&llm, "main-model"), messages);
+    req.compression = Some(in_turn_compression(&llm, 1_000_000));
+    let outcome = agent.run_to_end(req, CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.text, "fits now");
+    let last = llm.requests()[2].messages();
+    assert!(last.iter().any(|(_, t)| t.contains("[CONTEXT SUMMARY]")), "{last:?}");
+    assert_eq!(last.last().unwrap().1, "latest");
+    // Without a compression policy the overflow ends the turn with its class.
+    llm.push(Reply::error(400, "This model's maximum context length is 8192 tokens"));
+    let err = agent.run_to_end(request(&llm, dir.path(), "x"), CancellationToken::new()).await.unwrap_err();
+    assert_eq!(err.kind(), "ContextOverflow");
+}

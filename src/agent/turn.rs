@@ -34,11 +34,35 @@ pub struct TurnRequest {
     /// Messages the user sent while the turn runs (`/steer`, busy mode `steer`): injected after
     /// the next round of tool calls. What is left when the turn ends is the caller's to queue.
     pub steering: Option<SteeringInbox>,
+    /// Compress the conversation inside the turn when a tool loop outgrows the context.
+    pub compression: Option<InTurnCompression>,
+}
+
+/// When and how a turn compresses its own working conversation. The stored transcript is not
+/// touched here: the gateway rotates the stored session (with lineage) before the next turn.
+#[derive(Debug, Clone)]
+pub struct InTurnCompression {
+    pub context_tokens: u64,
+    /// Fraction of `context_tokens` above which the middle is summarized.
+    pub threshold: f64,
+    pub protect_first: usize,
+    pub protect_last: usize,
+    pub target_ratio: f64,
+    pub summarizer: ModelSpec,
 }
 
 impl TurnRequest {
     pub fn new(model: ModelSpec, messages: Vec<ChatMessage>) -> Self {
-        Self { model, fallbacks: Vec::new(), messages, stream: false, tools: None, tool_protocol: ToolProtocol::default(), steering: None }
+        Self {
+            model,
+            fallbacks: Vec::new(),
+            messages,
+            stream: false,
+            tools: None,
+            tool_protocol: ToolProtocol::default(),
+            steering: None,
+            compression: None,
+        }
     }
 }
 
@@ -99,6 +123,11 @@ pub enum TurnEvent {
     CallUsage {
         model: String,
         usage: Usage,
+    },
+    /// The working conversation was compressed inside the turn (a long tool loop).
+    Compressed {
+        tokens_before: u64,
+        tokens_after: u64,
     },
     /// The primary model failed and the turn continues on a fallback.
     FellBack {
@@ -190,7 +219,7 @@ impl Agent {
         tx: &mpsc::Sender<TurnEvent>,
         cancel: CancellationToken,
     ) -> Result<TurnOutcome, ProviderError> {
-        let TurnRequest { model, fallbacks, mut messages, stream, tools, tool_protocol, steering } = request;
+        let TurnRequest { model, fallbacks, mut messages, stream, tools, tool_protocol, steering, compression } = request;
         let mut tools = tools;
         if let Some(t) = tools.as_mut() {
             t.context.cancel = cancel.clone();
@@ -218,10 +247,27 @@ impl Agent {
                 messages.push(ChatMessage::system(BUDGET_NOTE));
             }
             let offered = if budget_spent || text_protocol { Vec::new() } else { schemas.clone() };
-            let wire_messages = if text_protocol { tool_protocol::to_text_messages(&messages) } else { messages.clone() };
-            let chat = ChatRequest { model: chain[0].clone(), messages: wire_messages, tools: offered, stream };
             let parse_text_calls = !budget_spent && tool_protocol != ToolProtocol::Native && tools.is_some();
-            let (response, used) = self.call_with_fallback(chat, &mut chain, parse_text_calls, tx).await?;
+            if let Some(policy) = &compression
+                && iteration > 0
+                && super::compress::estimate_tokens(&messages) as f64 > policy.threshold * policy.context_tokens as f64
+            {
+                self.compress_in_turn(&mut messages, policy, &cancel, tx).await;
+            }
+            let wire_messages = if text_protocol { tool_protocol::to_text_messages(&messages) } else { messages.clone() };
+            let chat = ChatRequest { model: chain[0].clone(), messages: wire_messages, tools: offered.clone(), stream };
+            let (response, used) = match self.call_with_fallback(chat, &mut chain, parse_text_calls, tx).await {
+                // Too long for the model after all: compress once and ask again.
+                Err(ProviderError::ContextOverflow(detail)) => match &compression {
+                    Some(policy) if self.compress_in_turn(&mut messages, policy, &cancel, tx).await => {
+                        let wire_messages = if text_protocol { tool_protocol::to_text_messages(&messages) } else { messages.clone() };
+                        let chat = ChatRequest { model: chain[0].clone(), messages: wire_messages, tools: offered, stream };
+                        self.call_with_fallback(chat, &mut chain, parse_text_calls, tx).await?
+                    }
+                    _ => return Err(ProviderError::ContextOverflow(detail)),
+                },
+                other => other?,
+            };
             usage.add(&response.usage);
             let _ = tx.send(TurnEvent::CallUsage { model: used.clone(), usage: response.usage }).await;
 
@@ -285,6 +331,36 @@ impl Agent {
         // The loop always returns on its last iteration (budget_spent); this keeps the function
         // total without a panic.
         Err(ProviderError::Fatal("iteration budget exhausted".into()))
+    }
+
+    /// Summarize the middle of the working conversation (system prompt kept); true when it
+    /// shrank. A failed summary leaves the conversation as it was.
+    async fn compress_in_turn(
+        self: &Arc<Self>,
+        messages: &mut Vec<ChatMessage>,
+        policy: &InTurnCompression,
+        cancel: &CancellationToken,
+        tx: &mpsc::Sender<TurnEvent>,
+    ) -> bool {
+        let system_len = messages.iter().take_while(|m| m.role == Role::System).count();
+        let body = &messages[system_len..];
+        let Some(split) = super::compress::split(body, policy.protect_first, policy.protect_last) else { return false };
+        let (head, tail) = (system_len + split.head, system_len + split.tail);
+        let middle = &messages[head..tail];
+        let target = ((super::compress::estimate_tokens(middle) as f64) * policy.target_ratio).max(200.0) as u64;
+        let before = super::compress::estimate_tokens(messages);
+        match super::compress::summarize(self, policy.summarizer.clone(), middle, None, target, cancel.child_token()).await {
+            Ok(summary) => {
+                messages.splice(head..tail, [super::compress::summary_message(&summary)]);
+                let after = super::compress::estimate_tokens(messages);
+                let _ = tx.send(TurnEvent::Compressed { tokens_before: before, tokens_after: after }).await;
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "in-turn compression failed; continuing uncompressed");
+                false
+            }
+        }
     }
 
     async fn run_call(&self, call: &ParsedCall, tools: Option<&TurnTools>) -> ToolOutput {

@@ -11,6 +11,7 @@ use crate::agent::compress;
 use crate::agent::memory::MemoryStore;
 use crate::agent::prompt::{PromptInputs, assemble, with_message_instructions};
 use crate::agent::tools::{SessionScope, ToolContext};
+use crate::agent::turn::InTurnCompression;
 use crate::agent::{ChatMessage, ProviderError, Role, SteeringInbox, ToolCallRequest, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
 use crate::store::{MessageRow, NewMessage};
 use hermes_adapter::{ChatTarget, ChatType, InboundEvent, SendError, StreamEvent, StreamStyle};
@@ -199,6 +200,15 @@ async fn drive(
     request.tools = Some(TurnTools { filter, context });
     request.tool_protocol = services.config.model.tool_protocol;
     request.steering = Some(steering.clone());
+    let c = &services.config.compression;
+    request.compression = c.enabled.then(|| InTurnCompression {
+        context_tokens: services.context_length(&model.model),
+        threshold: c.threshold,
+        protect_first: c.protect_first_n,
+        protect_last: c.protect_last_n,
+        target_ratio: c.target_ratio,
+        summarizer: services.compression_model(&model),
+    });
     started.store(true, Ordering::Release);
     let mut events = services.agent.run_turn(request, interrupt.clone());
 
@@ -248,6 +258,10 @@ async fn drive(
                     tracing::warn!(error = %e, "could not record usage");
                 }
                 let _ = store.session_set_prompt_tokens(&route.session_id, usage.prompt_tokens).await;
+                continue;
+            }
+            TurnEvent::Compressed { tokens_before, tokens_after } => {
+                tracing::info!(session_key, tokens_before, tokens_after, "compressed inside the turn");
                 continue;
             }
             TurnEvent::FellBack { from, to, reason } => {
