@@ -1,0 +1,1 @@
+//! Fake Discord REST API and gateway.
