@@ -71,6 +71,7 @@ pub async fn deliver(
             is_final: i == last && finish.is_some(),
             usage: if i == last { finish.as_ref().map(|f| f.usage) } else { None },
             finish_reason: if i == last { finish.as_ref().map(|f| f.finish_reason.clone()) } else { None },
+            buttons: Vec::new(),
         };
         match services.store.outbox_reserve(&key, &target_json, chunk).await {
             Ok(OutboxReservation::AlreadySent { .. }) => continue,
@@ -182,6 +183,7 @@ async fn notify_failure(services: &Services, adapter: &dyn PlatformAdapter, targ
         is_final: false,
         usage: None,
         finish_reason: None,
+        buttons: Vec::new(),
     };
     let result = adapter.send(&message).await;
     let _ = match result {

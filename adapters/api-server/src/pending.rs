@@ -281,6 +281,7 @@ mod tests {
             is_final,
             usage: Some(Usage { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 0, cache_write_tokens: 0 }),
             finish_reason: is_final.then(|| "stop".to_string()),
+            buttons: Vec::new(),
         }
     }
 

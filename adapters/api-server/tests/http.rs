@@ -28,6 +28,7 @@ fn outbound(reply_to: &str, text: &str) -> OutboundMessage {
         is_final: true,
         usage: None,
         finish_reason: Some("stop".into()),
+        buttons: Vec::new(),
     }
 }
 

@@ -18,6 +18,8 @@ pub enum MessageKind {
     Video,
     Location,
     Sticker,
+    /// A button under one of the bot's messages was pressed; the text is the button's data.
+    ButtonPress,
 }
 
 /// A prior message supplied by the client with the event (the `messages` of a stateless OpenAI

@@ -27,7 +27,7 @@ pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};
 pub use context::{AcceptError, AdapterContext, HealthReporter, InboundSink, SessionDirectory, SessionDirectoryError, StoredMessage};
 pub use error::AdapterError;
 pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
-pub use outbound::{ChatTarget, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
+pub use outbound::{Button, ChatTarget, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
 pub use source::{ChatType, Platform, SessionSource};
 
 use async_trait::async_trait;

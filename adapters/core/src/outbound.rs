@@ -82,6 +82,20 @@ pub struct OutboundMessage {
     /// Why the turn ended (`stop`, `length`, `error`, `interrupted`), with the final message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// Rows of buttons under the message (approvals, model picker), for adapters whose
+    /// [`crate::Capabilities::supports_buttons`] is true; others get the choices as text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buttons: Vec<Vec<Button>>,
+}
+
+/// One button under a message. Pressing it arrives as an [`crate::InboundEvent`] of kind
+/// [`crate::MessageKind::ButtonPress`] whose text is `data` (a command such as `/approve`), so a
+/// press means exactly what typing that text would.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Button {
+    pub label: String,
+    /// At most 64 bytes (Telegram's `callback_data` limit).
+    pub data: String,
 }
 
 /// Token usage of one turn.

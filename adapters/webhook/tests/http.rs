@@ -465,6 +465,7 @@ fn answer(route: &str, delivery: &str) -> OutboundMessage {
         is_final: true,
         usage: None,
         finish_reason: Some("stop".into()),
+        buttons: Vec::new(),
     }
 }
 
