@@ -1,1 +1,23 @@
-//! Telegram adapter (teloxide): long polling acknowledged only after the inbox accepted, HTML rendering, UTF-16 chunking, edits, typing, buttons, files.
+//! `hermes-telegram`: the Telegram adapter, on teloxide's typed Bot API client.
+//!
+//! * [`adapter`]: the [`hermes_adapter::PlatformAdapter`] implementation — sending, editing,
+//!   typing, buttons — with the send budget and inline handling of short flood waits.
+//! * [`poll`]: long polling whose offset advances only after the gateway's inbox accepted the
+//!   updates; conflicts and stalls are survived.
+//! * [`inbound`]: updates → events (DMs, groups, forum topics, mention gating, button presses).
+//! * [`render`]: Markdown → Telegram HTML from an AST.
+//! * [`budget`]: Telegram's flood limits kept on our side.
+//! * [`media`]: inbound photos and documents saved to the cache.
+//! * [`errors`]: Telegram failures → what the gateway does next.
+
+pub mod adapter;
+pub mod budget;
+pub mod errors;
+pub mod inbound;
+pub mod media;
+pub mod poll;
+pub mod render;
+pub mod settings;
+
+pub use adapter::{TelegramAdapter, TelegramError};
+pub use settings::{SendBudget, TelegramSettings};

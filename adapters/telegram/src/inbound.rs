@@ -1,0 +1,214 @@
+//! Telegram updates turned into the gateway's [`InboundEvent`]s: who and where (DM, group, forum
+//! topic), group gating (mentions, replies, `/command@bot`), and the bot's own name stripped from
+//! the text. Pure functions; downloading attached files is [`crate::media`]'s job.
+
+use chrono::Utc;
+use hermes_adapter::{ChatType, InboundEvent, MessageKind, Platform, SessionSource};
+use std::collections::HashSet;
+use teloxide::types::{CallbackQuery, Message, MessageEntityKind, Update, UpdateKind};
+
+/// Who the bot is, from `getMe`.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub bot_id: u64,
+    /// Lower-case, without `@`.
+    pub username: String,
+}
+
+/// Which group messages are for the bot.
+#[derive(Debug, Clone, Default)]
+pub struct Gate {
+    pub require_mention: bool,
+    pub free_response_chats: HashSet<i64>,
+}
+
+/// A file attached to a message, downloaded before the event is accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attachment {
+    pub file_id: String,
+    pub size: Option<u64>,
+    pub file_name: String,
+    pub kind: MessageKind,
+}
+
+/// What to do with one update.
+#[derive(Debug)]
+pub enum Inbound {
+    Message { event: Box<InboundEvent>, attachment: Option<Attachment> },
+    /// A button press; `query_id` is answered once the event is accepted so the button stops spinning.
+    Button { event: Box<InboundEvent>, query_id: String },
+    /// Not for the bot, or nothing it can act on; the reason is logged at debug level.
+    Ignore(&'static str),
+}
+
+pub fn event_id(bot_id: u64, update_id: u32) -> String {
+    format!("telegram:{bot_id}:{update_id}")
+}
+
+pub fn classify(update: &Update, me: &Identity, gate: &Gate) -> Inbound {
+    let id = event_id(me.bot_id, update.id.0);
+    match &update.kind {
+        UpdateKind::Message(message) => from_message(id, message, me, gate),
+        UpdateKind::CallbackQuery(query) => from_callback(id, query, me),
+        UpdateKind::EditedMessage(_) => Inbound::Ignore("an edit of an earlier message (already answered)"),
+        UpdateKind::Error(_) => Inbound::Ignore("an update this version cannot read"),
+        _ => Inbound::Ignore("an update kind the gateway does not handle"),
+    }
+}
+
+fn from_message(event_id: String, message: &Message, me: &Identity, gate: &Gate) -> Inbound {
+    let Some(from) = message.from.as_ref() else {
+        return Inbound::Ignore("a message without a sender (channel post or anonymous admin)");
+    };
+    if from.id.0 == me.bot_id {
+        return Inbound::Ignore("the bot's own message");
+    }
+    if from.is_bot {
+        return Inbound::Ignore("a message from another bot");
+    }
+    let chat = &message.chat;
+    let chat_type = if chat.is_private() {
+        ChatType::Dm
+    } else if chat.is_group() || chat.is_supergroup() {
+        ChatType::Group
+    } else {
+        return Inbound::Ignore("a channel post");
+    };
+    let raw_text = message.text().or(message.caption()).unwrap_or_default();
+    let attachment = attachment_of(message);
+    if raw_text.trim().is_empty() && attachment.is_none() {
+        return Inbound::Ignore("a message with neither text nor a supported attachment");
+    }
+    if let Some(target) = command_target(raw_text)
+        && !target.eq_ignore_ascii_case(&me.username)
+    {
+        return Inbound::Ignore("a command addressed to another bot");
+    }
+    if chat_type == ChatType::Group && gate.require_mention && !gate.free_response_chats.contains(&chat.id.0) && !addresses_bot(message, me)
+    {
+        return Inbound::Ignore("a group message that does not mention the bot");
+    }
+    let mut source = SessionSource::new(Platform::new("telegram"), chat.id.0.to_string(), chat_type);
+    source.chat_name = chat.title().map(str::to_string).or_else(|| display_name(from.username.as_deref(), &from.first_name));
+    source.user_id = Some(from.id.0.to_string());
+    source.user_name = display_name(from.username.as_deref(), &from.first_name);
+    // Replies in ordinary groups carry a thread id too; only forum topics are separate threads.
+    if message.is_topic_message {
+        source.thread_id = message.thread_id.map(|t| t.0.0.to_string());
+    }
+    let text = strip_bot_name(raw_text, &me.username);
+    let mut event = InboundEvent::text(event_id, source, text);
+    event.message_id = Some(message.id.0.to_string());
+    event.received_at = Utc::now();
+    if let Some(a) = &attachment {
+        event.kind = a.kind;
+    }
+    Inbound::Message { event: Box::new(event), attachment }
+}
+
+fn from_callback(event_id: String, query: &CallbackQuery, me: &Identity) -> Inbound {
+    let Some(data) = query.data.as_deref().filter(|d| !d.is_empty()) else {
+        return Inbound::Ignore("a button press without data");
+    };
+    let Some(message) = query.regular_message() else {
+        return Inbound::Ignore("a button press on a message the bot can no longer see");
+    };
+    if query.from.id.0 == me.bot_id || query.from.is_bot {
+        return Inbound::Ignore("a button press by a bot");
+    }
+    let chat = &message.chat;
+    let chat_type = if chat.is_private() { ChatType::Dm } else { ChatType::Group };
+    let mut source = SessionSource::new(Platform::new("telegram"), chat.id.0.to_string(), chat_type);
+    source.chat_name = chat.title().map(str::to_string);
+    source.user_id = Some(query.from.id.0.to_string());
+    source.user_name = display_name(query.from.username.as_deref(), &query.from.first_name);
+    if message.is_topic_message {
+        source.thread_id = message.thread_id.map(|t| t.0.0.to_string());
+    }
+    let mut event = InboundEvent::text(event_id, source, data);
+    event.kind = MessageKind::ButtonPress;
+    event.message_id = Some(message.id.0.to_string());
+    Inbound::Button { event: Box::new(event), query_id: query.id.0.clone() }
+}
+
+fn display_name(username: Option<&str>, first_name: &str) -> Option<String> {
+    username.map(str::to_string).or_else(|| (!first_name.is_empty()).then(|| first_name.to_string()))
+}
+
+/// `/cmd@name …` → `name`.
+fn command_target(text: &str) -> Option<&str> {
+    let first = text.split_whitespace().next()?;
+    let command = first.strip_prefix('/')?;
+    command.split_once('@').map(|(_, target)| target)
+}
+
+/// Mentioned by `@username` or a text mention, replied to, or addressed with `/command@bot`.
+fn addresses_bot(message: &Message, me: &Identity) -> bool {
+    if message.reply_to_message().and_then(|m| m.from.as_ref()).is_some_and(|u| u.id.0 == me.bot_id) {
+        return true;
+    }
+    let Some(entities) = message.parse_entities().or_else(|| message.parse_caption_entities()) else {
+        return false;
+    };
+    entities.iter().any(|entity| match entity.kind() {
+        MessageEntityKind::Mention => entity.text().trim_start_matches('@').eq_ignore_ascii_case(&me.username),
+        MessageEntityKind::TextMention { user } => user.id.0 == me.bot_id,
+        MessageEntityKind::BotCommand => {
+            entity.text().split_once('@').is_some_and(|(_, target)| target.eq_ignore_ascii_case(&me.username))
+        }
+        _ => false,
+    })
+}
+
+/// Remove `@botname` (any case, as a whole word, with one space next to it) so the agent and the
+/// command parser see only the words meant for them.
+pub fn strip_bot_name(text: &str, username: &str) -> String {
+    if username.is_empty() {
+        return text.trim().to_string();
+    }
+    let needle = format!("@{}", username.to_ascii_lowercase());
+    // ASCII lower-casing keeps byte offsets identical between `lower` and `text`.
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut search = 0;
+    while let Some(found) = lower[search..].find(&needle) {
+        let start = search + found;
+        let mut end = start + needle.len();
+        let word_ends = lower[end..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let word_starts = lower[..start].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        if word_ends && word_starts {
+            out.push_str(&text[last..start]);
+            if text[end..].starts_with(' ') {
+                end += 1;
+            } else if out.ends_with(' ') {
+                out.pop();
+            }
+            last = end;
+        }
+        search = start + needle.len();
+    }
+    out.push_str(&text[last..]);
+    out.trim().to_string()
+}
+
+fn attachment_of(message: &Message) -> Option<Attachment> {
+    if let Some(sizes) = message.photo() {
+        let largest = sizes.iter().max_by_key(|p| u64::from(p.width) * u64::from(p.height))?;
+        return Some(Attachment {
+            file_id: largest.file.id.0.clone(),
+            size: Some(u64::from(largest.file.size)),
+            file_name: format!("photo-{}.jpg", largest.file.unique_id.0),
+            kind: MessageKind::Photo,
+        });
+    }
+    if let Some(doc) = message.document() {
+        return Some(Attachment {
+            file_id: doc.file.id.0.clone(),
+            size: Some(u64::from(doc.file.size)),
+            file_name: doc.file_name.clone().unwrap_or_else(|| format!("document-{}", doc.file.unique_id.0)),
+            kind: MessageKind::Document,
+        });
+    }
+    None
+}

@@ -1,0 +1,193 @@
+//! Long polling. The offset sent to `getUpdates` is what confirms updates to Telegram, so it only
+//! moves past an update once the gateway's inbox has stored it: a crash at any point loses
+//! nothing, and what Telegram then sends again is recognised by its event id and answered once.
+//!
+//! Survived here: a conflict with another poller (409, capped backoff, reported degraded), a
+//! webhook left set (deleted), flood waits. Network failures end the run so the supervisor
+//! reconnects with backoff; a poll that hangs is caught by the supervisor's liveness watch.
+
+use crate::adapter::TelegramAdapter;
+use crate::inbound::{self, Gate, Identity, Inbound};
+use crate::media::{self, Saved};
+use hermes_adapter::{AcceptError, AdapterContext, AdapterError};
+use std::time::Duration;
+use teloxide::payloads::{DeleteWebhookSetters, GetUpdatesSetters};
+use teloxide::prelude::Requester;
+use teloxide::types::{AllowedUpdate, BotCommand, CallbackQueryId, Update};
+use teloxide::{ApiError, RequestError};
+
+const MAX_CONFLICT_BACKOFF: Duration = Duration::from_secs(60);
+
+pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), AdapterError> {
+    let gate = Gate {
+        require_mention: adapter.settings.require_mention,
+        free_response_chats: adapter.settings.free_response_chats.iter().filter_map(|c| c.trim().parse().ok()).collect(),
+    };
+    // getMe runs alongside the first poll instead of before it: start-up latency is one round
+    // trip, and updates are classified only once the bot's name is known.
+    let identity = tokio::spawn(identify(adapter.bot.clone()));
+    let mut identity = Some(identity);
+    let mut me: Option<Identity> = None;
+    let mut offset: i32 = 0;
+    let mut conflicts: u32 = 0;
+    let mut announced = false;
+    loop {
+        let request = adapter
+            .poll_bot
+            .get_updates()
+            .offset(offset)
+            .limit(100)
+            .timeout(adapter.settings.poll_timeout.as_secs() as u32)
+            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::EditedMessage, AllowedUpdate::CallbackQuery]);
+        let result = tokio::select! {
+            r = request => r,
+            _ = ctx.shutdown.cancelled() => {
+                confirm(adapter, offset).await;
+                return Ok(());
+            }
+        };
+        let updates = match result {
+            Ok(updates) => updates,
+            Err(RequestError::Api(ApiError::TerminatedByOtherGetUpdates)) => {
+                conflicts += 1;
+                let wait = Duration::from_secs(1u64 << conflicts.min(6)).min(MAX_CONFLICT_BACKOFF);
+                tracing::warn!(attempt = conflicts, wait_s = wait.as_secs(), "another process is polling this bot token (409 Conflict); retrying");
+                ctx.health.set_degraded(Some("another process is polling this bot token (409 Conflict)".to_string()));
+                ctx.health.progress();
+                if sleep_or_stop(&ctx, wait).await {
+                    return Ok(());
+                }
+                continue;
+            }
+            Err(RequestError::Api(ApiError::CantGetUpdates)) => {
+                tracing::warn!("a webhook is set for this bot; deleting it to use long polling");
+                if let Err(e) = adapter.poll_bot.delete_webhook().drop_pending_updates(false).await {
+                    return Err(AdapterError::retryable("telegram_webhook", format!("could not delete the webhook: {e}")));
+                }
+                continue;
+            }
+            Err(RequestError::Api(ApiError::InvalidToken)) => {
+                return Err(AdapterError::fatal("telegram_token", "Telegram rejected the bot token; check TELEGRAM_BOT_TOKEN"));
+            }
+            Err(RequestError::RetryAfter(wait)) => {
+                if sleep_or_stop(&ctx, wait.duration()).await {
+                    return Ok(());
+                }
+                continue;
+            }
+            Err(e) => return Err(AdapterError::retryable("telegram_poll", format!("getUpdates failed: {e}"))),
+        };
+        if conflicts > 0 {
+            conflicts = 0;
+            ctx.health.set_degraded(None);
+        }
+        ctx.health.mark_connected();
+        if me.is_none() {
+            if let Some(pending) = identity.take() {
+                me = Some(match pending.await {
+                    Ok(result) => result?,
+                    Err(e) => return Err(AdapterError::retryable("telegram_getme", format!("getMe task failed: {e}"))),
+                });
+            }
+            if !announced {
+                announced = true;
+                publish_commands(adapter);
+            }
+        }
+        let Some(me) = me.as_ref() else { continue };
+        for update in updates {
+            if let Err(e) = handle(adapter, &ctx, me, &gate, &update).await {
+                // Not confirmed: Telegram sends it (and everything after it) again next time.
+                return Err(AdapterError::retryable("telegram_inbox", format!("the inbox refused update {}: {e}", update.id.0)));
+            }
+            offset = update.id.0 as i32 + 1;
+        }
+    }
+}
+
+async fn identify(bot: teloxide::Bot) -> Result<Identity, AdapterError> {
+    match bot.get_me().await {
+        Ok(me) => Ok(Identity { bot_id: me.id.0, username: me.username.clone().unwrap_or_default().to_ascii_lowercase() }),
+        Err(RequestError::Api(ApiError::InvalidToken)) => {
+            Err(AdapterError::fatal("telegram_token", "Telegram rejected the bot token; check TELEGRAM_BOT_TOKEN"))
+        }
+        Err(e) => Err(AdapterError::retryable("telegram_getme", format!("getMe failed: {e}"))),
+    }
+}
+
+async fn handle(adapter: &TelegramAdapter, ctx: &AdapterContext, me: &Identity, gate: &Gate, update: &Update) -> Result<(), AcceptError> {
+    match inbound::classify(update, me, gate) {
+        Inbound::Ignore(why) => {
+            tracing::debug!(update_id = update.id.0, "ignored: {why}");
+            Ok(())
+        }
+        Inbound::Message { mut event, attachment } => {
+            if let Some(attachment) = attachment {
+                match media::save(&adapter.bot, &attachment, &adapter.settings.media_dir, adapter.settings.max_media_bytes).await {
+                    Saved::Path(path) => event.media_paths.push(path.to_string_lossy().into_owned()),
+                    Saved::Skipped(note) => {
+                        tracing::warn!(update_id = update.id.0, "{note}");
+                        event.text = if event.text.is_empty() { note } else { format!("{}\n{note}", event.text) };
+                    }
+                }
+            }
+            ctx.accept(*event).await.map(|_| ())
+        }
+        Inbound::Button { event, query_id } => {
+            ctx.accept(*event).await?;
+            // Only stops the button's spinner; failing it loses nothing.
+            let bot = adapter.bot.clone();
+            tokio::spawn(async move {
+                if let Err(e) = bot.answer_callback_query(CallbackQueryId(query_id)).await {
+                    tracing::debug!("answerCallbackQuery failed: {e}");
+                }
+            });
+            Ok(())
+        }
+    }
+}
+
+/// One last zero-timeout poll so Telegram forgets what was accepted before a clean stop; what it
+/// returns stays unconfirmed and comes again on the next start.
+async fn confirm(adapter: &TelegramAdapter, offset: i32) {
+    if offset == 0 {
+        return;
+    }
+    let request = adapter.bot.get_updates().offset(offset).limit(1).timeout(0);
+    if tokio::time::timeout(Duration::from_secs(2), request).await.is_err() {
+        tracing::debug!("could not confirm the last updates before stopping; they will be deduplicated on restart");
+    }
+}
+
+/// The command menu, published in the background: it decorates the client and must not delay
+/// the first poll.
+fn publish_commands(adapter: &TelegramAdapter) {
+    let commands: Vec<BotCommand> = adapter
+        .settings
+        .commands
+        .iter()
+        .filter(|(name, _)| !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
+        .map(|(name, description)| {
+            let description: String = if description.trim().is_empty() { name.clone() } else { description.chars().take(256).collect() };
+            BotCommand::new(name.clone(), description)
+        })
+        .take(100)
+        .collect();
+    if commands.is_empty() {
+        return;
+    }
+    let bot = adapter.bot.clone();
+    tokio::spawn(async move {
+        if let Err(e) = bot.set_my_commands(commands).await {
+            tracing::warn!("could not publish the command menu: {e}");
+        }
+    });
+}
+
+/// Sleep unless the gateway stops first; true when it did.
+async fn sleep_or_stop(ctx: &AdapterContext, wait: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => false,
+        _ = ctx.shutdown.cancelled() => true,
+    }
+}

@@ -1,0 +1,81 @@
+//! What the Telegram adapter is configured with, already resolved from config and environment by
+//! the gateway (this crate never reads the environment itself).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Telegram's documented limits: about 30 messages a second overall, one a second per chat (short
+/// bursts tolerated) and 20 a minute in a group. Zero switches a limit off (a self-hosted Bot API
+/// server without limits, or a benchmark against a fake).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SendBudget {
+    pub global_per_second: f64,
+    pub per_chat_per_second: f64,
+    pub group_per_minute: f64,
+}
+
+impl Default for SendBudget {
+    fn default() -> Self {
+        Self { global_per_second: 30.0, per_chat_per_second: 1.0, group_per_minute: 20.0 }
+    }
+}
+
+impl SendBudget {
+    pub fn unlimited() -> Self {
+        Self { global_per_second: 0.0, per_chat_per_second: 0.0, group_per_minute: 0.0 }
+    }
+}
+
+#[derive(Clone)]
+pub struct TelegramSettings {
+    pub token: String,
+    /// Replaces `https://api.telegram.org` (a self-hosted Bot API server, or a test fake).
+    pub api_base_url: Option<String>,
+    /// In groups, answer only when mentioned, replied to or addressed with `/command@bot`.
+    pub require_mention: bool,
+    /// Group chat ids where every message is answered, mention or not.
+    pub free_response_chats: Vec<String>,
+    /// Seconds a `getUpdates` long poll may wait for news.
+    pub poll_timeout: Duration,
+    pub budget: SendBudget,
+    /// Where inbound photos and documents are saved (`HERMES_HOME/cache`).
+    pub media_dir: PathBuf,
+    /// Larger inbound files are not downloaded; the message says so instead.
+    pub max_media_bytes: u64,
+    /// Published as the bot's command menu (`setMyCommands`): name without `/`, description.
+    pub commands: Vec<(String, String)>,
+}
+
+impl TelegramSettings {
+    pub fn new(token: impl Into<String>, media_dir: PathBuf) -> Self {
+        Self {
+            token: token.into(),
+            api_base_url: None,
+            require_mention: false,
+            free_response_chats: Vec::new(),
+            poll_timeout: Duration::from_secs(30),
+            budget: SendBudget::default(),
+            media_dir,
+            max_media_bytes: 20 * 1024 * 1024,
+            commands: Vec::new(),
+        }
+    }
+
+    /// The bot's numeric id: the part of the token before the colon.
+    pub fn bot_id(&self) -> Option<u64> {
+        self.token.split_once(':').and_then(|(id, _)| id.parse().ok())
+    }
+}
+
+// The token is a credential: never printed.
+impl std::fmt::Debug for TelegramSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelegramSettings")
+            .field("token", &"****")
+            .field("api_base_url", &self.api_base_url)
+            .field("require_mention", &self.require_mention)
+            .field("poll_timeout", &self.poll_timeout)
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
