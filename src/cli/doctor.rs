@@ -46,7 +46,7 @@ pub fn run(cli: &Cli) -> ExitCode {
     runtime.block_on(async {
         check_home(&mut report, &resolved.home).await;
         check_provider(&mut report, &resolved.loaded.config).await;
-        check_platforms(&mut report, &resolved.loaded.config).await;
+        check_platforms(&mut report, &resolved.loaded.config, &resolved.home).await;
     });
     if report.failures == 0 {
         println!("\nall checks passed");
@@ -107,8 +107,8 @@ async fn check_provider(report: &mut Report, config: &Config) {
     }
 }
 
-async fn check_platforms(report: &mut Report, config: &Config) {
-    if let Err(e) = adapters::build_enabled(config) {
+async fn check_platforms(report: &mut Report, config: &Config, home: &Home) {
+    if let Err(e) = adapters::build_enabled(config, home) {
         report.fail(&format!("platform settings: {e}"), "fix the setting named above");
         return;
     }
@@ -123,7 +123,12 @@ async fn check_platforms(report: &mut Report, config: &Config) {
         check_listener(report, "webhook", &p.webhook.host, p.webhook.port, "/health").await;
     }
     for (name, platform) in &p.others {
-        if platform.enabled {
+        if !platform.is_enabled() {
+            continue;
+        }
+        if crate::gateway::adapters::is_supported(name) {
+            any = true;
+        } else {
             report.fail(
                 &format!("platform {name} is enabled but not supported by this build"),
                 &format!("remove platforms.{name} or upgrade hermes"),

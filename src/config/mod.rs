@@ -70,7 +70,7 @@ pub use home::Home;
 pub use load::{Loaded, load, load_str, parse_yaml};
 pub use model::ModelConfig;
 pub use persist::write_model_default;
-pub use platforms::{ApiServerConfig, PlatformConfig, Platforms};
+pub use platforms::{ApiServerConfig, PlatformConfig, Platforms, SendBudgetConfig};
 pub use schema::Config;
 pub use secret::Secret;
 pub use sections::{AgentConfig, ApprovalsConfig, CronConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig, SessionResetConfig};

@@ -16,6 +16,9 @@ impl Config {
         self.apply_model(env);
         self.apply_api_server(env)?;
         self.apply_webhook(env)?;
+        for (platform, prefix) in CHAT_PLATFORM_ENV {
+            self.apply_chat_platform(env, platform, prefix)?;
+        }
         if let Some(v) = env.get("GATEWAY_ALLOWED_USERS") {
             self.gateway.allowed_users = split_list(v);
         }
@@ -118,6 +121,40 @@ impl Config {
         }
         if let Some(v) = env.get("WEBHOOK_SECRET") {
             webhook.secret = Some(Secret::new(v.trim()));
+        }
+        Ok(())
+    }
+}
+
+/// Chat platforms configured by `<PREFIX>_BOT_TOKEN`, `<PREFIX>_HOME_CHANNEL`,
+/// `<PREFIX>_API_BASE_URL`, `<PREFIX>_REQUIRE_MENTION` and `<PREFIX>_FREE_RESPONSE_CHATS`.
+const CHAT_PLATFORM_ENV: [(&str, &str); 2] = [("telegram", "TELEGRAM"), ("discord", "DISCORD")];
+
+impl Config {
+    fn apply_chat_platform(&mut self, env: &Env, platform: &str, prefix: &str) -> Result<(), ConfigError> {
+        let var = |suffix: &str| format!("{prefix}_{suffix}");
+        let names = ["BOT_TOKEN", "HOME_CHANNEL", "API_BASE_URL", "REQUIRE_MENTION", "FREE_RESPONSE_CHATS", "FREE_RESPONSE_CHANNELS"];
+        if names.iter().all(|suffix| env.get(&var(suffix)).is_none()) {
+            return Ok(());
+        }
+        let block = self.platforms.others.entry(platform.to_string()).or_default();
+        if let Some(v) = env.get(&var("BOT_TOKEN")) {
+            block.token = Some(Secret::new(v.trim()));
+        }
+        if let Some(v) = env.get(&var("HOME_CHANNEL")) {
+            block.home_channel = Some(v.trim().to_string());
+        }
+        if let Some(v) = env.get(&var("API_BASE_URL")) {
+            block.api_base_url = Some(v.trim().to_string());
+        }
+        let name = var("REQUIRE_MENTION");
+        if let Some(v) = env.get(&name) {
+            block.require_mention = Some(parse_bool(&name, v)?);
+        }
+        for suffix in ["FREE_RESPONSE_CHATS", "FREE_RESPONSE_CHANNELS"] {
+            if let Some(v) = env.get(&var(suffix)) {
+                block.free_response_chats = split_list(v);
+            }
         }
         Ok(())
     }

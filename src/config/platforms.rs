@@ -63,7 +63,9 @@ impl Default for ApiServerConfig {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PlatformConfig {
-    pub enabled: bool,
+    /// Unset: enabled when a token is configured (`<PLATFORM>_BOT_TOKEN` or `token`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
     #[serde(deserialize_with = "secret::optional")]
     pub token: Option<Secret>,
     #[serde(deserialize_with = "secret::optional")]
@@ -76,8 +78,42 @@ pub struct PlatformConfig {
     #[serde(deserialize_with = "string_list")]
     pub allowed_users: Vec<String>,
     pub allow_all_users: bool,
+    /// Replaces the platform's public API address (a self-hosted Telegram Bot API server, a
+    /// test fake). `<PLATFORM>_API_BASE_URL` wins.
+    pub api_base_url: Option<String>,
+    /// In group chats, answer only when mentioned (unset: the platform's default — off on
+    /// Telegram, on in Discord guild channels). `<PLATFORM>_REQUIRE_MENTION` wins.
+    pub require_mention: Option<bool>,
+    /// Group chats / channels where every message is answered, mention or not.
+    #[serde(deserialize_with = "string_list")]
+    pub free_response_chats: Vec<String>,
+    /// Outbound rate limits kept by the gateway (Telegram); see [`SendBudgetConfig`].
+    pub send_budget: Option<SendBudgetConfig>,
     /// Adapter-specific settings, passed through unchecked.
     pub extra: Extra,
+}
+
+impl PlatformConfig {
+    /// Enabled explicitly, or implicitly by having a token.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.unwrap_or(self.token.is_some())
+    }
+}
+
+/// Messages per second the gateway allows itself (0 = no limit), below the platform's flood
+/// limits so that users see steady answers instead of 429 back-offs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SendBudgetConfig {
+    pub global_per_second: f64,
+    pub per_chat_per_second: f64,
+    pub group_per_minute: f64,
+}
+
+impl Default for SendBudgetConfig {
+    fn default() -> Self {
+        Self { global_per_second: 30.0, per_chat_per_second: 1.0, group_per_minute: 20.0 }
+    }
 }
 
 // Hand-written rather than `#[serde(flatten)]`: flatten buffers the unknown entries, which hides

@@ -1,22 +1,67 @@
 //! Adapter registration: the one place that turns configuration into adapters. Adding a platform
 //! is its crate plus one function here and one line in [`REGISTRY`].
 
-use crate::config::Config;
+use crate::config::{Config, Home, PlatformConfig};
 use hermes_adapter::PlatformAdapter;
 use std::sync::Arc;
 use std::time::Duration;
 
-type Build = fn(&Config) -> Option<Result<Arc<dyn PlatformAdapter>, String>>;
+type Build = fn(&Config, &Home) -> Option<Result<Arc<dyn PlatformAdapter>, String>>;
 
-/// Every adapter the gateway knows. Each returns `None` when its platform is not enabled.
-const REGISTRY: &[Build] = &[api_server, webhook];
+/// Every adapter the gateway knows, by platform name. Each returns `None` when its platform is
+/// not enabled.
+const REGISTRY: &[(&str, Build)] = &[("api_server", api_server), ("webhook", webhook), ("telegram", telegram)];
 
 /// Build every enabled adapter. An error names the setting to fix (the gateway exits 78).
-pub fn build_enabled(config: &Config) -> Result<Vec<Arc<dyn PlatformAdapter>>, String> {
-    REGISTRY.iter().filter_map(|build| build(config)).collect()
+pub fn build_enabled(config: &Config, home: &Home) -> Result<Vec<Arc<dyn PlatformAdapter>>, String> {
+    REGISTRY.iter().filter_map(|(_, build)| build(config, home)).collect()
 }
 
-fn api_server(config: &Config) -> Option<Result<Arc<dyn PlatformAdapter>, String>> {
+/// Whether this build has an adapter for `platform`.
+pub fn is_supported(platform: &str) -> bool {
+    REGISTRY.iter().any(|(name, _)| name.eq_ignore_ascii_case(platform))
+}
+
+/// A chat platform's block when enabled; an enabled block without a token is an error naming
+/// the variable to set.
+fn chat_platform<'a>(config: &'a Config, name: &str, token_var: &str) -> Option<Result<(&'a PlatformConfig, String), String>> {
+    let block = config.platforms.get(name).filter(|b| b.is_enabled())?;
+    Some(match &block.token {
+        Some(token) if !token.expose().trim().is_empty() => Ok((block, token.expose().trim().to_string())),
+        _ => Err(format!("platforms.{name}.token: {name} is enabled but has no bot token; set {token_var} (or disable the platform)")),
+    })
+}
+
+/// The slash commands, as a platform's command menu shows them.
+fn command_menu() -> Vec<(String, String)> {
+    super::commands::registry().specs().map(|spec| (spec.name.to_string(), spec.description.to_string())).collect()
+}
+
+fn telegram(config: &Config, home: &Home) -> Option<Result<Arc<dyn PlatformAdapter>, String>> {
+    let (block, token) = match chat_platform(config, "telegram", "TELEGRAM_BOT_TOKEN")? {
+        Ok(found) => found,
+        Err(e) => return Some(Err(e)),
+    };
+    let mut settings = hermes_telegram::TelegramSettings::new(token, home.cache_dir());
+    settings.api_base_url = block.api_base_url.clone();
+    settings.require_mention = block.require_mention.unwrap_or(false);
+    settings.free_response_chats = block.free_response_chats.clone();
+    settings.commands = command_menu();
+    if let Some(b) = block.send_budget {
+        settings.budget = hermes_telegram::SendBudget {
+            global_per_second: b.global_per_second,
+            per_chat_per_second: b.per_chat_per_second,
+            group_per_minute: b.group_per_minute,
+        };
+    }
+    Some(
+        hermes_telegram::TelegramAdapter::new(settings)
+            .map(|a| Arc::new(a) as Arc<dyn PlatformAdapter>)
+            .map_err(|e| format!("platforms.telegram: {e}")),
+    )
+}
+
+fn api_server(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAdapter>, String>> {
     let c = &config.platforms.api_server;
     if !c.enabled {
         return None;
@@ -37,7 +82,7 @@ fn api_server(config: &Config) -> Option<Result<Arc<dyn PlatformAdapter>, String
     Some(hermes_api_server::ApiServerAdapter::new(settings).map(|a| Arc::new(a) as Arc<dyn PlatformAdapter>).map_err(|e| e.to_string()))
 }
 
-fn webhook(config: &Config) -> Option<Result<Arc<dyn PlatformAdapter>, String>> {
+fn webhook(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAdapter>, String>> {
     let c = &config.platforms.webhook;
     if !c.enabled {
         return None;

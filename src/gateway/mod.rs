@@ -34,6 +34,7 @@ pub mod supervisor;
 pub mod tool_host;
 pub mod turn;
 pub mod turns;
+mod typing;
 
 use crate::agent::Agent;
 use crate::agent::approval::BasicPolicy;
@@ -126,7 +127,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let _ = std::fs::remove_file(&marker);
 
     let config = Arc::new(config);
-    let adapters = adapters::build_enabled(&config).map_err(GatewayError::Config)?;
+    let adapters = adapters::build_enabled(&config, &home).map_err(GatewayError::Config)?;
     if adapters.is_empty() {
         tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 /// Attempts per chunk for failures that are safe to retry.
 const MAX_ATTEMPTS: u32 = 3;
 const RETRY_BASE: Duration = Duration::from_secs(2);
-/// Longest rate-limit wait honoured before giving up on a chunk.
+/// Longest total rate-limit wait honoured before giving up on a chunk.
 const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(300);
 const DELIVERY_FAILED_NOTICE: &str =
     "⚠️ Message delivery failed after multiple attempts. Please try again — your request was processed but the response could not be sent.";
@@ -116,6 +116,7 @@ async fn send_chunk(services: &Services, adapter: &dyn PlatformAdapter, mut mess
     let store = &services.store;
     let key = message.idempotency_key.clone();
     let mut plain_fallback_used = false;
+    let mut rate_limit_waited = Duration::ZERO;
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -131,8 +132,18 @@ async fn send_chunk(services: &Services, adapter: &dyn PlatformAdapter, mut mess
             }
             Err(e) => e,
         };
+        // A 429 means the platform did not take the message, so waiting it out is always safe
+        // and does not use up an attempt; only the total wait is bounded.
+        if let SendError::RateLimited { retry_after } = &error
+            && rate_limit_waited + *retry_after <= MAX_RATE_LIMIT_WAIT
+        {
+            rate_limit_waited += *retry_after;
+            attempt -= 1;
+            tracing::info!(key = %key, wait_ms = retry_after.as_millis() as u64, "rate limited by the platform; waiting");
+            tokio::time::sleep(*retry_after).await;
+            continue;
+        }
         let wait = match &error {
-            SendError::RateLimited { retry_after } if *retry_after <= MAX_RATE_LIMIT_WAIT => Some(*retry_after),
             SendError::Transient(_) => Some(jittered(RETRY_BASE * 2u32.pow(attempt - 1))),
             SendError::BadFormat(_) if !plain_fallback_used => {
                 // The platform rejected the markup: send the same words as plain text.

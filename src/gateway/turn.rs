@@ -170,9 +170,7 @@ async fn drive(
     // Chat platforms without streaming still see tool progress lines, one message each.
     // (Not for webhook events: their answer goes to a callback, where progress is noise.)
     let progress_lines = editor.is_none() && !stream_events && caps.supports_async_delivery && event.source.chat_type != ChatType::Webhook;
-    if caps.supports_typing {
-        let _ = adapter.typing(&target).await;
-    }
+    let _typing = super::typing::TypingGuard::start(adapter.clone(), target.clone());
     let scope = SessionScope {
         session_id: route.session_id.clone(),
         session_key: session_key.to_string(),

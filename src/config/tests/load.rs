@@ -223,7 +223,7 @@ fn alternative_locations_fold_in() {
     assert!(!c.gateway.group_sessions_per_user, "top-level key wins");
     assert!(c.gateway.thread_sessions_per_user);
     assert!(c.streaming.enabled && c.streaming.transport == "edit");
-    assert!(c.platforms.get("slack").is_some_and(|p| p.enabled));
+    assert!(c.platforms.get("slack").is_some_and(|p| p.is_enabled()));
 
     let both = config("streaming:\n  buffer_threshold: 5\ngateway:\n  streaming:\n    buffer_threshold: 9\n", &[]);
     assert_eq!(both.streaming, StreamingConfig { buffer_threshold: 5, ..StreamingConfig::default() });
