@@ -196,6 +196,13 @@ impl SessionActor {
         };
         match outcome {
             CommandOutcome::Reply(text) => self.reply_and_close(&event, &text).await,
+            CommandOutcome::ReplyWithButtons(text, buttons) => {
+                let target = Self::target_of(&event);
+                let reply_to = if event.reply_target.is_some() { None } else { event.message_id.as_deref() };
+                let key = format!("{}:reply", event.event_id);
+                outbound::deliver_with_buttons(&self.services, &target, reply_to, &text, &buttons, &key, Some(Finish::stop())).await;
+                self.close(&event).await;
+            }
             CommandOutcome::Silent => self.close(&event).await,
             CommandOutcome::ReplyAndRun { reply, prompt } => {
                 if let Some(text) = reply {

@@ -6,7 +6,7 @@ use super::services::Services;
 use crate::store::OutboxReservation;
 use hermes_adapter::chunk::chunk_text;
 use hermes_adapter::markdown::{self, render};
-use hermes_adapter::{ChatTarget, MarkdownDialect, OutboundMessage, PlatformAdapter, SendError, Usage};
+use hermes_adapter::{Button, ChatTarget, MarkdownDialect, OutboundMessage, PlatformAdapter, SendError, Usage};
 use std::time::Duration;
 
 /// Attempts per chunk for failures that are safe to retry.
@@ -51,6 +51,20 @@ pub async fn deliver(
     key_base: &str,
     finish: Option<Finish>,
 ) -> Delivery {
+    deliver_with_buttons(services, target, reply_to, markdown_text, &[], key_base, finish).await
+}
+
+/// [`deliver`], with buttons under the last message where the platform has buttons (elsewhere
+/// the text must already say what the buttons would do).
+pub async fn deliver_with_buttons(
+    services: &Services,
+    target: &ChatTarget,
+    reply_to: Option<&str>,
+    markdown_text: &str,
+    buttons: &[Vec<Button>],
+    key_base: &str,
+    finish: Option<Finish>,
+) -> Delivery {
     let Some(adapter) = services.adapter(target.platform.as_str()) else {
         tracing::error!(platform = %target.platform, "cannot deliver: platform `{}` is not enabled", target.platform);
         return Delivery::Failed;
@@ -71,7 +85,7 @@ pub async fn deliver(
             is_final: i == last && finish.is_some(),
             usage: if i == last { finish.as_ref().map(|f| f.usage) } else { None },
             finish_reason: if i == last { finish.as_ref().map(|f| f.finish_reason.clone()) } else { None },
-            buttons: Vec::new(),
+            buttons: if i == last && caps.supports_buttons { buttons.to_vec() } else { Vec::new() },
         };
         match services.store.outbox_reserve(&key, &target_json, chunk).await {
             Ok(OutboxReservation::AlreadySent { .. }) => continue,

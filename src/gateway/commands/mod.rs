@@ -20,7 +20,7 @@ mod whoami;
 use crate::gateway::actor::SessionState;
 use crate::gateway::services::Services;
 use async_trait::async_trait;
-use hermes_adapter::InboundEvent;
+use hermes_adapter::{Button, InboundEvent};
 use std::sync::Arc;
 
 /// A command's static description, used for dispatch, `/help`, `/commands` and platform menus.
@@ -39,6 +39,9 @@ pub struct CommandSpec {
 pub enum CommandOutcome {
     /// Send this text back.
     Reply(String),
+    /// Send this text back with buttons whose data are commands (the text must list the same
+    /// choices for platforms without buttons).
+    ReplyWithButtons(String, Vec<Vec<Button>>),
     /// Reply, then run this text as a normal agent prompt.
     ReplyAndRun { reply: Option<String>, prompt: String },
     /// Nothing to send.

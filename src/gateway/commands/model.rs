@@ -3,6 +3,7 @@
 //! `--global` changes the default for every chat and writes it to config.yaml. Refused while a
 //! turn runs (the registry's mid-turn rule).
 
+use hermes_adapter::Button;
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 use serde_json::json;
@@ -65,11 +66,18 @@ impl SlashCommand for Model {
             choices.extend(services.config.model.choices.iter().cloned());
             choices.dedup();
             text.push_str("\n\n**Choices:**\n");
-            for c in choices {
+            for c in &choices {
                 text.push_str(&format!("- `{c}`\n"));
             }
             text.push_str("\nSwitch with `/model <name> [--provider P]` (this session) or add `--global` for every chat.");
-            return CommandOutcome::Reply(text);
+            // One button per choice; pressing it is the same as typing `/model <choice>`.
+            let buttons: Vec<Vec<Button>> = choices
+                .iter()
+                .map(|c| Button { label: c.clone(), data: format!("/model {c}") })
+                .filter(|b| b.data.len() <= 64)
+                .map(|b| vec![b])
+                .collect();
+            return CommandOutcome::ReplyWithButtons(text, buttons);
         };
         let global = switch.global.unwrap_or(services.config.model.persist_switch_by_default);
         if global {

@@ -1,0 +1,107 @@
+//! Heavier fault scenarios through the whole process: a throttling storm with a 5xx burst, kill -9
+//! in the middle of a burst of updates, and status with several platforms connected.
+
+use crate::peer::ChatPeer;
+use crate::support::{Setup, eventually};
+use crate::telegram::TelegramPeer;
+use hermes_fakes::telegram::{Fault, FaultScope, SentMessage};
+use hermes_fakes::{FakeLlm, Reply};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Every answer text the bot posted, with how often.
+fn answer_counts(sent: &[SentMessage]) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for m in sent.iter().filter(|m| m.text.starts_with("echo: ")) {
+        *counts.entry(m.text.clone()).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn expected_answers(users: u32, per_user: u32) -> Vec<String> {
+    (1..=users).flat_map(|u| (1..=per_user).map(move |k| format!("echo: u{u}-m{k}"))).collect()
+}
+
+async fn telegram_setup(llm: &FakeLlm, peer: &TelegramPeer) -> Setup {
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    let platforms = peer.configure(&mut setup);
+    // Queue mode: every message gets its own answer, however fast a user types.
+    setup.write_config(&format!("platforms:\n{platforms}\ndisplay:\n  busy_input_mode: queue\n"));
+    setup
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telegram_storm_of_429s_and_a_5xx_burst_answers_every_message_once() {
+    let llm = FakeLlm::start().await;
+    let peer = TelegramPeer::start().await;
+    let setup = telegram_setup(&llm, &peer).await;
+    let gateway = setup.start().await;
+    peer.fake.set_seed(7);
+    peer.fake.fail_next(FaultScope::Method("sendMessage".into()), 6, Fault::ServerError(502));
+    peer.fake.fail_fraction(FaultScope::Method("sendMessage".into()), 0.3, Fault::RateLimited { retry_after: 1 });
+    let (users, per_user) = (20, 10);
+    for k in 1..=per_user {
+        for u in 1..=users {
+            peer.dm(u, &format!("u{u}-m{k}")).await;
+        }
+    }
+    let expected = expected_answers(users, per_user);
+    let all_answered = eventually(Duration::from_secs(120), || {
+        let counts = answer_counts(&peer.fake.sent());
+        expected.iter().all(|a| counts.contains_key(a))
+    })
+    .await;
+    let counts = answer_counts(&peer.fake.sent());
+    let missing: Vec<&String> = expected.iter().filter(|a| !counts.contains_key(*a)).collect();
+    assert!(all_answered, "unanswered: {missing:?}\n--- gateway log ---\n{}", gateway.log_text());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let counts = answer_counts(&peer.fake.sent());
+    let doubled: Vec<(&String, &usize)> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "answered more than once: {doubled:?}");
+    assert_eq!(counts.len(), 200);
+    let throttled = peer.fake.calls().iter().filter(|c| c.method == "sendmessage" && c.status == 429).count();
+    let failed = peer.fake.calls().iter().filter(|c| c.method == "sendmessage" && c.status >= 500).count();
+    assert!(throttled >= 40, "the storm really happened: {throttled} sends were answered 429");
+    assert_eq!(failed, 6, "the 5xx burst really happened");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telegram_kill_9_during_a_burst_loses_and_doubles_nothing() {
+    let llm = FakeLlm::start().await;
+    // Slow enough that the kill lands while answers are still being produced.
+    llm.set_default(Reply::Echo.delayed(Duration::from_millis(40)));
+    let peer = TelegramPeer::start().await;
+    let setup = telegram_setup(&llm, &peer).await;
+    let mut gateway = setup.start().await;
+    let (users, per_user) = (10, 10);
+    for k in 1..=per_user {
+        for u in 1..=users {
+            peer.dm(u, &format!("u{u}-m{k}")).await;
+        }
+    }
+    let some_answered = eventually(Duration::from_secs(30), || answer_counts(&peer.fake.sent()).len() >= 15).await;
+    assert!(some_answered, "the burst started being answered:\n{}", gateway.log_text());
+    gateway.signal(libc::SIGKILL).await;
+    let answered_before = answer_counts(&peer.fake.sent()).len();
+    assert!(answered_before < 100, "the kill landed mid-burst ({answered_before} answered)");
+    // More arrive while the gateway is down.
+    for u in 1..=users {
+        peer.dm(u, &format!("u{u}-m{}", per_user + 1)).await;
+    }
+    let gateway = setup.start().await;
+    let expected = expected_answers(users, per_user + 1);
+    let all_answered = eventually(Duration::from_secs(60), || {
+        let counts = answer_counts(&peer.fake.sent());
+        expected.iter().all(|a| counts.contains_key(a))
+    })
+    .await;
+    let counts = answer_counts(&peer.fake.sent());
+    let missing: Vec<&String> = expected.iter().filter(|a| !counts.contains_key(*a)).collect();
+    assert!(all_answered, "lost across the crash: {missing:?}\n--- log after restart ---\n{}", gateway.log_text());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let counts = answer_counts(&peer.fake.sent());
+    let doubled: Vec<(&String, &usize)> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "answered twice across the crash: {doubled:?}");
+    assert_eq!(peer.fake.pending_updates(), 0, "every update was confirmed to Telegram in the end");
+}

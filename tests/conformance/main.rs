@@ -1,0 +1,68 @@
+//! The chat-adapter conformance suite: one set of behaviours every chat platform must show,
+//! run against each adapter through the real `hermes` binary, its real client crate (teloxide,
+//! serenity) and a protocol-faithful fake of the platform on loopback.
+//!
+//! * [`peer`]: what a platform's fake must let the suite do ([`peer::ChatPeer`]).
+//! * [`suite`]: the behaviours, generic over the peer.
+//! * [`telegram`] (and later platforms): the peers.
+//! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
+
+mod faults;
+mod peer;
+mod suite;
+#[path = "../e2e/support.rs"]
+#[allow(dead_code)]
+mod support;
+mod telegram;
+
+/// One `#[tokio::test]` per behaviour for a peer type.
+macro_rules! conformance {
+    ($module:ident, $peer:ty) => {
+        mod $module {
+            use super::suite;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn dm_round_trip() {
+                suite::dm_round_trip::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn group_gating() {
+                suite::group_gating::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn thread_routing() {
+                suite::thread_routing::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn long_answer_chunking() {
+                suite::long_answer_chunking::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn formatting() {
+                suite::formatting::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn edit_streaming() {
+                suite::edit_streaming::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn rate_limit_recovery() {
+                suite::rate_limit_recovery::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redelivery_answered_once() {
+                suite::redelivery_answered_once::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn reconnect_mid_conversation() {
+                suite::reconnect_mid_conversation::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn junk_is_ignored() {
+                suite::junk_is_ignored::<$peer>().await;
+            }
+        }
+    };
+}
+
+conformance!(telegram_conformance, crate::telegram::TelegramPeer);

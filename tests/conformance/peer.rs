@@ -1,0 +1,60 @@
+//! What the suite needs from a platform's fake: inject what users do, read what the bot did, and
+//! break things. Each platform implements [`ChatPeer`] over its fake's control API.
+
+use crate::support::Setup;
+
+/// Where a conversation happens (and where the bot's answers must appear).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chat {
+    pub chat_id: String,
+    pub thread_id: Option<String>,
+}
+
+/// A message the bot posted, as the user sees it now.
+#[derive(Debug, Clone)]
+pub struct Posted {
+    pub id: String,
+    /// The text as displayed (formatting markup parsed away where the platform parses it).
+    pub text: String,
+    pub edits: usize,
+    /// Formatting the platform applied (e.g. `bold`, `code`, `pre`), for platforms that report it.
+    pub styles: Vec<String>,
+}
+
+#[allow(async_fn_in_trait)]
+pub trait ChatPeer: Sized + Send + Sync + 'static {
+    const PLATFORM: &'static str;
+    /// The platform's message limit, in [`ChatPeer::measure`] units.
+    const MAX_LEN: usize;
+    /// Whether markdown is parsed by the platform into entities (Telegram) or shown as typed by
+    /// the client (Discord renders it itself).
+    const PARSES_FORMATTING: bool;
+
+    async fn start() -> Self;
+    /// Environment and `platforms:` YAML (indented under `platforms:`) that point the gateway's
+    /// adapter at this fake, allow users 1..=50 and require mentions in groups.
+    fn configure(&self, setup: &mut Setup) -> String;
+    fn measure(text: &str) -> usize;
+
+    /// User `n` writes to the bot directly.
+    async fn dm(&self, user: u32, text: &str) -> Chat;
+    /// User `n` writes in the shared group chat, mentioning the bot or not.
+    async fn group(&self, user: u32, text: &str, mention: bool) -> Chat;
+    /// User `n` writes in thread/topic `thread` (1 or 2) of the shared group.
+    async fn thread(&self, user: u32, thread: u32, text: &str) -> Chat;
+
+    fn posted(&self, chat: &Chat) -> Vec<Posted>;
+    /// Typing indicators shown in the chat so far.
+    fn typing_seen(&self, chat: &Chat) -> usize;
+
+    /// The platform delivers the last user message again (a lost acknowledgement, a replay).
+    fn redeliver_last(&self);
+    /// The next `n` sends/edits are refused with a rate limit.
+    fn rate_limit_sends(&self, n: usize);
+    /// The next `n` formatted sends are refused as malformed; false if the platform never does.
+    fn reject_formatting(&self, n: usize) -> bool;
+    /// Break the bot's connection to the platform (it must notice and reconnect).
+    async fn interrupt_connection(&self);
+    /// Deliver updates of kinds the bot does not know, and malformed ones.
+    fn inject_junk(&self);
+}

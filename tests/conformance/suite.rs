@@ -1,0 +1,260 @@
+//! The behaviours every chat adapter must show, each a generic function over [`ChatPeer`]. Every
+//! one runs the real `hermes` binary with the platform's adapter pointed at the fake, and the
+//! scripted LLM answering `echo: <user text>` unless a test scripts something else.
+
+use crate::peer::{Chat, ChatPeer, Posted};
+use crate::support::{Gateway, Setup};
+use hermes_fakes::{FakeLlm, Reply};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+pub struct Run<P: ChatPeer> {
+    pub peer: P,
+    pub llm: FakeLlm,
+    pub setup: Setup,
+    pub gateway: Gateway,
+}
+
+/// The gateway with only `P`'s adapter (and the API server, for health) running; `extra_yaml`
+/// is appended to config.yaml.
+pub async fn launch<P: ChatPeer>(extra_yaml: &str) -> Run<P> {
+    let llm = FakeLlm::start().await;
+    let peer = P::start().await;
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    let platforms = peer.configure(&mut setup);
+    setup.write_config(&format!("platforms:\n{platforms}\n{extra_yaml}"));
+    let gateway = setup.start().await;
+    Run { peer, llm, setup, gateway }
+}
+
+impl<P: ChatPeer> Run<P> {
+    /// Wait until the bot's messages in `chat` satisfy `done`; panics with what was posted and
+    /// the gateway's log otherwise.
+    pub async fn wait(&self, chat: &Chat, what: &str, done: impl Fn(&[Posted]) -> bool) -> Vec<Posted> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let posted = self.peer.posted(chat);
+            if done(&posted) {
+                return posted;
+            }
+            if Instant::now() > deadline {
+                panic!("{}: timed out waiting for {what} in {chat:?}; posted so far: {posted:#?}\n--- gateway log ---\n{}", P::PLATFORM, self.gateway.log_text());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub async fn wait_text(&self, chat: &Chat, text: &str) -> Vec<Posted> {
+        self.wait(chat, &format!("{text:?}"), |p| p.iter().any(|m| m.text == text)).await
+    }
+
+    /// How many LLM requests ended with this user text.
+    pub fn llm_asked(&self, user_text: &str) -> usize {
+        self.llm.requests().iter().filter(|r| r.last_user_text().as_deref() == Some(user_text)).count()
+    }
+}
+
+fn count_text(posted: &[Posted], text: &str) -> usize {
+    posted.iter().filter(|m| m.text == text).count()
+}
+
+/// Quiet time in which a duplicate, if one were coming, would show up.
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(400)).await;
+}
+
+pub async fn dm_round_trip<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    let chat = run.peer.dm(1, "hello there").await;
+    let posted = run.wait_text(&chat, "echo: hello there").await;
+    assert_eq!(posted.len(), 1, "one answer, nothing else: {posted:#?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while run.peer.typing_seen(&chat) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(run.peer.typing_seen(&chat) > 0, "typing was shown while the agent worked");
+    settle().await;
+    assert_eq!(run.peer.posted(&chat).len(), 1, "no late duplicate");
+}
+
+pub async fn group_gating<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    let chat = run.peer.group(2, "nobody asked you", false).await;
+    let mentioned = run.peer.group(2, "what is up", true).await;
+    assert_eq!(chat, mentioned);
+    let posted = run.wait_text(&chat, "echo: what is up").await;
+    settle().await;
+    assert_eq!(run.peer.posted(&chat).len(), posted.len());
+    assert!(posted.iter().all(|m| !m.text.contains("nobody asked you")), "{posted:#?}");
+    assert!(
+        run.llm.requests().iter().all(|r| r.messages().iter().all(|(_, text)| !text.contains("nobody asked you"))),
+        "an unmentioned group message never reaches the agent"
+    );
+}
+
+pub async fn thread_routing<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    let first = run.peer.thread(3, 1, "alpha").await;
+    run.wait_text(&first, "echo: alpha").await;
+    let second = run.peer.thread(3, 2, "beta").await;
+    assert_ne!(first, second);
+    run.wait_text(&second, "echo: beta").await;
+    let again = run.peer.thread(3, 1, "gamma").await;
+    assert_eq!(again, first);
+    run.wait_text(&first, "echo: gamma").await;
+    settle().await;
+    assert_eq!(run.peer.posted(&first).len(), 2, "both answers of thread 1 are in thread 1");
+    assert_eq!(run.peer.posted(&second).len(), 1, "thread 2 only has its own answer");
+    let request = run.llm.requests().into_iter().find(|r| r.last_user_text().as_deref() == Some("gamma")).expect("gamma was asked");
+    let history: Vec<String> = request.messages().into_iter().map(|(_, text)| text).collect();
+    assert!(history.iter().any(|t| t == "alpha"), "thread 1's session remembers alpha: {history:?}");
+    assert!(history.iter().all(|t| !t.contains("beta")), "thread 2's conversation never leaks into thread 1: {history:?}");
+}
+
+/// About 10,000 characters of prose and fenced code, every line tagged so that loss or
+/// duplication is visible.
+fn long_answer() -> (String, Vec<String>) {
+    let mut text = String::new();
+    let mut tags = Vec::new();
+    let mut n = 0;
+    while text.len() < 10_000 {
+        for _ in 0..6 {
+            n += 1;
+            let tag = format!("p{n:04}");
+            text.push_str(&format!("Paragraph {tag} explains one more detail of the plan, with enough words to wrap.\n"));
+            tags.push(tag);
+        }
+        text.push_str("\n```rust\n");
+        for _ in 0..8 {
+            n += 1;
+            let tag = format!("c{n:04}");
+            text.push_str(&format!("let {tag} = compute({n}); // step\n"));
+            tags.push(tag);
+        }
+        text.push_str("```\n\n");
+    }
+    (text, tags)
+}
+
+pub async fn long_answer_chunking<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    let (answer, tags) = long_answer();
+    run.llm.push(Reply::text(answer));
+    let chat = run.peer.dm(4, "write a lot").await;
+    let posted = run
+        .wait(&chat, "the last chunk", |p| {
+            p.last().is_some_and(|m| m.text.trim_end().ends_with(&format!("({}/{})", p.len(), p.len())) && p.len() > 1)
+        })
+        .await;
+    settle().await;
+    let posted = run.peer.posted(&chat).into_iter().filter(|m| !m.text.is_empty()).collect::<Vec<_>>();
+    assert!(posted.len() >= 3, "10,000 characters need several messages: {}", posted.len());
+    for m in &posted {
+        assert!(P::measure(&m.text) <= P::MAX_LEN, "a message over the limit: {} units", P::measure(&m.text));
+        if !P::PARSES_FORMATTING {
+            assert_eq!(m.text.matches("```").count() % 2, 0, "every message closes the code fences it opens:\n{}", m.text);
+        }
+    }
+    let all: String = posted.iter().map(|m| m.text.as_str()).collect::<Vec<_>>().join("\n");
+    for tag in &tags {
+        assert_eq!(all.matches(tag.as_str()).count(), 1, "{tag} must appear exactly once across the messages");
+    }
+    if P::PARSES_FORMATTING {
+        let with_code = posted.iter().filter(|m| m.styles.iter().any(|s| s == "pre")).count();
+        assert_eq!(with_code, posted.len(), "every message carries code formatted as code");
+    }
+}
+
+pub async fn formatting<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    let markdown = "**Bold** then `code <x> & y` and a_b*c [link](https://example.com)";
+    run.llm.push(Reply::text(markdown));
+    let chat = run.peer.dm(5, "format something").await;
+    let posted = run.wait(&chat, "the formatted answer", |p| !p.is_empty()).await;
+    if P::PARSES_FORMATTING {
+        assert_eq!(posted[0].text, "Bold then code <x> & y and a_b*c link", "markup parsed away, special characters intact");
+        for style in ["bold", "code", "text_link"] {
+            assert!(posted[0].styles.iter().any(|s| s == style), "{style} applied: {:?}", posted[0].styles);
+        }
+    } else {
+        assert_eq!(posted[0].text, markdown, "markdown is shown as the platform renders it");
+    }
+    if run.peer.reject_formatting(1) {
+        run.llm.push(Reply::text("**second** answer"));
+        run.peer.dm(5, "again").await;
+        let posted = run.wait_text(&chat, "second answer").await;
+        settle().await;
+        assert_eq!(count_text(&run.peer.posted(&chat), "second answer"), 1, "the plain-text fallback is sent once: {posted:#?}");
+    }
+}
+
+pub async fn edit_streaming<P: ChatPeer>() {
+    let run = launch::<P>("streaming:\n  enabled: true\n  edit_interval: 0\n  buffer_threshold: 8\n").await;
+    let parts = ["The quick brown ", "fox jumps over ", "the lazy dog, ", "then keeps running ", "far, far away."];
+    run.llm.push(Reply::chunks(parts));
+    let chat = run.peer.dm(6, "tell me a story").await;
+    let full = parts.concat();
+    let posted = run.wait_text(&chat, &full).await;
+    settle().await;
+    let posted_now = run.peer.posted(&chat);
+    assert_eq!(posted_now.len(), 1, "one message edited in place, no second copy: {posted_now:#?}");
+    assert!(posted[0].edits >= 1, "the answer grew by edits: {posted:#?}");
+}
+
+pub async fn rate_limit_recovery<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    run.peer.rate_limit_sends(3);
+    let chat = run.peer.dm(7, "throttled question").await;
+    run.wait_text(&chat, "echo: throttled question").await;
+    settle().await;
+    assert_eq!(count_text(&run.peer.posted(&chat), "echo: throttled question"), 1, "delivered exactly once after the rate limit");
+}
+
+pub async fn redelivery_answered_once<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    let chat = run.peer.dm(8, "only once please").await;
+    run.wait_text(&chat, "echo: only once please").await;
+    run.peer.redeliver_last();
+    // A later message is the sync point: once it is answered, the redelivery was processed.
+    run.peer.dm(8, "second message").await;
+    run.wait_text(&chat, "echo: second message").await;
+    settle().await;
+    assert_eq!(count_text(&run.peer.posted(&chat), "echo: only once please"), 1);
+    assert_eq!(run.llm_asked("only once please"), 1, "the redelivered update never reached the agent twice");
+}
+
+pub async fn reconnect_mid_conversation<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    let chat = run.peer.dm(9, "before the break").await;
+    run.wait_text(&chat, "echo: before the break").await;
+    run.peer.interrupt_connection().await;
+    run.peer.dm(9, "during the break").await;
+    run.wait_text(&chat, "echo: during the break").await;
+    run.peer.dm(9, "after the break").await;
+    run.wait_text(&chat, "echo: after the break").await;
+    settle().await;
+    let posted = run.peer.posted(&chat);
+    for text in ["echo: before the break", "echo: during the break", "echo: after the break"] {
+        assert_eq!(count_text(&posted, text), 1, "{text} exactly once: {posted:#?}");
+    }
+    let history: Vec<String> = run
+        .llm
+        .requests()
+        .into_iter()
+        .find(|r| r.last_user_text().as_deref() == Some("after the break"))
+        .map(|r| r.messages().into_iter().map(|(_, t)| t).collect())
+        .unwrap_or_default();
+    assert!(history.iter().any(|t| t == "before the break"), "the conversation survived the reconnect: {history:?}");
+}
+
+pub async fn junk_is_ignored<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    run.peer.inject_junk();
+    let chat = run.peer.dm(10, "still there?").await;
+    run.wait_text(&chat, "echo: still there?").await;
+    settle().await;
+    assert_eq!(run.peer.posted(&chat).len(), 1);
+    assert_eq!(run.llm.request_count(), 1, "junk never reached the agent");
+}
