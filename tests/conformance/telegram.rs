@@ -118,7 +118,7 @@ impl ChatPeer for TelegramPeer {
         let polls_before = self.fake.call_count("getUpdates");
         self.fake.fail_next(FaultScope::Polls, 1, Fault::Reset);
         // Wake the poll in flight so the next one (the broken one) starts now.
-        self.fake.inject_raw(json!({"poll_answer": {"poll_id": "wake", "option_ids": [0], "user": {"id": 1, "is_bot": false, "first_name": "x"}}}));
+        self.fake.inject_raw(json!({"future_update_kind": {"wake": true}}));
         let woke = self.fake.wait_until(Duration::from_secs(10), |f| f.call_count("getUpdates") >= polls_before + 2).await;
         assert!(woke, "the bot polled again after the connection broke");
     }

@@ -1,1 +1,227 @@
-//! Fake Telegram Bot API.
+//! A fake Telegram Bot API on loopback HTTP, faithful enough for teloxide: `/bot<token>/<method>`
+//! with case-insensitive methods and JSON, form, multipart or query parameters; long-poll
+//! `getUpdates` with offsets, limits and 409 for a second poller; sends, edits, deletes, chat
+//! actions, command menus, callback answers, files; Telegram's validation (4096 UTF-16 units,
+//! "can't parse entities"). The test owns a [`FakeTelegram`] handle to inject what users do, read
+//! what the bot did, and inject faults.
+//!
+//! * `html`: HTML and MarkdownV2 parsing into visible text and entities.
+//! * `state`: chats, updates, messages and the call log.
+//! * `api`: the HTTP surface and method dispatch.
+
+mod api;
+mod html;
+mod state;
+
+pub use state::{ApiCall, Fault, FaultScope, Injected, SentKind, SentMessage, TgUser};
+
+use crate::serve::{self, Shutdown};
+use serde_json::{Value, json};
+use state::{Shared, State};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How the fake presents itself.
+#[derive(Debug, Clone)]
+pub struct TelegramOptions {
+    pub token: String,
+    pub bot_id: i64,
+    pub bot_username: String,
+}
+
+impl Default for TelegramOptions {
+    fn default() -> Self {
+        Self { token: "123456:TEST-TOKEN".to_string(), bot_id: 123456, bot_username: "hermes_test_bot".to_string() }
+    }
+}
+
+/// Handle to a running fake; clones share it, and the server stops when the last one drops.
+#[derive(Clone)]
+pub struct FakeTelegram {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    _shutdown: Arc<Shutdown>,
+}
+
+impl FakeTelegram {
+    pub async fn start() -> std::io::Result<FakeTelegram> {
+        Self::start_with(TelegramOptions::default()).await
+    }
+
+    pub async fn start_with(options: TelegramOptions) -> std::io::Result<FakeTelegram> {
+        let shutdown = Shutdown::new();
+        let shared = Arc::new(Shared::new(State::new(options.token, options.bot_id, options.bot_username), shutdown.signal()));
+        let router = api::router(shared.clone());
+        let addr = serve::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), router, shutdown.signal()).await?;
+        Ok(FakeTelegram { shared, addr, _shutdown: Arc::new(shutdown) })
+    }
+
+    /// What teloxide's `set_api_url` (or `TELEGRAM_API_BASE_URL`) takes.
+    pub fn api_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+    pub fn token(&self) -> String {
+        self.shared.with(|s| s.token.clone())
+    }
+    pub fn bot_id(&self) -> i64 {
+        self.shared.with(|s| s.bot_id)
+    }
+    pub fn bot_username(&self) -> String {
+        self.shared.with(|s| s.bot_username.clone())
+    }
+
+    pub fn user(&self, id: i64, username: &str) -> TgUser {
+        TgUser { id, username: username.to_string(), first_name: username.to_string() }
+    }
+
+    /// Register a supergroup (ids are negative, e.g. -1001234), optionally a forum.
+    pub fn group(&self, chat_id: i64, title: &str, forum: bool) {
+        self.shared.with(|s| s.add_group(chat_id, title, forum));
+    }
+
+    /// Register a topic of a forum group.
+    pub fn topic(&self, chat_id: i64, thread_id: i64, _name: &str) {
+        self.shared.with(|s| s.add_topic(chat_id, thread_id));
+    }
+
+    pub fn dm(&self, from: &TgUser, text: &str) -> Injected {
+        self.shared.inject(|s| s.user_message(from.id, from, text, None, None))
+    }
+
+    pub fn group_message(&self, chat_id: i64, from: &TgUser, text: &str) -> Injected {
+        self.shared.inject(|s| s.user_message(chat_id, from, text, None, None))
+    }
+
+    pub fn topic_message(&self, chat_id: i64, thread_id: i64, from: &TgUser, text: &str) -> Injected {
+        self.shared.inject(|s| s.user_message(chat_id, from, text, Some(thread_id), None))
+    }
+
+    pub fn reply(&self, chat_id: i64, from: &TgUser, reply_to_message_id: i64, text: &str) -> Injected {
+        self.shared.inject(|s| s.user_message(chat_id, from, text, None, Some(reply_to_message_id)))
+    }
+
+    pub fn edited_message(&self, chat_id: i64, message_id: i64, from: &TgUser, new_text: &str) -> Injected {
+        self.shared.inject(|s| s.edited_message(chat_id, message_id, from, new_text))
+    }
+
+    /// A press of a button (callback data `data`) under bot message `message_id`.
+    pub fn callback(&self, chat_id: i64, message_id: i64, from: &TgUser, data: &str) -> Injected {
+        self.shared.inject(|s| s.callback(chat_id, message_id, from, data))
+    }
+
+    pub fn photo(&self, chat_id: i64, from: &TgUser, bytes: Vec<u8>, caption: Option<&str>) -> Injected {
+        self.shared.inject(|s| s.file_message(chat_id, from, None, bytes, caption))
+    }
+
+    pub fn document(&self, chat_id: i64, from: &TgUser, file_name: &str, bytes: Vec<u8>, caption: Option<&str>) -> Injected {
+        self.shared.inject(|s| s.file_message(chat_id, from, Some(file_name), bytes, caption))
+    }
+
+    /// Any update JSON (junk, unknown kinds); `update_id` is filled in when missing.
+    pub fn inject_raw(&self, update: Value) -> i64 {
+        self.shared.inject(|s| s.raw_update(update)).update_id
+    }
+
+    /// The next `getUpdates` returns this update again, as if its confirmation had been lost.
+    pub fn redeliver(&self, update_id: i64) {
+        self.shared.with(|s| s.redeliver(update_id));
+        self.shared.updates.notify_waiters();
+    }
+
+    pub fn sent(&self) -> Vec<SentMessage> {
+        self.shared.with(|s| s.sent.clone())
+    }
+    pub fn sent_to(&self, chat_id: i64) -> Vec<SentMessage> {
+        self.shared.with(|s| s.sent.iter().filter(|m| m.chat_id == chat_id).cloned().collect())
+    }
+    pub fn sent_count(&self) -> usize {
+        self.shared.with(|s| s.sent.len())
+    }
+
+    /// Wait for at least `count` bot messages in `chat_id`; panics with what was sent otherwise.
+    pub async fn wait_sent(&self, chat_id: i64, count: usize, timeout: Duration) -> Vec<SentMessage> {
+        if self.wait_until(timeout, |f| f.sent_to(chat_id).len() >= count).await {
+            return self.sent_to(chat_id);
+        }
+        panic!("fake Telegram: expected {count} bot messages in chat {chat_id} within {timeout:?}; got {:#?}", self.sent_to(chat_id));
+    }
+
+    pub async fn wait_until(&self, timeout: Duration, pred: impl Fn(&FakeTelegram) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if pred(self) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            let changed = self.shared.changed.notified();
+            let _ = tokio::time::timeout(Duration::from_millis(20), changed).await;
+        }
+    }
+
+    pub fn calls(&self) -> Vec<ApiCall> {
+        self.shared.with(|s| s.calls.clone())
+    }
+    pub fn call_count(&self, method: &str) -> usize {
+        let method = method.to_ascii_lowercase();
+        self.shared.with(|s| s.calls.iter().filter(|c| c.method == method).count())
+    }
+    /// When the first call of `method` arrived, if one did.
+    pub fn first_call_at(&self, method: &str) -> Option<Instant> {
+        let method = method.to_ascii_lowercase();
+        self.shared.with(|s| s.calls.iter().find(|c| c.method == method).map(|c| c.at))
+    }
+    pub fn commands(&self) -> Vec<(String, String)> {
+        self.shared.with(|s| s.commands.clone())
+    }
+    pub fn chat_actions(&self, chat_id: i64) -> Vec<String> {
+        self.shared.with(|s| s.chat_actions.get(&chat_id).cloned().unwrap_or_default())
+    }
+    pub fn answered_callbacks(&self) -> Vec<String> {
+        self.shared.with(|s| s.answered_callbacks.clone())
+    }
+    /// Updates not yet confirmed by an offset.
+    pub fn pending_updates(&self) -> usize {
+        self.shared.with(|s| s.pending.len())
+    }
+    pub fn confirmed_offset(&self) -> i64 {
+        self.shared.with(|s| s.confirmed_offset)
+    }
+    pub fn active_pollers(&self) -> usize {
+        self.shared.with(|s| s.active_polls)
+    }
+
+    /// The next `n` calls matching `scope` get `fault` (and have no effect).
+    pub fn fail_next(&self, scope: FaultScope, n: usize, fault: Fault) {
+        self.shared.with(|s| s.faults.push(state::FaultRule { scope, remaining: Some(n), fraction: None, fault }));
+    }
+    /// Each call matching `scope` gets `fault` with this probability (seeded, see [`Self::set_seed`]).
+    pub fn fail_fraction(&self, scope: FaultScope, fraction: f64, fault: Fault) {
+        self.shared.with(|s| s.faults.push(state::FaultRule { scope, remaining: None, fraction: Some(fraction), fault }));
+    }
+    pub fn set_seed(&self, seed: u64) {
+        self.shared.with(|s| s.reseed(seed));
+    }
+    pub fn clear_faults(&self) {
+        self.shared.with(|s| {
+            s.faults.clear();
+            s.latency.clear();
+        });
+    }
+    /// Answer calls matching `scope` only after `d`.
+    pub fn set_latency(&self, scope: FaultScope, d: Duration) {
+        self.shared.with(|s| s.latency.push((scope, d)));
+    }
+
+    /// The bot's user object, as `getMe` returns it.
+    pub fn me(&self) -> Value {
+        self.shared.with(|s| s.bot_user_json(true))
+    }
+
+    #[doc(hidden)]
+    pub fn debug_state(&self) -> Value {
+        self.shared.with(|s| json!({"pending": s.pending.len(), "sent": s.sent.len(), "calls": s.calls.len()}))
+    }
+}
