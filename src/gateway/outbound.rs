@@ -14,6 +14,8 @@ const MAX_ATTEMPTS: u32 = 3;
 const RETRY_BASE: Duration = Duration::from_secs(2);
 /// Longest total rate-limit wait honoured before giving up on a chunk.
 const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(300);
+/// Starts a message resent after a restart cut off its first send (it may be a repeat).
+pub const RESEND_MARK: &str = "↻ (resent) ";
 const DELIVERY_FAILED_NOTICE: &str =
     "⚠️ Message delivery failed after multiple attempts. Please try again — your request was processed but the response could not be sent.";
 
@@ -77,7 +79,7 @@ pub async fn deliver_with_buttons(
     let mut outcome = Delivery::Delivered;
     for (i, chunk) in chunks.iter().enumerate() {
         let key = format!("{key_base}:{i}");
-        let message = OutboundMessage {
+        let mut message = OutboundMessage {
             target: target.clone(),
             text: chunk.clone(),
             reply_to: reply_to.map(str::to_string),
@@ -89,7 +91,13 @@ pub async fn deliver_with_buttons(
         };
         match services.store.outbox_reserve(&key, &target_json, chunk).await {
             Ok(OutboxReservation::AlreadySent { .. }) => continue,
-            Ok(OutboxReservation::InDoubt) => {
+            Ok(OutboxReservation::Interrupted { attempts }) if attempts < 2 => {
+                // Cut off mid-send by a crash: it may or may not have arrived. Losing an answer is
+                // worse than a labelled repeat, so it goes out once more, marked as such.
+                tracing::warn!(key = %key, "a send was interrupted by a restart; resending it once, marked as a possible repeat");
+                message.text = format!("{RESEND_MARK}{}", message.text);
+            }
+            Ok(OutboxReservation::Interrupted { .. }) | Ok(OutboxReservation::InDoubt) => {
                 tracing::warn!(key = %key, "an earlier send of this message may have arrived; not resending");
                 outcome = Delivery::InDoubt;
                 continue;
@@ -159,6 +167,12 @@ async fn send_chunk(services: &Services, adapter: &dyn PlatformAdapter, mut mess
         }
         let wait = match &error {
             SendError::Transient(_) => Some(jittered(RETRY_BASE * 2u32.pow(attempt - 1))),
+            // The mark pushed a chunk that was exactly at the limit over it.
+            SendError::TooLong if message.text.starts_with(RESEND_MARK) => {
+                message.text = message.text[RESEND_MARK.len()..].to_string();
+                attempt -= 1;
+                Some(Duration::ZERO)
+            }
             SendError::BadFormat(_) if !plain_fallback_used => {
                 // The platform rejected the markup: send the same words as plain text.
                 plain_fallback_used = true;

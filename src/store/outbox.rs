@@ -14,8 +14,11 @@ pub enum OutboxReservation {
     Resume { attempts: i64 },
     /// Already delivered: do not send again.
     AlreadySent { platform_message_id: Option<String> },
-    /// A send was under way when the process stopped, or its outcome was unknown: it may have
-    /// arrived. Not resent blindly.
+    /// A send was under way when the process stopped (`attempts` so far): it may or may not have
+    /// arrived. The sender may resend it once, marked as a possible repeat, rather than lose it.
+    Interrupted { attempts: i64 },
+    /// The platform may have received it (a timeout after the request left, or a send already
+    /// resent once after an interruption): never sent again.
     InDoubt,
     /// It failed for good earlier.
     Failed { error: String },
@@ -53,7 +56,8 @@ impl Store {
                 "sent" => OutboxReservation::AlreadySent { platform_message_id: message_id },
                 "pending" => OutboxReservation::Resume { attempts },
                 "failed" => OutboxReservation::Failed { error: error.unwrap_or_default() },
-                // "sending" (cut off mid-send) and "ambiguous" (timeout after the request left).
+                "sending" => OutboxReservation::Interrupted { attempts },
+                // "ambiguous": a timeout after the request left.
                 _ => OutboxReservation::InDoubt,
             })
         })

@@ -149,8 +149,8 @@ async fn outbox_reports_what_happened_to_a_key() {
     assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::New);
     assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::Resume { attempts: 0 });
     store.outbox_mark_sending("a").await.unwrap();
-    // A crash here leaves the send in doubt: it is not blindly repeated.
-    assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::InDoubt);
+    // A crash here leaves the send interrupted: the sender decides (it resends once, labelled).
+    assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::Interrupted { attempts: 1 });
     store.outbox_mark_sent("a", Some("m-1")).await.unwrap();
     assert_eq!(
         store.outbox_reserve("a", "t", "body").await.unwrap(),

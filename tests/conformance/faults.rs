@@ -6,14 +6,30 @@ use crate::support::{Setup, eventually};
 use crate::telegram::TelegramPeer;
 use hermes_fakes::telegram::{Fault, FaultScope, SentMessage};
 use hermes_fakes::{FakeLlm, Reply};
+
+const RESEND_MARK: &str = "↻ (resent) ";
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// Every answer text the bot posted, with how often.
+/// Every answer text the bot posted, with how often (plain copies only).
 fn answer_counts(sent: &[SentMessage]) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
     for m in sent.iter().filter(|m| m.text.starts_with("echo: ")) {
         *counts.entry(m.text.clone()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Answers resent after a restart cut off their first send, marked as possible repeats.
+fn resent_answers(sent: &[SentMessage]) -> Vec<String> {
+    sent.iter().filter_map(|m| m.text.strip_prefix(RESEND_MARK).filter(|t| t.starts_with("echo: ")).map(str::to_string)).collect()
+}
+
+/// Answered at all, plainly or as a marked resend.
+fn answered(sent: &[SentMessage]) -> HashMap<String, usize> {
+    let mut counts = answer_counts(sent);
+    for text in resent_answers(sent) {
+        *counts.entry(text).or_insert(0) += 1;
     }
     counts
 }
@@ -92,16 +108,25 @@ async fn telegram_kill_9_during_a_burst_loses_and_doubles_nothing() {
     let gateway = setup.start().await;
     let expected = expected_answers(users, per_user + 1);
     let all_answered = eventually(Duration::from_secs(60), || {
-        let counts = answer_counts(&peer.fake.sent());
+        let counts = answered(&peer.fake.sent());
         expected.iter().all(|a| counts.contains_key(a))
     })
     .await;
-    let counts = answer_counts(&peer.fake.sent());
+    let counts = answered(&peer.fake.sent());
     let missing: Vec<&String> = expected.iter().filter(|a| !counts.contains_key(*a)).collect();
     assert!(all_answered, "lost across the crash: {missing:?}\n--- log after restart ---\n{}", gateway.log_text());
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let counts = answer_counts(&peer.fake.sent());
-    let doubled: Vec<(&String, &usize)> = counts.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(doubled.is_empty(), "answered twice across the crash: {doubled:?}");
+    let sent = peer.fake.sent();
+    let doubled: Vec<(String, usize)> = answer_counts(&sent).into_iter().filter(|(_, n)| *n > 1).collect();
+    assert!(doubled.is_empty(), "answered twice without a mark across the crash: {doubled:?}");
+    // A send cut off by the kill is resent once, marked: at most one per chat in flight at the
+    // kill, and never more than once per answer.
+    let resent = resent_answers(&sent);
+    assert!(resent.len() <= users as usize, "only sends in flight at the kill are resent: {resent:?}");
+    let mut unique = resent.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), resent.len(), "no answer is resent twice: {resent:?}");
+    println!("answered before the kill: {answered_before}; resent after the restart (marked): {resent:?}");
     assert_eq!(peer.fake.pending_updates(), 0, "every update was confirmed to Telegram in the end");
 }

@@ -40,7 +40,11 @@ impl<P: ChatPeer> Run<P> {
                 return posted;
             }
             if Instant::now() > deadline {
-                panic!("{}: timed out waiting for {what} in {chat:?}; posted so far: {posted:#?}\n--- gateway log ---\n{}", P::PLATFORM, self.gateway.log_text());
+                panic!(
+                    "{}: timed out waiting for {what} in {chat:?}; posted so far: {posted:#?}\n--- gateway log ---\n{}",
+                    P::PLATFORM,
+                    self.gateway.log_text()
+                );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -2,7 +2,7 @@
 
 use crate::peer::{Chat, ChatPeer, Posted};
 use crate::support::Setup;
-use hermes_fakes::telegram::{Fault, FaultScope, FakeTelegram, TgUser};
+use hermes_fakes::telegram::{FakeTelegram, Fault, FaultScope, TgUser};
 use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -128,13 +128,16 @@ impl ChatPeer for TelegramPeer {
         // A kind from a future Bot API version, a message without a sender, a sticker, an edit, a
         // button press without data, and a bare update id.
         self.fake.inject_raw(json!({"some_future_update": {"id": 1, "payload": [1, 2, 3]}}));
-        self.fake.inject_raw(json!({"message": {"message_id": 900, "date": 0, "chat": {"id": user.id, "type": "private", "first_name": "u"}}}));
+        self.fake
+            .inject_raw(json!({"message": {"message_id": 900, "date": 0, "chat": {"id": user.id, "type": "private", "first_name": "u"}}}));
         self.fake.inject_raw(json!({"message": {"message_id": 901, "date": 0, "chat": {"id": user.id, "type": "private", "first_name": "u"},
             "from": {"id": user.id, "is_bot": false, "first_name": "u"},
             "sticker": {"file_id": "s", "file_unique_id": "s", "type": "regular", "width": 1, "height": 1, "is_animated": false, "is_video": false}}}));
         self.fake.inject_raw(json!({"edited_message": {"message_id": 902, "date": 0, "edit_date": 1, "chat": {"id": user.id, "type": "private", "first_name": "u"},
             "from": {"id": user.id, "is_bot": false, "first_name": "u"}, "text": "edited"}}));
-        self.fake.inject_raw(json!({"callback_query": {"id": "q1", "from": {"id": user.id, "is_bot": false, "first_name": "u"}, "chat_instance": "c"}}));
+        self.fake.inject_raw(
+            json!({"callback_query": {"id": "q1", "from": {"id": user.id, "is_bot": false, "first_name": "u"}, "chat_instance": "c"}}),
+        );
         self.fake.inject_raw(json!({}));
     }
 }

@@ -69,8 +69,7 @@ impl TelegramAdapter {
                 .map_err(|e| TelegramError::Client(e.to_string()))
         };
         let bot = Bot::with_client(settings.token.clone(), build(SEND_TIMEOUT)?).set_api_url(url.clone());
-        let poll_bot =
-            Bot::with_client(settings.token.clone(), build(settings.poll_timeout + Duration::from_secs(15))?).set_api_url(url);
+        let poll_bot = Bot::with_client(settings.token.clone(), build(settings.poll_timeout + Duration::from_secs(15))?).set_api_url(url);
         let capabilities = Capabilities {
             max_message_len: MAX_MESSAGE_LEN,
             length_unit: LengthUnit::Utf16,
@@ -108,7 +107,8 @@ impl TelegramAdapter {
                 request = request.message_thread_id(ThreadId(MessageId(t)));
             }
             if let Some(r) = reply_to {
-                request = request.reply_parameters(ReplyParameters { allow_sending_without_reply: Some(true), ..ReplyParameters::new(MessageId(r)) });
+                request = request
+                    .reply_parameters(ReplyParameters { allow_sending_without_reply: Some(true), ..ReplyParameters::new(MessageId(r)) });
             }
             if let Some(m) = &markup {
                 request = request.reply_markup(m.clone());

@@ -72,7 +72,10 @@ mod tests {
         assert!(matches!(classify(RequestError::Api(ApiError::MessageIsTooLong)), SendError::TooLong));
         assert!(matches!(classify(RequestError::Api(ApiError::BotBlocked)), SendError::Forbidden(_)));
         assert!(matches!(
-            classify(RequestError::InvalidJson { source: std::sync::Arc::new(serde_json::from_str::<u8>("x").unwrap_err()), raw: "<html>".into() }),
+            classify(RequestError::InvalidJson {
+                source: std::sync::Arc::new(serde_json::from_str::<u8>("x").unwrap_err()),
+                raw: "<html>".into()
+            }),
             SendError::Ambiguous(_)
         ));
     }

@@ -34,9 +34,15 @@ pub struct Attachment {
 /// What to do with one update.
 #[derive(Debug)]
 pub enum Inbound {
-    Message { event: Box<InboundEvent>, attachment: Option<Attachment> },
+    Message {
+        event: Box<InboundEvent>,
+        attachment: Option<Attachment>,
+    },
     /// A button press; `query_id` is answered once the event is accepted so the button stops spinning.
-    Button { event: Box<InboundEvent>, query_id: String },
+    Button {
+        event: Box<InboundEvent>,
+        query_id: String,
+    },
     /// Not for the bot, or nothing it can act on; the reason is logged at debug level.
     Ignore(&'static str),
 }
@@ -153,9 +159,7 @@ fn addresses_bot(message: &Message, me: &Identity) -> bool {
     entities.iter().any(|entity| match entity.kind() {
         MessageEntityKind::Mention => entity.text().trim_start_matches('@').eq_ignore_ascii_case(&me.username),
         MessageEntityKind::TextMention { user } => user.id.0 == me.bot_id,
-        MessageEntityKind::BotCommand => {
-            entity.text().split_once('@').is_some_and(|(_, target)| target.eq_ignore_ascii_case(&me.username))
-        }
+        MessageEntityKind::BotCommand => entity.text().split_once('@').is_some_and(|(_, target)| target.eq_ignore_ascii_case(&me.username)),
         _ => false,
     })
 }

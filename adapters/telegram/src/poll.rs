@@ -51,7 +51,11 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
             Err(RequestError::Api(ApiError::TerminatedByOtherGetUpdates)) => {
                 conflicts += 1;
                 let wait = Duration::from_secs(1u64 << conflicts.min(6)).min(MAX_CONFLICT_BACKOFF);
-                tracing::warn!(attempt = conflicts, wait_s = wait.as_secs(), "another process is polling this bot token (409 Conflict); retrying");
+                tracing::warn!(
+                    attempt = conflicts,
+                    wait_s = wait.as_secs(),
+                    "another process is polling this bot token (409 Conflict); retrying"
+                );
                 ctx.health.set_degraded(Some("another process is polling this bot token (409 Conflict)".to_string()));
                 ctx.health.progress();
                 if sleep_or_stop(&ctx, wait).await {
@@ -166,7 +170,9 @@ fn publish_commands(adapter: &TelegramAdapter) {
         .settings
         .commands
         .iter()
-        .filter(|(name, _)| !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
+        .filter(|(name, _)| {
+            !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        })
         .map(|(name, description)| {
             let description: String = if description.trim().is_empty() { name.clone() } else { description.chars().take(256).collect() };
             BotCommand::new(name.clone(), description)

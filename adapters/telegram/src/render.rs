@@ -165,7 +165,10 @@ mod tests {
     #[test]
     fn code_blocks_keep_their_language_and_content() {
         let html = to_telegram_html("Before\n\n```rust\nfn main() { if a < b { println!(\"&\"); } }\n```\nAfter");
-        assert!(html.contains("<pre><code class=\"language-rust\">fn main() { if a &lt; b { println!(&quot;&amp;&quot;); } }</code></pre>"), "{html}");
+        assert!(
+            html.contains("<pre><code class=\"language-rust\">fn main() { if a &lt; b { println!(&quot;&amp;&quot;); } }</code></pre>"),
+            "{html}"
+        );
         assert!(html.starts_with("Before\n\n<pre>"));
         assert!(html.ends_with("After"));
     }

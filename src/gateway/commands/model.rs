@@ -3,9 +3,9 @@
 //! `--global` changes the default for every chat and writes it to config.yaml. Refused while a
 //! turn runs (the registry's mid-turn rule).
 
-use hermes_adapter::Button;
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
+use hermes_adapter::Button;
 use serde_json::json;
 
 pub struct Model;

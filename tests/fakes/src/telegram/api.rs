@@ -38,7 +38,10 @@ fn ok(result: Value) -> Response {
 }
 
 fn error(code: u16, description: &str) -> Response {
-    reply(StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST), json!({"ok": false, "error_code": code, "description": description}))
+    reply(
+        StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST),
+        json!({"ok": false, "error_code": code, "description": description}),
+    )
 }
 
 fn bad_request(description: &str) -> Response {
@@ -160,11 +163,7 @@ fn boolean(params: &Params, key: &str) -> bool {
     }
 }
 
-async fn method(
-    AxumState(shared): AxumState<Arc<Shared>>,
-    Path((bot, method)): Path<(String, String)>,
-    request: Request,
-) -> Response {
+async fn method(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, method)): Path<(String, String)>, request: Request) -> Response {
     let method = method.to_ascii_lowercase();
     let (params, uploads) = match read_params(request).await {
         Ok(p) => p,
@@ -195,13 +194,16 @@ async fn method(
                 (code, error(code, reason))
             }
             Fault::Reset => (0, reset()),
-            Fault::Conflict => (409, error(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running")),
+            Fault::Conflict => {
+                (409, error(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"))
+            }
             Fault::BadRequest(description) => (400, bad_request(&description)),
         };
         record(&shared, &method, logged, status, at);
         return response;
     }
-    let response = if method == "getupdates" { get_updates(&shared, &params).await } else { shared.with(|s| dispatch(s, &method, &params, uploads)) };
+    let response =
+        if method == "getupdates" { get_updates(&shared, &params).await } else { shared.with(|s| dispatch(s, &method, &params, uploads)) };
     record(&shared, &method, logged, response.status().as_u16(), at);
     response
 }
@@ -245,7 +247,12 @@ async fn get_updates(shared: &Shared, params: &Params) -> Response {
             Some(Err(())) => {
                 break error(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running");
             }
-            Some(Ok(None)) => break error(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"),
+            Some(Ok(None)) => {
+                break error(
+                    409,
+                    "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+                );
+            }
             Some(Ok(Some(updates))) => break ok(Value::Array(updates)),
             None => {}
         }
@@ -271,7 +278,10 @@ fn parse_text(text: &str, params: &Params) -> Result<Parsed, String> {
         Some("MarkdownV2") => parse_markdown(text, true),
         Some("Markdown") => parse_markdown(text, false),
         Some(other) if !other.is_empty() => Err(format!("Bad Request: unsupported parse_mode \"{other}\"")),
-        _ => Ok(Parsed { text: text.to_string(), entities: json_param(params, "entities").and_then(|v| v.as_array().cloned()).unwrap_or_default() }),
+        _ => Ok(Parsed {
+            text: text.to_string(),
+            entities: json_param(params, "entities").and_then(|v| v.as_array().cloned()).unwrap_or_default(),
+        }),
     }
 }
 
@@ -319,7 +329,8 @@ fn dispatch(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) 
             for c in &commands {
                 let name = c.get("command").and_then(Value::as_str).unwrap_or_default();
                 let description = c.get("description").and_then(Value::as_str).unwrap_or_default();
-                let valid_name = !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+                let valid_name =
+                    !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
                 if !valid_name {
                     return bad_request("Bad Request: BOT_COMMAND_INVALID");
                 }
@@ -343,7 +354,9 @@ fn dispatch(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) 
         "getfile" => {
             let id = string(params, "file_id").unwrap_or_default();
             match s.files.get(&id) {
-                Some((path, bytes)) => ok(json!({"file_id": id, "file_unique_id": format!("u-{id}"), "file_size": bytes.len(), "file_path": path})),
+                Some((path, bytes)) => {
+                    ok(json!({"file_id": id, "file_unique_id": format!("u-{id}"), "file_size": bytes.len(), "file_path": path}))
+                }
                 None => bad_request("Bad Request: invalid file_id"),
             }
         }
@@ -376,7 +389,11 @@ fn check_target(s: &State, params: &Params) -> Result<(i64, Option<i64>), Respon
 
 fn reply_target(s: &State, chat: i64, params: &Params) -> Result<Option<i64>, Response> {
     let reply = json_param(params, "reply_parameters")
-        .and_then(|r| r.get("message_id").and_then(Value::as_i64).map(|id| (id, r.get("allow_sending_without_reply").and_then(Value::as_bool).unwrap_or(false))))
+        .and_then(|r| {
+            r.get("message_id")
+                .and_then(Value::as_i64)
+                .map(|id| (id, r.get("allow_sending_without_reply").and_then(Value::as_bool).unwrap_or(false)))
+        })
         .or_else(|| int(params, "reply_to_message_id").map(|id| (id, boolean(params, "allow_sending_without_reply"))));
     match reply {
         Some((id, _)) if s.messages.contains_key(&(chat, id)) => Ok(Some(id)),
@@ -510,7 +527,9 @@ fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>)
         Err(r) => return r,
     };
     let field = if method == "sendphoto" { "photo" } else { "document" };
-    let Some(upload) = uploads.into_iter().find(|u| u.field == field || params.get(field).and_then(Value::as_str).is_some_and(|v| v.ends_with(&u.field))) else {
+    let Some(upload) =
+        uploads.into_iter().find(|u| u.field == field || params.get(field).and_then(Value::as_str).is_some_and(|v| v.ends_with(&u.field)))
+    else {
         return bad_request(&format!("Bad Request: there is no {field} in the request"));
     };
     let caption_raw = string(params, "caption");
@@ -527,7 +546,8 @@ fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>)
     };
     let message_id = s.next_message_id(chat);
     let len = upload.bytes.len();
-    let kind = if method == "sendphoto" { SentKind::Photo { len } } else { SentKind::Document { file_name: upload.file_name.clone(), len } };
+    let kind =
+        if method == "sendphoto" { SentKind::Photo { len } } else { SentKind::Document { file_name: upload.file_name.clone(), len } };
     let sent = SentMessage {
         chat_id: chat,
         message_id,

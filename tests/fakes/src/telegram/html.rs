@@ -78,7 +78,9 @@ pub fn parse_html(input: &str) -> Result<Parsed, String> {
                             Some(url) if !url.is_empty() => ("text_link", Some(("url", url))),
                             _ => return Err(cant_parse(format!("Can't find href in the a tag at byte offset {i}"))),
                         },
-                        "code" => ("code", attr("class").and_then(|c| c.strip_prefix("language-").map(str::to_string)).map(|l| ("language", l))),
+                        "code" => {
+                            ("code", attr("class").and_then(|c| c.strip_prefix("language-").map(str::to_string)).map(|l| ("language", l)))
+                        }
                         "pre" => ("pre", None),
                         "blockquote" if attrs.trim() == "expandable" => ("expandable_blockquote", None),
                         "blockquote" => ("blockquote", None),

@@ -359,7 +359,14 @@ impl State {
         (file_id, format!("u{n}"), len)
     }
 
-    pub fn file_message(&mut self, chat_id: i64, from: &TgUser, file_name: Option<&str>, bytes: Vec<u8>, caption: Option<&str>) -> Injected {
+    pub fn file_message(
+        &mut self,
+        chat_id: i64,
+        from: &TgUser,
+        file_name: Option<&str>,
+        bytes: Vec<u8>,
+        caption: Option<&str>,
+    ) -> Injected {
         let (message_id, mut message) = self.base_message(chat_id, from, None);
         let extension = file_name.and_then(|n| n.rsplit_once('.').map(|(_, e)| e.to_string())).unwrap_or_else(|| "jpg".to_string());
         let (file_id, unique, len) = self.store_file(bytes, &extension);
