@@ -12,7 +12,8 @@ const WAIT: Duration = Duration::from_secs(20);
 pub struct Run<P: ChatPeer> {
     pub peer: P,
     pub llm: FakeLlm,
-    pub setup: Setup,
+    /// Owns HERMES_HOME: kept alive as long as the gateway runs.
+    pub _setup: Setup,
     pub gateway: Gateway,
 }
 
@@ -26,7 +27,7 @@ pub async fn launch<P: ChatPeer>(extra_yaml: &str) -> Run<P> {
     let platforms = peer.configure(&mut setup);
     setup.write_config(&format!("platforms:\n{platforms}\n{extra_yaml}"));
     let gateway = setup.start().await;
-    Run { peer, llm, setup, gateway }
+    Run { peer, llm, _setup: setup, gateway }
 }
 
 impl<P: ChatPeer> Run<P> {
@@ -147,11 +148,10 @@ pub async fn long_answer_chunking<P: ChatPeer>() {
     let (answer, tags) = long_answer();
     run.llm.push(Reply::text(answer));
     let chat = run.peer.dm(4, "write a lot").await;
-    let posted = run
-        .wait(&chat, "the last chunk", |p| {
-            p.last().is_some_and(|m| m.text.trim_end().ends_with(&format!("({}/{})", p.len(), p.len())) && p.len() > 1)
-        })
-        .await;
+    run.wait(&chat, "the last chunk", |p| {
+        p.last().is_some_and(|m| m.text.trim_end().ends_with(&format!("({}/{})", p.len(), p.len())) && p.len() > 1)
+    })
+    .await;
     settle().await;
     let posted = run.peer.posted(&chat).into_iter().filter(|m| !m.text.is_empty()).collect::<Vec<_>>();
     assert!(posted.len() >= 3, "10,000 characters need several messages: {}", posted.len());
@@ -199,11 +199,13 @@ pub async fn edit_streaming<P: ChatPeer>() {
     let parts = ["The quick brown ", "fox jumps over ", "the lazy dog, ", "then keeps running ", "far, far away."];
     run.llm.push(Reply::chunks(parts));
     let chat = run.peer.dm(6, "tell me a story").await;
+    let first = run.wait(&chat, "the first part of the answer", |p| !p.is_empty()).await;
     let full = parts.concat();
     let posted = run.wait_text(&chat, &full).await;
     settle().await;
     let posted_now = run.peer.posted(&chat);
     assert_eq!(posted_now.len(), 1, "one message edited in place, no second copy: {posted_now:#?}");
+    assert_eq!(posted[0].id, first[0].id, "the message first shown is the one that became the answer");
     assert!(posted[0].edits >= 1, "the answer grew by edits: {posted:#?}");
 }
 

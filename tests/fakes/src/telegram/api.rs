@@ -375,19 +375,20 @@ fn dispatch(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) 
 }
 
 /// Checks shared by every kind of send: the chat and the topic exist.
-fn check_target(s: &State, params: &Params) -> Result<(i64, Option<i64>), Response> {
-    let Some(chat) = int(params, "chat_id") else { return Err(bad_request("Bad Request: chat_id is empty")) };
-    let Some(info) = s.chats.get(&chat) else { return Err(bad_request("Bad Request: chat not found")) };
+/// Errors are Telegram's descriptions, answered as 400.
+fn check_target(s: &State, params: &Params) -> Result<(i64, Option<i64>), &'static str> {
+    let Some(chat) = int(params, "chat_id") else { return Err("Bad Request: chat_id is empty") };
+    let Some(info) = s.chats.get(&chat) else { return Err("Bad Request: chat not found") };
     let thread = int(params, "message_thread_id");
     if let Some(t) = thread
         && !info.topics.contains(&t)
     {
-        return Err(bad_request("Bad Request: message thread not found"));
+        return Err("Bad Request: message thread not found");
     }
     Ok((chat, thread))
 }
 
-fn reply_target(s: &State, chat: i64, params: &Params) -> Result<Option<i64>, Response> {
+fn reply_target(s: &State, chat: i64, params: &Params) -> Result<Option<i64>, &'static str> {
     let reply = json_param(params, "reply_parameters")
         .and_then(|r| {
             r.get("message_id")
@@ -398,7 +399,7 @@ fn reply_target(s: &State, chat: i64, params: &Params) -> Result<Option<i64>, Re
     match reply {
         Some((id, _)) if s.messages.contains_key(&(chat, id)) => Ok(Some(id)),
         Some((_, true)) | None => Ok(None),
-        Some(_) => Err(bad_request("Bad Request: message to be replied not found")),
+        Some(_) => Err("Bad Request: message to be replied not found"),
     }
 }
 
@@ -439,7 +440,7 @@ fn bot_message_json(s: &State, m: &SentMessage) -> Value {
 fn send_message(s: &mut State, params: &Params) -> Response {
     let (chat, thread) = match check_target(s, params) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     let raw = string(params, "text").unwrap_or_default();
     let parsed = match parse_text(&raw, params) {
@@ -454,7 +455,7 @@ fn send_message(s: &mut State, params: &Params) -> Response {
     }
     let reply_to = match reply_target(s, chat, params) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     let message_id = s.next_message_id(chat);
     let sent = SentMessage {
@@ -524,7 +525,7 @@ fn edit_message(s: &mut State, params: &Params) -> Response {
 fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) -> Response {
     let (chat, thread) = match check_target(s, params) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     let field = if method == "sendphoto" { "photo" } else { "document" };
     let Some(upload) =
@@ -542,7 +543,7 @@ fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>)
     }
     let reply_to = match reply_target(s, chat, params) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     let message_id = s.next_message_id(chat);
     let len = upload.bytes.len();

@@ -1,1 +1,0 @@
-//! Discord adapter (serenity): gateway with RESUME, mention gating, threads, 2000-char chunks, edits, typing, buttons.

@@ -1,1 +1,0 @@
-//! Fake Discord REST API and gateway.
