@@ -173,44 +173,38 @@ async fn method(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, method)): 
     if !authorized {
         return error(401, "Unauthorized");
     }
-    let at = Instant::now();
+    // Logged on arrival (a long poll answers much later); the status is filled in when answered.
+    let call = shared.with(|s| {
+        s.calls.push(ApiCall { method: method.clone(), params: Value::Object(params.clone()), status: 0, at: Instant::now() });
+        s.calls.len() - 1
+    });
     let (fault, latency) = shared.with(|s| (s.fault_for(&method), s.latency_for(&method)));
     if let Some(d) = latency {
         tokio::time::sleep(d).await;
     }
-    let logged = Value::Object(params.clone());
-    if let Some(fault) = fault {
-        let (status, response) = match fault {
-            Fault::RateLimited { retry_after } => (
-                429,
-                reply(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    json!({"ok": false, "error_code": 429, "description": format!("Too Many Requests: retry after {retry_after}"),
-                           "parameters": {"retry_after": retry_after}}),
-                ),
-            ),
-            Fault::ServerError(code) => {
-                let reason = StatusCode::from_u16(code).ok().and_then(|s| s.canonical_reason()).unwrap_or("Internal Server Error");
-                (code, error(code, reason))
-            }
-            Fault::Reset => (0, reset()),
-            Fault::Conflict => {
-                (409, error(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"))
-            }
-            Fault::BadRequest(description) => (400, bad_request(&description)),
-        };
-        record(&shared, &method, logged, status, at);
-        return response;
-    }
-    let response =
-        if method == "getupdates" { get_updates(&shared, &params).await } else { shared.with(|s| dispatch(s, &method, &params, uploads)) };
-    record(&shared, &method, logged, response.status().as_u16(), at);
-    response
-}
-
-fn record(shared: &Shared, method: &str, params: Value, status: u16, at: Instant) {
-    shared.with(|s| s.calls.push(ApiCall { method: method.to_string(), params, status, at }));
+    let was_reset = matches!(fault, Some(Fault::Reset));
+    let response = match fault {
+        Some(Fault::RateLimited { retry_after }) => reply(
+            StatusCode::TOO_MANY_REQUESTS,
+            json!({"ok": false, "error_code": 429, "description": format!("Too Many Requests: retry after {retry_after}"),
+                   "parameters": {"retry_after": retry_after}}),
+        ),
+        Some(Fault::ServerError(code)) => {
+            let reason = StatusCode::from_u16(code).ok().and_then(|s| s.canonical_reason()).unwrap_or("Internal Server Error");
+            error(code, reason)
+        }
+        Some(Fault::Reset) => reset(),
+        Some(Fault::Conflict) => {
+            error(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running")
+        }
+        Some(Fault::BadRequest(description)) => bad_request(&description),
+        None if method == "getupdates" => get_updates(&shared, &params).await,
+        None => shared.with(|s| dispatch(s, &method, &params, uploads)),
+    };
+    let status = if was_reset { 0 } else { response.status().as_u16() };
+    shared.with(|s| s.calls[call].status = status);
     shared.changed.notify_waiters();
+    response
 }
 
 async fn get_updates(shared: &Shared, params: &Params) -> Response {

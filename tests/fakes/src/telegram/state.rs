@@ -32,7 +32,7 @@ pub struct ApiCall {
     /// Lower-case method name.
     pub method: String,
     pub params: Value,
-    /// HTTP status answered (0: the connection was reset instead).
+    /// HTTP status answered (0: not answered yet, or the connection was reset instead).
     pub status: u16,
     pub at: Instant,
 }
