@@ -88,7 +88,7 @@ pub struct PlatformConfig {
     #[serde(deserialize_with = "string_list")]
     pub free_response_chats: Vec<String>,
     /// Outbound rate limits kept by the gateway (Telegram); see [`SendBudgetConfig`].
-    pub send_budget: Option<SendBudgetConfig>,
+    pub send_budget: SendBudgetConfig,
     /// Adapter-specific settings, passed through unchecked.
     pub extra: Extra,
 }

@@ -47,13 +47,12 @@ fn telegram(config: &Config, home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
     settings.require_mention = block.require_mention.unwrap_or(false);
     settings.free_response_chats = block.free_response_chats.clone();
     settings.commands = command_menu();
-    if let Some(b) = block.send_budget {
-        settings.budget = hermes_telegram::SendBudget {
-            global_per_second: b.global_per_second,
-            per_chat_per_second: b.per_chat_per_second,
-            group_per_minute: b.group_per_minute,
-        };
-    }
+    let b = block.send_budget;
+    settings.budget = hermes_telegram::SendBudget {
+        global_per_second: b.global_per_second,
+        per_chat_per_second: b.per_chat_per_second,
+        group_per_minute: b.group_per_minute,
+    };
     Some(
         hermes_telegram::TelegramAdapter::new(settings)
             .map(|a| Arc::new(a) as Arc<dyn PlatformAdapter>)

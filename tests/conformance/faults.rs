@@ -130,3 +130,28 @@ async fn telegram_kill_9_during_a_burst_loses_and_doubles_nothing() {
     println!("answered before the kill: {answered_before}; resent after the restart (marked): {resent:?}");
     assert_eq!(peer.fake.pending_updates(), 0, "every update was confirmed to Telegram in the end");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_process_chat_streams_and_status_lists_every_connected_platform() {
+    let llm = FakeLlm::start().await;
+    let peer = TelegramPeer::start().await;
+    let mut setup = Setup::new(&llm.base_url());
+    let platforms = peer.configure(&mut setup);
+    setup.write_config(&format!("platforms:\n{platforms}\nstreaming:\n  enabled: true\n  edit_interval: 0\n  buffer_threshold: 8\n"));
+    let gateway = setup.start().await;
+    llm.push(Reply::chunks(["Streaming ", "answers arrive ", "as they are ", "written."]));
+    let chat = peer.dm(1, "hi").await;
+    let answered = eventually(Duration::from_secs(20), || {
+        peer.posted(&chat).iter().any(|m| m.text == "Streaming answers arrive as they are written.")
+    })
+    .await;
+    assert!(answered, "{:#?}\n{}", peer.posted(&chat), gateway.log_text());
+    assert!(peer.posted(&chat)[0].edits >= 1, "the answer was edited in place while it streamed");
+    peer.dm(1, "/status").await;
+    let status = eventually(Duration::from_secs(20), || peer.posted(&chat).iter().any(|m| m.text.contains("Platforms:"))).await;
+    assert!(status, "{:#?}", peer.posted(&chat));
+    let text = peer.posted(&chat).into_iter().find(|m| m.text.contains("Platforms:")).map(|m| m.text).unwrap_or_default();
+    for platform in ["telegram ✅", "api_server ✅", "webhook ✅"] {
+        assert!(text.contains(platform), "{platform} listed as connected: {text}");
+    }
+}
