@@ -94,22 +94,22 @@ pub async fn deliver_with_buttons(
             Ok(OutboxReservation::Interrupted { attempts }) if attempts < 2 => {
                 // Cut off mid-send by a crash: it may or may not have arrived. Losing an answer is
                 // worse than a labelled repeat, so it goes out once more, marked as such.
-                tracing::warn!(key = %key, "a send was interrupted by a restart; resending it once, marked as a possible repeat");
+                tracing::warn!(outbox_key = %key, "a send was interrupted by a restart; resending it once, marked as a possible repeat");
                 message.text = format!("{RESEND_MARK}{}", message.text);
             }
             Ok(OutboxReservation::Interrupted { .. }) | Ok(OutboxReservation::InDoubt) => {
-                tracing::warn!(key = %key, "an earlier send of this message may have arrived; not resending");
+                tracing::warn!(outbox_key = %key, "an earlier send of this message may have arrived; not resending");
                 outcome = Delivery::InDoubt;
                 continue;
             }
             Ok(OutboxReservation::Failed { error }) => {
-                tracing::warn!(key = %key, "message failed earlier ({error}); not retrying");
+                tracing::warn!(outbox_key = %key, "message failed earlier ({error}); not retrying");
                 return Delivery::Failed;
             }
             Ok(OutboxReservation::New) | Ok(OutboxReservation::Resume { .. }) => {}
             Err(e) => {
                 // Without an outbox row a crash could resend it; sending anyway beats losing it.
-                tracing::error!(error = %e, key = %key, "outbox unavailable; sending without a record");
+                tracing::error!(error = %e, outbox_key = %key, "outbox unavailable; sending without a record");
             }
         }
         match send_chunk(services, adapter.as_ref(), message).await {
@@ -161,7 +161,7 @@ async fn send_chunk(services: &Services, adapter: &dyn PlatformAdapter, mut mess
         {
             rate_limit_waited += *retry_after;
             attempt -= 1;
-            tracing::info!(key = %key, wait_ms = retry_after.as_millis() as u64, "rate limited by the platform; waiting");
+            tracing::info!(outbox_key = %key, wait_ms = retry_after.as_millis() as u64, "rate limited by the platform; waiting");
             tokio::time::sleep(*retry_after).await;
             continue;
         }
@@ -184,22 +184,22 @@ async fn send_chunk(services: &Services, adapter: &dyn PlatformAdapter, mut mess
         };
         match (&error, wait) {
             (_, Some(wait)) if attempt < MAX_ATTEMPTS => {
-                tracing::warn!(key = %key, attempt, wait_ms = wait.as_millis() as u64, error = %error, "send failed; retrying");
+                tracing::warn!(outbox_key = %key, attempt, wait_ms = wait.as_millis() as u64, error = %error, "send failed; retrying");
                 tokio::time::sleep(wait).await;
             }
             (SendError::Ambiguous(detail), _) => {
                 let _ = store.outbox_mark_ambiguous(&key, detail).await;
-                tracing::warn!(key = %key, "send outcome unknown ({detail}); not resending to avoid a duplicate");
+                tracing::warn!(outbox_key = %key, "send outcome unknown ({detail}); not resending to avoid a duplicate");
                 return ChunkResult::Ambiguous;
             }
             (SendError::Gone(detail), _) => {
                 let _ = store.outbox_mark_failed(&key, &format!("recipient gone: {detail}")).await;
-                tracing::info!(key = %key, "the recipient is gone; the answer stays in the session");
+                tracing::info!(outbox_key = %key, "the recipient is gone; the answer stays in the session");
                 return ChunkResult::Gone;
             }
             _ => {
                 let _ = store.outbox_mark_failed(&key, &error.to_string()).await;
-                tracing::error!(key = %key, attempts = attempt, error = %error, "message could not be delivered");
+                tracing::error!(outbox_key = %key, attempts = attempt, error = %error, "message could not be delivered");
                 let notify = matches!(error, SendError::Transient(_) | SendError::RateLimited { .. });
                 return ChunkResult::Failed { notify };
             }
