@@ -14,6 +14,11 @@ const REGISTRY: &[(&str, Build)] = &[("api_server", api_server), ("webhook", web
 
 /// Build every enabled adapter. An error names the setting to fix (the gateway exits 78).
 pub fn build_enabled(config: &Config, home: &Home) -> Result<Vec<Arc<dyn PlatformAdapter>>, String> {
+    for (name, block) in &config.platforms.others {
+        if block.is_enabled() && !is_supported(name) {
+            tracing::warn!("platforms.{name} is enabled (or its token is set) but this build has no {name} adapter; it is ignored");
+        }
+    }
     REGISTRY.iter().filter_map(|(_, build)| build(config, home)).collect()
 }
 
