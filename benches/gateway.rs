@@ -10,11 +10,15 @@
 //! Run with `cargo bench --bench gateway`. It prints numbers and whether each target is met; it
 //! asserts nothing (timings depend on the machine).
 
+#[path = "support.rs"]
+mod support;
+
 use hermes_fakes::{FakeLlm, LlmConfig};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{Process, ms, percentile, verdict};
 
 const API_KEY: &str = "bench-key-0123456789";
 const SPAWN_RUNS: usize = 10;
@@ -113,20 +117,6 @@ async fn run() {
     }
 }
 
-fn verdict(met: bool, target: &str) -> String {
-    format!("{target} {}", if met { "met" } else { "NOT met" })
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// `sorted` must be sorted and non-empty.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
 async fn complete(client: &reqwest::Client, url: &str, key: Option<&str>, i: usize) -> Duration {
     let started = Instant::now();
     let mut request = client
@@ -176,9 +166,8 @@ fn free_port() -> u16 {
 
 /// A `hermes gateway run` child process with its own HERMES_HOME; killed on drop.
 struct Gateway {
-    child: Option<Child>,
+    process: Process,
     api_port: u16,
-    spawned: Instant,
     _home: tempfile::TempDir,
 }
 
@@ -206,7 +195,15 @@ impl Gateway {
             .stderr(Stdio::inherit());
         let spawned = Instant::now();
         let child = command.spawn().expect("spawn hermes gateway run");
-        Gateway { child: Some(child), api_port, spawned, _home: home }
+        Gateway { process: Process::new(child, spawned), api_port, _home: home }
+    }
+
+    fn memory_kb(&self) -> (u64, u64) {
+        self.process.memory_kb()
+    }
+
+    fn stop(self) {
+        self.process.stop();
     }
 
     fn api(&self, path: &str) -> String {
@@ -217,42 +214,12 @@ impl Gateway {
     async fn wait_healthy(&self, timeout: Duration) -> Duration {
         let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("http client");
         let url = self.api("/health");
-        while self.spawned.elapsed() < timeout {
+        while self.process.spawned.elapsed() < timeout {
             if client.get(&url).send().await.is_ok_and(|r| r.status().is_success()) {
-                return self.spawned.elapsed();
+                return self.process.spawned.elapsed();
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         panic!("hermes did not answer {url} within {timeout:?}");
-    }
-
-    /// (VmRSS, VmHWM) in kB.
-    fn memory_kb(&self) -> (u64, u64) {
-        let pid = self.child.as_ref().map(Child::id).unwrap_or(0);
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let field = |name: &str| {
-            status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0)
-        };
-        (field("VmRSS:"), field("VmHWM:"))
-    }
-
-    /// SIGTERM and wait, as systemd would stop it.
-    fn stop(mut self) {
-        if let Some(mut child) = self.child.take() {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe {
-                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-            }
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }

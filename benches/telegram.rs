@@ -10,11 +10,15 @@
 //! Run with `cargo bench --bench telegram`. It prints numbers and whether each target is met; it
 //! asserts nothing (timings depend on the machine).
 
+#[path = "support.rs"]
+mod support;
+
 use hermes_fakes::telegram::FakeTelegram;
 use hermes_fakes::{FakeLlm, LlmConfig};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{Process, ms, percentile, verdict};
 
 const SPAWN_RUNS: usize = 10;
 const WARMUP: usize = 30;
@@ -39,7 +43,7 @@ async fn run() {
         let polled = fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
         assert!(polled, "the gateway never polled:\n{}", gateway.log());
         let first = fake.first_call_at("getUpdates").expect("polled");
-        to_first_poll.push(first.duration_since(gateway.spawned));
+        to_first_poll.push(first.duration_since(gateway.process.spawned));
         gateway.stop();
     }
     to_first_poll.sort();
@@ -120,24 +124,9 @@ async fn run() {
     }
 }
 
-fn verdict(met: bool, target: &str) -> String {
-    format!("{target} {}", if met { "met" } else { "NOT met" })
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// `sorted` must be sorted and non-empty.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
 /// `hermes gateway run` with Telegram as the only platform; killed on drop.
 struct Gateway {
-    child: Option<Child>,
-    spawned: Instant,
+    process: Process,
     _home: tempfile::TempDir,
 }
 
@@ -168,39 +157,18 @@ impl Gateway {
             .stderr(std::fs::File::create(home.path().join("gateway.log")).map(Stdio::from).unwrap_or(Stdio::null()));
         let spawned = Instant::now();
         let child = command.spawn().expect("spawn hermes");
-        Gateway { child: Some(child), spawned, _home: home }
+        Gateway { process: Process::new(child, spawned), _home: home }
+    }
+
+    fn memory_kb(&self) -> (u64, u64) {
+        self.process.memory_kb()
+    }
+
+    fn stop(self) {
+        self.process.stop();
     }
 
     fn log(&self) -> String {
         std::fs::read_to_string(self._home.path().join("gateway.log")).unwrap_or_default()
-    }
-
-    /// (VmRSS, VmHWM) in kB.
-    fn memory_kb(&self) -> (u64, u64) {
-        let pid = self.child.as_ref().map(|c| c.id()).unwrap_or(0);
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let field = |name: &str| {
-            status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0)
-        };
-        (field("VmRSS:"), field("VmHWM:"))
-    }
-
-    fn stop(mut self) {
-        if let Some(mut child) = self.child.take() {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe {
-                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-            }
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }

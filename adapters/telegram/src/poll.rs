@@ -25,12 +25,10 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
     };
     // getMe runs alongside the first poll instead of before it: start-up latency is one round
     // trip, and updates are classified only once the bot's name is known.
-    let identity = tokio::spawn(identify(adapter.bot.clone()));
-    let mut identity = Some(identity);
+    let mut identity = Some(tokio::spawn(identify(adapter.bot.clone())));
     let mut me: Option<Identity> = None;
     let mut offset: i32 = 0;
     let mut conflicts: u32 = 0;
-    let mut announced = false;
     loop {
         let request = adapter
             .poll_bot
@@ -86,17 +84,12 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
             ctx.health.set_degraded(None);
         }
         ctx.health.mark_connected();
-        if me.is_none() {
-            if let Some(pending) = identity.take() {
-                me = Some(match pending.await {
-                    Ok(result) => result?,
-                    Err(e) => return Err(AdapterError::retryable("telegram_getme", format!("getMe task failed: {e}"))),
-                });
-            }
-            if !announced {
-                announced = true;
-                publish_commands(adapter);
-            }
+        if let Some(pending) = identity.take() {
+            me = Some(match pending.await {
+                Ok(result) => result?,
+                Err(e) => return Err(AdapterError::retryable("telegram_getme", format!("getMe task failed: {e}"))),
+            });
+            publish_commands(adapter);
         }
         let Some(me) = me.as_ref() else { continue };
         for update in updates {

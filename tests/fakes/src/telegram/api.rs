@@ -431,6 +431,15 @@ fn bot_message_json(s: &State, m: &SentMessage) -> Value {
     message
 }
 
+/// Keep a message the bot just sent and answer with it.
+fn store_sent(s: &mut State, sent: SentMessage) -> Response {
+    let json = bot_message_json(s, &sent);
+    s.messages.insert((sent.chat_id, sent.message_id), json.clone());
+    s.sent_index.insert((sent.chat_id, sent.message_id), s.sent.len());
+    s.sent.push(sent);
+    ok(json)
+}
+
 fn send_message(s: &mut State, params: &Params) -> Response {
     let (chat, thread) = match check_target(s, params) {
         Ok(t) => t,
@@ -467,11 +476,7 @@ fn send_message(s: &mut State, params: &Params) -> Response {
         kind: SentKind::Text,
         caption: None,
     };
-    let json = bot_message_json(s, &sent);
-    s.messages.insert((chat, message_id), json.clone());
-    s.sent_index.insert((chat, message_id), s.sent.len());
-    s.sent.push(sent);
-    ok(json)
+    store_sent(s, sent)
 }
 
 fn edit_message(s: &mut State, params: &Params) -> Response {
@@ -558,11 +563,7 @@ fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>)
         kind,
         caption: caption.map(|c| c.text),
     };
-    let json = bot_message_json(s, &sent);
-    s.messages.insert((chat, message_id), json.clone());
-    s.sent_index.insert((chat, message_id), s.sent.len());
-    s.sent.push(sent);
-    ok(json)
+    store_sent(s, sent)
 }
 
 async fn download(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, path)): Path<(String, String)>) -> Response {

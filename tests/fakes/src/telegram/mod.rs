@@ -16,7 +16,7 @@ mod state;
 pub use state::{ApiCall, Fault, FaultScope, Injected, SentKind, SentMessage, TgUser};
 
 use crate::serve::{self, Shutdown};
-use serde_json::{Value, json};
+use serde_json::Value;
 use state::{Shared, State};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -218,10 +218,5 @@ impl FakeTelegram {
     /// The bot's user object, as `getMe` returns it.
     pub fn me(&self) -> Value {
         self.shared.with(|s| s.bot_user_json(true))
-    }
-
-    #[doc(hidden)]
-    pub fn debug_state(&self) -> Value {
-        self.shared.with(|s| json!({"pending": s.pending.len(), "sent": s.sent.len(), "calls": s.calls.len()}))
     }
 }
