@@ -7,10 +7,13 @@
 //!
 //! * [`telegram`]: the Telegram Bot API (long polling, sends, edits, files) with a control API
 //!   and fault knobs.
+//! * [`discord`]: Discord's REST API and gateway WebSocket (sessions, resume, heartbeats) with a
+//!   control API and fault knobs.
 //!
 //! All listen on real HTTP on `127.0.0.1`, so the code under test exercises
 //! its actual HTTP client stack rather than a mock trait.
 
+pub mod discord;
 mod llm;
 mod receiver;
 mod serve;

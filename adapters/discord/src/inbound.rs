@@ -1,0 +1,143 @@
+//! Discord messages and button presses turned into the gateway's [`InboundEvent`]s: who and where
+//! (DM, guild channel, thread), mention gating, the bot's own mention stripped from the text.
+//! Pure functions; finding out whether a channel is a thread is [`crate::gateway`]'s job.
+
+use chrono::Utc;
+use hermes_adapter::{ChatType, InboundEvent, MessageKind, Platform, SessionSource};
+use serenity::model::application::ComponentInteraction;
+use serenity::model::channel::Message;
+use serenity::model::user::User;
+use std::collections::HashSet;
+
+/// Who the bot is, from READY.
+#[derive(Debug, Clone, Copy)]
+pub struct Identity {
+    pub bot_id: u64,
+}
+
+/// Which guild messages are for the bot.
+#[derive(Debug, Clone, Default)]
+pub struct Gate {
+    pub require_mention: bool,
+    pub thread_require_mention: bool,
+    pub free_response_channels: HashSet<u64>,
+}
+
+/// Where a message was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    Dm,
+    Channel,
+    Thread { parent: u64 },
+}
+
+#[derive(Debug)]
+pub enum Inbound {
+    Message(Box<InboundEvent>),
+    /// A button press; the interaction is acknowledged once the event is accepted.
+    Button {
+        event: Box<InboundEvent>,
+        interaction_id: u64,
+        token: String,
+    },
+    /// Not for the bot, or nothing it can act on; the reason is logged at debug level.
+    Ignore(&'static str),
+}
+
+pub fn message_event_id(message_id: u64) -> String {
+    format!("discord:{message_id}")
+}
+
+pub fn from_message(message: &Message, place: Place, me: &Identity, gate: &Gate) -> Inbound {
+    if message.author.id.get() == me.bot_id {
+        return Inbound::Ignore("the bot's own message");
+    }
+    if message.author.bot || message.webhook_id.is_some() {
+        return Inbound::Ignore("a message from a bot or webhook");
+    }
+    let mut text = strip_mention(&message.content, me.bot_id);
+    for attachment in &message.attachments {
+        let note = format!("[attached file: {} ({} bytes) {}]", attachment.filename, attachment.size, attachment.url);
+        text = if text.is_empty() { note } else { format!("{text}\n{note}") };
+    }
+    if text.trim().is_empty() {
+        return Inbound::Ignore("a message with no text (an embed, a sticker, a system message)");
+    }
+    let channel = message.channel_id.get();
+    let needs_mention = match place {
+        Place::Dm => false,
+        Place::Channel => gate.require_mention && !gate.free_response_channels.contains(&channel),
+        Place::Thread { parent } => {
+            gate.require_mention
+                && gate.thread_require_mention
+                && !gate.free_response_channels.contains(&channel)
+                && !gate.free_response_channels.contains(&parent)
+        }
+    };
+    if needs_mention && !addresses_bot(message, me) {
+        return Inbound::Ignore("a guild message that does not mention the bot");
+    }
+    let mut event = InboundEvent::text(
+        message_event_id(message.id.get()),
+        source(place, channel, &message.author, message.guild_id.map(|g| g.get())),
+        text,
+    );
+    event.message_id = Some(message.id.get().to_string());
+    event.received_at = Utc::now();
+    Inbound::Message(Box::new(event))
+}
+
+pub fn from_component(interaction: &ComponentInteraction, place: Place, me: &Identity) -> Inbound {
+    let data = interaction.data.custom_id.trim();
+    if data.is_empty() {
+        return Inbound::Ignore("a button press without data");
+    }
+    if interaction.message.author.id.get() != me.bot_id {
+        return Inbound::Ignore("a button under another bot's message");
+    }
+    let channel = interaction.channel_id.get();
+    let source = source(place, channel, &interaction.user, interaction.guild_id.map(|g| g.get()));
+    let mut event = InboundEvent::text(format!("discord:interaction:{}", interaction.id.get()), source, data);
+    event.kind = MessageKind::ButtonPress;
+    event.received_at = Utc::now();
+    Inbound::Button { event: Box::new(event), interaction_id: interaction.id.get(), token: interaction.token.clone() }
+}
+
+fn source(place: Place, channel: u64, author: &User, guild: Option<u64>) -> SessionSource {
+    let (chat_id, chat_type, thread_id) = match place {
+        Place::Dm => (channel, ChatType::Dm, None),
+        Place::Channel => (channel, ChatType::Group, None),
+        Place::Thread { parent } => (parent, ChatType::Thread, Some(channel.to_string())),
+    };
+    let mut source = SessionSource::new(Platform::new("discord"), chat_id.to_string(), chat_type);
+    source.thread_id = thread_id;
+    source.user_id = Some(author.id.get().to_string());
+    source.user_name = Some(author.global_name.clone().unwrap_or_else(|| author.name.clone()));
+    source.scope_id = guild.map(|g| g.to_string());
+    source
+}
+
+/// Mentioned by id, or a reply to one of the bot's messages.
+fn addresses_bot(message: &Message, me: &Identity) -> bool {
+    message.mentions.iter().any(|u| u.id.get() == me.bot_id)
+        || message.content.contains(&format!("<@{}>", me.bot_id))
+        || message.content.contains(&format!("<@!{}>", me.bot_id))
+        || message.referenced_message.as_ref().is_some_and(|m| m.author.id.get() == me.bot_id)
+}
+
+/// The text without the bot's own mention, which only says "this is for you".
+pub fn strip_mention(text: &str, bot_id: u64) -> String {
+    text.replace(&format!("<@{bot_id}>"), "").replace(&format!("<@!{bot_id}>"), "").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bots_mention_is_stripped_in_both_forms_and_others_are_kept() {
+        assert_eq!(strip_mention("<@42> hello <@7>", 42), "hello <@7>");
+        assert_eq!(strip_mention("hi <@!42>", 42), "hi");
+        assert_eq!(strip_mention("<@420> hi", 42), "<@420> hi");
+    }
+}

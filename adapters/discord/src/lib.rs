@@ -1,0 +1,18 @@
+//! `hermes-discord`: the Discord adapter, on serenity's gateway client and REST client.
+//!
+//! * [`adapter`]: the [`hermes_adapter::PlatformAdapter`] implementation — sending (with a nonce
+//!   Discord deduplicates on), editing, typing, buttons.
+//! * [`gateway`]: the gateway connection: events taken in order, health from the shard's state,
+//!   a connection that stays down rebuilt.
+//! * [`inbound`]: messages and button presses → events (DMs, guild channels, threads, mention
+//!   gating).
+//! * [`errors`]: Discord failures → what the gateway does next.
+
+pub mod adapter;
+pub mod errors;
+pub mod gateway;
+pub mod inbound;
+pub mod settings;
+
+pub use adapter::{DiscordAdapter, DiscordError};
+pub use settings::DiscordSettings;
