@@ -10,7 +10,7 @@ type Build = fn(&Config, &Home) -> Option<Result<Arc<dyn PlatformAdapter>, Strin
 
 /// Every adapter the gateway knows, by platform name. Each returns `None` when its platform is
 /// not enabled.
-const REGISTRY: &[(&str, Build)] = &[("api_server", api_server), ("webhook", webhook), ("telegram", telegram)];
+const REGISTRY: &[(&str, Build)] = &[("api_server", api_server), ("webhook", webhook), ("telegram", telegram), ("discord", discord)];
 
 /// Build every enabled adapter. An error names the setting to fix (the gateway exits 78).
 pub fn build_enabled(config: &Config, home: &Home) -> Result<Vec<Arc<dyn PlatformAdapter>>, String> {
@@ -62,6 +62,22 @@ fn telegram(config: &Config, home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
         hermes_telegram::TelegramAdapter::new(settings)
             .map(|a| Arc::new(a) as Arc<dyn PlatformAdapter>)
             .map_err(|e| format!("platforms.telegram: {e}")),
+    )
+}
+
+fn discord(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAdapter>, String>> {
+    let (block, token) = match chat_platform(config, "discord", "DISCORD_BOT_TOKEN")? {
+        Ok(found) => found,
+        Err(e) => return Some(Err(e)),
+    };
+    let mut settings = hermes_discord::DiscordSettings::new(token);
+    settings.api_base_url = block.api_base_url.clone();
+    settings.require_mention = block.require_mention.unwrap_or(true);
+    settings.free_response_channels = block.free_response_chats.clone();
+    Some(
+        hermes_discord::DiscordAdapter::new(settings)
+            .map(|a| Arc::new(a) as Arc<dyn PlatformAdapter>)
+            .map_err(|e| format!("platforms.discord: {e}")),
     )
 }
 

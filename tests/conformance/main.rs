@@ -4,9 +4,10 @@
 //!
 //! * [`peer`]: what a platform's fake must let the suite do ([`peer::ChatPeer`]).
 //! * [`suite`]: the behaviours, generic over the peer.
-//! * [`telegram`] (and later platforms): the peers.
+//! * [`telegram`], [`discord`] (and later platforms): the peers.
 //! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
 
+mod discord;
 mod faults;
 mod peer;
 mod suite;
@@ -66,3 +67,4 @@ macro_rules! conformance {
 }
 
 conformance!(telegram_conformance, crate::telegram::TelegramPeer);
+conformance!(discord_conformance, crate::discord::DiscordPeer);

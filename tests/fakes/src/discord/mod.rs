@@ -230,6 +230,10 @@ impl FakeDiscord {
     pub fn connected(&self) -> bool {
         self.shared.with(|s| s.live_connection().is_some())
     }
+    /// Whether a session exists (events injected now reach the bot, at once or on RESUME).
+    pub fn has_session(&self) -> bool {
+        self.shared.with(|s| s.current_session.is_some())
+    }
     pub fn lost_events(&self) -> usize {
         self.shared.with(|s| s.lost_events)
     }
