@@ -1,6 +1,7 @@
 //! Heavier fault scenarios through the whole process: a throttling storm with a 5xx burst, kill -9
 //! in the middle of a burst of updates, and status with several platforms connected.
 
+use crate::discord::DiscordPeer;
 use crate::peer::ChatPeer;
 use crate::support::{Setup, eventually};
 use crate::telegram::TelegramPeer;
@@ -132,26 +133,101 @@ async fn telegram_kill_9_during_a_burst_loses_and_doubles_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn full_process_chat_streams_and_status_lists_every_connected_platform() {
+async fn full_process_with_telegram_and_discord_streams_in_both_and_status_lists_both() {
     let llm = FakeLlm::start().await;
-    let peer = TelegramPeer::start().await;
+    let telegram = TelegramPeer::start().await;
+    let discord = DiscordPeer::start().await;
     let mut setup = Setup::new(&llm.base_url());
-    let platforms = peer.configure(&mut setup);
+    let platforms = format!("{}{}", telegram.configure(&mut setup), discord.configure(&mut setup));
     setup.write_config(&format!("platforms:\n{platforms}\nstreaming:\n  enabled: true\n  edit_interval: 0\n  buffer_threshold: 8\n"));
     let gateway = setup.start().await;
+    let full = "Streaming answers arrive as they are written.";
     llm.push(Reply::chunks(["Streaming ", "answers arrive ", "as they are ", "written."]));
-    let chat = peer.dm(1, "hi").await;
-    let answered = eventually(Duration::from_secs(20), || {
-        peer.posted(&chat).iter().any(|m| m.text == "Streaming answers arrive as they are written.")
-    })
-    .await;
-    assert!(answered, "{:#?}\n{}", peer.posted(&chat), gateway.log_text());
-    assert!(peer.posted(&chat)[0].edits >= 1, "the answer was edited in place while it streamed");
-    peer.dm(1, "/status").await;
-    let status = eventually(Duration::from_secs(20), || peer.posted(&chat).iter().any(|m| m.text.contains("Platforms:"))).await;
-    assert!(status, "{:#?}", peer.posted(&chat));
-    let text = peer.posted(&chat).into_iter().find(|m| m.text.contains("Platforms:")).map(|m| m.text).unwrap_or_default();
-    for platform in ["telegram ✅", "api_server ✅", "webhook ✅"] {
-        assert!(text.contains(platform), "{platform} listed as connected: {text}");
+    let tg_chat = telegram.dm(1, "hi from telegram").await;
+    assert!(
+        eventually(Duration::from_secs(20), || telegram.posted(&tg_chat).iter().any(|m| m.text == full)).await,
+        "{}",
+        gateway.log_text()
+    );
+    llm.push(Reply::chunks(["Streaming ", "answers arrive ", "as they are ", "written."]));
+    let dc_chat = discord.dm(1, "hi from discord").await;
+    assert!(
+        eventually(Duration::from_secs(20), || discord.posted(&dc_chat).iter().any(|m| m.text == full)).await,
+        "{}",
+        gateway.log_text()
+    );
+    assert!(telegram.posted(&tg_chat)[0].edits >= 1, "the Telegram answer was edited in place while it streamed");
+    assert!(discord.posted(&dc_chat)[0].edits >= 1, "the Discord answer was edited in place while it streamed");
+    telegram.dm(1, "/status").await;
+    discord.dm(1, "/status").await;
+    let status_in = |platform: &str| {
+        let posted = if platform == "telegram" { telegram.posted(&tg_chat) } else { discord.posted(&dc_chat) };
+        posted.into_iter().find(|m| m.text.contains("Platforms:")).map(|m| m.text)
+    };
+    for platform in ["telegram", "discord"] {
+        let answered = eventually(Duration::from_secs(20), || status_in(platform).is_some()).await;
+        assert!(answered, "/status answered in {platform}\n{}", gateway.log_text());
+        let text = status_in(platform).unwrap_or_default();
+        for connected in ["telegram ✅", "discord ✅", "api_server ✅"] {
+            assert!(text.contains(connected), "{connected} listed as connected in {platform}: {text}");
+        }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discord_heartbeats_left_unacknowledged_show_as_degraded_until_the_adapter_reconnects() {
+    let llm = FakeLlm::start().await;
+    let discord = DiscordPeer::start().await;
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    let admin_port = crate::support::free_port();
+    let platforms = discord.configure(&mut setup);
+    setup.write_config(&format!("platforms:\n{platforms}\ngateway:\n  admin_port: {admin_port}\n"));
+    let gateway = setup.start().await;
+    let readyz = format!("http://127.0.0.1:{admin_port}/readyz");
+    let client = reqwest::Client::new();
+    let probe = || async {
+        match client.get(&readyz).send().await {
+            Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+            Err(e) => (0, e.to_string()),
+        }
+    };
+    let mut last = (0, String::new());
+    for _ in 0..200 {
+        last = probe().await;
+        if last.0 == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(last.0, 200, "ready once connected: {}\n{}", last.1, gateway.log_text());
+
+    assert!(discord.fake.stop_acking_heartbeats(), "the bot was connected");
+    // Discord takes a moment to answer IDENTIFY; the fake takes long enough to look at the gap.
+    discord.fake.set_ready_delay(Duration::from_secs(3));
+    let mut degraded = None;
+    for _ in 0..300 {
+        let (status, body) = probe().await;
+        if status == 503 && body.contains("discord") {
+            degraded = Some(body);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let degraded = degraded.unwrap_or_else(|| panic!("/readyz never reported the zombie connection\n{}", gateway.log_text()));
+    assert!(degraded.contains("degraded") || degraded.contains("lost"), "{degraded}");
+    let reconnected = discord.fake.wait_until(Duration::from_secs(30), |f| f.identifies() == 2 && f.connected()).await;
+    assert!(reconnected, "the adapter connected again\n{}", gateway.log_text());
+    let mut ready_again = false;
+    for _ in 0..200 {
+        if probe().await.0 == 200 {
+            ready_again = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ready_again, "ready again after the reconnect: {:?}", probe().await);
+    let chat = discord.dm(3, "still there?").await;
+    assert!(eventually(Duration::from_secs(20), || discord.posted(&chat).iter().any(|m| m.text == "echo: still there?")).await);
+    assert_eq!(discord.fake.open_connections(), 1, "one client, one connection");
 }
