@@ -5,7 +5,10 @@
 //! - idle RSS with Telegram as the only platform;
 //! - reply latency: a DM injected into the fake → the bot's `sendMessage` arriving there,
 //!   sequentially (includes the long poll waking, the inbox write, the turn, the outbox);
-//! - burst: 20 users × 10 messages injected at once → all 200 answered; answered messages/s.
+//! - burst: 20 users × 10 messages injected at once → all 200 answered; answered messages/s;
+//! - with Discord enabled as well (fake Discord, serenity): idle RSS with both platforms and
+//!   Discord's reply latency (a DM dispatched on the gateway WebSocket → the bot's message
+//!   create arriving at the fake).
 //!
 //! Run with `cargo bench --bench telegram`. It prints numbers and whether each target is met; it
 //! asserts nothing (timings depend on the machine).
@@ -13,6 +16,7 @@
 #[path = "support.rs"]
 mod support;
 
+use hermes_fakes::discord::FakeDiscord;
 use hermes_fakes::telegram::FakeTelegram;
 use hermes_fakes::{FakeLlm, LlmConfig};
 use std::path::Path;
@@ -25,6 +29,7 @@ const WARMUP: usize = 30;
 const MESSAGES: usize = 300;
 const BURST_USERS: u32 = 20;
 const BURST_PER_USER: u32 = 10;
+const DISCORD_MESSAGES: usize = 200;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
@@ -39,7 +44,7 @@ async fn run() {
     let mut to_first_poll = Vec::new();
     for _ in 0..SPAWN_RUNS {
         let fake = FakeTelegram::start().await.expect("fake Telegram");
-        let gateway = Gateway::spawn(binary, &llm.base_url(), &fake);
+        let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None);
         let polled = fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
         assert!(polled, "the gateway never polled:\n{}", gateway.log());
         let first = fake.first_call_at("getUpdates").expect("polled");
@@ -56,7 +61,7 @@ async fn run() {
     rows.push(("spawn → first getUpdates p50".into(), format!("{p50:.1} ms"), verdict(p50 <= 30.0, "≤ 30 ms")));
 
     let fake = FakeTelegram::start().await.expect("fake Telegram");
-    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake);
+    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None);
     fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (rss, hwm) = gateway.memory_kb();
@@ -116,6 +121,37 @@ async fn run() {
     println!("memory after the load: VmRSS {:.1} MB, VmHWM {:.1} MB", rss_after as f64 / 1024.0, hwm_after as f64 / 1024.0);
     rows.push(("RSS after load".into(), format!("{:.1} MB", rss_after as f64 / 1024.0), "—".into()));
     gateway.stop();
+
+    // Both platforms.
+    let fake = FakeTelegram::start().await.expect("fake Telegram");
+    let discord = FakeDiscord::start().await.expect("fake Discord");
+    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, Some(&discord));
+    fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
+    assert!(discord.wait_connected(Duration::from_secs(20)).await, "the gateway never connected to Discord:\n{}", gateway.log());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (rss, hwm) = gateway.memory_kb();
+    let rss_mb = rss as f64 / 1024.0;
+    println!("idle memory, Telegram + Discord: VmRSS {rss_mb:.1} MB, VmHWM {:.1} MB", hwm as f64 / 1024.0);
+    rows.push(("idle RSS, Telegram + Discord".into(), format!("{rss_mb:.1} MB"), "—".into()));
+    let user = discord.user(3001, "bench");
+    let mut latencies = Vec::with_capacity(DISCORD_MESSAGES);
+    for i in 0..WARMUP + DISCORD_MESSAGES {
+        let before = discord.sent_count();
+        let injected_at = Instant::now();
+        discord.dm(&user, &format!("ping {i}"));
+        let answered = discord.wait_until(Duration::from_secs(10), |f| f.sent_count() > before).await;
+        assert!(answered, "Discord message {i} was not answered:\n{}", gateway.log());
+        let sent_at =
+            discord.calls().iter().rev().find(|c| c.method == "POST" && c.path.ends_with("/messages")).map(|c| c.at).expect("a send");
+        if i >= WARMUP {
+            latencies.push(sent_at.duration_since(injected_at));
+        }
+    }
+    latencies.sort();
+    let (l50, l95) = (ms(percentile(&latencies, 50.0)), ms(percentile(&latencies, 95.0)));
+    println!("Discord reply latency ({DISCORD_MESSAGES} sequential): p50 {l50:.2} ms, p95 {l95:.2} ms");
+    rows.push(("Discord reply latency p50 / p95".into(), format!("{l50:.2} / {l95:.2} ms"), "—".into()));
+    gateway.stop();
     llm.shutdown();
 
     println!("\n| measure | value | target |\n|---|---|---|");
@@ -124,14 +160,14 @@ async fn run() {
     }
 }
 
-/// `hermes gateway run` with Telegram as the only platform; killed on drop.
+/// `hermes gateway run` with Telegram (and Discord when given); killed on drop.
 struct Gateway {
     process: Process,
     _home: tempfile::TempDir,
 }
 
 impl Gateway {
-    fn spawn(binary: &Path, llm_base_url: &str, fake: &FakeTelegram) -> Gateway {
+    fn spawn(binary: &Path, llm_base_url: &str, fake: &FakeTelegram, discord: Option<&FakeDiscord>) -> Gateway {
         let home = tempfile::tempdir().expect("temp dir");
         // The fake does not throttle, so the gateway's own Telegram send budget is switched off
         // to measure the gateway rather than the budget.
@@ -155,6 +191,12 @@ impl Gateway {
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(home.path().join("gateway.log")).map(Stdio::from).unwrap_or(Stdio::null()));
+        if let Some(discord) = discord {
+            command
+                .env("DISCORD_BOT_TOKEN", discord.token())
+                .env("DISCORD_API_BASE_URL", discord.api_url())
+                .env("DISCORD_ALLOWED_USERS", "3001");
+        }
         let spawned = Instant::now();
         let child = command.spawn().expect("spawn hermes");
         Gateway { process: Process::new(child, spawned), _home: home }

@@ -228,8 +228,8 @@ fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<(String,
     {
         return error(400, 50006, "Cannot send an empty message");
     }
-    if let Err(response) = check_components(&components) {
-        return response;
+    if let Some(what) = components_problem(&components) {
+        return invalid_components(what);
     }
     // Discord keeps one message per nonce for a few minutes when asked to.
     let nonce = body.get("nonce").map(|n| n.as_str().map(str::to_string).unwrap_or_else(|| n.to_string()));
@@ -269,16 +269,18 @@ fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<(String,
     reply(StatusCode::OK, s.store_sent(sent))
 }
 
+fn invalid_components(what: &str) -> Response {
+    reply(
+        StatusCode::BAD_REQUEST,
+        json!({"message": "Invalid Form Body", "code": 50035, "errors": {"components": {"_errors": [
+        {"code": "COMPONENT_INVALID", "message": what}]}}}),
+    )
+}
+
 /// At most 5 action rows of at most 5 buttons, custom ids 1-100 characters, labels up to 80.
-fn check_components(components: &Value) -> Result<(), Response> {
+fn components_problem(components: &Value) -> Option<&'static str> {
     let rows = components.as_array().map(Vec::as_slice).unwrap_or_default();
-    let invalid = |what: &str| {
-        Err(reply(
-            StatusCode::BAD_REQUEST,
-            json!({"message": "Invalid Form Body", "code": 50035, "errors": {"components": {"_errors": [
-            {"code": "COMPONENT_INVALID", "message": what}]}}}),
-        ))
-    };
+    let invalid = Some;
     if rows.len() > 5 {
         return invalid("Must be 5 or fewer in length.");
     }
@@ -298,7 +300,7 @@ fn check_components(components: &Value) -> Result<(), Response> {
             }
         }
     }
-    Ok(())
+    None
 }
 
 fn edit_message(s: &mut State, channel: &str, message: &str, body: Value) -> Response {
@@ -318,8 +320,8 @@ fn edit_message(s: &mut State, channel: &str, message: &str, body: Value) -> Res
         }
     }
     if let Some(components) = body.get("components") {
-        if let Err(response) = check_components(components) {
-            return response;
+        if let Some(what) = components_problem(components) {
+            return invalid_components(what);
         }
         s.sent[i].components = components.clone();
     }
