@@ -1,5 +1,6 @@
-//! Heavier fault scenarios through the whole process: a throttling storm with a 5xx burst, kill -9
-//! in the middle of a burst of updates, and status with several platforms connected.
+//! Heavier fault scenarios through the whole process: throttling storms with 5xx bursts (and, on
+//! Discord, answers lost after the message was taken), kill -9 in the middle of a burst of updates,
+//! zombie Discord heartbeats seen in `/readyz`, and both chat platforms in one process.
 
 use crate::discord::DiscordPeer;
 use crate::peer::ChatPeer;
@@ -81,6 +82,57 @@ async fn telegram_storm_of_429s_and_a_5xx_burst_answers_every_message_once() {
     let failed = peer.fake.calls().iter().filter(|c| c.method == "sendmessage" && c.status >= 500).count();
     assert!(throttled >= 40, "the storm really happened: {throttled} sends were answered 429");
     assert_eq!(failed, 6, "the 5xx burst really happened");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discord_storm_of_429s_5xx_and_lost_answers_answers_every_message_once() {
+    use hermes_fakes::discord::{Fault as DcFault, FaultScope as DcScope};
+    let llm = FakeLlm::start().await;
+    let peer = DiscordPeer::start().await;
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    let platforms = peer.configure(&mut setup);
+    setup.write_config(&format!("platforms:\n{platforms}\ndisplay:\n  busy_input_mode: queue\n"));
+    let gateway = setup.start().await;
+    peer.fake.set_seed(7);
+    peer.fake.fail_next(DcScope::Create, 6, DcFault::ServerError(502));
+    // Discord took these messages but the answers never arrived: the retry's nonce must not double them.
+    peer.fake.fail_next(DcScope::Create, 4, DcFault::LostAnswer);
+    peer.fake.fail_fraction(DcScope::Create, 0.3, DcFault::RateLimited { retry_after: 1.0 });
+    let (users, per_user) = (20, 10);
+    for k in 1..=per_user {
+        for u in 1..=users {
+            peer.dm(u, &format!("u{u}-m{k}")).await;
+        }
+    }
+    let answers = || {
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for m in peer.fake.sent().iter().filter(|m| m.content.starts_with("echo: ")) {
+            *counts.entry(m.content.clone()).or_insert(0) += 1;
+        }
+        counts
+    };
+    let expected = expected_answers(users, per_user);
+    let all_answered = eventually(Duration::from_secs(120), || {
+        let counts = answers();
+        expected.iter().all(|a| counts.contains_key(a))
+    })
+    .await;
+    let counts = answers();
+    let missing: Vec<&String> = expected.iter().filter(|a| !counts.contains_key(*a)).collect();
+    assert!(all_answered, "unanswered: {missing:?}\n--- gateway log ---\n{}", gateway.log_text());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let counts = answers();
+    let doubled: Vec<(&String, &usize)> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "answered more than once: {doubled:?}");
+    assert_eq!(counts.len(), 200);
+    let creates = peer.fake.calls().into_iter().filter(|c| c.method == "POST" && c.path.ends_with("/messages")).collect::<Vec<_>>();
+    let throttled = creates.iter().filter(|c| c.status == 429).count();
+    let failed = creates.iter().filter(|c| c.status >= 500).count();
+    let cut = creates.iter().filter(|c| c.status == 0).count();
+    assert!(throttled >= 40, "the storm really happened: {throttled} creates were answered 429");
+    assert_eq!(failed, 6, "the 5xx burst really happened");
+    assert_eq!(cut, 4, "four answers were lost after Discord took the message");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

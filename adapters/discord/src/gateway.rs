@@ -288,23 +288,26 @@ impl Loop {
         manager: &Arc<ShardManager>,
     ) -> Result<(), AdapterError> {
         let stage = manager.runners.lock().await.get(&ShardId(0)).map(|r| r.stage);
-        let up = self.lost_at.is_none() && stage == Some(ConnectionStage::Connected);
+        let up = self.ever_connected && self.lost_at.is_none() && stage == Some(ConnectionStage::Connected);
         if up {
             ctx.health.progress();
             return Ok(());
         }
+        // Down since the connection was lost, or since the start when it never came up.
+        let newly_down = self.lost_at.is_none();
+        let since = *self.lost_at.get_or_insert_with(Instant::now);
         if self.ever_connected {
-            let since = *self.lost_at.get_or_insert_with(Instant::now);
-            ctx.health.set_degraded(Some(format!(
-                "the Discord gateway connection is {}; reconnecting",
-                stage.map_or("down".to_string(), |s| s.to_string())
-            )));
-            if since.elapsed() > adapter.settings.reconnect_grace {
-                return Err(AdapterError::retryable(
-                    "discord_gateway",
-                    format!("the Discord gateway stayed down for {:?}; rebuilding the client", adapter.settings.reconnect_grace),
-                ));
+            let stage = stage.map_or("down".to_string(), |s| s.to_string());
+            if newly_down {
+                tracing::warn!("the Discord gateway connection is {stage}; reconnecting");
             }
+            ctx.health.set_degraded(Some(format!("the Discord gateway connection is {stage}; reconnecting")));
+        }
+        if since.elapsed() > adapter.settings.reconnect_grace {
+            return Err(AdapterError::retryable(
+                "discord_gateway",
+                format!("no working Discord gateway connection for {:?}; rebuilding the client", adapter.settings.reconnect_grace),
+            ));
         }
         Ok(())
     }
