@@ -6,7 +6,8 @@ use super::services::Services;
 use crate::store::OutboxReservation;
 use hermes_adapter::chunk::chunk_text;
 use hermes_adapter::markdown::{self, render};
-use hermes_adapter::{Button, ChatTarget, MarkdownDialect, OutboundMessage, PlatformAdapter, SendError, Usage};
+use hermes_adapter::media::extract_media_tags;
+use hermes_adapter::{Button, ChatTarget, MarkdownDialect, OutboundFile, OutboundMessage, PlatformAdapter, SendError, Usage};
 use std::time::Duration;
 
 /// Attempts per chunk for failures that are safe to retry.
@@ -72,30 +73,59 @@ pub async fn deliver_with_buttons(
         return Delivery::Failed;
     };
     let caps = adapter.capabilities();
-    let rendered = render(markdown_text, caps.dialect);
-    let chunks = if caps.splits_long_messages { chunk_text(&rendered, caps.max_message_len, caps.length_unit) } else { vec![rendered] };
-    let last = chunks.len().saturating_sub(1);
+    let (markdown_text, files) = attachments(services, markdown_text, caps.supports_files);
+    let rendered = render(&markdown_text, caps.dialect);
+    let mut chunks = if caps.splits_long_messages { chunk_text(&rendered, caps.max_message_len, caps.length_unit) } else { vec![rendered] };
+    if !files.is_empty() && chunks.iter().all(|c| c.trim().is_empty()) {
+        chunks.clear();
+    }
+    let mut messages: Vec<OutboundMessage> = chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| OutboundMessage {
+            target: target.clone(),
+            text: chunk,
+            reply_to: reply_to.map(str::to_string),
+            idempotency_key: format!("{key_base}:{i}"),
+            is_final: false,
+            usage: None,
+            finish_reason: None,
+            buttons: Vec::new(),
+            file: None,
+        })
+        .collect();
+    messages.extend(files.into_iter().enumerate().map(|(i, file)| OutboundMessage {
+        target: target.clone(),
+        text: String::new(),
+        reply_to: None,
+        idempotency_key: format!("{key_base}:file:{i}"),
+        is_final: false,
+        usage: None,
+        finish_reason: None,
+        buttons: Vec::new(),
+        file: Some(file),
+    }));
+    if let Some(last) = messages.last_mut() {
+        last.is_final = finish.is_some();
+        last.usage = finish.as_ref().map(|f| f.usage);
+        last.finish_reason = finish.as_ref().map(|f| f.finish_reason.clone());
+        if caps.supports_buttons {
+            last.buttons = buttons.to_vec();
+        }
+    }
     let target_json = serde_json::to_string(target).unwrap_or_default();
     let mut outcome = Delivery::Delivered;
-    for (i, chunk) in chunks.iter().enumerate() {
-        let key = format!("{key_base}:{i}");
-        let mut message = OutboundMessage {
-            target: target.clone(),
-            text: chunk.clone(),
-            reply_to: reply_to.map(str::to_string),
-            idempotency_key: key.clone(),
-            is_final: i == last && finish.is_some(),
-            usage: if i == last { finish.as_ref().map(|f| f.usage) } else { None },
-            finish_reason: if i == last { finish.as_ref().map(|f| f.finish_reason.clone()) } else { None },
-            buttons: if i == last && caps.supports_buttons { buttons.to_vec() } else { Vec::new() },
-        };
-        match services.store.outbox_reserve(&key, &target_json, chunk).await {
+    for mut message in messages {
+        let key = message.idempotency_key.clone();
+        // What the outbox remembers: the text, or the file's path.
+        let body = message.file.as_ref().map(|f| f.path.to_string_lossy().into_owned()).unwrap_or_else(|| message.text.clone());
+        match services.store.outbox_reserve(&key, &target_json, &body).await {
             Ok(OutboxReservation::AlreadySent { .. }) => continue,
             Ok(OutboxReservation::Interrupted { attempts }) if attempts < 2 => {
                 // Cut off mid-send by a crash: it may or may not have arrived. Losing an answer is
                 // worse than a labelled repeat, so it goes out once more, marked as such.
                 tracing::warn!(outbox_key = %key, "a send was interrupted by a restart; resending it once, marked as a possible repeat");
-                message.text = format!("{RESEND_MARK}{}", message.text);
+                message.text = format!("{RESEND_MARK}{}", message.text).trim_end().to_string();
             }
             Ok(OutboxReservation::Interrupted { .. }) | Ok(OutboxReservation::InDoubt) => {
                 tracing::warn!(outbox_key = %key, "an earlier send of this message may have arrived; not resending");
@@ -207,6 +237,57 @@ async fn send_chunk(services: &Services, adapter: &dyn PlatformAdapter, mut mess
     }
 }
 
+/// Largest file sent from a `MEDIA:` tag (Telegram's upload limit for bots).
+const MAX_FILE_BYTES: u64 = 50 * 1024 * 1024;
+
+/// The answer without its `MEDIA:` tags, and the files they name that may be sent. A file that
+/// may not (missing, too large, outside the allowed folders, or a platform without files) is
+/// named in the answer instead, so nothing disappears silently.
+fn attachments(services: &Services, markdown_text: &str, supports_files: bool) -> (String, Vec<OutboundFile>) {
+    let (mut text, tags) = extract_media_tags(markdown_text);
+    let mut files = Vec::new();
+    for tag in tags {
+        let name =
+            std::path::Path::new(&tag.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| tag.path.clone());
+        let checked = if supports_files { attachable(services, &tag.path) } else { Err("this chat cannot receive files".to_string()) };
+        match checked {
+            Ok(path) => files.push(OutboundFile::new(path, tag.as_document)),
+            Err(why) => {
+                tracing::warn!(file = %tag.path, "a file in the answer was not sent: {why}");
+                text.push_str(&format!("\n\n(`{name}` was not sent: {why}.)"));
+            }
+        }
+    }
+    (text, files)
+}
+
+/// Files may come from the cache (downloads, generated files), the system temp folder and the
+/// agent's working folder — never from elsewhere in `HERMES_HOME` (config, `.env`, the database).
+fn attachable(services: &Services, path: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::Path::new(path);
+    if !path.is_absolute() {
+        return Err("the path is not absolute".to_string());
+    }
+    let real = std::fs::canonicalize(path).map_err(|_| "no such file".to_string())?;
+    let meta = std::fs::metadata(&real).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a file".to_string());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("larger than {} MB", MAX_FILE_BYTES / (1024 * 1024)));
+    }
+    let canonical = |p: std::path::PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
+    let home = canonical(services.home.root());
+    let in_cache = real.starts_with(canonical(services.home.cache_dir()));
+    let in_work_or_temp =
+        [std::env::temp_dir(), services.paths.workdir.clone()].into_iter().map(canonical).any(|root| real.starts_with(root));
+    let allowed = in_cache || (in_work_or_temp && !real.starts_with(&home));
+    if !allowed {
+        return Err("it is outside the folders files may be sent from (the cache, the temp folder, the working folder)".to_string());
+    }
+    Ok(real)
+}
+
 /// One best-effort notice that the answer could not be delivered.
 async fn notify_failure(services: &Services, adapter: &dyn PlatformAdapter, target: &ChatTarget, key_base: &str) {
     let key = format!("{key_base}:delivery-failed");
@@ -223,6 +304,7 @@ async fn notify_failure(services: &Services, adapter: &dyn PlatformAdapter, targ
         usage: None,
         finish_reason: None,
         buttons: Vec::new(),
+        file: None,
     };
     let result = adapter.send(&message).await;
     let _ = match result {

@@ -40,6 +40,7 @@ impl EditingChat {
             supports_threads: false,
             supports_async_delivery: true,
             splits_long_messages: true,
+            supports_files: false,
         };
         Arc::new(Self { platform: Platform::new("chat"), caps, log: Mutex::new(ChatLog::default()), refuse_edits })
     }

@@ -93,6 +93,10 @@ impl ChatPeer for DiscordPeer {
             .collect()
     }
 
+    fn files(&self, chat: &Chat) -> Vec<String> {
+        self.fake.sent_to(Self::channel_of(chat)).into_iter().flat_map(|m| m.files.into_iter().map(|(name, _)| name)).collect()
+    }
+
     fn typing_seen(&self, chat: &Chat) -> usize {
         self.fake.typing(Self::channel_of(chat))
     }

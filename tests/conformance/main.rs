@@ -59,6 +59,10 @@ macro_rules! conformance {
                 suite::reconnect_mid_conversation::<$peer>().await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn files_are_attached() {
+                suite::files_are_attached::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn junk_is_ignored() {
                 suite::junk_is_ignored::<$peer>().await;
             }

@@ -44,6 +44,8 @@ pub trait ChatPeer: Sized + Send + Sync + 'static {
     async fn thread(&self, user: u32, thread: u32, text: &str) -> Chat;
 
     fn posted(&self, chat: &Chat) -> Vec<Posted>;
+    /// Names of the files the bot sent in the chat.
+    fn files(&self, chat: &Chat) -> Vec<String>;
     /// Typing indicators shown in the chat so far.
     fn typing_seen(&self, chat: &Chat) -> usize;
 

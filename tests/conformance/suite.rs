@@ -264,3 +264,25 @@ pub async fn junk_is_ignored<P: ChatPeer>() {
     assert_eq!(run.peer.posted(&chat).len(), 1);
     assert_eq!(run.llm.request_count(), 1, "junk never reached the agent");
 }
+
+pub async fn files_are_attached<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    let cache = run._setup.home.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    let report = cache.join("report.csv");
+    std::fs::write(&report, "month,total\njan,3\n").expect("write the report");
+    let secret = run._setup.home.path().join("config.yaml");
+    run.llm.push(Reply::text(format!("Here is the report.\nMEDIA:{}\nMEDIA:{}", report.display(), secret.display())));
+    let chat = run.peer.dm(11, "send me the report").await;
+    let deadline = Instant::now() + WAIT;
+    while !run.peer.files(&chat).contains(&"report.csv".to_string()) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(run.peer.files(&chat), vec!["report.csv".to_string()], "the report was attached\n{}", run.gateway.log_text());
+    let posted = run.wait(&chat, "the answer's text", |p| p.iter().any(|m| m.text.contains("Here is the report."))).await;
+    let text = posted.iter().map(|m| m.text.clone()).collect::<Vec<_>>().join("\n");
+    assert!(!text.contains("MEDIA:"), "tags never reach the chat: {text}");
+    assert!(text.contains("config.yaml") && text.contains("was not sent"), "the refused file is named: {text}");
+    settle().await;
+    assert_eq!(run.peer.files(&chat).len(), 1, "config.yaml (outside the allowed folders) never left");
+}

@@ -2,7 +2,7 @@
 
 use crate::peer::{Chat, ChatPeer, Posted};
 use crate::support::Setup;
-use hermes_fakes::telegram::{FakeTelegram, Fault, FaultScope, TgUser};
+use hermes_fakes::telegram::{FakeTelegram, Fault, FaultScope, SentKind, TgUser};
 use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -88,6 +88,19 @@ impl ChatPeer for TelegramPeer {
                 text: m.text.clone(),
                 edits: m.edits.len(),
                 styles: m.entities.iter().filter_map(|e| e.get("type").and_then(|t| t.as_str()).map(str::to_string)).collect(),
+            })
+            .collect()
+    }
+
+    fn files(&self, chat: &Chat) -> Vec<String> {
+        let chat_id: i64 = chat.chat_id.parse().expect("numeric chat id");
+        self.fake
+            .sent_to(chat_id)
+            .into_iter()
+            .filter_map(|m| match m.kind {
+                SentKind::Document { file_name, .. } => Some(file_name),
+                SentKind::Photo { .. } => Some("(photo)".to_string()),
+                SentKind::Text => None,
             })
             .collect()
     }

@@ -282,6 +282,7 @@ mod tests {
             usage: Some(Usage { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 0, cache_write_tokens: 0 }),
             finish_reason: is_final.then(|| "stop".to_string()),
             buttons: Vec::new(),
+            file: None,
         }
     }
 

@@ -29,6 +29,7 @@ fn outbound(reply_to: &str, text: &str) -> OutboundMessage {
         usage: None,
         finish_reason: Some("stop".into()),
         buttons: Vec::new(),
+        file: None,
     }
 }
 

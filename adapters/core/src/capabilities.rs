@@ -58,6 +58,8 @@ pub struct Capabilities {
     pub supports_async_delivery: bool,
     /// Long answers are split into several messages (false: one message, however long).
     pub splits_long_messages: bool,
+    /// Can send files (`MEDIA:` tags in answers); elsewhere the answer says a file was left out.
+    pub supports_files: bool,
 }
 
 impl Capabilities {
@@ -74,6 +76,7 @@ impl Capabilities {
             supports_threads: false,
             supports_async_delivery: false,
             splits_long_messages: false,
+            supports_files: false,
         }
     }
 }

@@ -13,6 +13,7 @@
 //! - [`context`]: what the gateway hands an adapter while it runs (inbox, health, shutdown).
 //! - [`error`]: how a `run` ends (retry or park).
 //! - [`markdown`] and [`chunk`]: pure functions that render and split text for a platform.
+//! - [`media`]: `MEDIA:<path>` tags in answers, and the files they become.
 
 pub mod capabilities;
 pub mod chunk;
@@ -20,6 +21,7 @@ pub mod context;
 pub mod error;
 pub mod inbound;
 pub mod markdown;
+pub mod media;
 pub mod outbound;
 pub mod source;
 
@@ -27,6 +29,7 @@ pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};
 pub use context::{AcceptError, AdapterContext, HealthReporter, InboundSink, SessionDirectory, SessionDirectoryError, StoredMessage};
 pub use error::AdapterError;
 pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
+pub use media::{FileKind, OutboundFile};
 pub use outbound::{Button, ChatTarget, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
 pub use source::{ChatType, Platform, SessionSource};
 

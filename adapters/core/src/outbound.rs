@@ -86,6 +86,10 @@ pub struct OutboundMessage {
     /// [`crate::Capabilities::supports_buttons`] is true; others get the choices as text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub buttons: Vec<Vec<Button>>,
+    /// A file sent with `text` as its caption, for adapters whose
+    /// [`crate::Capabilities::supports_files`] is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<crate::media::OutboundFile>,
 }
 
 /// One button under a message. Pressing it arrives as an [`crate::InboundEvent`] of kind

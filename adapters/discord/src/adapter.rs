@@ -9,7 +9,7 @@ use hermes_adapter::{
     AdapterContext, AdapterError, Button, Capabilities, ChatTarget, LengthUnit, MarkdownDialect, OutboundMessage, Platform,
     PlatformAdapter, SendError, SendReceipt, StreamStyle,
 };
-use serenity::builder::{CreateActionRow, CreateAllowedMentions, CreateButton, CreateMessage, EditMessage};
+use serenity::builder::{CreateActionRow, CreateAllowedMentions, CreateAttachment, CreateButton, CreateMessage, EditMessage};
 use serenity::http::{Http, HttpBuilder};
 use serenity::model::channel::{MessageReference, MessageReferenceKind, Nonce};
 use serenity::model::id::{ChannelId, MessageId};
@@ -74,6 +74,7 @@ impl DiscordAdapter {
             supports_threads: true,
             supports_async_delivery: true,
             splits_long_messages: true,
+            supports_files: true,
         };
         let http = Arc::new(build_http(&settings, client.clone()));
         Ok(Self { platform: Platform::new("discord"), capabilities, settings, http, client, places: Mutex::new(HashMap::new()) })
@@ -152,7 +153,7 @@ impl PlatformAdapter for DiscordAdapter {
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
         let channel = channel_of(&msg.target)?;
         let components = action_rows(&msg.buttons);
-        if msg.text.trim().is_empty() && components.is_empty() {
+        if msg.text.trim().is_empty() && components.is_empty() && msg.file.is_none() {
             return Err(SendError::Other("nothing to send: the message is empty".to_string()));
         }
         // The model's words never ping anyone: @everyone, roles and users stay plain text.
@@ -163,6 +164,12 @@ impl PlatformAdapter for DiscordAdapter {
             .enforce_nonce(true);
         if !components.is_empty() {
             message = message.components(components);
+        }
+        if let Some(file) = &msg.file {
+            let attachment = CreateAttachment::path(&file.path)
+                .await
+                .map_err(|e| SendError::Other(format!("could not read `{}`: {e}", file.file_name)))?;
+            message = message.add_file(attachment);
         }
         if let Some(reply_to) = msg.reply_to.as_deref().and_then(|id| snowflake(id, "message").ok()) {
             // A deleted original must not cost the answer.

@@ -115,6 +115,7 @@ fn message(chat: u64, thread: Option<u64>, text: &str) -> OutboundMessage {
         usage: None,
         finish_reason: None,
         buttons: Vec::new(),
+        file: None,
     }
 }
 

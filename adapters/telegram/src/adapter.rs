@@ -8,16 +8,18 @@ use crate::settings::TelegramSettings;
 use async_trait::async_trait;
 use hermes_adapter::markdown::to_plain;
 use hermes_adapter::{
-    AdapterContext, AdapterError, Button, Capabilities, ChatTarget, LengthUnit, MarkdownDialect, OutboundMessage, Platform,
-    PlatformAdapter, SendError, SendReceipt, StreamStyle,
+    AdapterContext, AdapterError, Button, Capabilities, ChatTarget, FileKind, LengthUnit, MarkdownDialect, OutboundFile, OutboundMessage,
+    Platform, PlatformAdapter, SendError, SendReceipt, StreamStyle,
 };
 use std::time::Duration;
 use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
-use teloxide::payloads::{EditMessageTextSetters, SendChatActionSetters, SendMessageSetters};
+use teloxide::payloads::{EditMessageTextSetters, SendChatActionSetters, SendDocumentSetters, SendMessageSetters, SendPhotoSetters};
 use teloxide::prelude::Requester;
-use teloxide::types::{ChatAction, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ReplyParameters, ThreadId};
+use teloxide::types::{
+    ChatAction, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, MessageId, ParseMode, ReplyParameters, ThreadId,
+};
 
 /// Telegram's limit, in UTF-16 code units of the visible text.
 pub const MAX_MESSAGE_LEN: usize = 4096;
@@ -82,6 +84,7 @@ impl TelegramAdapter {
             supports_threads: true,
             supports_async_delivery: true,
             splits_long_messages: true,
+            supports_files: true,
         };
         Ok(Self { platform: Platform::new("telegram"), capabilities, budget: Budget::new(settings.budget), settings, bot, poll_bot })
     }
@@ -146,6 +149,48 @@ impl TelegramAdapter {
     }
 }
 
+impl TelegramAdapter {
+    /// A photo or a document, with the message's text as its caption.
+    async fn send_file(&self, msg: &OutboundMessage, file: &OutboundFile) -> Result<SendReceipt, SendError> {
+        let chat = chat_id(&msg.target)?;
+        let thread = thread_id(&msg.target)?.map(|t| ThreadId(MessageId(t)));
+        let caption = (!msg.text.trim().is_empty()).then(|| to_telegram_html(&msg.text));
+        let input = InputFile::file(file.path.clone()).file_name(file.file_name.clone());
+        self.budget.acquire(chat).await;
+        let sent = match file.kind {
+            FileKind::Image => {
+                let mut request = self.bot.send_photo(ChatId(chat), input);
+                if let Some(c) = caption {
+                    request = request.caption(c).parse_mode(ParseMode::Html);
+                }
+                if let Some(t) = thread {
+                    request = request.message_thread_id(t);
+                }
+                request.await
+            }
+            FileKind::Document => {
+                let mut request = self.bot.send_document(ChatId(chat), input);
+                if let Some(c) = caption {
+                    request = request.caption(c).parse_mode(ParseMode::Html);
+                }
+                if let Some(t) = thread {
+                    request = request.message_thread_id(t);
+                }
+                request.await
+            }
+        };
+        match sent {
+            Ok(message) => Ok(SendReceipt { message_id: Some(message.id.0.to_string()) }),
+            Err(e) => {
+                if let Some(wait) = errors::retry_after(&e) {
+                    self.budget.block(chat, wait);
+                }
+                Err(classify(e))
+            }
+        }
+    }
+}
+
 /// Inline keyboard from button rows; Telegram refuses callback data over 64 bytes, so such a
 /// button is left out (with a warning) rather than failing the whole message.
 fn keyboard(rows: &[Vec<Button>]) -> Option<InlineKeyboardMarkup> {
@@ -195,7 +240,10 @@ impl PlatformAdapter for TelegramAdapter {
     }
 
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
-        self.send_text(msg).await
+        match &msg.file {
+            Some(file) => self.send_file(msg, file).await,
+            None => self.send_text(msg).await,
+        }
     }
 
     async fn edit(&self, target: &ChatTarget, message_id: &str, text: &str) -> Result<(), SendError> {

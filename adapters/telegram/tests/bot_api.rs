@@ -124,6 +124,7 @@ fn message(chat: &str, thread: Option<&str>, text: &str) -> OutboundMessage {
         usage: None,
         finish_reason: None,
         buttons: Vec::new(),
+        file: None,
     }
 }
 
@@ -343,4 +344,26 @@ async fn a_clean_stop_confirms_what_was_accepted() {
     let fake = bot.fake.clone();
     bot.stop().await.unwrap();
     assert_eq!(fake.pending_updates(), 0, "the last batch was confirmed before stopping");
+}
+
+#[tokio::test]
+async fn files_go_out_as_photos_or_documents_with_their_caption() {
+    let bot = Bot::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("chart.png");
+    std::fs::write(&chart, [0x89, b'P', b'N', b'G', 1, 2, 3]).unwrap();
+    let data = dir.path().join("data.csv");
+    std::fs::write(&data, "a,b\n1,2\n").unwrap();
+    let mut photo = message("-100", None, "**the** chart");
+    photo.file = Some(hermes_adapter::OutboundFile::new(chart, false));
+    bot.adapter.send(&photo).await.unwrap();
+    let mut document = message("-100", None, "");
+    document.file = Some(hermes_adapter::OutboundFile::new(data, false));
+    bot.adapter.send(&document).await.unwrap();
+    let sent = bot.fake.sent_to(-100);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].kind, hermes_fakes::telegram::SentKind::Photo { len: 7 });
+    assert_eq!(sent[0].caption.as_deref(), Some("the chart"), "the caption is rendered like a message");
+    assert_eq!(sent[1].kind, hermes_fakes::telegram::SentKind::Document { file_name: "data.csv".into(), len: 8 });
+    bot.stop().await.unwrap();
 }

@@ -466,6 +466,7 @@ fn answer(route: &str, delivery: &str) -> OutboundMessage {
         usage: None,
         finish_reason: Some("stop".into()),
         buttons: Vec::new(),
+        file: None,
     }
 }
 

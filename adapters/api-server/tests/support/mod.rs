@@ -88,6 +88,7 @@ fn outbound(event: &InboundEvent, text: &str, is_final: bool) -> OutboundMessage
         usage: is_final.then_some(USAGE),
         finish_reason: is_final.then(|| "stop".to_string()),
         buttons: Vec::new(),
+        file: None,
     }
 }
 
