@@ -57,6 +57,18 @@ pub async fn deliver(
     deliver_with_buttons(services, target, reply_to, markdown_text, &[], key_base, finish).await
 }
 
+/// [`deliver`] for a part of an answer still being streamed: `MEDIA:` tags stay text (the
+/// turn sends the files once, when the answer is complete).
+pub async fn deliver_streamed_part(
+    services: &Services,
+    target: &ChatTarget,
+    reply_to: Option<&str>,
+    markdown_text: &str,
+    key_base: &str,
+) -> Delivery {
+    deliver_inner(services, target, reply_to, markdown_text, &[], key_base, None, false).await
+}
+
 /// [`deliver`], with buttons under the last message where the platform has buttons (elsewhere
 /// the text must already say what the buttons would do).
 pub async fn deliver_with_buttons(
@@ -68,12 +80,27 @@ pub async fn deliver_with_buttons(
     key_base: &str,
     finish: Option<Finish>,
 ) -> Delivery {
+    deliver_inner(services, target, reply_to, markdown_text, buttons, key_base, finish, true).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn deliver_inner(
+    services: &Services,
+    target: &ChatTarget,
+    reply_to: Option<&str>,
+    markdown_text: &str,
+    buttons: &[Vec<Button>],
+    key_base: &str,
+    finish: Option<Finish>,
+    with_files: bool,
+) -> Delivery {
     let Some(adapter) = services.adapter(target.platform.as_str()) else {
         tracing::error!(platform = %target.platform, "cannot deliver: platform `{}` is not enabled", target.platform);
         return Delivery::Failed;
     };
     let caps = adapter.capabilities();
-    let (markdown_text, files) = attachments(services, markdown_text, caps.supports_files);
+    let (markdown_text, files) =
+        if with_files { attachments(services, markdown_text, caps.supports_files) } else { (markdown_text.to_string(), Vec::new()) };
     let rendered = render(&markdown_text, caps.dialect);
     let mut chunks = if caps.splits_long_messages { chunk_text(&rendered, caps.max_message_len, caps.length_unit) } else { vec![rendered] };
     if !files.is_empty() && chunks.iter().all(|c| c.trim().is_empty()) {
@@ -125,7 +152,8 @@ pub async fn deliver_with_buttons(
                 // Cut off mid-send by a crash: it may or may not have arrived. Losing an answer is
                 // worse than a labelled repeat, so it goes out once more, marked as such.
                 tracing::warn!(outbox_key = %key, "a send was interrupted by a restart; resending it once, marked as a possible repeat");
-                message.text = format!("{RESEND_MARK}{}", message.text).trim_end().to_string();
+                message.text =
+                    if message.text.is_empty() { RESEND_MARK.trim_end().to_string() } else { format!("{RESEND_MARK}{}", message.text) };
             }
             Ok(OutboxReservation::Interrupted { .. }) | Ok(OutboxReservation::InDoubt) => {
                 tracing::warn!(outbox_key = %key, "an earlier send of this message may have arrived; not resending");

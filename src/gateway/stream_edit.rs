@@ -153,7 +153,7 @@ impl StreamEditor {
     async fn post(&mut self, markdown: &str) -> Option<String> {
         let key = format!("{}:stream{}", self.key_base, self.posted);
         self.posted += 1;
-        let delivered = outbound::deliver(&self.services, &self.target, self.reply_to.as_deref(), markdown, &key, None).await;
+        let delivered = outbound::deliver_streamed_part(&self.services, &self.target, self.reply_to.as_deref(), markdown, &key).await;
         if delivered != Delivery::Delivered {
             self.edits_disabled = true;
             return None;
@@ -238,7 +238,7 @@ impl StreamEditor {
     async fn send_tail(&mut self, text: &str) {
         let key = format!("{}:tail{}", self.key_base, self.posted);
         self.posted += 1;
-        outbound::deliver(&self.services, &self.target, self.reply_to.as_deref(), text, &key, None).await;
+        outbound::deliver_streamed_part(&self.services, &self.target, self.reply_to.as_deref(), text, &key).await;
         self.reply_to = None;
     }
 

@@ -14,6 +14,7 @@ use crate::agent::tools::{SessionScope, ToolContext};
 use crate::agent::turn::InTurnCompression;
 use crate::agent::{ChatMessage, ProviderError, Role, SteeringInbox, ToolCallRequest, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
 use crate::store::{MessageRow, NewMessage};
+use hermes_adapter::media::extract_media_tags;
 use hermes_adapter::{ChatTarget, ChatType, InboundEvent, SendError, StreamEvent, StreamStyle};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -299,7 +300,20 @@ async fn drive(
                     }
                 };
                 let streamed_already = match editor.as_mut() {
-                    Some(ed) => ed.finish(&text).await,
+                    Some(ed) => {
+                        // The streamed message shows the words; files named by `MEDIA:` tags follow
+                        // it (a delivery whose text is only the tags sends just the files).
+                        let (words, tags) = extract_media_tags(&text);
+                        let streamed = ed.finish(&words).await;
+                        if streamed && !tags.is_empty() {
+                            let only_tags: String = tags
+                                .iter()
+                                .map(|t| format!("MEDIA:{}{}\n", t.path, if t.as_document { " [[as_document]]" } else { "" }))
+                                .collect();
+                            outbound::deliver(services, &target, None, &only_tags, &format!("{answer_key}:media"), None).await;
+                        }
+                        streamed
+                    }
                     None => false,
                 };
                 if !streamed_already {

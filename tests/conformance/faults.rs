@@ -224,6 +224,16 @@ async fn full_process_with_telegram_and_discord_streams_in_both_and_status_lists
             assert!(text.contains(connected), "{connected} listed as connected in {platform}: {text}");
         }
     }
+    // A streamed answer naming a file: the shown message loses the tag, the file follows.
+    let notes = setup.home.path().join("cache").join("notes.txt");
+    std::fs::write(&notes, "remember the milk\n").expect("write notes");
+    llm.push(Reply::chunks(["Here is ".to_string(), format!("the file.\nMEDIA:{}", notes.display())]));
+    discord.dm(1, "send the notes").await;
+    let sent = eventually(Duration::from_secs(20), || discord.files(&dc_chat) == vec!["notes.txt".to_string()]).await;
+    assert!(sent, "the file followed the streamed answer: {:?}\n{}", discord.files(&dc_chat), gateway.log_text());
+    let shown = eventually(Duration::from_secs(10), || discord.posted(&dc_chat).iter().any(|m| m.text == "Here is the file.")).await;
+    assert!(shown, "the streamed message was corrected to the words alone: {:#?}", discord.posted(&dc_chat));
+    assert!(discord.posted(&dc_chat).iter().all(|m| !m.text.contains("MEDIA:")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
