@@ -106,32 +106,23 @@ async fn deliver_inner(
     if !files.is_empty() && chunks.iter().all(|c| c.trim().is_empty()) {
         chunks.clear();
     }
-    let mut messages: Vec<OutboundMessage> = chunks
-        .into_iter()
-        .enumerate()
-        .map(|(i, chunk)| OutboundMessage {
-            target: target.clone(),
-            text: chunk,
-            reply_to: reply_to.map(str::to_string),
-            idempotency_key: format!("{key_base}:{i}"),
-            is_final: false,
-            usage: None,
-            finish_reason: None,
-            buttons: Vec::new(),
-            file: None,
-        })
-        .collect();
-    messages.extend(files.into_iter().enumerate().map(|(i, file)| OutboundMessage {
+    let part = |idempotency_key: String, text: String, reply_to: Option<&str>, file: Option<OutboundFile>| OutboundMessage {
         target: target.clone(),
-        text: String::new(),
-        reply_to: None,
-        idempotency_key: format!("{key_base}:file:{i}"),
+        text,
+        reply_to: reply_to.map(str::to_string),
+        idempotency_key,
         is_final: false,
         usage: None,
         finish_reason: None,
         buttons: Vec::new(),
-        file: Some(file),
-    }));
+        file,
+    };
+    let mut messages: Vec<OutboundMessage> = chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| part(format!("{key_base}:{i}"), chunk, reply_to, None))
+        .chain(files.into_iter().enumerate().map(|(i, file)| part(format!("{key_base}:file:{i}"), String::new(), None, Some(file))))
+        .collect();
     if let Some(last) = messages.last_mut() {
         last.is_final = finish.is_some();
         last.usage = finish.as_ref().map(|f| f.usage);

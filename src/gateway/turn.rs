@@ -306,10 +306,7 @@ async fn drive(
                         let (words, tags) = extract_media_tags(&text);
                         let streamed = ed.finish(&words).await;
                         if streamed && !tags.is_empty() {
-                            let only_tags: String = tags
-                                .iter()
-                                .map(|t| format!("MEDIA:{}{}\n", t.path, if t.as_document { " [[as_document]]" } else { "" }))
-                                .collect();
+                            let only_tags: String = tags.iter().map(|t| format!("{t}\n")).collect();
                             outbound::deliver(services, &target, None, &only_tags, &format!("{answer_key}:media"), None).await;
                         }
                         streamed

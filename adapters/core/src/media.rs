@@ -44,6 +44,17 @@ pub struct MediaTag {
     pub as_document: bool,
 }
 
+/// The tag as the agent writes it; extracting it again gives the same tag.
+impl std::fmt::Display for MediaTag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{TAG}{}", self.path)?;
+        if self.as_document {
+            write!(f, " {AS_DOCUMENT}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The answer without its `MEDIA:` tags, and the tags in order. Lines that held only a tag are
 /// removed; tags inside fenced code blocks or inline code stay as text.
 pub fn extract_media_tags(markdown: &str) -> (String, Vec<MediaTag>) {
@@ -126,6 +137,12 @@ mod tests {
             tags,
             vec![MediaTag { path: "/tmp/chart.png".into(), as_document: false }, MediaTag { path: "/tmp/d.csv".into(), as_document: true }]
         );
+    }
+
+    #[test]
+    fn a_tag_written_out_reads_back_the_same() {
+        let tag = MediaTag { path: "/tmp/d.csv".into(), as_document: true };
+        assert_eq!(extract_media_tags(&tag.to_string()), (String::new(), vec![tag]));
     }
 
     #[test]

@@ -2,55 +2,22 @@
 //! against the fake Discord over loopback: what reaches the gateway's inbox, what reaches the
 //! channel, and how the connection survives drops, zombie heartbeats and bad tokens.
 
-use async_trait::async_trait;
 use hermes_adapter::{
-    AcceptError, AcceptOutcome, AdapterContext, AdapterError, Button, ChatTarget, ChatType, HealthReporter, InboundEvent, InboundSink,
-    MessageKind, OutboundMessage, Platform, PlatformAdapter, SendError, SessionDirectory, SessionDirectoryError, SessionSource,
-    StoredMessage,
+    AdapterContext, AdapterError, Button, ChatTarget, ChatType, HealthReporter, InboundEvent, MessageKind, OutboundMessage, Platform,
+    PlatformAdapter, SendError,
 };
 use hermes_discord::{DiscordAdapter, DiscordSettings};
 use hermes_fakes::discord::{DiscordOptions, FakeDiscord, Fault, FaultScope};
-use std::sync::{Arc, Mutex};
+use hermes_fakes::inbox::{NoSessions, RecordingInbox};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-#[derive(Default)]
-struct Inbox {
-    events: Mutex<Vec<InboundEvent>>,
-}
-
-#[async_trait]
-impl InboundSink for Inbox {
-    async fn accept(&self, event: InboundEvent) -> Result<AcceptOutcome, AcceptError> {
-        let mut events = self.events.lock().unwrap();
-        if events.iter().any(|e| e.event_id == event.event_id) {
-            return Ok(AcceptOutcome::Duplicate);
-        }
-        events.push(event);
-        Ok(AcceptOutcome::Accepted)
-    }
-}
-
-struct NoSessions;
-
-#[async_trait]
-impl SessionDirectory for NoSessions {
-    async fn open(&self, _: &SessionSource) -> Result<String, SessionDirectoryError> {
-        Err(SessionDirectoryError::Storage("not used".into()))
-    }
-    async fn history(&self, _: &SessionSource, _: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
-        Ok(None)
-    }
-    async fn close(&self, _: &SessionSource) -> Result<bool, SessionDirectoryError> {
-        Ok(false)
-    }
-}
-
 struct Bot {
     fake: FakeDiscord,
     adapter: Arc<DiscordAdapter>,
-    inbox: Arc<Inbox>,
+    inbox: Arc<RecordingInbox>,
     health: HealthReporter,
     stop: CancellationToken,
     task: Option<JoinHandle<Result<(), AdapterError>>>,
@@ -66,7 +33,7 @@ impl Bot {
         settings.api_base_url = Some(fake.api_url());
         tweak(&mut settings);
         let adapter = Arc::new(DiscordAdapter::new(settings).unwrap());
-        let inbox = Arc::new(Inbox::default());
+        let inbox = Arc::new(RecordingInbox::default());
         let health = HealthReporter::new();
         let stop = CancellationToken::new();
         let ctx = AdapterContext::new(inbox.clone(), Arc::new(NoSessions), health.clone(), stop.clone());
@@ -90,13 +57,13 @@ impl Bot {
 
     async fn events(&self, n: usize) -> Vec<InboundEvent> {
         for _ in 0..1000 {
-            let events = self.inbox.events.lock().unwrap().clone();
+            let events = self.inbox.events();
             if events.len() >= n {
                 return events;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        panic!("expected {n} accepted events, got {:#?}", self.inbox.events.lock().unwrap());
+        panic!("expected {n} accepted events, got {:#?}", self.inbox.events());
     }
 
     async fn stop(mut self) -> Result<(), AdapterError> {
@@ -175,7 +142,7 @@ async fn guild_channels_need_a_mention_or_a_reply_and_threads_are_their_own_conv
     bot.adapter.send(&message(general, Some(thread), "answer in the thread")).await.unwrap();
     assert_eq!(bot.fake.sent_to(thread).len(), 1, "a thread's answer is posted in the thread");
     assert_eq!(bot.fake.sent_to(general).len(), 1);
-    assert_eq!(bot.inbox.events.lock().unwrap().len(), 3, "the unmentioned channel message never arrived");
+    assert_eq!(bot.inbox.events().len(), 3, "the unmentioned channel message never arrived");
     bot.stop().await.unwrap();
 }
 
@@ -236,7 +203,7 @@ async fn a_dropped_connection_resumes_and_what_was_said_meanwhile_arrives_once()
     assert_eq!(texts, vec!["before", "while away", "after"]);
     assert_eq!(bot.fake.identifies(), 1, "resumed, not re-identified");
     tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(bot.inbox.events.lock().unwrap().len(), 3);
+    assert_eq!(bot.inbox.events().len(), 3);
     bot.stop().await.unwrap();
 }
 

@@ -1,60 +1,22 @@
 //! The Telegram adapter driven through the real teloxide client against the fake Bot API over
 //! loopback: what reaches the gateway's inbox, what reaches the chat, and how failures end.
 
-use async_trait::async_trait;
 use hermes_adapter::{
-    AcceptError, AcceptOutcome, AdapterContext, AdapterError, Button, ChatTarget, ChatType, HealthReporter, InboundEvent, InboundSink,
-    MessageKind, OutboundMessage, Platform, PlatformAdapter, SendError, SessionDirectory, SessionDirectoryError, SessionSource,
-    StoredMessage,
+    AcceptError, AdapterContext, AdapterError, Button, ChatTarget, ChatType, HealthReporter, InboundEvent, MessageKind, OutboundMessage,
+    Platform, PlatformAdapter, SendError,
 };
+use hermes_fakes::inbox::{NoSessions, RecordingInbox};
 use hermes_fakes::telegram::{FakeTelegram, Fault, FaultScope};
 use hermes_telegram::{SendBudget, TelegramAdapter, TelegramSettings};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-#[derive(Default)]
-struct Inbox {
-    events: Mutex<Vec<InboundEvent>>,
-    refuse: AtomicBool,
-}
-
-#[async_trait]
-impl InboundSink for Inbox {
-    async fn accept(&self, event: InboundEvent) -> Result<AcceptOutcome, AcceptError> {
-        if self.refuse.load(Ordering::SeqCst) {
-            return Err(AcceptError::Storage("disk full (test)".into()));
-        }
-        let mut events = self.events.lock().unwrap();
-        if events.iter().any(|e| e.event_id == event.event_id) {
-            return Ok(AcceptOutcome::Duplicate);
-        }
-        events.push(event);
-        Ok(AcceptOutcome::Accepted)
-    }
-}
-
-struct NoSessions;
-
-#[async_trait]
-impl SessionDirectory for NoSessions {
-    async fn open(&self, _: &SessionSource) -> Result<String, SessionDirectoryError> {
-        Err(SessionDirectoryError::Storage("not used".into()))
-    }
-    async fn history(&self, _: &SessionSource, _: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
-        Ok(None)
-    }
-    async fn close(&self, _: &SessionSource) -> Result<bool, SessionDirectoryError> {
-        Ok(false)
-    }
-}
-
 struct Bot {
     fake: FakeTelegram,
     adapter: Arc<TelegramAdapter>,
-    inbox: Arc<Inbox>,
+    inbox: Arc<RecordingInbox>,
     health: HealthReporter,
     stop: CancellationToken,
     task: Option<JoinHandle<Result<(), AdapterError>>>,
@@ -86,7 +48,7 @@ impl Bot {
         let mut s = settings(&fake, &media);
         tweak(&mut s);
         let adapter = Arc::new(TelegramAdapter::new(s).unwrap());
-        let inbox = Arc::new(Inbox::default());
+        let inbox = Arc::new(RecordingInbox::default());
         let health = HealthReporter::new();
         let stop = CancellationToken::new();
         let ctx = AdapterContext::new(inbox.clone(), Arc::new(NoSessions), health.clone(), stop.clone());
@@ -99,13 +61,13 @@ impl Bot {
 
     async fn events(&self, n: usize) -> Vec<InboundEvent> {
         for _ in 0..500 {
-            let events = self.inbox.events.lock().unwrap().clone();
+            let events = self.inbox.events();
             if events.len() >= n {
                 return events;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        panic!("expected {n} accepted events, got {:#?}", self.inbox.events.lock().unwrap());
+        panic!("expected {n} accepted events, got {:#?}", self.inbox.events());
     }
 
     async fn stop(mut self) -> Result<(), AdapterError> {
@@ -168,7 +130,7 @@ async fn groups_need_a_mention_a_reply_or_a_command_for_this_bot() {
     bot.fake.reply(-100, &bob, answer.message_id.unwrap().parse().unwrap(), "and a follow-up");
     let events = bot.events(3).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let texts: Vec<String> = bot.inbox.events.lock().unwrap().iter().map(|e| e.text.clone()).collect();
+    let texts: Vec<String> = bot.inbox.events().iter().map(|e| e.text.clone()).collect();
     assert_eq!(texts, ["hey what's new", "/status@hermes_test_bot", "and a follow-up"], "gated: {events:#?}");
     assert!(events.iter().all(|e| e.source.chat_type == ChatType::Group && e.source.chat_name.as_deref() == Some("Team")));
     bot.stop().await.unwrap();
@@ -248,7 +210,7 @@ async fn photos_and_documents_are_saved_to_the_cache_and_oversized_ones_are_desc
 #[tokio::test]
 async fn an_update_the_inbox_refused_is_fetched_again() {
     let bot = Bot::start().await;
-    bot.inbox.refuse.store(true, Ordering::SeqCst);
+    bot.inbox.fail_with(Some(|| AcceptError::Storage("disk full (test)".into())));
     let alice = bot.fake.user(42, "alice");
     bot.fake.dm(&alice, "keep me");
     let run = bot.adapter.clone();
@@ -263,7 +225,7 @@ async fn an_update_the_inbox_refused_is_fetched_again() {
     assert!(result.as_ref().is_err_and(|e| e.is_retryable()), "{result:?}");
     assert_eq!(bot.fake.pending_updates(), 1, "not confirmed to Telegram");
     // The supervisor's next run gets it again.
-    bot.inbox.refuse.store(false, Ordering::SeqCst);
+    bot.inbox.fail_with(None);
     let ctx = AdapterContext::new(bot.inbox.clone(), Arc::new(NoSessions), bot.health.clone(), bot.stop.clone());
     let task = tokio::spawn(async move { run.run(ctx).await });
     let events = bot.events(1).await;

@@ -1,14 +1,11 @@
 //! The webhook adapter over real HTTP on loopback: signatures, limits, filters, the inbox
 //! hand-off and URL delivery.
 
-use async_trait::async_trait;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use hermes_adapter::{
-    AcceptError, AcceptOutcome, AdapterContext, ChatTarget, HealthReporter, InboundEvent, InboundSink, OutboundMessage, Platform,
-    PlatformAdapter, SendError, SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage,
-};
+use hermes_adapter::{AcceptError, AdapterContext, ChatTarget, HealthReporter, OutboundMessage, Platform, PlatformAdapter, SendError};
+use hermes_fakes::inbox::{NoSessions, RecordingInbox};
 use hermes_webhook::{RouteSettings, WebhookAdapter, WebhookError, WebhookSettings};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -23,53 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 const SECRET: &str = "route-secret";
 
-/// Records events and dedupes on `event_id`, like the durable inbox.
-#[derive(Default)]
-struct RecordingSink {
-    events: Mutex<Vec<InboundEvent>>,
-    /// When set, every accept fails like this (the inbox shutting down or broken).
-    failure: Mutex<Option<fn() -> AcceptError>>,
-}
-
-impl RecordingSink {
-    fn events(&self) -> Vec<InboundEvent> {
-        self.events.lock().expect("sink lock").clone()
-    }
-}
-
-#[async_trait]
-impl InboundSink for RecordingSink {
-    async fn accept(&self, event: InboundEvent) -> Result<AcceptOutcome, AcceptError> {
-        if let Some(failure) = *self.failure.lock().expect("sink lock") {
-            return Err(failure());
-        }
-        let mut events = self.events.lock().expect("sink lock");
-        if events.iter().any(|e| e.event_id == event.event_id) {
-            return Ok(AcceptOutcome::Duplicate);
-        }
-        events.push(event);
-        Ok(AcceptOutcome::Accepted)
-    }
-}
-
-/// The webhook adapter never uses sessions.
-struct NoSessions;
-
-#[async_trait]
-impl SessionDirectory for NoSessions {
-    async fn open(&self, _: &SessionSource) -> Result<String, SessionDirectoryError> {
-        Err(SessionDirectoryError::Storage("not used".into()))
-    }
-    async fn history(&self, _: &SessionSource, _: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
-        Ok(None)
-    }
-    async fn close(&self, _: &SessionSource) -> Result<bool, SessionDirectoryError> {
-        Ok(false)
-    }
-}
-
 struct Running {
-    sink: Arc<RecordingSink>,
+    sink: Arc<RecordingInbox>,
     health: HealthReporter,
     base: String,
     addr: SocketAddr,
@@ -107,7 +59,7 @@ fn settings(routes: &[(&str, RouteSettings)]) -> WebhookSettings {
 
 async fn start(settings: WebhookSettings) -> Running {
     let adapter = Arc::new(WebhookAdapter::new(settings).expect("valid settings"));
-    let sink = Arc::new(RecordingSink::default());
+    let sink = Arc::new(RecordingInbox::default());
     let health = HealthReporter::new();
     let shutdown = CancellationToken::new();
     let ctx = AdapterContext::new(sink.clone(), Arc::new(NoSessions), health.clone(), shutdown.clone());
@@ -420,10 +372,10 @@ async fn insecure_no_auth_on_loopback_needs_no_signature() {
 #[tokio::test]
 async fn inbox_failures_map_to_503_and_500() {
     let running = start(settings(&[("gh", route("{x}", "log"))])).await;
-    *running.sink.failure.lock().expect("lock") = Some(|| AcceptError::ShuttingDown);
+    running.sink.fail_with(Some(|| AcceptError::ShuttingDown));
     let (status, _, _) = github_post(&running, "gh", r#"{"x": 1}"#, "a", "push").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-    *running.sink.failure.lock().expect("lock") = Some(|| AcceptError::Storage("disk /secret/path full".into()));
+    running.sink.fail_with(Some(|| AcceptError::Storage("disk /secret/path full".into())));
     let (status, _, json) = github_post(&running, "gh", r#"{"x": 1}"#, "b", "push").await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
     assert!(!json.to_string().contains("/secret/path"), "storage details stay in the log: {json}");
@@ -590,7 +542,7 @@ async fn bind_failure_is_retryable_and_names_the_address() {
     busy.port = port;
     let adapter = WebhookAdapter::new(busy).expect("valid");
     let ctx =
-        AdapterContext::new(Arc::new(RecordingSink::default()), Arc::new(NoSessions), HealthReporter::new(), CancellationToken::new());
+        AdapterContext::new(Arc::new(RecordingInbox::default()), Arc::new(NoSessions), HealthReporter::new(), CancellationToken::new());
     let error = adapter.run(ctx).await.expect_err("the port is taken");
     assert!(error.is_retryable());
     assert!(error.to_string().contains(&format!("127.0.0.1:{port}")), "{error}");

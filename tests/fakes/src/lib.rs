@@ -7,6 +7,7 @@
 //!
 //! * [`telegram`]: the Telegram Bot API (long polling, sends, edits, files) with a control API
 //!   and fault knobs.
+//! * [`inbox`]: a recording inbox and an empty session directory for running one adapter alone.
 //! * [`discord`]: Discord's REST API and gateway WebSocket (sessions, resume, heartbeats) with a
 //!   control API and fault knobs.
 //!
@@ -14,6 +15,8 @@
 //! its actual HTTP client stack rather than a mock trait.
 
 pub mod discord;
+mod faults;
+pub mod inbox;
 mod llm;
 mod receiver;
 mod serve;

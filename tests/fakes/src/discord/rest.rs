@@ -110,7 +110,8 @@ pub(crate) async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: R
     let response = if !authorized {
         error(401, 0, "401: Unauthorized")
     } else {
-        let (fault, latency) = shared.with(|s| (s.fault_for(method.as_str(), &path), s.latency_for(method.as_str(), &path)));
+        let matches = |scope: &super::state::FaultScope| scope.matches(method.as_str(), &path);
+        let (fault, latency) = shared.with(|s| (s.faults.fault_for(matches), s.faults.latency_for(matches)));
         if let Some(d) = latency {
             tokio::time::sleep(d).await;
         }

@@ -2,9 +2,8 @@
 //! the messages the bot posted (with their edits), the REST call log, fault rules, and the gateway
 //! side — sessions with their event logs (replayed on RESUME) and the live connections.
 
+use crate::faults::FaultRules;
 use crate::serve::ShutdownSignal;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -97,14 +96,6 @@ pub enum Fault {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct FaultRule {
-    pub scope: FaultScope,
-    pub remaining: Option<usize>,
-    pub fraction: Option<f64>,
-    pub fault: Fault,
-}
-
-#[derive(Debug, Clone)]
 pub(crate) enum ChannelKind {
     Dm { recipient: u64 },
     Text,
@@ -165,9 +156,7 @@ pub(crate) struct State {
     pub commands: Value,
     /// (channel, nonce) → message id, for creates with `enforce_nonce`.
     pub nonces: HashMap<(u64, String), u64>,
-    pub faults: Vec<FaultRule>,
-    pub latency: Vec<(FaultScope, Duration)>,
-    rng: StdRng,
+    pub faults: FaultRules<FaultScope, Fault>,
     last_id: u64,
     // The gateway.
     pub ws_url: String,
@@ -204,9 +193,7 @@ impl State {
             reactions: Vec::new(),
             commands: json!([]),
             nonces: HashMap::new(),
-            faults: Vec::new(),
-            latency: Vec::new(),
-            rng: StdRng::seed_from_u64(1),
+            faults: FaultRules::new(),
             last_id: 0,
             ws_url: String::new(),
             heartbeat_interval_ms: 1_000,
@@ -230,35 +217,6 @@ impl State {
         let id = (now.saturating_sub(DISCORD_EPOCH_MS) << 22).max(self.last_id + 1);
         self.last_id = id;
         id
-    }
-
-    pub fn reseed(&mut self, seed: u64) {
-        self.rng = StdRng::seed_from_u64(seed);
-    }
-
-    pub fn fault_for(&mut self, method: &str, path: &str) -> Option<Fault> {
-        for i in 0..self.faults.len() {
-            if !self.faults[i].scope.matches(method, path) {
-                continue;
-            }
-            if let Some(n) = self.faults[i].remaining {
-                if n == 0 {
-                    continue;
-                }
-                self.faults[i].remaining = Some(n - 1);
-                return Some(self.faults[i].fault.clone());
-            }
-            if let Some(p) = self.faults[i].fraction
-                && self.rng.random::<f64>() < p
-            {
-                return Some(self.faults[i].fault.clone());
-            }
-        }
-        None
-    }
-
-    pub fn latency_for(&self, method: &str, path: &str) -> Option<Duration> {
-        self.latency.iter().filter(|(scope, _)| scope.matches(method, path)).map(|(_, d)| *d).max()
     }
 
     pub fn user_json(user: &DcUser, bot: bool) -> Value {

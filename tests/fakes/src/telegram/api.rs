@@ -178,7 +178,8 @@ async fn method(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, method)): 
         s.calls.push(ApiCall { method: method.clone(), params: Value::Object(params.clone()), status: 0, at: Instant::now() });
         s.calls.len() - 1
     });
-    let (fault, latency) = shared.with(|s| (s.fault_for(&method), s.latency_for(&method)));
+    let (fault, latency) =
+        shared.with(|s| (s.faults.fault_for(|scope| scope.matches(&method)), s.faults.latency_for(|scope| scope.matches(&method))));
     if let Some(d) = latency {
         tokio::time::sleep(d).await;
     }
@@ -440,22 +441,29 @@ fn store_sent(s: &mut State, sent: SentMessage) -> Response {
     ok(json)
 }
 
+/// A message's text parsed and checked like Telegram does; `too_long` is Telegram's wording for
+/// the method (sends and edits word it differently).
+fn parse_message_text(raw: &str, params: &Params, too_long: &str) -> Result<Parsed, Box<Response>> {
+    let parsed = parse_text(raw, params).map_err(|e| Box::new(bad_request(&e)))?;
+    if parsed.text.trim().is_empty() {
+        return Err(Box::new(bad_request("Bad Request: message text is empty")));
+    }
+    if parsed.text.encode_utf16().count() > MAX_TEXT {
+        return Err(Box::new(bad_request(too_long)));
+    }
+    Ok(parsed)
+}
+
 fn send_message(s: &mut State, params: &Params) -> Response {
     let (chat, thread) = match check_target(s, params) {
         Ok(t) => t,
         Err(e) => return bad_request(e),
     };
     let raw = string(params, "text").unwrap_or_default();
-    let parsed = match parse_text(&raw, params) {
+    let parsed = match parse_message_text(&raw, params, "Bad Request: message is too long") {
         Ok(p) => p,
-        Err(e) => return bad_request(&e),
+        Err(response) => return *response,
     };
-    if parsed.text.trim().is_empty() {
-        return bad_request("Bad Request: message text is empty");
-    }
-    if parsed.text.encode_utf16().count() > MAX_TEXT {
-        return bad_request("Bad Request: message is too long");
-    }
     let reply_to = match reply_target(s, chat, params) {
         Ok(r) => r,
         Err(e) => return bad_request(e),
@@ -491,16 +499,10 @@ fn edit_message(s: &mut State, params: &Params) -> Response {
         };
     };
     let raw = string(params, "text").unwrap_or_default();
-    let parsed = match parse_text(&raw, params) {
+    let parsed = match parse_message_text(&raw, params, "Bad Request: MESSAGE_TOO_LONG") {
         Ok(p) => p,
-        Err(e) => return bad_request(&e),
+        Err(response) => return *response,
     };
-    if parsed.text.trim().is_empty() {
-        return bad_request("Bad Request: message text is empty");
-    }
-    if parsed.text.encode_utf16().count() > MAX_TEXT {
-        return bad_request("Bad Request: MESSAGE_TOO_LONG");
-    }
     let markup = json_param(params, "reply_markup");
     let current = &s.sent[index];
     if current.text == parsed.text && current.entities == parsed.entities && current.reply_markup == markup {

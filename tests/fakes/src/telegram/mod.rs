@@ -195,24 +195,21 @@ impl FakeTelegram {
 
     /// The next `n` calls matching `scope` get `fault` (and have no effect).
     pub fn fail_next(&self, scope: FaultScope, n: usize, fault: Fault) {
-        self.shared.with(|s| s.faults.push(state::FaultRule { scope, remaining: Some(n), fraction: None, fault }));
+        self.shared.with(|s| s.faults.fail_next(scope, n, fault));
     }
     /// Each call matching `scope` gets `fault` with this probability (seeded, see [`Self::set_seed`]).
     pub fn fail_fraction(&self, scope: FaultScope, fraction: f64, fault: Fault) {
-        self.shared.with(|s| s.faults.push(state::FaultRule { scope, remaining: None, fraction: Some(fraction), fault }));
+        self.shared.with(|s| s.faults.fail_fraction(scope, fraction, fault));
     }
     pub fn set_seed(&self, seed: u64) {
-        self.shared.with(|s| s.reseed(seed));
+        self.shared.with(|s| s.faults.reseed(seed));
     }
     pub fn clear_faults(&self) {
-        self.shared.with(|s| {
-            s.faults.clear();
-            s.latency.clear();
-        });
+        self.shared.with(|s| s.faults.clear());
     }
     /// Answer calls matching `scope` only after `d`.
     pub fn set_latency(&self, scope: FaultScope, d: Duration) {
-        self.shared.with(|s| s.latency.push((scope, d)));
+        self.shared.with(|s| s.faults.delay(scope, d));
     }
 
     /// The bot's user object, as `getMe` returns it.

@@ -1,13 +1,12 @@
 //! Everything the fake Telegram remembers: chats and topics, the update queue and its offset,
 //! stored messages, what the bot sent and edited, the call log, and the fault rules.
 
+use crate::faults::FaultRules;
 use crate::serve::ShutdownSignal;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::Notify;
 
 /// A Telegram user the test plays.
@@ -104,14 +103,6 @@ pub enum Fault {
     BadRequest(String),
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct FaultRule {
-    pub scope: FaultScope,
-    pub remaining: Option<usize>,
-    pub fraction: Option<f64>,
-    pub fault: Fault,
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct ChatInfo {
     pub json: Value,
@@ -144,9 +135,7 @@ pub(crate) struct State {
     /// file_id → (file_path, bytes).
     pub files: HashMap<String, (String, Vec<u8>)>,
     next_file: u64,
-    pub faults: Vec<FaultRule>,
-    pub latency: Vec<(FaultScope, Duration)>,
-    rng: StdRng,
+    pub faults: FaultRules<FaultScope, Fault>,
     /// Bumped by every getUpdates; an older poll still waiting answers 409.
     pub poll_generation: u64,
     pub active_polls: usize,
@@ -175,42 +164,10 @@ impl State {
             answered_callbacks: Vec::new(),
             files: HashMap::new(),
             next_file: 1,
-            faults: Vec::new(),
-            latency: Vec::new(),
-            rng: StdRng::seed_from_u64(1),
+            faults: FaultRules::new(),
             poll_generation: 0,
             active_polls: 0,
         }
-    }
-
-    pub fn reseed(&mut self, seed: u64) {
-        self.rng = StdRng::seed_from_u64(seed);
-    }
-
-    /// The fault for this call, if a rule fires.
-    pub fn fault_for(&mut self, method: &str) -> Option<Fault> {
-        for i in 0..self.faults.len() {
-            if !self.faults[i].scope.matches(method) {
-                continue;
-            }
-            if let Some(n) = self.faults[i].remaining {
-                if n == 0 {
-                    continue;
-                }
-                self.faults[i].remaining = Some(n - 1);
-                return Some(self.faults[i].fault.clone());
-            }
-            if let Some(p) = self.faults[i].fraction
-                && self.rng.random::<f64>() < p
-            {
-                return Some(self.faults[i].fault.clone());
-            }
-        }
-        None
-    }
-
-    pub fn latency_for(&self, method: &str) -> Option<Duration> {
-        self.latency.iter().filter(|(scope, _)| scope.matches(method)).map(|(_, d)| *d).max()
     }
 
     pub fn bot_user_json(&self, full: bool) -> Value {
