@@ -53,12 +53,13 @@ async fn run() {
 
     // The same HTTP request straight to the fake: the floor the core adds to.
     let client = reqwest::Client::new();
-    let body = hermes::agent::providers::openai::request_body(&hermes::agent::providers::ChatRequest {
+    let chat_request = hermes::agent::providers::ChatRequest {
         model: spec.clone(),
         messages: request(false).messages,
         tools: agent.tools().schemas(),
         stream: false,
-    });
+    };
+    let body = hermes::agent::providers::openai::request_body(&chat_request);
     let mut direct = Vec::new();
     for i in 0..TURNS + 50 {
         let t = Instant::now();

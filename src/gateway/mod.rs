@@ -20,6 +20,7 @@ pub mod commands;
 pub mod compaction;
 pub mod directory;
 pub mod health;
+pub mod history_cache;
 pub mod inbox;
 pub mod instance_lock;
 pub mod outbound;
@@ -35,6 +36,9 @@ pub mod tool_host;
 pub mod turn;
 pub mod turns;
 mod typing;
+
+/// Message text kept in memory between turns (recent sessions' history).
+const HISTORY_CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 use crate::agent::Agent;
 use crate::agent::approval::BasicPolicy;
@@ -172,6 +176,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         approval: Arc::new(BasicPolicy { approvals_off: config.approvals.mode == "off" }),
         clarify: clarify::ClarifyBoard::default(),
         global_model: std::sync::RwLock::new(None),
+        history: history_cache::HistoryCache::new(HISTORY_CACHE_BYTES),
     });
     directory.bind(&services);
     tool_host.bind(&services);

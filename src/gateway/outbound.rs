@@ -15,6 +15,8 @@ const MAX_ATTEMPTS: u32 = 3;
 const RETRY_BASE: Duration = Duration::from_secs(2);
 /// Longest total rate-limit wait honoured before giving up on a chunk.
 const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(300);
+/// Sends a chunk gets when a restart interrupted them: the first, then one labelled resend.
+const INTERRUPTED_SENDS: i64 = 2;
 /// Starts a message resent after a restart cut off its first send (it may be a repeat).
 pub const RESEND_MARK: &str = "↻ (resent) ";
 const DELIVERY_FAILED_NOTICE: &str =
@@ -137,9 +139,11 @@ async fn deliver_inner(
         let key = message.idempotency_key.clone();
         // What the outbox remembers: the text, or the file's path.
         let body = message.file.as_ref().map(|f| f.path.to_string_lossy().into_owned()).unwrap_or_else(|| message.text.clone());
-        match services.store.outbox_reserve(&key, &target_json, &body).await {
+        let claimed = services.store.outbox_claim(&key, &target_json, &body, sends_now).await;
+        let attempt_recorded = matches!(&claimed, Ok(r) if sends_now(r));
+        match claimed {
             Ok(OutboxReservation::AlreadySent { .. }) => continue,
-            Ok(OutboxReservation::Interrupted { attempts }) if attempts < 2 => {
+            Ok(OutboxReservation::Interrupted { attempts }) if attempts < INTERRUPTED_SENDS => {
                 // Cut off mid-send by a crash: it may or may not have arrived. Losing an answer is
                 // worse than a labelled repeat, so it goes out once more, marked as such.
                 tracing::warn!(outbox_key = %key, "a send was interrupted by a restart; resending it once, marked as a possible repeat");
@@ -161,7 +165,7 @@ async fn deliver_inner(
                 tracing::error!(error = %e, outbox_key = %key, "outbox unavailable; sending without a record");
             }
         }
-        match send_chunk(services, adapter.as_ref(), message).await {
+        match send_chunk(services, adapter.as_ref(), message, attempt_recorded).await {
             ChunkResult::Sent => {}
             ChunkResult::Ambiguous => outcome = Delivery::InDoubt,
             ChunkResult::Gone => return Delivery::Failed,
@@ -183,17 +187,35 @@ enum ChunkResult {
     Failed { notify: bool },
 }
 
-async fn send_chunk(services: &Services, adapter: &dyn PlatformAdapter, mut message: OutboundMessage) -> ChunkResult {
+/// Whether a reservation is to be sent now: new, reserved but never attempted, or cut off by a
+/// restart fewer than [`INTERRUPTED_SENDS`] times (the one labelled resend).
+fn sends_now(reservation: &OutboxReservation) -> bool {
+    match reservation {
+        OutboxReservation::New | OutboxReservation::Resume { .. } => true,
+        OutboxReservation::Interrupted { attempts } => *attempts < INTERRUPTED_SENDS,
+        _ => false,
+    }
+}
+
+/// `attempt_recorded`: the outbox already holds the first attempt as `sending` (claimed with it).
+async fn send_chunk(
+    services: &Services,
+    adapter: &dyn PlatformAdapter,
+    mut message: OutboundMessage,
+    attempt_recorded: bool,
+) -> ChunkResult {
     let store = &services.store;
     let key = message.idempotency_key.clone();
     let mut plain_fallback_used = false;
     let mut rate_limit_waited = Duration::ZERO;
     let mut attempt = 0;
+    let mut unrecorded_attempt = !attempt_recorded;
     loop {
         attempt += 1;
-        if let Err(e) = store.outbox_mark_sending(&key).await {
+        if unrecorded_attempt && let Err(e) = store.outbox_mark_sending(&key).await {
             tracing::warn!(error = %e, "could not record a send attempt");
         }
+        unrecorded_attempt = true;
         let error = match adapter.send(&message).await {
             Ok(receipt) => {
                 if let Err(e) = store.outbox_mark_sent(&key, receipt.message_id.as_deref()).await {

@@ -44,6 +44,8 @@ pub struct Services {
     /// Set by `/model --global`: the default model for every chat until the next restart (which
     /// reads it back from config.yaml).
     pub global_model: std::sync::RwLock<Option<(String, Option<String>)>>,
+    /// Recent history of the sessions that talked last, so a turn reads only what is new.
+    pub history: super::history_cache::HistoryCache,
 }
 
 impl Services {

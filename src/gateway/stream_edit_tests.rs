@@ -117,6 +117,7 @@ async fn services(chat: Arc<EditingChat>) -> (tempfile::TempDir, Arc<Services>) 
         approval: Arc::new(crate::agent::approval::BasicPolicy { approvals_off: false }),
         clarify: Default::default(),
         global_model: std::sync::RwLock::new(None),
+        history: crate::gateway::history_cache::HistoryCache::new(1 << 20),
     });
     (dir, services)
 }

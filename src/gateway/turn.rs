@@ -4,6 +4,7 @@
 //! off by a crash or a drain is replayed after the restart.
 
 use super::compaction;
+use super::history_cache::SessionHistory;
 use super::outbound::{self, Finish};
 use super::services::Services;
 use super::stream_edit::StreamEditor;
@@ -13,7 +14,7 @@ use crate::agent::prompt::{PromptInputs, assemble, with_message_instructions};
 use crate::agent::tools::{SessionScope, ToolContext};
 use crate::agent::turn::InTurnCompression;
 use crate::agent::{ChatMessage, ProviderError, Role, SteeringInbox, ToolCallRequest, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
-use crate::store::{MessageRow, NewMessage};
+use crate::store::{CallUsage, HistoryUpdate, MessageRow, NewMessage, TurnOpening};
 use hermes_adapter::media::extract_media_tags;
 use hermes_adapter::{ChatTarget, ChatType, InboundEvent, SendError, StreamEvent, StreamStyle};
 use std::sync::Arc;
@@ -82,9 +83,6 @@ async fn drive(
         None => None,
     };
     let store = &services.store;
-    if let Err(e) = store.inbox_mark_processing(&event.event_id).await {
-        tracing::warn!(error = %e, "could not mark the inbox row processing");
-    }
     let target = event.reply_target.clone().unwrap_or_else(|| ChatTarget {
         platform: event.source.platform.clone(),
         chat_id: event.source.chat_id.clone(),
@@ -117,45 +115,68 @@ async fn drive(
     };
 
     let default_model = services.default_model();
-    let mut route = match store.route_get_or_create(session_key, &event.source, &default_model.model).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "session store unavailable");
-            fail("Sorry, I encountered an error (StorageError).\nThe session store is unavailable.\nTry again in a moment.".into()).await;
-            return TurnEnd::Closed;
-        }
+    let opening = TurnOpening {
+        event_id: event.event_id.clone(),
+        session_key: session_key.to_string(),
+        source: event.source.clone(),
+        default_model: default_model.model.clone(),
+        user_message: new_message("", &event.event_id, &ChatMessage::user(event.text.clone()), None),
+        seed: event.context.iter().map(|m| new_message("", "", &seed_message(m), None)).collect(),
     };
-    let model = services.model_for(Some(&route.overrides));
-    let mut history = match persist_user_message(services, &route.session_id, event).await {
-        Ok(h) => h,
+    let cached = services.history.take(session_key);
+    let opened = match store.turn_open(opening, cached.as_ref().map(|h| h.known.clone())).await {
+        Ok(opened) => opened,
         Err(e) => {
             tracing::error!(error = %e, "could not store the user's message");
             fail("Sorry, I encountered an error (StorageError).\nYour message could not be stored.\nTry again in a moment.".into()).await;
             return TurnEnd::Closed;
         }
     };
-
+    let mut route = opened.route;
+    let model = services.model_for(Some(&route.overrides));
     let filter = services.tool_filter(event.source.platform.as_str());
     let toolsets = services.toolsets_allowed(&filter);
-    let frozen = match frozen_prompt(services, &route.session_id, &event.source, &toolsets).await {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::error!(error = %e, "session store unavailable");
-            fail("Sorry, I encountered an error (StorageError).\nThe session store is unavailable.\nTry again in a moment.".into()).await;
-            return TurnEnd::Closed;
+    let session_history = match (cached, opened.history) {
+        (Some(mut kept), HistoryUpdate::After { messages, active_count }) => {
+            kept.extend(&messages, active_count, HISTORY_LIMIT, to_chat_message);
+            Some(kept)
         }
+        _ => match store.turn_context(&route.session_id, HISTORY_LIMIT).await {
+            Ok(context) => SessionHistory::from_rows(&context.history, context.known, HISTORY_LIMIT, to_chat_message),
+            Err(e) => {
+                tracing::error!(error = %e, "session store unavailable");
+                fail("Sorry, I encountered an error (StorageError).\nThe session store is unavailable.\nTry again in a moment.".into())
+                    .await;
+                return TurnEnd::Closed;
+            }
+        },
     };
+    let frozen = match opened.system_prompt {
+        Some(prompt) => prompt,
+        None => match freeze_prompt(services, &route.session_id, &event.source, &toolsets).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %e, "session store unavailable");
+                fail("Sorry, I encountered an error (StorageError).\nThe session store is unavailable.\nTry again in a moment.".into())
+                    .await;
+                return TurnEnd::Closed;
+            }
+        },
+    };
+    let last_prompt = opened.last_prompt_tokens;
+    let mut chat_history: Vec<ChatMessage> = session_history.as_ref().map(|h| h.messages.iter().cloned().collect()).unwrap_or_default();
+    if let Some(h) = session_history {
+        services.history.put(session_key, h);
+    }
 
     // Compress first when the stored conversation outgrew the model's context.
-    let mut chat_history: Vec<ChatMessage> = history.iter().filter_map(to_chat_message).collect();
     let estimated = compress::estimate_tokens(&chat_history) + compress::estimate_tokens(&[ChatMessage::system(frozen.clone())]);
-    let last_prompt = store.session_prompt_tokens(&route.session_id).await.map(|t| t.0).unwrap_or(0);
     if let Some(reason) = compaction::needs_compression(services, &model.model, estimated, last_prompt, chat_history.len()) {
         tracing::info!(session_key, reason, estimated, "compressing the session before the turn");
         match compaction::compress_session(services, &route, &model, &frozen, None, interrupt.child_token()).await {
             Ok(done) => {
                 route = done.route;
-                history = store.messages(&route.session_id, Some(HISTORY_LIMIT)).await.unwrap_or_default();
+                let history = store.messages(&route.session_id, Some(HISTORY_LIMIT)).await.unwrap_or_default();
                 chat_history = history.iter().filter_map(to_chat_message).collect();
             }
             Err(e) => tracing::warn!(error = %e, "compression failed; continuing with the full history"),
@@ -215,6 +236,8 @@ async fn drive(
     let mut recipient_gone = false;
     let mut progress_count = 0usize;
     let mut tools_seen = std::collections::HashSet::new();
+    // Model calls whose usage is not recorded yet.
+    let mut calls: Vec<CallUsage> = Vec::new();
     let stream_out = |ev: StreamEvent| {
         let adapter = adapter.clone();
         let target = target.clone();
@@ -246,17 +269,16 @@ async fn drive(
             }
             TurnEvent::ToolResult { id, name, content, .. } => StreamEvent::ToolResult { id, name, content },
             TurnEvent::Persist(m) => {
-                if let Err(e) = store.message_append(new_message(&route.session_id, &event.event_id, &m, None)).await {
+                let message = new_message(&route.session_id, &event.event_id, &m, None);
+                if let Err(e) = store.turn_record(&route.session_id, vec![message], std::mem::take(&mut calls)).await {
                     tracing::warn!(error = %e, "could not store a tool message");
                 }
                 continue;
             }
             TurnEvent::CallUsage { model, usage } => {
-                let cost = services.cost_of(&model, &usage);
-                if let Err(e) = store.usage_add(&route.session_id, &model, &usage, cost).await {
-                    tracing::warn!(error = %e, "could not record usage");
-                }
-                let _ = store.session_set_prompt_tokens(&route.session_id, usage.prompt_tokens).await;
+                // Recorded with the next message the turn stores (one write instead of three).
+                let cost_usd = services.cost_of(&model, &usage);
+                calls.push(CallUsage { model, usage, cost_usd });
                 continue;
             }
             TurnEvent::Compressed { tokens_before, tokens_after } => {
@@ -278,12 +300,15 @@ async fn drive(
         }
     };
 
+    let answer = outcome
+        .as_ref()
+        .ok()
+        .map(|o| new_message(&route.session_id, &event.event_id, &ChatMessage::assistant(o.text.clone()), Some(&o.finish_reason)));
+    if let Err(e) = store.turn_record(&route.session_id, answer.into_iter().collect(), calls).await {
+        tracing::error!(error = %e, "could not store the answer and the turn's usage");
+    }
     match outcome {
         Ok(o) => {
-            let answer = ChatMessage::assistant(o.text.clone());
-            if let Err(e) = store.message_append(new_message(&route.session_id, &event.event_id, &answer, Some(&o.finish_reason))).await {
-                tracing::error!(error = %e, "could not store the answer");
-            }
             // Chat platforms stay quiet on a silence token; a request/response client still
             // needs its (empty) answer to finish.
             if is_silence(&o.text) && caps.supports_async_delivery {
@@ -376,6 +401,17 @@ pub async fn frozen_prompt(
     if let Some(stored) = services.store.session_prompt(session_id).await? {
         return Ok(stored);
     }
+    freeze_prompt(services, session_id, source, toolsets).await
+}
+
+/// Build the session's system prompt and store it, unless another turn stored one first (then
+/// that one is returned).
+async fn freeze_prompt(
+    services: &Services,
+    session_id: &str,
+    source: &hermes_adapter::SessionSource,
+    toolsets: &[String],
+) -> Result<String, crate::store::StoreError> {
     let memory = services.config.memory.enabled.then(|| {
         MemoryStore::new(&services.paths.memories, services.config.memory.memory_char_limit, services.config.memory.user_char_limit)
     });
@@ -396,27 +432,11 @@ fn aborted_or_closed(services: &Services) -> TurnEnd {
     if services.turns_abort.is_cancelled() { TurnEnd::Aborted } else { TurnEnd::Closed }
 }
 
-/// Store the user's message (once, even when the event is replayed) and return the history
-/// that ends with it. A client-supplied earlier conversation seeds an empty session.
-async fn persist_user_message(
-    services: &Services,
-    session_id: &str,
-    event: &InboundEvent,
-) -> Result<Vec<MessageRow>, crate::store::StoreError> {
-    let store = &services.store;
-    if store.message_for_event(session_id, &event.event_id, "user").await?.is_none() {
-        if !event.context.is_empty() && store.messages(session_id, Some(1)).await?.is_empty() {
-            for m in &event.context {
-                let role = match m.role.as_str() {
-                    "assistant" => Role::Assistant,
-                    _ => Role::User,
-                };
-                store.message_append(new_message(session_id, "", &ChatMessage::new(role, m.content.clone()), None)).await?;
-            }
-        }
-        store.message_append(new_message(session_id, &event.event_id, &ChatMessage::user(event.text.clone()), None)).await?;
-    }
-    store.messages(session_id, Some(HISTORY_LIMIT)).await
+/// A message of a client-supplied earlier conversation (OpenAI-style roles; anything but
+/// `assistant` counts as the user's).
+fn seed_message(m: &hermes_adapter::ContextMessage) -> ChatMessage {
+    let role = if m.role == "assistant" { Role::Assistant } else { Role::User };
+    ChatMessage::new(role, m.content.clone())
 }
 
 pub fn new_message(session_id: &str, event_id: &str, m: &ChatMessage, finish_reason: Option<&str>) -> NewMessage {

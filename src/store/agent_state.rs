@@ -2,8 +2,9 @@
 //! prompt size of the last turn (for hygiene compression), titles, soft-deleting turns (`/undo`,
 //! `/retry`) and rotating to a compressed child session whose lineage points at its parent.
 
+use super::messages::insert_message;
 use super::routes::{end_session, read_route, start_session};
-use super::{NewMessage, RouteEntry, Store, StoreError};
+use super::{CachedStatements, NewMessage, RouteEntry, Store, StoreError};
 use rusqlite::{OptionalExtension, params};
 
 /// What `/undo` removed.
@@ -21,9 +22,9 @@ impl Store {
     pub async fn session_prompt_freeze(&self, session_id: &str, prompt: &str) -> Result<String, StoreError> {
         let (id, prompt) = (session_id.to_string(), prompt.to_string());
         self.write(move |c| {
-            c.execute("UPDATE sessions SET system_prompt = ?2 WHERE id = ?1 AND system_prompt IS NULL", params![id, prompt])?;
+            c.run("UPDATE sessions SET system_prompt = ?2 WHERE id = ?1 AND system_prompt IS NULL", params![id, prompt])?;
             let stored: Option<String> =
-                c.query_row("SELECT system_prompt FROM sessions WHERE id = ?1", [&id], |r| r.get(0)).optional()?.flatten();
+                c.one("SELECT system_prompt FROM sessions WHERE id = ?1", [&id], |r| r.get(0)).optional()?.flatten();
             Ok(stored.unwrap_or(prompt))
         })
         .await
@@ -31,15 +32,14 @@ impl Store {
 
     pub async fn session_prompt(&self, session_id: &str) -> Result<Option<String>, StoreError> {
         let id = session_id.to_string();
-        self.read(move |c| Ok(c.query_row("SELECT system_prompt FROM sessions WHERE id = ?1", [&id], |r| r.get(0)).optional()?.flatten()))
-            .await
+        self.read(move |c| Ok(c.one("SELECT system_prompt FROM sessions WHERE id = ?1", [&id], |r| r.get(0)).optional()?.flatten())).await
     }
 
     /// Remember the prompt size of the last model call (hygiene compression reads it).
     pub async fn session_set_prompt_tokens(&self, session_id: &str, tokens: u64) -> Result<(), StoreError> {
         let id = session_id.to_string();
         self.write(move |c| {
-            c.execute("UPDATE sessions SET last_prompt_tokens = ?2 WHERE id = ?1", params![id, tokens as i64])?;
+            c.run("UPDATE sessions SET last_prompt_tokens = ?2 WHERE id = ?1", params![id, tokens as i64])?;
             Ok(())
         })
         .await
@@ -48,7 +48,7 @@ impl Store {
     pub async fn session_prompt_tokens(&self, session_id: &str) -> Result<(u64, u64), StoreError> {
         let id = session_id.to_string();
         self.read(move |c| {
-            Ok(c.query_row("SELECT last_prompt_tokens, compression_count FROM sessions WHERE id = ?1", [&id], |r| {
+            Ok(c.one("SELECT last_prompt_tokens, compression_count FROM sessions WHERE id = ?1", [&id], |r| {
                 Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
             })
             .optional()?
@@ -62,11 +62,11 @@ impl Store {
         let (id, title) = (session_id.to_string(), title.to_string());
         self.write(move |c| {
             let taken: Option<String> =
-                c.query_row("SELECT id FROM sessions WHERE title = ?1 AND id != ?2", params![title, id], |r| r.get(0)).optional()?;
+                c.one("SELECT id FROM sessions WHERE title = ?1 AND id != ?2", params![title, id], |r| r.get(0)).optional()?;
             if taken.is_some() {
                 return Ok(false);
             }
-            c.execute("UPDATE sessions SET title = ?2 WHERE id = ?1", params![id, title])?;
+            c.run("UPDATE sessions SET title = ?2 WHERE id = ?1", params![id, title])?;
             Ok(true)
         })
         .await
@@ -82,9 +82,8 @@ impl Store {
             let users: Vec<(i64, String)> =
                 stmt.query_map(params![id, turns as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
             let Some((from, text)) = users.last().cloned() else { return Ok(None) };
-            let removed =
-                c.execute("UPDATE messages SET active = 0 WHERE session_id = ?1 AND active = 1 AND id >= ?2", params![id, from])?;
-            c.execute("UPDATE sessions SET last_prompt_tokens = 0 WHERE id = ?1", [&id])?;
+            let removed = c.run("UPDATE messages SET active = 0 WHERE session_id = ?1 AND active = 1 AND id >= ?2", params![id, from])?;
+            c.run("UPDATE sessions SET last_prompt_tokens = 0 WHERE id = ?1", [&id])?;
             Ok(Some(Undone { turns: users.len(), messages: removed, first_user_text: text }))
         })
         .await
@@ -109,20 +108,15 @@ impl Store {
             if route.session_id != expected {
                 return Ok(None);
             }
-            let count: i64 = c.query_row("SELECT compression_count FROM sessions WHERE id = ?1", [&expected], |r| r.get(0))?;
+            let count: i64 = c.one("SELECT compression_count FROM sessions WHERE id = ?1", [&expected], |r| r.get(0))?;
             end_session(c, &expected, "compressed")?;
             let mut next = start_session(c, &key, &route.origin, &model, Some(&expected), route.overrides.clone())?;
-            c.execute(
+            c.run(
                 "UPDATE sessions SET system_prompt = ?2, compression_count = ?3 WHERE id = ?1",
                 params![next.session_id, prompt, count + 1],
             )?;
             for m in carried {
-                c.execute(
-                    "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                    params![next.session_id, m.role, m.content, m.tool_call_id, m.tool_calls, m.tool_name, m.event_id, m.finish_reason, super::now_ms()],
-                )?;
-                c.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1", [&next.session_id])?;
+                insert_message(c, &NewMessage { session_id: next.session_id.clone(), ..m })?;
             }
             next.created = false;
             Ok(Some(next))

@@ -1,7 +1,7 @@
 //! The inbox: every inbound event, keyed by its platform event id, from acceptance until its turn
 //! ended. `INSERT OR IGNORE` on the id is what drops a platform's redelivery.
 
-use super::{Store, StoreError, now_ms, to_time};
+use super::{CachedStatements, Store, StoreError, now_ms, to_time};
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 use std::time::Duration;
@@ -57,7 +57,7 @@ impl Store {
         let (event_id, platform, payload) = (event_id.to_string(), platform.to_string(), payload.to_string());
         self.write(move |c| {
             let now = now_ms();
-            let inserted = c.execute(
+            let inserted = c.run(
                 "INSERT OR IGNORE INTO inbox (event_id, platform, payload, state, received_at, updated_at) VALUES (?1, ?2, ?3, 'accepted', ?4, ?4)",
                 params![event_id, platform, payload, now],
             )?;
@@ -70,7 +70,7 @@ impl Store {
     pub async fn inbox_mark_processing(&self, event_id: &str) -> Result<(), StoreError> {
         let event_id = event_id.to_string();
         self.write(move |c| {
-            c.execute(
+            c.run(
                 "UPDATE inbox SET state = 'processing', attempts = attempts + 1, updated_at = ?2 WHERE event_id = ?1 AND state IN ('accepted', 'processing')",
                 params![event_id, now_ms()],
             )?;
@@ -90,7 +90,7 @@ impl Store {
     async fn inbox_set_state(&self, event_id: &str, state: InboxState, error: Option<&str>) -> Result<(), StoreError> {
         let (event_id, error) = (event_id.to_string(), error.map(str::to_string));
         self.write(move |c| {
-            c.execute(
+            c.run(
                 "UPDATE inbox SET state = ?2, error = ?3, updated_at = ?4 WHERE event_id = ?1",
                 params![event_id, state.as_str(), error, now_ms()],
             )?;
@@ -102,7 +102,7 @@ impl Store {
     /// Events accepted but not finished, oldest first: what a restart must replay.
     pub async fn inbox_unfinished(&self) -> Result<Vec<InboxRow>, StoreError> {
         self.read(|c| {
-            let mut stmt = c.prepare(
+            let mut stmt = c.prepare_cached(
                 "SELECT event_id, platform, payload, state, attempts, error, received_at FROM inbox
                  WHERE state IN ('accepted', 'processing') ORDER BY received_at, rowid",
             )?;
@@ -115,7 +115,7 @@ impl Store {
     pub async fn inbox_get(&self, event_id: &str) -> Result<Option<InboxRow>, StoreError> {
         let event_id = event_id.to_string();
         self.read(move |c| {
-            c.query_row(
+            c.one(
                 "SELECT event_id, platform, payload, state, attempts, error, received_at FROM inbox WHERE event_id = ?1",
                 [event_id],
                 row_to_inbox,
@@ -130,7 +130,7 @@ impl Store {
     /// redelivery of the same event id is still recognised and dropped.
     pub async fn inbox_prune(&self, keep: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms() - keep.as_millis() as i64;
-        self.write(move |c| Ok(c.execute("DELETE FROM inbox WHERE state IN ('done', 'failed') AND updated_at < ?1", [cutoff])?)).await
+        self.write(move |c| Ok(c.run("DELETE FROM inbox WHERE state IN ('done', 'failed') AND updated_at < ?1", [cutoff])?)).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! Messages of a session, and full-text search over them: FTS5 (unicode61 words) first, and the
 //! trigram index for what word search cannot find (CJK text, substrings inside words).
 
-use super::{Store, StoreError, now_ms, to_time};
+use super::{CachedStatements, Store, StoreError, now_ms, to_time};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -58,58 +58,23 @@ pub struct SearchHit {
     pub timestamp: DateTime<Utc>,
 }
 
-const MESSAGE_COLUMNS: &str = "id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp";
-
 impl Store {
     /// Append a message; returns its id.
     pub async fn message_append(&self, message: NewMessage) -> Result<i64, StoreError> {
-        self.write(move |c| {
-            c.execute(
-                "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    message.session_id,
-                    message.role,
-                    message.content,
-                    message.tool_call_id,
-                    message.tool_calls,
-                    message.tool_name,
-                    message.event_id,
-                    message.finish_reason,
-                    now_ms()
-                ],
-            )?;
-            let id = c.last_insert_rowid();
-            c.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1", [&message.session_id])?;
-            Ok(id)
-        })
-        .await
+        self.write(move |c| insert_message(c, &message)).await
     }
 
     /// The session's messages in order; with a limit, the most recent `limit` of them.
     pub async fn messages(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<MessageRow>, StoreError> {
         let id = session_id.to_string();
         let limit = limit.map(|l| l as i64).unwrap_or(-1);
-        self.read(move |c| {
-            let sql = format!(
-                "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id DESC LIMIT ?2) ORDER BY id"
-            );
-            let mut stmt = c.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params![id, limit], row_to_message)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
-        })
-        .await
+        self.read(move |c| read_messages(c, &id, limit)).await
     }
 
     /// The message with `role` stored for an inbound event, if any.
     pub async fn message_for_event(&self, session_id: &str, event_id: &str, role: &str) -> Result<Option<MessageRow>, StoreError> {
         let (session_id, event_id, role) = (session_id.to_string(), event_id.to_string(), role.to_string());
-        self.read(move |c| {
-            let sql =
-                format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND event_id = ?2 AND role = ?3 AND active = 1 ORDER BY id LIMIT 1");
-            Ok(c.query_row(&sql, params![session_id, event_id, role], row_to_message).optional()?)
-        })
-        .await
+        self.read(move |c| read_message_for_event(c, &session_id, &event_id, &role)).await
     }
 
     /// Search message text within `scope`, best matches first.
@@ -129,6 +94,54 @@ impl Store {
         })
         .await
     }
+}
+
+/// Insert `message` (its session's message count follows); returns its id.
+pub(super) fn insert_message(c: &Connection, message: &NewMessage) -> Result<i64, StoreError> {
+    c.run(
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            message.session_id,
+            message.role,
+            message.content,
+            message.tool_call_id,
+            message.tool_calls,
+            message.tool_name,
+            message.event_id,
+            message.finish_reason,
+            now_ms()
+        ],
+    )?;
+    let id = c.last_insert_rowid();
+    c.run("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1", [&message.session_id])?;
+    Ok(id)
+}
+
+/// The session's active messages in order; with `limit` (-1 = all), the most recent `limit`.
+pub(super) fn read_messages(c: &Connection, session_id: &str, limit: i64) -> Result<Vec<MessageRow>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT * FROM (SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp
+                        FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id DESC LIMIT ?2) ORDER BY id",
+    )?;
+    let rows = stmt.query_map(params![session_id, limit], row_to_message)?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// The active message with `role` stored for an inbound event, if any.
+pub(super) fn read_message_for_event(
+    c: &Connection,
+    session_id: &str,
+    event_id: &str,
+    role: &str,
+) -> Result<Option<MessageRow>, StoreError> {
+    Ok(c.one(
+        "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp
+         FROM messages WHERE session_id = ?1 AND event_id = ?2 AND role = ?3 AND active = 1 ORDER BY id LIMIT 1",
+        params![session_id, event_id, role],
+        row_to_message,
+    )
+    .optional()?)
 }
 
 /// Each word as a quoted term, so user text can never be read as FTS5 syntax.
@@ -173,7 +186,7 @@ fn search_index(c: &Connection, index: &str, fts_query: &str, scope: &SearchScop
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
-fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
+pub(super) fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
     Ok(MessageRow {
         id: r.get(0)?,
         session_id: r.get(1)?,

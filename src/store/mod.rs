@@ -14,6 +14,7 @@ mod messages;
 mod outbox;
 mod routes;
 mod schema;
+mod turns;
 mod usage;
 mod writer;
 
@@ -25,7 +26,8 @@ pub use inbox::{InboxRow, InboxState};
 pub use messages::{MessageRow, NewMessage, SearchHit, SearchScope};
 pub use outbox::{OutboxReservation, OutboxRow};
 pub use routes::{RouteEntry, SessionRow};
-pub use usage::UsageTotals;
+pub use turns::{HistoryUpdate, KnownHistory, OpenedTurn, TurnContext, TurnOpening};
+pub use usage::{CallUsage, UsageTotals};
 
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, OpenFlags};
@@ -37,6 +39,8 @@ use writer::Writer;
 
 /// How many read connections may be open at once.
 const READ_POOL_SIZE: usize = 4;
+/// Prepared statements kept per connection: every statement the store runs fits.
+const STATEMENT_CACHE: usize = 96;
 /// How long a connection waits for a lock held by another process (e.g. `hermes doctor`).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -141,6 +145,7 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_err)?;
     }
     conn.pragma_update(None, "foreign_keys", "ON").map_err(open_err)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
 
@@ -151,4 +156,28 @@ fn now_ms() -> i64 {
 
 fn to_time(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+}
+
+/// Statements through the connection's statement cache: each SQL text is parsed once per
+/// connection instead of on every call (parsing was a tenth of the store's CPU per message).
+trait CachedStatements {
+    fn run<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+    fn one<T, P, F>(&self, sql: &str, params: P, row: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
+}
+
+impl CachedStatements for Connection {
+    fn run<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn one<T, P, F>(&self, sql: &str, params: P, row: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.prepare_cached(sql)?.query_row(params, row)
+    }
 }

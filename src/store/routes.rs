@@ -1,7 +1,7 @@
 //! Sessions and routing: which session a session key currently talks to, where it came from
 //! (the origin every later delivery and cron job needs), and its per-session overrides.
 
-use super::{Store, StoreError, now_ms, to_time};
+use super::{CachedStatements, Store, StoreError, now_ms, to_time};
 use chrono::{DateTime, Utc};
 use hermes_adapter::SessionSource;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -49,7 +49,7 @@ impl Store {
             if let Some(mut route) = read_route(c, &key)? {
                 // The latest origin wins: a reply goes where the user last wrote from.
                 let origin = encode(&source)?;
-                c.execute("UPDATE routes SET origin = ?2, updated_at = ?3 WHERE session_key = ?1", params![key, origin, now_ms()])?;
+                c.run("UPDATE routes SET origin = ?2, updated_at = ?3 WHERE session_key = ?1", params![key, origin, now_ms()])?;
                 route.origin = source;
                 return Ok(route);
             }
@@ -89,7 +89,7 @@ impl Store {
                 return Ok(false);
             };
             end_session(c, &route.session_id, &reason)?;
-            c.execute("DELETE FROM routes WHERE session_key = ?1", [&key])?;
+            c.run("DELETE FROM routes WHERE session_key = ?1", [&key])?;
             Ok(true)
         })
         .await
@@ -98,13 +98,13 @@ impl Store {
     /// Replace the route's overrides; `false` when the key has no route.
     pub async fn route_set_overrides(&self, session_key: &str, overrides: &serde_json::Value) -> Result<bool, StoreError> {
         let (key, overrides) = (session_key.to_string(), overrides.to_string());
-        self.write(move |c| Ok(c.execute("UPDATE routes SET overrides = ?2 WHERE session_key = ?1", params![key, overrides])? == 1)).await
+        self.write(move |c| Ok(c.run("UPDATE routes SET overrides = ?2 WHERE session_key = ?1", params![key, overrides])? == 1)).await
     }
 
     pub async fn session_get(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
         let id = session_id.to_string();
         self.read(move |c| {
-            c.query_row(
+            c.one(
                 "SELECT id, session_key, source, user_id, chat_id, model, title, parent_session_id, started_at, ended_at,
                         end_reason, message_count, input_tokens, output_tokens
                  FROM sessions WHERE id = ?1",
@@ -137,7 +137,7 @@ impl Store {
 
 pub(super) fn read_route(c: &Connection, key: &str) -> Result<Option<RouteEntry>, StoreError> {
     let raw = c
-        .query_row("SELECT session_id, origin, overrides, updated_at FROM routes WHERE session_key = ?1", [key], |r| {
+        .one("SELECT session_id, origin, overrides, updated_at FROM routes WHERE session_key = ?1", [key], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?))
         })
         .optional()?;
@@ -165,12 +165,12 @@ pub(super) fn start_session(
     let id = new_session_id();
     let now = now_ms();
     let origin = encode(source)?;
-    c.execute(
+    c.run(
         "INSERT INTO sessions (id, session_key, source, platform, user_id, chat_id, model, parent_session_id, started_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![id, key, origin, source.platform.as_str(), source.user_id, source.chat_id, model, parent, now],
     )?;
-    c.execute(
+    c.run(
         "INSERT INTO routes (session_key, session_id, origin, overrides, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT(session_key) DO UPDATE SET session_id = excluded.session_id, origin = excluded.origin,
              overrides = excluded.overrides, updated_at = excluded.updated_at",
@@ -187,10 +187,7 @@ pub(super) fn start_session(
 }
 
 pub(super) fn end_session(c: &Connection, session_id: &str, reason: &str) -> Result<(), StoreError> {
-    c.execute(
-        "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE id = ?1 AND ended_at IS NULL",
-        params![session_id, now_ms(), reason],
-    )?;
+    c.run("UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE id = ?1 AND ended_at IS NULL", params![session_id, now_ms(), reason])?;
     Ok(())
 }
 
@@ -200,7 +197,7 @@ fn new_session_id() -> String {
     format!("{}_{suffix}", Utc::now().format("%Y%m%d_%H%M%S"))
 }
 
-fn encode(source: &SessionSource) -> Result<String, StoreError> {
+pub(super) fn encode(source: &SessionSource) -> Result<String, StoreError> {
     serde_json::to_string(source).map_err(|e| StoreError::Corrupt(format!("cannot encode a session origin: {e}")))
 }
 

@@ -274,3 +274,88 @@ async fn origin_search_never_crosses_users() {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session_id, a);
 }
+
+fn opening(event_id: &str, key: &str, text: &str) -> TurnOpening {
+    TurnOpening {
+        event_id: event_id.into(),
+        session_key: key.into(),
+        source: source("u1"),
+        default_model: "m".into(),
+        user_message: NewMessage { event_id: Some(event_id.into()), ..message("", "user", text) },
+        seed: vec![message("", "user", "earlier question"), message("", "assistant", "earlier answer")],
+    }
+}
+
+fn after(update: HistoryUpdate) -> (Vec<String>, i64) {
+    match update {
+        HistoryUpdate::After { messages, active_count } => (messages.into_iter().map(|m| m.content).collect(), active_count),
+        HistoryUpdate::Stale => panic!("expected the messages after the known history, got Stale"),
+    }
+}
+
+#[tokio::test]
+async fn opening_a_turn_stores_the_message_once_and_reads_only_what_is_new() {
+    let (_dir, store) = store().await;
+    store.inbox_accept("ev-1", "api_server", "{}").await.unwrap();
+    let first = store.turn_open(opening("ev-1", "k", "hello"), None).await.unwrap();
+    assert!(first.route.created);
+    assert!(matches!(first.history, HistoryUpdate::Stale), "nothing known yet: the caller reads the whole history");
+    assert_eq!(store.inbox_get("ev-1").await.unwrap().unwrap().state, InboxState::Processing);
+    let s = first.route.session_id.clone();
+    let context = store.turn_context(&s, 400).await.unwrap();
+    let contents: Vec<_> = context.history.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(contents, ["earlier question", "earlier answer", "hello"], "the seed goes first, into the empty session only");
+    let known = context.known.clone().unwrap();
+    assert_eq!((known.active_count, known.last_id), (3, context.history[2].id));
+
+    // A replay of the same event stores nothing new, and the known history is still valid.
+    let replay = store.turn_open(opening("ev-1", "k", "hello"), Some(known.clone())).await.unwrap();
+    assert_eq!(after(replay.history), (vec![], 3));
+    assert_eq!(store.turn_context(&s, 400).await.unwrap().history.len(), 3);
+    assert_eq!(store.inbox_get("ev-1").await.unwrap().unwrap().attempts, 2);
+
+    // The answer with its usage, then the next turn reads the answer and its own message only.
+    let answer = NewMessage { finish_reason: Some("stop".into()), ..message(&s, "assistant", "hi there") };
+    let calls = vec![
+        CallUsage { model: "m".into(), usage: usage(100, 10, 0), cost_usd: 0.5 },
+        CallUsage { model: "m".into(), usage: usage(140, 5, 0), cost_usd: 0.25 },
+    ];
+    store.turn_record(&s, vec![answer], calls).await.unwrap();
+    store.session_prompt_freeze(&s, "frozen").await.unwrap();
+    let second = store.turn_open(opening("ev-2", "k", "again"), Some(known.clone())).await.unwrap();
+    assert_eq!(after(second.history), (vec!["hi there".to_string(), "again".to_string()], 5), "no seed into a session with messages");
+    assert_eq!((second.system_prompt.as_deref(), second.last_prompt_tokens), (Some("frozen"), 140), "the last call's prompt size");
+    let totals = store.session_usage(&s).await.unwrap();
+    assert_eq!((totals.prompt_tokens, totals.completion_tokens, totals.api_calls, totals.cost_usd), (240, 15, 2, 0.75));
+}
+
+#[tokio::test]
+async fn a_known_history_that_changed_is_reported_stale() {
+    let (_dir, store) = store().await;
+    let s = store.turn_open(opening("ev-1", "k", "one"), None).await.unwrap().route.session_id;
+    store.turn_record(&s, vec![message(&s, "assistant", "1")], vec![]).await.unwrap();
+    let known = store.turn_context(&s, 400).await.unwrap().known.unwrap();
+    store.turn_open(opening("ev-2", "k", "two"), None).await.unwrap();
+    store.turn_record(&s, vec![message(&s, "assistant", "2")], vec![]).await.unwrap();
+    // `/undo` of both turns deactivates messages the caller holds.
+    store.messages_undo(&s, 2).await.unwrap();
+    let reopened = store.turn_open(opening("ev-3", "k", "three"), Some(known.clone())).await.unwrap();
+    assert!(matches!(reopened.history, HistoryUpdate::Stale));
+    // Another session (after /new) makes it stale too.
+    let next = store.session_reset("k", &source("u1"), "m", "session_reset").await.unwrap();
+    let fresh = store.turn_open(opening("ev-4", "k", "four"), Some(known)).await.unwrap();
+    assert_eq!(fresh.route.session_id, next.session_id);
+    assert!(matches!(fresh.history, HistoryUpdate::Stale));
+}
+
+#[tokio::test]
+async fn claiming_an_outbox_key_records_the_first_attempt_with_it() {
+    let (_dir, store) = store().await;
+    let send_new: fn(&OutboxReservation) -> bool = |r| matches!(r, OutboxReservation::New);
+    assert_eq!(store.outbox_claim("a", "t", "body", send_new).await.unwrap(), OutboxReservation::New);
+    let row = store.outbox_get("a").await.unwrap().unwrap();
+    assert_eq!((row.state.as_str(), row.attempts), ("sending", 1), "on disk as sending before the request leaves");
+    // A restart now finds it interrupted; a claim that does not send leaves it as it was.
+    assert_eq!(store.outbox_claim("a", "t", "body", send_new).await.unwrap(), OutboxReservation::Interrupted { attempts: 1 });
+    assert_eq!(store.outbox_get("a").await.unwrap().unwrap().attempts, 1);
+}

@@ -1,8 +1,8 @@
 //! Token usage per session and model, and the session's running totals.
 
-use super::{Store, StoreError};
+use super::{CachedStatements, Store, StoreError};
 use hermes_adapter::Usage;
-use rusqlite::params;
+use rusqlite::{Connection, params};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UsageTotals {
@@ -15,29 +15,20 @@ pub struct UsageTotals {
     pub models: Vec<String>,
 }
 
+/// One model call's usage and what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallUsage {
+    pub model: String,
+    pub usage: Usage,
+    pub cost_usd: f64,
+}
+
 impl Store {
     /// Add one API call's usage to the session's account for `model`.
     pub async fn usage_add(&self, session_id: &str, model: &str, usage: &Usage, cost_usd: f64) -> Result<(), StoreError> {
-        let (session_id, model) = (session_id.to_string(), model.to_string());
-        let (prompt, completion, cached) = (usage.prompt_tokens as i64, usage.completion_tokens as i64, usage.cached_tokens as i64);
-        self.write(move |c| {
-            c.execute(
-                "INSERT INTO usage (session_id, model, prompt_tokens, completion_tokens, cached_tokens, api_calls, cost_usd) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6)
-                 ON CONFLICT(session_id, model) DO UPDATE SET
-                     prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-                     completion_tokens = completion_tokens + excluded.completion_tokens,
-                     cached_tokens = cached_tokens + excluded.cached_tokens,
-                     api_calls = api_calls + 1,
-                     cost_usd = cost_usd + excluded.cost_usd",
-                params![session_id, model, prompt, completion, cached, cost_usd],
-            )?;
-            c.execute(
-                "UPDATE sessions SET input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1",
-                params![session_id, prompt, completion],
-            )?;
-            Ok(())
-        })
-        .await
+        let call = CallUsage { model: model.to_string(), usage: *usage, cost_usd };
+        let session_id = session_id.to_string();
+        self.write(move |c| add_usage(c, &session_id, &call)).await
     }
 
     pub async fn session_usage(&self, session_id: &str) -> Result<UsageTotals, StoreError> {
@@ -63,4 +54,25 @@ impl Store {
         })
         .await
     }
+}
+
+/// Add one call's usage to the session's account for its model and to the session's totals.
+pub(super) fn add_usage(c: &Connection, session_id: &str, call: &CallUsage) -> Result<(), StoreError> {
+    let (prompt, completion, cached) =
+        (call.usage.prompt_tokens as i64, call.usage.completion_tokens as i64, call.usage.cached_tokens as i64);
+    c.run(
+        "INSERT INTO usage (session_id, model, prompt_tokens, completion_tokens, cached_tokens, api_calls, cost_usd) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6)
+         ON CONFLICT(session_id, model) DO UPDATE SET
+             prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+             completion_tokens = completion_tokens + excluded.completion_tokens,
+             cached_tokens = cached_tokens + excluded.cached_tokens,
+             api_calls = api_calls + 1,
+             cost_usd = cost_usd + excluded.cost_usd",
+        params![session_id, call.model, prompt, completion, cached, call.cost_usd],
+    )?;
+    c.run(
+        "UPDATE sessions SET input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1",
+        params![session_id, prompt, completion],
+    )?;
+    Ok(())
 }

@@ -68,7 +68,7 @@ fn run(conn: Connection, queue: mpsc::Receiver<Job>) {
 }
 
 fn commit_batch(conn: &Connection, batch: Vec<Job>) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+    if let Err(e) = control(conn, "BEGIN IMMEDIATE") {
         let err = StoreError::Sql(e);
         for job in batch {
             // Without a transaction each write runs (and commits) on its own.
@@ -80,7 +80,7 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
     }
     let mut replies = Vec::with_capacity(batch.len());
     for job in batch {
-        if conn.execute_batch("SAVEPOINT op").is_err() {
+        if control(conn, "SAVEPOINT op").is_err() {
             replies.push(job(conn).1);
             continue;
         }
@@ -89,24 +89,34 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
         match outcome {
             Ok((true, reply)) => {
                 replies.push(reply);
-                let _ = conn.execute_batch("RELEASE op");
+                let _ = control(conn, "RELEASE op");
             }
             Ok((false, reply)) => {
                 replies.push(reply);
-                let _ = conn.execute_batch("ROLLBACK TO op; RELEASE op");
+                roll_back_savepoint(conn);
             }
             Err(_) => {
-                let _ = conn.execute_batch("ROLLBACK TO op; RELEASE op");
+                roll_back_savepoint(conn);
                 tracing::error!("a store write panicked; it was rolled back");
             }
         }
     }
-    let commit = conn.execute_batch("COMMIT").map_err(StoreError::Sql);
+    let commit = control(conn, "COMMIT").map_err(StoreError::Sql);
     if commit.is_err() {
-        let _ = conn.execute_batch("ROLLBACK");
+        let _ = control(conn, "ROLLBACK");
     }
     let commit_error = commit.err();
     for reply in replies {
         reply(commit_error.as_ref());
     }
+}
+
+/// A transaction-control statement, from the statement cache (they run several times per batch).
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
+fn roll_back_savepoint(conn: &Connection) {
+    let _ = control(conn, "ROLLBACK TO op");
+    let _ = control(conn, "RELEASE op");
 }

@@ -66,8 +66,13 @@ impl Budget {
 
     /// Wait until a message may go to `chat_id` (negative ids are groups and channels).
     pub async fn acquire(&self, chat_id: i64) {
-        let at = self.reserve(chat_id, Instant::now());
-        tokio::time::sleep_until(at).await;
+        let now = Instant::now();
+        let at = self.reserve(chat_id, now);
+        // Only sleep when there is a wait: tokio's timer rounds a deadline up to its next
+        // millisecond tick, so even a sleep until "now" would hold every send up to a millisecond.
+        if at > now {
+            tokio::time::sleep_until(at).await;
+        }
     }
 
     fn reserve(&self, chat_id: i64, now: Instant) -> Instant {

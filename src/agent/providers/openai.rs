@@ -8,7 +8,8 @@ use crate::agent::message::{ChatMessage, Role, ToolCallRequest};
 use async_trait::async_trait;
 use futures::StreamExt;
 use hermes_adapter::Usage;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -28,44 +29,160 @@ impl OpenAiCompatible {
     }
 }
 
-fn message_json(m: &ChatMessage) -> Value {
-    let mut v = json!({ "role": m.role.as_str(), "content": m.content });
-    if m.role == Role::Assistant && !m.tool_calls.is_empty() {
-        v["tool_calls"] = m
-            .tool_calls
-            .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-        if m.content.is_empty() {
-            v["content"] = Value::Null;
-        }
-    }
-    if m.role == Role::Tool
-        && let Some(id) = &m.tool_call_id
-    {
-        v["tool_call_id"] = json!(id);
-    }
-    v
+/// The request as it goes on the wire, borrowing from the [`ChatRequest`]: serialized straight
+/// to bytes, with no intermediate JSON tree of the whole conversation.
+#[derive(Serialize)]
+pub struct WireRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
 }
 
-/// The request body; public so tests can check what goes on the wire.
-pub fn request_body(req: &ChatRequest) -> Value {
-    let mut body = json!({
-        "model": req.model.model,
-        "messages": req.messages.iter().map(message_json).collect::<Vec<_>>(),
-        "stream": req.stream,
-    });
-    if req.stream {
-        body["stream_options"] = json!({ "include_usage": true });
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    /// `null` for an assistant message that only calls tools.
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireToolCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+fn wire_message(m: &ChatMessage) -> WireMessage<'_> {
+    let calls_tools = m.role == Role::Assistant && !m.tool_calls.is_empty();
+    WireMessage {
+        role: m.role.as_str(),
+        content: if calls_tools && m.content.is_empty() { None } else { Some(&m.content) },
+        tool_calls: if calls_tools {
+            m.tool_calls
+                .iter()
+                .map(|c| WireToolCall {
+                    id: &c.id,
+                    r#type: "function",
+                    function: WireFunctionCall { name: &c.name, arguments: &c.arguments },
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+        tool_call_id: if m.role == Role::Tool { m.tool_call_id.as_deref() } else { None },
     }
-    if !req.tools.is_empty() {
-        body["tools"] = req
+}
+
+/// The request body; public so tests and benchmarks can see what goes on the wire.
+pub fn request_body(req: &ChatRequest) -> WireRequest<'_> {
+    WireRequest {
+        model: &req.model.model,
+        messages: req.messages.iter().map(wire_message).collect(),
+        stream: req.stream,
+        stream_options: req.stream.then_some(StreamOptions { include_usage: true }),
+        tools: req
             .tools
             .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
-            .collect();
+            .map(|t| WireTool {
+                r#type: "function",
+                function: WireFunction { name: &t.name, description: &t.description, parameters: &t.parameters },
+            })
+            .collect(),
     }
-    body
+}
+
+/// A non-streamed response: only what is read from it. Every field is optional, as servers
+/// differ in what they leave out or send as `null`.
+#[derive(Deserialize)]
+struct WireResponse {
+    choices: Option<Vec<WireChoice>>,
+    usage: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: Option<WireAnswer>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireAnswer {
+    /// A string from every server seen so far; anything else is read as no text.
+    content: Option<Value>,
+    tool_calls: Option<Vec<WireReturnedCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireReturnedCall {
+    id: Option<String>,
+    function: Option<WireReturnedFunction>,
+}
+
+#[derive(Deserialize)]
+struct WireReturnedFunction {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+impl WireResponse {
+    fn into_response(self) -> ChatResponse {
+        let usage = self.usage.as_ref().map(parse_usage).unwrap_or_default();
+        let Some(choice) = self.choices.into_iter().flatten().next() else {
+            return ChatResponse { finish_reason: "stop".into(), usage, ..Default::default() };
+        };
+        let answer = choice.message.unwrap_or(WireAnswer { content: None, tool_calls: None });
+        let tool_calls = answer
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| {
+                let function = c.function.unwrap_or(WireReturnedFunction { name: None, arguments: None });
+                ToolCallRequest {
+                    id: c.id.unwrap_or_default(),
+                    name: function.name.unwrap_or_default(),
+                    arguments: function.arguments.unwrap_or_default(),
+                }
+            })
+            .collect();
+        ChatResponse {
+            text: answer.content.as_ref().and_then(Value::as_str).unwrap_or_default().to_string(),
+            tool_calls,
+            finish_reason: choice.finish_reason.unwrap_or_else(|| "stop".into()),
+            usage,
+        }
+    }
 }
 
 fn parse_usage(v: &Value) -> Usage {
@@ -123,23 +240,6 @@ impl ToolCallAssembler {
     }
 }
 
-fn parse_tool_calls(message: &Value) -> Vec<ToolCallRequest> {
-    message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .map(|calls| {
-            calls
-                .iter()
-                .map(|c| ToolCallRequest {
-                    id: c.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-                    name: c.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                    arguments: c.pointer("/function/arguments").and_then(Value::as_str).unwrap_or_default().to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[async_trait]
 impl ChatProvider for OpenAiCompatible {
     async fn complete(&self, req: &ChatRequest, deltas: Option<&mpsc::Sender<String>>) -> Result<ChatResponse, ProviderError> {
@@ -156,16 +256,9 @@ impl ChatProvider for OpenAiCompatible {
             return Err(classify_status(status, after, &body));
         }
         if !req.stream {
-            let body: Value =
+            let body: WireResponse =
                 response.json().await.map_err(|e| ProviderError::Transient(format!("unreadable response: {}", e.without_url())))?;
-            let choice = body.pointer("/choices/0").cloned().unwrap_or(Value::Null);
-            let message = choice.get("message").cloned().unwrap_or(Value::Null);
-            return Ok(ChatResponse {
-                text: message.get("content").and_then(Value::as_str).unwrap_or_default().to_string(),
-                tool_calls: parse_tool_calls(&message),
-                finish_reason: choice.get("finish_reason").and_then(Value::as_str).unwrap_or("stop").to_string(),
-                usage: body.get("usage").map(parse_usage).unwrap_or_default(),
-            });
+            return Ok(body.into_response());
         }
 
         let mut out = ChatResponse { finish_reason: "stop".into(), ..Default::default() };
@@ -218,5 +311,82 @@ impl ChatProvider for OpenAiCompatible {
         }
         out.tool_calls = tools.calls;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::providers::ModelSpec;
+    use crate::agent::tools::ToolSchema;
+    use serde_json::json;
+
+    fn request(messages: Vec<ChatMessage>, stream: bool) -> ChatRequest {
+        ChatRequest {
+            model: ModelSpec { model: "gpt-test".into(), provider: None, base_url: "http://127.0.0.1:1/v1".into(), api_key: None },
+            messages,
+            tools: vec![ToolSchema { name: "terminal".into(), description: "Run a command".into(), parameters: json!({"type": "object"}) }],
+            stream,
+        }
+    }
+
+    #[test]
+    fn a_tool_conversation_goes_on_the_wire_in_openai_shape() {
+        let call = ToolCallRequest { id: "call_1".into(), name: "terminal".into(), arguments: r#"{"command":"ls"}"#.into() };
+        let messages = vec![
+            ChatMessage::system("You are Hermes."),
+            ChatMessage::user("list files"),
+            ChatMessage { tool_calls: vec![call], ..ChatMessage::assistant("") },
+            ChatMessage {
+                tool_call_id: Some("call_1".into()),
+                tool_name: Some("terminal".into()),
+                ..ChatMessage::new(Role::Tool, "a.txt")
+            },
+            ChatMessage::assistant("There is a.txt."),
+        ];
+        let body = serde_json::to_value(request_body(&request(messages, true))).expect("serializes");
+        assert_eq!(
+            body,
+            json!({
+                "model": "gpt-test",
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "messages": [
+                    {"role": "system", "content": "You are Hermes."},
+                    {"role": "user", "content": "list files"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": "{\"command\":\"ls\"}"}}
+                    ]},
+                    {"role": "tool", "content": "a.txt", "tool_call_id": "call_1"},
+                    {"role": "assistant", "content": "There is a.txt."}
+                ],
+                "tools": [{"type": "function", "function": {"name": "terminal", "description": "Run a command", "parameters": {"type": "object"}}}]
+            })
+        );
+        let plain = serde_json::to_value(request_body(&ChatRequest { tools: Vec::new(), ..request(vec![ChatMessage::user("hi")], false) }))
+            .expect("serializes");
+        assert_eq!(plain, json!({"model": "gpt-test", "stream": false, "messages": [{"role": "user", "content": "hi"}]}));
+    }
+
+    #[test]
+    fn answers_are_read_whatever_servers_leave_out() {
+        let read = |v: Value| serde_json::from_value::<WireResponse>(v).expect("parses").into_response();
+        let with_call = read(json!({
+            "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+            ]}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}}
+        }));
+        assert_eq!(with_call.text, "");
+        assert_eq!(with_call.tool_calls, vec![ToolCallRequest { id: "c1".into(), name: "terminal".into(), arguments: "{}".into() }]);
+        assert_eq!(with_call.finish_reason, "tool_calls");
+        assert_eq!((with_call.usage.prompt_tokens, with_call.usage.completion_tokens, with_call.usage.cached_tokens), (12, 3, 8));
+
+        let bare = read(json!({"choices": [{"message": {"content": "hello"}}]}));
+        assert_eq!((bare.text.as_str(), bare.finish_reason.as_str(), bare.usage), ("hello", "stop", Usage::default()));
+        let nothing = read(json!({"choices": null, "usage": null}));
+        assert_eq!((nothing.text.as_str(), nothing.tool_calls.len()), ("", 0));
+        let parts = read(json!({"choices": [{"message": {"content": [{"type": "text", "text": "x"}]}, "finish_reason": "stop"}]}));
+        assert_eq!(parts.text, "");
     }
 }
