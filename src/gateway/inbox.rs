@@ -24,6 +24,13 @@ impl Inbox {
         self.accepting.store(false, Ordering::Release);
     }
 
+    fn route(&self, event: InboundEvent) {
+        if self.router.send(event).is_err() {
+            // The router is gone (shutting down); the row stays and is replayed on the next start.
+            tracing::warn!("router stopped; the event stays in the inbox for the next start");
+        }
+    }
+
     /// Hand every accepted-but-unfinished event to the router again, oldest first.
     pub async fn replay_unfinished(&self) -> Result<usize, crate::store::StoreError> {
         let rows = self.store.inbox_unfinished().await?;
@@ -64,10 +71,30 @@ impl InboundSink for Inbox {
             tracing::debug!(event_id = %event.event_id, "duplicate delivery ignored");
             return Ok(AcceptOutcome::Duplicate);
         }
-        if self.router.send(event).is_err() {
-            // The router is gone (shutting down); the row stays and is replayed on the next start.
-            tracing::warn!("router stopped; the event stays in the inbox for the next start");
-        }
+        self.route(event);
         Ok(AcceptOutcome::Accepted)
+    }
+
+    async fn accept_all(&self, events: Vec<InboundEvent>) -> Result<Vec<AcceptOutcome>, AcceptError> {
+        if !self.accepting.load(Ordering::Acquire) {
+            return Err(AcceptError::ShuttingDown);
+        }
+        let rows = events
+            .iter()
+            .map(|e| Ok((e.event_id.clone(), e.source.platform.as_str().to_string(), serde_json::to_string(e)?)))
+            .collect::<Result<Vec<_>, serde_json::Error>>()
+            .map_err(|e| AcceptError::Storage(e.to_string()))?;
+        let inserted = self.store.inbox_accept_all(rows).await.map_err(|e| AcceptError::Storage(e.to_string()))?;
+        let mut outcomes = Vec::with_capacity(events.len());
+        for (event, new) in events.into_iter().zip(inserted) {
+            if new {
+                self.route(event);
+                outcomes.push(AcceptOutcome::Accepted);
+            } else {
+                tracing::debug!(event_id = %event.event_id, "duplicate delivery ignored");
+                outcomes.push(AcceptOutcome::Duplicate);
+            }
+        }
+        Ok(outcomes)
     }
 }

@@ -66,6 +66,25 @@ impl Store {
         .await
     }
 
+    /// Store several inbound events `(event_id, platform, payload)` in one write; for each,
+    /// `false` when its id was already stored. All or none: a failure stores none of them.
+    pub async fn inbox_accept_all(&self, events: Vec<(String, String, String)>) -> Result<Vec<bool>, StoreError> {
+        self.write(move |c| {
+            let now = now_ms();
+            let mut inserted = Vec::with_capacity(events.len());
+            for (event_id, platform, payload) in &events {
+                inserted.push(
+                    c.run(
+                        "INSERT OR IGNORE INTO inbox (event_id, platform, payload, state, received_at, updated_at) VALUES (?1, ?2, ?3, 'accepted', ?4, ?4)",
+                        params![event_id, platform, payload, now],
+                    )? == 1,
+                );
+            }
+            Ok(inserted)
+        })
+        .await
+    }
+
     /// A turn started on the event.
     pub async fn inbox_mark_processing(&self, event_id: &str) -> Result<(), StoreError> {
         let event_id = event_id.to_string();

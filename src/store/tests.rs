@@ -359,3 +359,15 @@ async fn claiming_an_outbox_key_records_the_first_attempt_with_it() {
     assert_eq!(store.outbox_claim("a", "t", "body", send_new).await.unwrap(), OutboxReservation::Interrupted { attempts: 1 });
     assert_eq!(store.outbox_get("a").await.unwrap().unwrap().attempts, 1);
 }
+
+#[tokio::test]
+async fn a_batch_of_events_is_stored_in_one_write_and_redeliveries_in_it_are_recognised() {
+    let (_dir, store) = store().await;
+    assert!(store.inbox_accept("ev-2", "telegram", "{}").await.unwrap());
+    let batch = ["ev-1", "ev-2", "ev-3"].map(|id| (id.to_string(), "telegram".to_string(), format!("{{\"id\":\"{id}\"}}")));
+    assert_eq!(store.inbox_accept_all(batch.to_vec()).await.unwrap(), [true, false, true]);
+    let unfinished: Vec<_> = store.inbox_unfinished().await.unwrap().into_iter().map(|r| (r.event_id, r.payload)).collect();
+    assert_eq!(unfinished.len(), 3);
+    assert!(unfinished.contains(&("ev-2".to_string(), "{}".to_string())), "the first payload of ev-2 stays");
+    assert_eq!(store.inbox_accept_all(batch.to_vec()).await.unwrap(), [false, false, false]);
+}

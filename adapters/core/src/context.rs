@@ -24,6 +24,17 @@ pub enum AcceptError {
 #[async_trait]
 pub trait InboundSink: Send + Sync + 'static {
     async fn accept(&self, event: InboundEvent) -> Result<AcceptOutcome, AcceptError>;
+
+    /// Store several events, in order, all or none: what a platform delivered in one batch (a
+    /// long poll's updates) is acknowledged together. Sinks that can store them in one write
+    /// override this; by default they are accepted one by one.
+    async fn accept_all(&self, events: Vec<InboundEvent>) -> Result<Vec<AcceptOutcome>, AcceptError> {
+        let mut outcomes = Vec::with_capacity(events.len());
+        for event in events {
+            outcomes.push(self.accept(event).await?);
+        }
+        Ok(outcomes)
+    }
 }
 
 /// A stored message of a conversation, as exposed by HTTP surfaces.
@@ -131,6 +142,17 @@ impl AdapterContext {
         let outcome = self.inbox.accept(event).await?;
         self.health.progress();
         Ok(outcome)
+    }
+
+    /// Store a batch of events durably, in order. Acknowledge the platform only after this
+    /// returns `Ok`.
+    pub async fn accept_all(&self, events: Vec<InboundEvent>) -> Result<Vec<AcceptOutcome>, AcceptError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let outcomes = self.inbox.accept_all(events).await?;
+        self.health.progress();
+        Ok(outcomes)
     }
 
     pub fn sessions(&self) -> &Arc<dyn SessionDirectory> {

@@ -9,7 +9,7 @@
 use crate::adapter::TelegramAdapter;
 use crate::inbound::{self, Gate, Identity, Inbound};
 use crate::media::{self, Saved};
-use hermes_adapter::{AcceptError, AdapterContext, AdapterError};
+use hermes_adapter::{AdapterContext, AdapterError, InboundEvent};
 use std::time::Duration;
 use teloxide::payloads::{DeleteWebhookSetters, GetUpdatesSetters};
 use teloxide::prelude::Requester;
@@ -92,12 +92,33 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
             publish_commands(adapter);
         }
         let Some(me) = me.as_ref() else { continue };
-        for update in updates {
-            if let Err(e) = handle(adapter, &ctx, me, &gate, &update).await {
-                // Not confirmed: Telegram sends it (and everything after it) again next time.
-                return Err(AdapterError::retryable("telegram_inbox", format!("the inbox refused update {}: {e}", update.id.0)));
+        let Some(last) = updates.last().map(|u| u.id.0) else { continue };
+        let mut events = Vec::with_capacity(updates.len());
+        let mut presses = Vec::new();
+        for update in &updates {
+            match prepare(adapter, me, &gate, update).await {
+                Prepared::Event(event) => events.push(*event),
+                Prepared::Press { event, query_id } => {
+                    events.push(*event);
+                    presses.push(query_id);
+                }
+                Prepared::Ignored => {}
             }
-            offset = update.id.0 as i32 + 1;
+        }
+        // The whole batch in one write; confirmed (the offset moves past it) only once stored.
+        if let Err(e) = ctx.accept_all(events).await {
+            // Not confirmed: Telegram sends the batch again next time (duplicates are dropped).
+            return Err(AdapterError::retryable("telegram_inbox", format!("the inbox refused updates up to {last}: {e}")));
+        }
+        offset = last as i32 + 1;
+        for query_id in presses {
+            // Only stops the button's spinner; failing it loses nothing.
+            let bot = adapter.bot.clone();
+            tokio::spawn(async move {
+                if let Err(e) = bot.answer_callback_query(CallbackQueryId(query_id)).await {
+                    tracing::debug!("answerCallbackQuery failed: {e}");
+                }
+            });
         }
     }
 }
@@ -112,11 +133,22 @@ async fn identify(bot: teloxide::Bot) -> Result<Identity, AdapterError> {
     }
 }
 
-async fn handle(adapter: &TelegramAdapter, ctx: &AdapterContext, me: &Identity, gate: &Gate, update: &Update) -> Result<(), AcceptError> {
+/// What an update becomes before the batch is stored.
+enum Prepared {
+    Event(Box<InboundEvent>),
+    /// A button press, acknowledged to Telegram once stored.
+    Press {
+        event: Box<InboundEvent>,
+        query_id: String,
+    },
+    Ignored,
+}
+
+async fn prepare(adapter: &TelegramAdapter, me: &Identity, gate: &Gate, update: &Update) -> Prepared {
     match inbound::classify(update, me, gate) {
         Inbound::Ignore(why) => {
             tracing::debug!(update_id = update.id.0, "ignored: {why}");
-            Ok(())
+            Prepared::Ignored
         }
         Inbound::Message { mut event, attachment } => {
             if let Some(attachment) = attachment {
@@ -128,19 +160,9 @@ async fn handle(adapter: &TelegramAdapter, ctx: &AdapterContext, me: &Identity, 
                     }
                 }
             }
-            ctx.accept(*event).await.map(|_| ())
+            Prepared::Event(event)
         }
-        Inbound::Button { event, query_id } => {
-            ctx.accept(*event).await?;
-            // Only stops the button's spinner; failing it loses nothing.
-            let bot = adapter.bot.clone();
-            tokio::spawn(async move {
-                if let Err(e) = bot.answer_callback_query(CallbackQueryId(query_id)).await {
-                    tracing::debug!("answerCallbackQuery failed: {e}");
-                }
-            });
-            Ok(())
-        }
+        Inbound::Button { event, query_id } => Prepared::Press { event, query_id },
     }
 }
 
