@@ -1,6 +1,13 @@
-//! "typing…" while a turn runs: refreshed every few seconds (platforms drop the indicator after
-//! about five), in its own task so a slow or throttled typing call never delays the answer, and
-//! stopped when the guard is dropped at the end of the turn.
+//! "typing…" while a turn runs: shown once the turn has taken longer than a moment, refreshed
+//! every few seconds (platforms drop the indicator after about five), in its own task so a slow
+//! or throttled typing call never delays the answer, and stopped when the guard is dropped at the
+//! end of the turn.
+//!
+//! The short delay is deliberate: an answer that is ready within it (a command, a cached or very
+//! fast reply) arrives before the indicator could even be drawn, so a typing call then is only a
+//! wasted request against the platform's rate limits — under a burst it was a third of the
+//! requests the gateway made. Any real model call takes longer, and its indicator appears
+//! 250 ms later than it could have, below what a person notices next to the network's own delay.
 
 use hermes_adapter::{ChatTarget, PlatformAdapter};
 use std::sync::Arc;
@@ -9,6 +16,8 @@ use tokio::task::JoinHandle;
 
 /// Telegram and Discord show the indicator for about 5 s (Discord 10 s); refresh before it fades.
 const REFRESH: Duration = Duration::from_secs(4);
+/// How long a turn runs before the indicator is shown.
+pub const TYPING_DELAY: Duration = Duration::from_millis(250);
 
 pub struct TypingGuard(Option<JoinHandle<()>>);
 
@@ -18,6 +27,7 @@ impl TypingGuard {
             return Self(None);
         }
         Self(Some(tokio::spawn(async move {
+            tokio::time::sleep(TYPING_DELAY).await;
             loop {
                 if let Err(e) = adapter.typing(&target).await {
                     tracing::debug!(platform = %target.platform, "typing indicator failed: {e}");

@@ -72,16 +72,19 @@ async fn settle() {
 
 pub async fn dm_round_trip<P: ChatPeer>() {
     let run = launch::<P>("").await;
+    // A model that takes a second: typing shows while it works.
+    run.llm.push(Reply::text("thought about it").delayed(Duration::from_secs(1)));
     let chat = run.peer.dm(1, "hello there").await;
-    let posted = run.wait_text(&chat, "echo: hello there").await;
+    let posted = run.wait_text(&chat, "thought about it").await;
     assert_eq!(posted.len(), 1, "one answer, nothing else: {posted:#?}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while run.peer.typing_seen(&chat) == 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     assert!(run.peer.typing_seen(&chat) > 0, "typing was shown while the agent worked");
+    // An instant answer is there before an indicator could be drawn: no typing call for it.
+    let quick = run.peer.dm(3, "quick one").await;
+    run.wait_text(&quick, "echo: quick one").await;
     settle().await;
+    assert_eq!(run.peer.typing_seen(&quick), 0, "no typing for an answer that was ready at once");
     assert_eq!(run.peer.posted(&chat).len(), 1, "no late duplicate");
+    assert_eq!(run.peer.posted(&quick).len(), 1, "no late duplicate");
 }
 
 pub async fn group_gating<P: ChatPeer>() {
