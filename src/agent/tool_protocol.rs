@@ -85,7 +85,7 @@ fn parse_block(raw: &str, id: String) -> ParsedCall {
 }
 
 /// The system-prompt section that teaches the protocol.
-pub fn tools_prompt(tools: &[ToolSchema]) -> String {
+pub fn tools_prompt(tools: &[std::sync::Arc<ToolSchema>]) -> String {
     let mut out = String::from(
         "# Tools\n\nYou may call one or more functions to assist with the user query. The function signatures are inside <tools></tools>:\n<tools>\n",
     );

@@ -470,6 +470,7 @@ mod tests {
     use super::*;
     use crate::agent::providers::ModelSpec;
     use crate::agent::tools::ToolSchema;
+    use std::sync::Arc;
 
     fn spec() -> ModelSpec {
         ModelSpec {
@@ -687,12 +688,12 @@ mod tests {
         let mut req = request(vec![ChatMessage::user("hi")]);
         req.stream = true;
         req.tools = vec![
-            ToolSchema {
+            Arc::new(ToolSchema {
                 name: "terminal".into(),
                 description: "Run".into(),
                 parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-            },
-            ToolSchema { name: "noargs".into(), description: "None".into(), parameters: Value::Null },
+            }),
+            Arc::new(ToolSchema { name: "noargs".into(), description: "None".into(), parameters: Value::Null }),
         ];
         let body = request_body(&req);
         assert_eq!(body["stream"], true);

@@ -11,6 +11,7 @@ use crate::agent::message::{ChatMessage, ToolCallRequest};
 use crate::agent::tools::ToolSchema;
 use async_trait::async_trait;
 use hermes_adapter::Usage;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -39,7 +40,7 @@ impl std::fmt::Debug for ModelSpec {
 pub struct ChatRequest {
     pub model: ModelSpec,
     pub messages: Vec<ChatMessage>,
-    pub tools: Vec<ToolSchema>,
+    pub tools: Vec<Arc<ToolSchema>>,
     pub stream: bool,
 }
 

@@ -325,7 +325,11 @@ mod tests {
         ChatRequest {
             model: ModelSpec { model: "gpt-test".into(), provider: None, base_url: "http://127.0.0.1:1/v1".into(), api_key: None },
             messages,
-            tools: vec![ToolSchema { name: "terminal".into(), description: "Run a command".into(), parameters: json!({"type": "object"}) }],
+            tools: vec![std::sync::Arc::new(ToolSchema {
+                name: "terminal".into(),
+                description: "Run a command".into(),
+                parameters: json!({"type": "object"}),
+            })],
             stream,
         }
     }

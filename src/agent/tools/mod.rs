@@ -83,8 +83,9 @@ impl ToolFilter {
         Self { enabled_toolsets: Some(BTreeSet::new()), ..Self::default() }
     }
 
-    pub fn allows(&self, tool: &dyn Tool) -> bool {
-        !self.disabled_tools.contains(&tool.schema().name) && self.allows_toolset(tool.toolset())
+    /// Whether the tool named `name`, of toolset `toolset`, may be used.
+    pub fn allows(&self, name: &str, toolset: &str) -> bool {
+        !self.disabled_tools.contains(name) && self.allows_toolset(toolset)
     }
 
     pub fn allows_toolset(&self, set: &str) -> bool {
@@ -98,9 +99,23 @@ impl ToolFilter {
     }
 }
 
+/// The tools by name, each with its schema built once (a schema is fixed for the life of the
+/// process; building it on every model call was a visible share of a reply's CPU).
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, Arc<dyn Tool>>,
+    tools: BTreeMap<String, Registered>,
+}
+
+#[derive(Clone)]
+struct Registered {
+    tool: Arc<dyn Tool>,
+    schema: Arc<ToolSchema>,
+}
+
+impl Registered {
+    fn allowed_by(&self, filter: &ToolFilter) -> bool {
+        filter.allows(&self.schema.name, self.tool.toolset())
+    }
 }
 
 impl ToolRegistry {
@@ -109,7 +124,8 @@ impl ToolRegistry {
     }
 
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.insert(tool.schema().name, tool);
+        let schema = Arc::new(tool.schema());
+        self.tools.insert(schema.name.clone(), Registered { tool, schema });
     }
 
     pub fn is_empty(&self) -> bool {
@@ -122,19 +138,19 @@ impl ToolRegistry {
 
     /// Schemas of the tools `filter` allows and that are available in `ctx`, sorted by name so the
     /// request (and the provider's prompt cache) is stable.
-    pub fn schemas_for(&self, filter: &ToolFilter, ctx: &ToolContext) -> Vec<ToolSchema> {
-        self.tools.values().filter(|t| filter.allows(t.as_ref()) && t.unavailable(ctx).is_none()).map(|t| t.schema()).collect()
+    pub fn schemas_for(&self, filter: &ToolFilter, ctx: &ToolContext) -> Vec<Arc<ToolSchema>> {
+        self.tools.values().filter(|t| t.allowed_by(filter) && t.tool.unavailable(ctx).is_none()).map(|t| t.schema.clone()).collect()
     }
 
     /// Every schema, unfiltered.
-    pub fn schemas(&self) -> Vec<ToolSchema> {
-        self.tools.values().map(|t| t.schema()).collect()
+    pub fn schemas(&self) -> Vec<Arc<ToolSchema>> {
+        self.tools.values().map(|t| t.schema.clone()).collect()
     }
 
     /// Run one call. Unknown or filtered tools and malformed JSON arguments come back as tool
     /// errors; results are scrubbed of secrets and truncated to the cap.
     pub async fn call(&self, filter: &ToolFilter, ctx: &ToolContext, name: &str, raw_arguments: &str) -> ToolOutput {
-        let Some(tool) = self.tools.get(name).filter(|t| filter.allows(t.as_ref())) else {
+        let Some(tool) = self.tools.get(name).filter(|t| t.allowed_by(filter)).map(|t| &t.tool) else {
             return ToolOutput::error(format!(
                 "tool `{name}` is not available. Use one of the tools you were given, or answer without it."
             ));
@@ -251,7 +267,7 @@ mod tests {
     fn every_builtin_tool_declares_a_known_toolset() {
         let r = builtin();
         for t in r.tools.values() {
-            assert!(TOOLSETS.contains(&t.toolset()), "{} declares {}", t.schema().name, t.toolset());
+            assert!(TOOLSETS.contains(&t.tool.toolset()), "{} declares {}", t.schema.name, t.tool.toolset());
         }
         assert_eq!(r.names().len(), 13);
     }
