@@ -93,11 +93,11 @@ impl Store {
             };
             let session_id = route.session_id.clone();
             if read_message_for_event(c, &session_id, &opening.event_id, &opening.user_message.role)?.is_none() {
-                let empty = c
-                    .one("SELECT 1 FROM messages WHERE session_id = ?1 AND active = 1 LIMIT 1", [&session_id], |_| Ok(()))
-                    .optional()?
-                    .is_none();
-                if empty {
+                let seeds_empty_session = !opening.seed.is_empty()
+                    && c.one("SELECT 1 FROM messages WHERE session_id = ?1 AND active = 1 LIMIT 1", [&session_id], |_| Ok(()))
+                        .optional()?
+                        .is_none();
+                if seeds_empty_session {
                     for m in opening.seed {
                         insert_message(c, &NewMessage { session_id: session_id.clone(), ..m })?;
                     }
