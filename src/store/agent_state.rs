@@ -35,16 +35,6 @@ impl Store {
         self.read(move |c| Ok(c.one("SELECT system_prompt FROM sessions WHERE id = ?1", [&id], |r| r.get(0)).optional()?.flatten())).await
     }
 
-    /// Remember the prompt size of the last model call (hygiene compression reads it).
-    pub async fn session_set_prompt_tokens(&self, session_id: &str, tokens: u64) -> Result<(), StoreError> {
-        let id = session_id.to_string();
-        self.write(move |c| {
-            c.run("UPDATE sessions SET last_prompt_tokens = ?2 WHERE id = ?1", params![id, tokens as i64])?;
-            Ok(())
-        })
-        .await
-    }
-
     pub async fn session_prompt_tokens(&self, session_id: &str) -> Result<(u64, u64), StoreError> {
         let id = session_id.to_string();
         self.read(move |c| {

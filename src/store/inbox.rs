@@ -3,7 +3,7 @@
 
 use super::{CachedStatements, Store, StoreError, now_ms, to_time};
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,14 +88,7 @@ impl Store {
     /// A turn started on the event.
     pub async fn inbox_mark_processing(&self, event_id: &str) -> Result<(), StoreError> {
         let event_id = event_id.to_string();
-        self.write(move |c| {
-            c.run(
-                "UPDATE inbox SET state = 'processing', attempts = attempts + 1, updated_at = ?2 WHERE event_id = ?1 AND state IN ('accepted', 'processing')",
-                params![event_id, now_ms()],
-            )?;
-            Ok(())
-        })
-        .await
+        self.write(move |c| mark_processing(c, &event_id)).await
     }
 
     pub async fn inbox_mark_done(&self, event_id: &str) -> Result<(), StoreError> {
@@ -151,6 +144,15 @@ impl Store {
         let cutoff = now_ms() - keep.as_millis() as i64;
         self.write(move |c| Ok(c.run("DELETE FROM inbox WHERE state IN ('done', 'failed') AND updated_at < ?1", [cutoff])?)).await
     }
+}
+
+/// One more attempt at the event starts (a finished event stays finished).
+pub(super) fn mark_processing(c: &Connection, event_id: &str) -> Result<(), StoreError> {
+    c.run(
+        "UPDATE inbox SET state = 'processing', attempts = attempts + 1, updated_at = ?2 WHERE event_id = ?1 AND state IN ('accepted', 'processing')",
+        params![event_id, now_ms()],
+    )?;
+    Ok(())
 }
 
 fn row_to_inbox(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<InboxRow, StoreError>> {

@@ -118,13 +118,29 @@ pub(super) fn insert_message(c: &Connection, message: &NewMessage) -> Result<i64
     Ok(id)
 }
 
+/// `SELECT` of the columns [`row_to_message`] reads, as a literal for `concat!` (statements are
+/// cached by their text, so they are built at compile time).
+macro_rules! select_messages {
+    () => {
+        "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp FROM messages"
+    };
+}
+
 /// The session's active messages in order; with `limit` (-1 = all), the most recent `limit`.
 pub(super) fn read_messages(c: &Connection, session_id: &str, limit: i64) -> Result<Vec<MessageRow>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT * FROM (SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp
-                        FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id DESC LIMIT ?2) ORDER BY id",
-    )?;
+    let mut stmt = c.prepare_cached(concat!(
+        "SELECT * FROM (",
+        select_messages!(),
+        " WHERE session_id = ?1 AND active = 1 ORDER BY id DESC LIMIT ?2) ORDER BY id"
+    ))?;
     let rows = stmt.query_map(params![session_id, limit], row_to_message)?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// The session's active messages after message `after_id`, in order.
+pub(super) fn read_messages_after(c: &Connection, session_id: &str, after_id: i64) -> Result<Vec<MessageRow>, StoreError> {
+    let mut stmt = c.prepare_cached(concat!(select_messages!(), " WHERE session_id = ?1 AND active = 1 AND id > ?2 ORDER BY id"))?;
+    let rows = stmt.query_map(params![session_id, after_id], row_to_message)?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
@@ -136,8 +152,7 @@ pub(super) fn read_message_for_event(
     role: &str,
 ) -> Result<Option<MessageRow>, StoreError> {
     Ok(c.one(
-        "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp
-         FROM messages WHERE session_id = ?1 AND event_id = ?2 AND role = ?3 AND active = 1 ORDER BY id LIMIT 1",
+        concat!(select_messages!(), " WHERE session_id = ?1 AND event_id = ?2 AND role = ?3 AND active = 1 ORDER BY id LIMIT 1"),
         params![session_id, event_id, role],
         row_to_message,
     )
@@ -186,7 +201,7 @@ fn search_index(c: &Connection, index: &str, fts_query: &str, scope: &SearchScop
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
-pub(super) fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
+fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
     Ok(MessageRow {
         id: r.get(0)?,
         session_id: r.get(1)?,

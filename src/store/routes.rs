@@ -45,17 +45,7 @@ impl Store {
     /// The key's current session, started (with `source` as its origin) when there is none.
     pub async fn route_get_or_create(&self, session_key: &str, source: &SessionSource, model: &str) -> Result<RouteEntry, StoreError> {
         let (key, source, model) = (session_key.to_string(), source.clone(), model.to_string());
-        self.write(move |c| {
-            if let Some(mut route) = read_route(c, &key)? {
-                // The latest origin wins: a reply goes where the user last wrote from.
-                let origin = encode(&source)?;
-                c.run("UPDATE routes SET origin = ?2, updated_at = ?3 WHERE session_key = ?1", params![key, origin, now_ms()])?;
-                route.origin = source;
-                return Ok(route);
-            }
-            start_session(c, &key, &source, &model, None, serde_json::json!({}))
-        })
-        .await
+        self.write(move |c| current_route(c, &key, &source, &model)).await
     }
 
     /// End the key's current session with `reason` and start a new one on the same route; the
@@ -135,6 +125,17 @@ impl Store {
     }
 }
 
+/// The key's current session, started (with `source` as its origin) when there is none; the
+/// latest origin wins, so a reply goes where the user last wrote from.
+pub(super) fn current_route(c: &Connection, key: &str, source: &SessionSource, model: &str) -> Result<RouteEntry, StoreError> {
+    if let Some(mut route) = read_route(c, key)? {
+        c.run("UPDATE routes SET origin = ?2, updated_at = ?3 WHERE session_key = ?1", params![key, encode(source)?, now_ms()])?;
+        route.origin = source.clone();
+        return Ok(route);
+    }
+    start_session(c, key, source, model, None, serde_json::json!({}))
+}
+
 pub(super) fn read_route(c: &Connection, key: &str) -> Result<Option<RouteEntry>, StoreError> {
     let raw = c
         .one("SELECT session_id, origin, overrides, updated_at FROM routes WHERE session_key = ?1", [key], |r| {
@@ -197,7 +198,7 @@ fn new_session_id() -> String {
     format!("{}_{suffix}", Utc::now().format("%Y%m%d_%H%M%S"))
 }
 
-pub(super) fn encode(source: &SessionSource) -> Result<String, StoreError> {
+fn encode(source: &SessionSource) -> Result<String, StoreError> {
     serde_json::to_string(source).map_err(|e| StoreError::Corrupt(format!("cannot encode a session origin: {e}")))
 }
 

@@ -4,10 +4,11 @@
 //! produced them). Every round trip is a hop to the writer or a reader thread and, for writes, a
 //! commit: a plain chat turn used eleven of them before these were folded together.
 
-use super::messages::{insert_message, read_message_for_event, read_messages, row_to_message};
-use super::routes::{encode, read_route, start_session};
+use super::inbox::mark_processing;
+use super::messages::{insert_message, read_message_for_event, read_messages, read_messages_after};
+use super::routes::current_route;
 use super::usage::{CallUsage, add_usage};
-use super::{CachedStatements, MessageRow, NewMessage, RouteEntry, Store, StoreError, now_ms};
+use super::{CachedStatements, MessageRow, NewMessage, RouteEntry, Store, StoreError};
 use hermes_adapter::SessionSource;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -76,21 +77,8 @@ impl Store {
     /// this event's message already is, and what follows the caller's `known` history is read.
     pub async fn turn_open(&self, opening: TurnOpening, known: Option<KnownHistory>) -> Result<OpenedTurn, StoreError> {
         self.write(move |c| {
-            c.run(
-                "UPDATE inbox SET state = 'processing', attempts = attempts + 1, updated_at = ?2 WHERE event_id = ?1 AND state IN ('accepted', 'processing')",
-                params![opening.event_id, now_ms()],
-            )?;
-            let route = match read_route(c, &opening.session_key)? {
-                Some(mut route) => {
-                    c.run(
-                        "UPDATE routes SET origin = ?2, updated_at = ?3 WHERE session_key = ?1",
-                        params![opening.session_key, encode(&opening.source)?, now_ms()],
-                    )?;
-                    route.origin = opening.source.clone();
-                    route
-                }
-                None => start_session(c, &opening.session_key, &opening.source, &opening.default_model, None, serde_json::json!({}))?,
-            };
+            mark_processing(c, &opening.event_id)?;
+            let route = current_route(c, &opening.session_key, &opening.source, &opening.default_model)?;
             let session_id = route.session_id.clone();
             if read_message_for_event(c, &session_id, &opening.event_id, &opening.user_message.role)?.is_none() {
                 let seeds_empty_session = !opening.seed.is_empty()
@@ -162,11 +150,7 @@ fn history_after(c: &Connection, known: &KnownHistory) -> Result<HistoryUpdate, 
     if active_count_up_to(c, &known.session_id, known.last_id)? != known.active_count {
         return Ok(HistoryUpdate::Stale);
     }
-    let mut stmt = c.prepare_cached(
-        "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp
-         FROM messages WHERE session_id = ?1 AND active = 1 AND id > ?2 ORDER BY id",
-    )?;
-    let messages = stmt.query_map(params![known.session_id, known.last_id], row_to_message)?.collect::<Result<Vec<_>, _>>()?;
+    let messages = read_messages_after(c, &known.session_id, known.last_id)?;
     Ok(HistoryUpdate::After { active_count: known.active_count + messages.len() as i64, messages })
 }
 
