@@ -32,7 +32,7 @@ async fn run() {
     let llm = FakeLlm::start_with(LlmConfig { record: false, ..LlmConfig::default() }).await.expect("fake LLM");
     llm.set_default(Reply::text("ok"));
     let dir = tempfile::tempdir().expect("temp dir");
-    let provider = OpenAiCompatible::new(Duration::from_secs(10)).expect("client");
+    let provider = OpenAiCompatible::new(Duration::from_secs(10));
     let agent = Arc::new(Agent::new(Arc::new(provider), tools::builtin(), 90, RetryPolicy::default()));
     let spec = ModelSpec { model: "bench".into(), provider: None, base_url: llm.base_url(), api_key: Some("sk-bench".into()) };
     let history: Vec<ChatMessage> = (0..20)

@@ -23,7 +23,7 @@ fn fast_retries() -> RetryPolicy {
 }
 
 fn agent_with(registry: tools::ToolRegistry, max_iterations: u32) -> Arc<Agent> {
-    let provider = OpenAiCompatible::new(Duration::from_secs(10)).unwrap();
+    let provider = OpenAiCompatible::new(Duration::from_secs(10));
     Arc::new(Agent::new(Arc::new(provider), registry, max_iterations, fast_retries()))
 }
 
@@ -233,7 +233,7 @@ async fn the_tool_loop_speaks_anthropic_messages_streaming() {
     let dir = tempfile::tempdir().unwrap();
     llm.push(Reply::ToolCalls(vec![ToolCall::new("toolu_1", "skills_list", "{}"), ToolCall::new("toolu_2", "skills_list", "{}")]));
     llm.push(Reply::chunks(["No skills ", "yet."]));
-    let provider = super::providers::ProviderRouter::new(Duration::from_secs(10)).unwrap();
+    let provider = super::providers::ProviderRouter::new(Duration::from_secs(10));
     let agent = Arc::new(Agent::new(Arc::new(provider), tools::builtin(), 10, fast_retries()));
     let mut req = request(&llm, dir.path(), "list skills");
     req.model = ModelSpec { provider: Some("anthropic".into()), base_url: llm.base_url().trim_end_matches("/v1").into(), ..req.model };

@@ -144,8 +144,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     }
 
     let store = Store::open(&home.state_db()).await?;
-    let provider =
-        ProviderRouter::new(Duration::from_secs(config.model.request_timeout_secs.max(1))).map_err(|e| GatewayError::Io(e.to_string()))?;
+    let provider = ProviderRouter::new(Duration::from_secs(config.model.request_timeout_secs.max(1)));
     let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
     let paths = Arc::new(agent_paths(&home, &config));
     std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;

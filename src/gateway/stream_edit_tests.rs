@@ -94,7 +94,7 @@ async fn services(chat: Arc<EditingChat>) -> (tempfile::TempDir, Arc<Services>) 
     let config = Arc::new(config);
     let store = Store::open(&dir.path().join("state.db")).await.unwrap();
     let home = Home::at(dir.path());
-    let provider = crate::agent::providers::openai::OpenAiCompatible::new(Duration::from_secs(1)).unwrap();
+    let provider = crate::agent::providers::openai::OpenAiCompatible::new(Duration::from_secs(1));
     let agent = Arc::new(crate::agent::Agent::new(Arc::new(provider), crate::agent::tools::builtin(), 3, Default::default()));
     let mut adapters: HashMap<String, Arc<dyn PlatformAdapter>> = HashMap::new();
     adapters.insert("chat".into(), chat);

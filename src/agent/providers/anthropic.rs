@@ -41,16 +41,16 @@ const SYSTEM_NOTE_PREFIX: &str = "[System note] ";
 /// [`super::ModelSpec`], so a derived `Debug` could not leak it either.
 #[derive(Debug, Clone)]
 pub struct AnthropicMessages {
-    client: reqwest::Client,
+    client: super::http::ModelClient,
 }
 
 impl AnthropicMessages {
-    pub fn new(request_timeout: Duration) -> Result<Self, ProviderError> {
-        Ok(Self::with_client(super::http::client(request_timeout)?))
+    pub fn new(request_timeout: Duration) -> Self {
+        Self::with_client(super::http::ModelClient::new(request_timeout))
     }
 
     /// Use an existing client (its connection pool is shared).
-    pub fn with_client(client: reqwest::Client) -> Self {
+    pub fn with_client(client: super::http::ModelClient) -> Self {
         Self { client }
     }
 }
@@ -420,6 +420,7 @@ impl ChatProvider for AnthropicMessages {
         }
         let response = self
             .client
+            .get()?
             .post(endpoint(&req.model.base_url))
             .headers(headers)
             .json(&request_body(req))
@@ -851,7 +852,7 @@ mod wire_tests {
     }
 
     fn provider() -> AnthropicMessages {
-        AnthropicMessages::new(Duration::from_secs(10)).map_err(|e| e.to_string()).unwrap()
+        AnthropicMessages::new(Duration::from_secs(10))
     }
 
     /// Runs a streaming completion and returns it with every delta sent.

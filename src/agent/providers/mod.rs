@@ -146,13 +146,10 @@ pub struct ProviderRouter {
 }
 
 impl ProviderRouter {
-    pub fn new(request_timeout: Duration) -> Result<Self, ProviderError> {
+    pub fn new(request_timeout: Duration) -> Self {
         // One client, so both wire formats share its connection pool.
-        let client = http::client(request_timeout)?;
-        Ok(Self {
-            openai: openai::OpenAiCompatible::with_client(client.clone()),
-            anthropic: anthropic::AnthropicMessages::with_client(client),
-        })
+        let client = http::ModelClient::new(request_timeout);
+        Self { openai: openai::OpenAiCompatible::with_client(client.clone()), anthropic: anthropic::AnthropicMessages::with_client(client) }
     }
 }
 
@@ -210,7 +207,7 @@ mod tests {
     #[tokio::test]
     async fn router_dispatches_on_the_wire_format() {
         let llm = hermes_fakes::FakeLlm::start().await;
-        let router = ProviderRouter::new(Duration::from_secs(10)).map_err(|e| e.to_string()).unwrap();
+        let router = ProviderRouter::new(Duration::from_secs(10));
         for (provider, model) in [(Some("anthropic"), "claude-test"), (None, "gpt-test")] {
             let request = ChatRequest {
                 model: spec(model, provider, &llm.base_url()),

@@ -15,16 +15,16 @@ use tokio::sync::mpsc;
 
 #[derive(Clone)]
 pub struct OpenAiCompatible {
-    client: reqwest::Client,
+    client: super::http::ModelClient,
 }
 
 impl OpenAiCompatible {
-    pub fn new(request_timeout: Duration) -> Result<Self, ProviderError> {
-        Ok(Self::with_client(super::http::client(request_timeout)?))
+    pub fn new(request_timeout: Duration) -> Self {
+        Self::with_client(super::http::ModelClient::new(request_timeout))
     }
 
     /// Use an existing client (its connection pool is shared).
-    pub fn with_client(client: reqwest::Client) -> Self {
+    pub fn with_client(client: super::http::ModelClient) -> Self {
         Self { client }
     }
 }
@@ -244,7 +244,7 @@ impl ToolCallAssembler {
 impl ChatProvider for OpenAiCompatible {
     async fn complete(&self, req: &ChatRequest, deltas: Option<&mpsc::Sender<String>>) -> Result<ChatResponse, ProviderError> {
         let url = format!("{}/chat/completions", req.model.base_url.trim_end_matches('/'));
-        let mut http = self.client.post(&url).json(&request_body(req));
+        let mut http = self.client.get()?.post(&url).json(&request_body(req));
         if let Some(key) = &req.model.api_key {
             http = http.bearer_auth(key);
         }
