@@ -12,6 +12,10 @@
 //!
 //! Run with `cargo bench --bench telegram`. It prints numbers and whether each target is met; it
 //! asserts nothing (timings depend on the machine).
+//!
+//! `scripts/order-hot-code.py` runs it to profile the gateway: `HERMES_BENCH_WRAPPER` is a
+//! command the gateway runs under (e.g. `valgrind --tool=callgrind …`) and
+//! `HERMES_BENCH_STOP_AFTER_IDLE=1` ends the run once the Telegram-only gateway has gone idle.
 
 #[path = "support.rs"]
 mod support;
@@ -68,6 +72,11 @@ async fn run() {
     let rss_mb = rss as f64 / 1024.0;
     println!("idle memory, Telegram only: VmRSS {rss_mb:.1} MB, VmHWM {:.1} MB", hwm as f64 / 1024.0);
     rows.push(("idle RSS, Telegram only".into(), format!("{rss_mb:.1} MB"), verdict(rss_mb <= 12.0, "≤ 12 MB")));
+    if std::env::var_os("HERMES_BENCH_STOP_AFTER_IDLE").is_some() {
+        gateway.stop();
+        llm.shutdown();
+        return;
+    }
 
     // Sequential round trips: one user, one message at a time.
     let user = fake.user(1001, "bench");
@@ -177,7 +186,15 @@ impl Gateway {
         )
         .expect("config");
         let allowed: Vec<String> = (1001..=1001).chain(2001..=2000 + i64::from(BURST_USERS)).map(|id| id.to_string()).collect();
-        let mut command = Command::new(binary);
+        let wrapper: Vec<String> = std::env::var("HERMES_BENCH_WRAPPER").unwrap_or_default().split_whitespace().map(String::from).collect();
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
         command
             .args(["gateway", "run"])
             .env_clear()
