@@ -186,6 +186,11 @@ impl FakeDiscord {
     pub fn sent_count(&self) -> usize {
         self.shared.with(|s| s.sent.len())
     }
+    /// When the latest bot message matching `pred` arrived, if one did; reads the log in place
+    /// (cheap enough to poll while a benchmark runs).
+    pub fn last_sent_at(&self, pred: impl Fn(&DcSent) -> bool) -> Option<Instant> {
+        self.shared.with(|s| s.sent.iter().filter(|m| pred(m)).map(|m| m.at).max())
+    }
     pub fn typing(&self, channel: u64) -> usize {
         self.shared.with(|s| s.typing.get(&channel).copied().unwrap_or(0))
     }

@@ -257,6 +257,7 @@ fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<(String,
         s.nonces.insert((channel_id, nonce), id);
     }
     let sent = DcSent {
+        at: Instant::now(),
         id,
         channel_id,
         content,

@@ -44,6 +44,8 @@ pub struct RestCall {
 /// A message the bot posted, in its current state.
 #[derive(Debug, Clone)]
 pub struct DcSent {
+    /// When the message create arrived.
+    pub at: Instant,
     pub id: u64,
     pub channel_id: u64,
     pub content: String,

@@ -470,6 +470,7 @@ fn send_message(s: &mut State, params: &Params) -> Response {
     };
     let message_id = s.next_message_id(chat);
     let sent = SentMessage {
+        at: Instant::now(),
         chat_id: chat,
         message_id,
         thread_id: thread,
@@ -551,6 +552,7 @@ fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>)
     let kind =
         if method == "sendphoto" { SentKind::Photo { len } } else { SentKind::Document { file_name: upload.file_name.clone(), len } };
     let sent = SentMessage {
+        at: Instant::now(),
         chat_id: chat,
         message_id,
         thread_id: thread,

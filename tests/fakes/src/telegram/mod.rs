@@ -138,6 +138,15 @@ impl FakeTelegram {
     pub fn sent_count(&self) -> usize {
         self.shared.with(|s| s.sent.len())
     }
+    /// How many bot messages match `pred`, without copying the log: cheap enough to poll while
+    /// a benchmark runs.
+    pub fn count_sent(&self, pred: impl Fn(&SentMessage) -> bool) -> usize {
+        self.shared.with(|s| s.sent.iter().filter(|m| pred(m)).count())
+    }
+    /// When the latest bot message matching `pred` arrived, if one did.
+    pub fn last_sent_at(&self, pred: impl Fn(&SentMessage) -> bool) -> Option<Instant> {
+        self.shared.with(|s| s.sent.iter().filter(|m| pred(m)).map(|m| m.at).max())
+    }
 
     /// Wait for at least `count` bot messages in `chat_id`; panics with what was sent otherwise.
     pub async fn wait_sent(&self, chat_id: i64, count: usize, timeout: Duration) -> Vec<SentMessage> {

@@ -46,6 +46,8 @@ pub enum SentKind {
 /// A message the bot sent, in its current state.
 #[derive(Debug, Clone)]
 pub struct SentMessage {
+    /// When the send arrived.
+    pub at: Instant,
     pub chat_id: i64,
     pub message_id: i64,
     pub thread_id: Option<i64>,
