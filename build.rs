@@ -27,10 +27,26 @@ fn main() {
     }
     let order = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join(HOT_CODE_ORDER);
     if order.is_file() && links_with_bundled_lld() {
-        println!("cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}", order.display());
-        // A function renamed or gone since the file was generated is simply not placed.
-        println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+        match copy_to_out_dir(&order) {
+            Ok(copy) => {
+                println!("cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}", copy.display());
+                // A function renamed or gone since the file was generated is simply not placed.
+                println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+            }
+            Err(e) => println!("cargo:warning=linking without {HOT_CODE_ORDER}: {e}"),
+        }
     }
+}
+
+/// The linker reads the order from the build's own output directory: cargo reuses this script's
+/// output for a checkout at another path that shares the target directory (a CI clone with a
+/// cached `CARGO_TARGET_DIR`), and a path into the source tree could then name a checkout that
+/// is gone.
+fn copy_to_out_dir(order: &Path) -> std::io::Result<PathBuf> {
+    let out_dir = std::env::var_os("OUT_DIR").ok_or_else(|| std::io::Error::other("cargo did not set OUT_DIR"))?;
+    let copy = PathBuf::from(out_dir).join("hot-code.order");
+    std::fs::copy(order, &copy)?;
+    Ok(copy)
 }
 
 /// Whether the binary will be linked by the toolchain's own lld: the default of official

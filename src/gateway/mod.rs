@@ -2,6 +2,7 @@
 //! the admin listener together, runs until a signal, then drains.
 //!
 //! - [`supervisor`] and [`backoff`]: one task per adapter, restarts with backoff, parking.
+//! - [`instance_lock`] and [`credential_lock`]: one gateway per HERMES_HOME, one per bot token.
 //! - [`health`], [`admin`], [`status_file`]: what operators see.
 //! - [`inbox`]: durable, deduplicated intake; replay after a crash.
 //! - [`router`], [`auth`], [`session_key`]: who may talk, and to which session.
@@ -18,6 +19,7 @@ pub mod backoff;
 pub mod clarify;
 pub mod commands;
 pub mod compaction;
+pub mod credential_lock;
 pub mod directory;
 pub mod health;
 pub mod history_cache;
@@ -82,9 +84,12 @@ pub enum GatewayError {
     Io(String),
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     pub replace: bool,
+    /// The machine-wide directory of credential locks ([`credential_lock`]); `None` runs without
+    /// the one-gateway-per-token guard.
+    pub credential_lock_dir: Option<std::path::PathBuf>,
 }
 
 /// Where the agent's files live: memories and skills under the home, commands run in
@@ -195,6 +200,10 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         let supervised = Supervised {
             adapter: adapter.clone(),
             make_context: Box::new(move |health| AdapterContext::new(inbox.clone(), directory.clone(), health, stop.clone())),
+            credential_locks: options
+                .credential_lock_dir
+                .clone()
+                .map(|dir| supervisor::CredentialLocks { dir, home: home.root().to_path_buf() }),
         };
         supervisors.push(supervisor::spawn(supervised, board.clone(), policy, adapters_stop.clone()));
     }

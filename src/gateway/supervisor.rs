@@ -2,8 +2,10 @@
 //! backoff when it fails — or parks it when retrying cannot help.
 
 use super::backoff::Backoff;
+use super::credential_lock::{self, CredentialLock, CredentialLockError};
 use super::health::{AdapterState, HealthBoard};
 use hermes_adapter::{AdapterContext, AdapterError, HealthReporter, PlatformAdapter};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -28,6 +30,52 @@ impl Default for SupervisorPolicy {
 pub struct Supervised {
     pub adapter: Arc<dyn PlatformAdapter>,
     pub make_context: Box<dyn Fn(HealthReporter) -> AdapterContext + Send + Sync>,
+    /// Where the machine-wide credential locks live; `None` runs without them.
+    pub credential_locks: Option<CredentialLocks>,
+}
+
+/// The credential lock directory and the HERMES_HOME this gateway names in its locks.
+#[derive(Debug, Clone)]
+pub struct CredentialLocks {
+    pub dir: PathBuf,
+    pub home: PathBuf,
+}
+
+/// The adapter's credential lock, taken before its first run and held until the supervisor ends
+/// (a restart after a dropped connection must not let another gateway in between).
+enum HeldCredential {
+    NotYetTaken,
+    /// `None`: the adapter has no credential, locks are off, or the lock directory is unusable.
+    Held {
+        _lock: Option<CredentialLock>,
+    },
+}
+
+impl HeldCredential {
+    /// Take the lock if it is not held yet. `Err` names the gateway holding it.
+    fn ensure(&mut self, supervised: &Supervised, platform: &str) -> Result<(), AdapterError> {
+        if matches!(self, HeldCredential::Held { .. }) {
+            return Ok(());
+        }
+        let (Some(locks), Some(credential)) = (&supervised.credential_locks, supervised.adapter.credential()) else {
+            *self = HeldCredential::Held { _lock: None };
+            return Ok(());
+        };
+        match credential_lock::acquire(&locks.dir, &credential, &locks.home) {
+            Ok(lock) => {
+                *self = HeldCredential::Held { _lock: Some(lock) };
+                Ok(())
+            }
+            Err(e @ CredentialLockError::InUse { .. }) => Err(AdapterError::retryable("credential_in_use", e.to_string())),
+            Err(e @ CredentialLockError::Io { .. }) => {
+                // Without a usable lock directory the bot still runs; only the guard against a
+                // second gateway on the same token is lost, and that is said once.
+                tracing::warn!(platform, "{e}; running without the one-gateway-per-token guard");
+                *self = HeldCredential::Held { _lock: None };
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Spawn the supervising task. It ends when `stop` is cancelled (after the adapter's run returns)
@@ -41,15 +89,21 @@ async fn supervise(supervised: Supervised, board: Arc<HealthBoard>, policy: Supe
     let mut backoff = Backoff::new(policy.backoff_base, policy.backoff_cap);
     let reporter = HealthReporter::new();
     board.register(&platform, reporter.clone());
+    let mut credential = HeldCredential::NotYetTaken;
     loop {
         board.set(&platform, AdapterState::Starting, None, backoff.attempt());
         reporter.mark_disconnected();
         reporter.set_degraded(None);
-        let ctx = (supervised.make_context)(reporter.clone());
         let started = Instant::now();
-        let result = tokio::select! {
-            r = supervised.adapter.run(ctx) => r,
-            stalled = watch_liveness(&reporter, supervised.adapter.liveness_timeout()) => Err(stalled),
+        let result = match credential.ensure(&supervised, &platform) {
+            Ok(()) => {
+                let ctx = (supervised.make_context)(reporter.clone());
+                tokio::select! {
+                    r = supervised.adapter.run(ctx) => r,
+                    stalled = watch_liveness(&reporter, supervised.adapter.liveness_timeout()) => Err(stalled),
+                }
+            }
+            Err(in_use) => Err(in_use),
         };
         let connected_for = if reporter.is_connected() { started.elapsed() } else { Duration::ZERO };
         reporter.mark_disconnected();
@@ -122,10 +176,11 @@ mod tests {
     use super::*;
     use async_trait::async_trait;
     use hermes_adapter::{
-        AcceptError, AcceptOutcome, Capabilities, InboundEvent, InboundSink, OutboundMessage, Platform, SendError, SendReceipt,
-        SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage,
+        AcceptError, AcceptOutcome, Capabilities, CredentialId, InboundEvent, InboundSink, OutboundMessage, Platform, SendError,
+        SendReceipt, SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage,
     };
     use std::collections::VecDeque;
+    use std::path::Path;
     use std::sync::Mutex;
 
     /// What one `run` call of the scripted adapter does.
@@ -145,6 +200,7 @@ mod tests {
         steps: Mutex<VecDeque<Step>>,
         runs: Mutex<u32>,
         liveness: Option<Duration>,
+        credential: Option<CredentialId>,
     }
 
     #[async_trait]
@@ -157,6 +213,9 @@ mod tests {
         }
         fn liveness_timeout(&self) -> Option<Duration> {
             self.liveness
+        }
+        fn credential(&self) -> Option<CredentialId> {
+            self.credential.clone()
         }
         async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
             *self.runs.lock().unwrap() += 1;
@@ -206,13 +265,21 @@ mod tests {
         }
     }
 
-    fn start(steps: Vec<Step>, liveness: Option<Duration>) -> (Arc<Scripted>, Arc<HealthBoard>, CancellationToken, JoinHandle<()>) {
+    type Started = (Arc<Scripted>, Arc<HealthBoard>, CancellationToken, JoinHandle<()>);
+
+    fn start(steps: Vec<Step>, liveness: Option<Duration>) -> Started {
+        start_with(steps, liveness, None)
+    }
+
+    /// `locked`: the adapter's credential, and the lock directory and home its gateway uses.
+    fn start_with(steps: Vec<Step>, liveness: Option<Duration>, locked: Option<(CredentialId, &Path, &str)>) -> Started {
         let adapter = Arc::new(Scripted {
             platform: Platform::new("scripted"),
             caps: Capabilities::http(),
             steps: Mutex::new(steps.into()),
             runs: Mutex::new(0),
             liveness,
+            credential: locked.as_ref().map(|(id, _, _)| id.clone()),
         });
         let board = Arc::new(HealthBoard::new());
         let stop = CancellationToken::new();
@@ -220,6 +287,7 @@ mod tests {
         let supervised = Supervised {
             adapter: adapter.clone(),
             make_context: Box::new(move |health| AdapterContext::new(Arc::new(NullSink), Arc::new(NullSink), health, stop_for_ctx.clone())),
+            credential_locks: locked.map(|(_, dir, home)| CredentialLocks { dir: dir.to_path_buf(), home: PathBuf::from(home) }),
         };
         let policy = SupervisorPolicy {
             backoff_base: Duration::from_secs(1),
@@ -299,5 +367,29 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(15)).await;
         assert!(*adapter.runs.lock().unwrap() >= 2, "the stalled run was torn down and rebuilt");
         stop.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bot_token_held_by_another_gateway_waits_until_it_is_free() {
+        let locks = tempfile::tempdir().unwrap();
+        let token = CredentialId::new("Telegram bot token", "123456:abc");
+        let (_first, first_board, first_stop, first_handle) = start_with(vec![], None, Some((token.clone(), locks.path(), "/srv/a")));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(first_board.snapshot().adapters[0].state, AdapterState::Connected);
+
+        let (second, second_board, second_stop, _second_handle) = start_with(vec![], None, Some((token, locks.path(), "/srv/b")));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let snap = second_board.snapshot();
+        assert_eq!(snap.adapters[0].state, AdapterState::BackingOff, "{snap:?}");
+        let detail = snap.adapters[0].detail.clone().unwrap_or_default();
+        assert!(detail.contains("Telegram bot token is already in use") && detail.contains("/srv/a"), "{detail}");
+        assert_eq!(*second.runs.lock().unwrap(), 0, "never connected while the other gateway holds the token");
+
+        first_stop.cancel();
+        first_handle.await.unwrap();
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        assert_eq!(second_board.snapshot().adapters[0].state, AdapterState::Connected, "took over once the token was free");
+        assert_eq!(*second.runs.lock().unwrap(), 1);
+        second_stop.cancel();
     }
 }

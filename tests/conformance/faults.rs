@@ -1,6 +1,7 @@
 //! Heavier fault scenarios through the whole process: throttling storms with 5xx bursts (and, on
 //! Discord, answers lost after the message was taken), kill -9 in the middle of a burst of updates,
-//! zombie Discord heartbeats seen in `/readyz`, and both chat platforms in one process.
+//! zombie Discord heartbeats seen in `/readyz`, both chat platforms in one process, and two
+//! gateways configured with one bot token.
 
 use crate::discord::DiscordPeer;
 use crate::peer::ChatPeer;
@@ -292,4 +293,58 @@ async fn discord_heartbeats_left_unacknowledged_show_as_degraded_until_the_adapt
     let chat = discord.dm(3, "still there?").await;
     assert!(eventually(Duration::from_secs(20), || discord.posted(&chat).iter().any(|m| m.text == "echo: still there?")).await);
     assert_eq!(discord.fake.open_connections(), 1, "one client, one connection");
+}
+
+/// Two gateways (two HERMES_HOMEs, say two profiles) configured with one bot token: the second is
+/// told the token is taken and by whom, never polls against the first (no 409 fight, no update
+/// answered twice), and takes over once the first is gone, even after a kill -9.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_gateway_on_the_same_bot_token_waits_instead_of_fighting_for_updates() {
+    let llm = FakeLlm::start().await;
+    let peer = TelegramPeer::start().await;
+    let locks = tempfile::tempdir().expect("temp dir");
+    let lock_dir = locks.path().to_str().expect("utf-8 temp path");
+    let mut setups = Vec::new();
+    for _ in 0..2 {
+        let mut setup = Setup::new(&llm.base_url());
+        setup.set("WEBHOOK_ENABLED", "false").set("HERMES_GATEWAY_LOCK_DIR", lock_dir);
+        let platforms = peer.configure(&mut setup);
+        // A short backoff cap so the waiting gateway looks again soon after the token is free.
+        setup.write_config(&format!("platforms:\n{platforms}\ngateway:\n  backoff_cap_secs: 2\n"));
+        setups.push(setup);
+    }
+    let mut first = setups[0].start().await;
+    let first_pid = std::fs::read_to_string(setups[0].home.path().join("gateway.pid")).expect("the first gateway's PID file");
+    let first_pid = first_pid.trim();
+    assert!(peer.fake.wait_until(Duration::from_secs(20), |f| f.call_count("getUpdates") > 0).await, "{}", first.log_text());
+
+    let second = setups[1].start().await;
+    let told = eventually(Duration::from_secs(20), || {
+        let (_, out, _) = setups[1].run(&["gateway", "status"]);
+        out.contains("telegram: backing_off") && out.contains(&format!("already in use by another hermes gateway (PID {first_pid}"))
+    })
+    .await;
+    let (_, status, _) = setups[1].run(&["gateway", "status"]);
+    assert!(told, "the second gateway names the holder:\n{status}\n{}", second.log_text());
+    assert!(!status.contains("123456:TEST-TOKEN") && !second.log_text().contains("TEST-TOKEN"), "no token in status or log");
+
+    let chat = peer.dm(1, "who answers?").await;
+    let answered = |text: &str| peer.fake.sent().iter().filter(|m| m.chat_id.to_string() == chat.chat_id && m.text == text).count();
+    assert!(eventually(Duration::from_secs(20), || answered("echo: who answers?") == 1).await, "{}", first.log_text());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(answered("echo: who answers?"), 1, "answered once");
+    let conflicts = peer.fake.calls().iter().filter(|c| c.method == "getupdates" && c.status == 409).count();
+    assert_eq!(conflicts, 0, "the two gateways never polled at the same time");
+
+    first.signal(libc::SIGKILL).await;
+    let took_over = eventually(Duration::from_secs(30), || {
+        let (_, out, _) = setups[1].run(&["gateway", "status"]);
+        out.contains("telegram: connected")
+    })
+    .await;
+    let (_, status, _) = setups[1].run(&["gateway", "status"]);
+    let calls: Vec<String> = peer.fake.calls().iter().rev().take(12).map(|c| format!("{} {} {:?}", c.method, c.status, c.params)).collect();
+    assert!(took_over, "the second gateway took the token over:\n{status}\n{calls:#?}\n{}", second.log_text());
+    peer.dm(1, "and now?").await;
+    assert!(eventually(Duration::from_secs(20), || answered("echo: and now?") == 1).await, "{}", second.log_text());
 }

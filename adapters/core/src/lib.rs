@@ -10,6 +10,7 @@
 //! - [`inbound`]: the normalized inbound event and the accept outcome.
 //! - [`outbound`]: targets, outbound messages, receipts, send errors, stream events.
 //! - [`capabilities`]: what a platform can do (limits, edits, buttons, markdown dialect).
+//! - [`credential`]: which account an adapter connects as (one gateway per credential).
 //! - [`context`]: what the gateway hands an adapter while it runs (inbox, health, shutdown).
 //! - [`error`]: how a `run` ends (retry or park).
 //! - [`markdown`] and [`chunk`]: pure functions that render and split text for a platform.
@@ -18,6 +19,7 @@
 pub mod capabilities;
 pub mod chunk;
 pub mod context;
+pub mod credential;
 pub mod error;
 pub mod inbound;
 pub mod markdown;
@@ -27,6 +29,7 @@ pub mod source;
 
 pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};
 pub use context::{AcceptError, AdapterContext, HealthReporter, InboundSink, SessionDirectory, SessionDirectoryError, StoredMessage};
+pub use credential::CredentialId;
 pub use error::AdapterError;
 pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
 pub use media::{FileKind, OutboundFile};
@@ -59,6 +62,13 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     /// the supervisor reports it degraded; after twice this long it is torn down and rebuilt.
     /// `None` for listeners that are idle whenever their clients are.
     fn liveness_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// The account this adapter connects as, when two gateways on one machine must not share it
+    /// (a bot token, an account login). The supervisor holds a machine-wide lock on it while the
+    /// adapter runs; `None` for listeners, whose port already admits only one.
+    fn credential(&self) -> Option<CredentialId> {
         None
     }
 

@@ -150,6 +150,10 @@ impl PlatformAdapter for DiscordAdapter {
         crate::gateway::run(self, ctx).await
     }
 
+    fn credential(&self) -> Option<hermes_adapter::CredentialId> {
+        Some(hermes_adapter::CredentialId::new("Discord bot token", &self.settings.token))
+    }
+
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
         let channel = channel_of(&msg.target)?;
         let components = action_rows(&msg.buttons);

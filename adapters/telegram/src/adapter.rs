@@ -239,6 +239,10 @@ impl PlatformAdapter for TelegramAdapter {
         crate::poll::run(self, ctx).await
     }
 
+    fn credential(&self) -> Option<hermes_adapter::CredentialId> {
+        Some(hermes_adapter::CredentialId::new("Telegram bot token", &self.settings.token))
+    }
+
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
         match &msg.file {
             Some(file) => self.send_file(msg, file).await,

@@ -10,6 +10,7 @@ use crate::adapter::TelegramAdapter;
 use crate::inbound::{self, Gate, Identity, Inbound};
 use crate::media::{self, Saved};
 use hermes_adapter::{AdapterContext, AdapterError, InboundEvent};
+use std::future::IntoFuture;
 use std::time::Duration;
 use teloxide::payloads::{DeleteWebhookSetters, GetUpdatesSetters};
 use teloxide::prelude::Requester;
@@ -37,11 +38,27 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
             .limit(100)
             .timeout(adapter.settings.poll_timeout.as_secs() as u32)
             .allowed_updates([AllowedUpdate::Message, AllowedUpdate::EditedMessage, AllowedUpdate::CallbackQuery]);
-        let result = tokio::select! {
-            r = request => r,
-            _ = ctx.shutdown.cancelled() => {
-                confirm(adapter, offset).await;
-                return Ok(());
+        let mut request = std::pin::pin!(request.into_future());
+        let result = loop {
+            tokio::select! {
+                r = &mut request => break r,
+                _ = ctx.shutdown.cancelled() => {
+                    confirm(adapter, offset).await;
+                    return Ok(());
+                }
+                // With nothing to deliver the first long poll lasts its whole timeout; a bot whose
+                // token was accepted and whose poll is waiting is connected meanwhile.
+                identified = async {
+                    match identity.as_mut() {
+                        Some(pending) => pending.await,
+                        None => std::future::pending().await,
+                    }
+                }, if identity.is_some() => {
+                    identity = None;
+                    me = Some(identified.map_err(|e| AdapterError::retryable("telegram_getme", format!("getMe task failed: {e}")))??);
+                    publish_commands(adapter);
+                    ctx.health.mark_connected();
+                }
             }
         };
         let updates = match result {

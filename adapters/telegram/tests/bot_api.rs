@@ -259,6 +259,23 @@ async fn a_second_poller_is_a_recoverable_conflict_reported_as_degraded() {
 }
 
 #[tokio::test]
+async fn a_quiet_bot_is_connected_while_its_first_long_poll_waits() {
+    let bot = Bot::start_with(FakeTelegram::start().await.unwrap(), |s| s.poll_timeout = Duration::from_secs(30)).await;
+    assert!(bot.fake.wait_until(Duration::from_secs(5), |f| f.call_count("getMe") >= 1).await);
+    let mut connected = false;
+    for _ in 0..300 {
+        connected = bot.health.is_connected();
+        if connected {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(connected, "connected once the token was accepted, not after the 30 s poll");
+    assert_eq!(bot.fake.calls().iter().filter(|c| c.method == "getupdates" && c.status != 0).count(), 0, "the first poll still waits");
+    bot.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_rejected_token_parks_the_adapter_without_printing_it() {
     let fake = FakeTelegram::start().await.unwrap();
     let bot = Bot::start_with(fake, |s| s.token = "999:WRONG-SECRET-abcdef".into()).await;
