@@ -1,6 +1,7 @@
 //! [`DiscordAdapter`]: the send side (messages with buttons, edits, typing) and the entry to the
 //! gateway connection in [`crate::gateway`].
 
+use crate::backfill::SeenChannels;
 use crate::errors::classify;
 use crate::inbound::Place;
 use crate::settings::DiscordSettings;
@@ -43,6 +44,8 @@ pub struct DiscordAdapter {
     client: reqwest012::Client,
     /// Channel id → where it is (learned once per channel; a channel never turns into a thread).
     pub(crate) places: Mutex<HashMap<u64, Place>>,
+    /// The newest message seen per channel, for reading back what a new session missed.
+    pub(crate) seen: Mutex<SeenChannels>,
 }
 
 impl DiscordAdapter {
@@ -77,7 +80,15 @@ impl DiscordAdapter {
             supports_files: true,
         };
         let http = Arc::new(build_http(&settings, client.clone()));
-        Ok(Self { platform: Platform::new("discord"), capabilities, settings, http, client, places: Mutex::new(HashMap::new()) })
+        Ok(Self {
+            platform: Platform::new("discord"),
+            capabilities,
+            settings,
+            http,
+            client,
+            places: Mutex::new(HashMap::new()),
+            seen: Mutex::default(),
+        })
     }
 
     /// A fresh REST client for a gateway client (serenity's client takes its own).

@@ -11,10 +11,14 @@
 //!   ends the shard runner, which drops its collector — that is how it is noticed at once) until
 //!   the next READY or RESUMED; a connection that stays down past `reconnect_grace` is torn down
 //!   and the supervisor rebuilds the whole client.
+//! * **Nothing written in a gap is lost.** After READY (a new session, which Discord does not
+//!   replay into) the recently active channels' history since the last message seen is read
+//!   back ([`crate::backfill`]); a resume needs none, Discord replays it.
 //! * **One client.** Every way out of [`run`] shuts the client's shards down first, so a rebuilt
 //!   client never runs next to the old one.
 
 use crate::adapter::DiscordAdapter;
+use crate::backfill;
 use crate::inbound::{self, Gate, Identity, Inbound, Place};
 use hermes_adapter::{AcceptError, AdapterContext, AdapterError, InboundEvent};
 use serenity::all::{
@@ -253,6 +257,7 @@ impl Loop {
             Incoming::Ready { bot_id } => {
                 self.me = Some(Identity { bot_id });
                 self.connected(ctx, "connected");
+                self.read_back_missed(adapter, ctx, gate).await?;
             }
             Incoming::Resumed => self.connected(ctx, "resumed"),
             Incoming::ConnectionLost => {
@@ -312,6 +317,29 @@ impl Loop {
         Ok(())
     }
 
+    /// A new session does not replay what was written before it: read the recently active
+    /// channels' history since the last message seen there (see [`crate::backfill`]), and take
+    /// it in the order it was written (ids are timestamps). Live events wait in the channel
+    /// meanwhile, so they come after.
+    async fn read_back_missed(&mut self, adapter: &DiscordAdapter, ctx: &AdapterContext, gate: &Gate) -> Result<(), AdapterError> {
+        let channels = adapter.seen.lock().map(|seen| seen.snapshot()).unwrap_or_default();
+        let mut missed = Vec::new();
+        for (channel, seen) in channels {
+            match backfill::missed_in(adapter, channel, seen).await {
+                Ok(messages) => missed.extend(messages),
+                Err(e) => tracing::warn!(channel, "could not read back a Discord channel's messages after reconnecting: {e}"),
+            }
+        }
+        if !missed.is_empty() {
+            tracing::info!(count = missed.len(), "reading back Discord messages written while the bot had no session");
+        }
+        missed.sort_by_key(|m| m.id);
+        for message in missed {
+            self.handle(adapter, ctx, gate, Item::Message(Box::new(message)), "history").await?;
+        }
+        Ok(())
+    }
+
     async fn handle(
         &mut self,
         adapter: &DiscordAdapter,
@@ -328,11 +356,14 @@ impl Loop {
             tracing::debug!(event = %key, "an event before READY; ignored");
             return Ok(());
         };
-        if via != "collector" {
+        if via == "event handler" {
             tracing::debug!(event = %key, "taken from the event handler (the collector had not seen it)");
         }
         let classified = match &item {
             Item::Message(message) => {
+                if let Ok(mut seen) = adapter.seen.lock() {
+                    seen.record(message.channel_id.get(), message.id.get(), message.guild_id.map(|g| g.get()));
+                }
                 let place = place_of(adapter, message.channel_id.get(), message.guild_id.is_none()).await;
                 inbound::from_message(message, place, &me, gate)
             }

@@ -4,11 +4,13 @@
 //!   Discord deduplicates on), editing, typing, buttons.
 //! * [`gateway`]: the gateway connection: events taken in order, health from the shard's state,
 //!   a connection that stays down rebuilt.
+//! * [`backfill`]: messages written while the bot had no session, read back after READY.
 //! * [`inbound`]: messages and button presses → events (DMs, guild channels, threads, mention
 //!   gating).
 //! * [`errors`]: Discord failures → what the gateway does next.
 
 pub mod adapter;
+pub(crate) mod backfill;
 pub mod errors;
 pub mod gateway;
 pub mod inbound;

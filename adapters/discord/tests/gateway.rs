@@ -208,6 +208,36 @@ async fn a_dropped_connection_resumes_and_what_was_said_meanwhile_arrives_once()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_was_written_while_the_session_was_lost_is_read_back_once_in_order() {
+    let bot = Bot::start().await;
+    bot.connected().await;
+    let general = bot.fake.text_channel("general");
+    let (gina, hal) = (bot.fake.user(14, "gina"), bot.fake.user(15, "hal"));
+    bot.fake.dm(&gina, "before");
+    bot.fake.channel_message(general, &hal, "hello bot", true);
+    bot.events(2).await;
+    // A session Discord forgot: a new one starts from now, nothing is replayed into it.
+    assert!(bot.fake.invalidate_session(false));
+    bot.fake.dm(&gina, "while away 1");
+    bot.fake.channel_message(general, &hal, "not for the bot", false);
+    bot.fake.channel_message(general, &hal, "while away 2", true);
+    bot.fake.dm(&gina, "while away 3");
+    assert_eq!(bot.fake.lost_events(), 4, "no session received them");
+    assert!(bot.fake.wait_until(Duration::from_secs(20), |f| f.identifies() == 2 && f.connected()).await, "a new session");
+    bot.connected().await;
+    bot.fake.dm(&gina, "after");
+    let events = bot.events(6).await;
+    let texts: Vec<&str> = events.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts, vec!["before", "hello bot", "while away 1", "while away 2", "while away 3", "after"]);
+    assert_eq!(events[3].source.chat_type, ChatType::Group, "a guild message read back is still a guild message");
+    assert_eq!(events[3].source.scope_id, Some(bot.fake.guild_id().to_string()));
+    assert_eq!(events[4].source.chat_type, ChatType::Dm);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(bot.inbox.events().len(), 6, "nothing twice, and the unmentioned message stays unanswered");
+    bot.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unacknowledged_heartbeats_are_noticed_reported_and_the_connection_rebuilt() {
     let bot = Bot::start().await;
     bot.connected().await;

@@ -297,14 +297,19 @@ impl FakeDiscord {
     }
     /// Op 9; unless `resumable`, the session is forgotten (events since are lost).
     pub fn invalidate_session(&self, resumable: bool) -> bool {
-        if !resumable {
-            self.shared.with(|s| {
-                if let Some(id) = s.current_session.take() {
-                    s.sessions.remove(&id);
-                }
-            });
-        }
-        self.to_live_connection(Frame::Text(json!({"op": 9, "d": resumable, "s": null, "t": null}).to_string()))
+        let frame = Frame::Text(json!({"op": 9, "d": resumable, "s": null, "t": null}).to_string());
+        // One lock: the frame goes to this session's connection, and the session is forgotten
+        // before the bot can answer with a new IDENTIFY.
+        self.shared.with(|s| {
+            let sent = s.live_connection().and_then(|c| s.connections.get(&c)).is_some_and(|conn| conn.tx.send(frame).is_ok());
+            if sent
+                && !resumable
+                && let Some(id) = s.current_session.take()
+            {
+                s.sessions.remove(&id);
+            }
+            sent
+        })
     }
     /// Close the live connection with `code` (4000–4014 are Discord's).
     pub fn close_connection(&self, code: u16) -> bool {

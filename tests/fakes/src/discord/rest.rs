@@ -1,5 +1,5 @@
 //! The REST surface under `/api/v10`: gateway discovery, the bot's user and application, channels,
-//! message create / edit / delete (JSON or multipart with `payload_json`), typing, reactions,
+//! channel history, message create / edit / delete (JSON or multipart with `payload_json`), typing, reactions,
 //! interaction callbacks and application commands. Every call is authenticated with the bot token,
 //! logged, and may be answered by a fault first. Errors use Discord's JSON shape and codes.
 
@@ -94,6 +94,7 @@ async fn read_body(request: Request) -> Result<(Value, Vec<(String, usize)>), Re
 pub(crate) async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().strip_prefix("/api/v10").unwrap_or(request.uri().path()).to_string();
+    let query = request.uri().query().unwrap_or_default().to_string();
     let authorized = {
         let presented = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
         shared.with(|s| presented == format!("Bot {}", s.token))
@@ -124,10 +125,10 @@ pub(crate) async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: R
             }
             Some(Fault::LostAnswer) => {
                 was_reset = true;
-                shared.with(|s| route(s, &method, &path, body, files));
+                shared.with(|s| route(s, &method, &path, &query, body, files));
                 reset()
             }
-            None => shared.with(|s| route(s, &method, &path, body, files)),
+            None => shared.with(|s| route(s, &method, &path, &query, body, files)),
         }
     };
     let status = if was_reset { 0 } else { response.status().as_u16() };
@@ -136,7 +137,7 @@ pub(crate) async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: R
     response
 }
 
-fn route(s: &mut State, method: &Method, path: &str, body: Value, files: Vec<(String, usize)>) -> Response {
+fn route(s: &mut State, method: &Method, path: &str, query: &str, body: Value, files: Vec<(String, usize)>) -> Response {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (method.as_str(), segments.as_slice()) {
         ("GET", ["gateway"]) => reply(StatusCode::OK, json!({"url": s.ws_url})),
@@ -181,6 +182,7 @@ fn route(s: &mut State, method: &Method, path: &str, body: Value, files: Vec<(St
             }
             None => error(404, 10003, "Unknown Channel"),
         },
+        ("GET", ["channels", id, "messages"]) => list_messages(s, id, query),
         ("POST", ["channels", id, "messages"]) => create_message(s, id, body, files),
         ("PATCH", ["channels", id, "messages", message]) => edit_message(s, id, message, body),
         ("DELETE", ["channels", _, "messages", message]) => match message.parse().ok().and_then(|m: u64| s.sent_index.get(&m).copied()) {
@@ -210,6 +212,49 @@ fn route(s: &mut State, method: &Method, path: &str, body: Value, files: Vec<(St
 
 fn known_channel(s: &State, id: &str) -> Option<u64> {
     id.parse().ok().filter(|id| s.channels.contains_key(id))
+}
+
+/// A channel's history, newest first as Discord answers it: users' messages and the bot's (not
+/// deleted), `limit` (1–100, default 50) of them after `after` or the latest ones. Like Discord's,
+/// these message objects carry no `guild_id`.
+fn list_messages(s: &State, channel: &str, query: &str) -> Response {
+    let Some(channel_id) = known_channel(s, channel) else {
+        return error(404, 10003, "Unknown Channel");
+    };
+    let param = |name: &str| query.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v);
+    let Ok(limit) = param("limit").unwrap_or("50").parse::<usize>() else {
+        return error(400, 50035, "Invalid Form Body (limit)");
+    };
+    if !(1..=100).contains(&limit) {
+        return error(400, 50035, "Invalid Form Body (limit: must be between 1 and 100)");
+    }
+    let after: Option<u64> = param("after").and_then(|a| a.parse().ok());
+    let in_channel = |m: &Value| m["channel_id"].as_str() == Some(&channel_id.to_string());
+    let mut history: Vec<(u64, Value)> = s
+        .user_messages
+        .iter()
+        .filter(|(_, m)| in_channel(m))
+        .map(|(id, m)| (*id, m.clone()))
+        .chain(s.sent.iter().filter(|m| m.channel_id == channel_id && !m.deleted).map(|m| (m.id, s.sent_message_json(m))))
+        .collect();
+    history.sort_by_key(|(id, _)| *id);
+    let page: Vec<Value> = match after {
+        Some(after) => history.into_iter().filter(|(id, _)| *id > after).take(limit).collect::<Vec<_>>(),
+        None => {
+            let skip = history.len().saturating_sub(limit);
+            history.into_iter().skip(skip).collect()
+        }
+    }
+    .into_iter()
+    .rev()
+    .map(|(_, mut m)| {
+        if let Some(object) = m.as_object_mut() {
+            object.remove("guild_id");
+        }
+        m
+    })
+    .collect();
+    reply(StatusCode::OK, Value::Array(page))
 }
 
 fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<(String, usize)>) -> Response {
