@@ -72,6 +72,7 @@ fn discord(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
     };
     let mut settings = hermes_discord::DiscordSettings::new(token);
     settings.api_base_url = block.api_base_url.clone();
+    settings.commands = command_menu();
     settings.require_mention = block.require_mention.unwrap_or(true);
     settings.free_response_channels = block.free_response_chats.clone();
     Some(

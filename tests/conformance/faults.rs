@@ -225,6 +225,18 @@ async fn full_process_with_telegram_and_discord_streams_in_both_and_status_lists
             assert!(text.contains(connected), "{connected} listed as connected in {platform}: {text}");
         }
     }
+    // The same command from Discord's slash menu: published from the registry, answered in the
+    // interaction's "thinking…" response.
+    let published = discord.fake.commands();
+    assert!(published.as_array().is_some_and(|c| c.iter().any(|c| c["name"] == "status")), "slash commands published: {published}");
+    let dm_channel: u64 = dc_chat.chat_id.parse().expect("a channel id");
+    discord.fake.slash_command(&discord.dc_user(1), dm_channel, "status", None);
+    let statuses = || discord.posted(&dc_chat).iter().filter(|m| m.text.contains("Platforms:")).count();
+    assert!(eventually(Duration::from_secs(20), || statuses() == 2).await, "the slash /status was answered\n{}", gateway.log_text());
+    assert!(
+        discord.fake.calls().iter().any(|c| c.method == "PATCH" && c.path.ends_with("/messages/@original")),
+        "in the thinking response"
+    );
     // A streamed answer naming a file: the shown message loses the tag, the file follows.
     let notes = setup.home.path().join("cache").join("notes.txt");
     std::fs::write(&notes, "remember the milk\n").expect("write notes");

@@ -2,6 +2,7 @@
 //! gateway connection in [`crate::gateway`].
 
 use crate::backfill::SeenChannels;
+use crate::commands::{self, PendingInteractions};
 use crate::errors::classify;
 use crate::inbound::Place;
 use crate::settings::DiscordSettings;
@@ -16,6 +17,7 @@ use serenity::model::channel::{MessageReference, MessageReferenceKind, Nonce};
 use serenity::model::id::{ChannelId, MessageId};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -46,6 +48,10 @@ pub struct DiscordAdapter {
     pub(crate) places: Mutex<HashMap<u64, Place>>,
     /// The newest message seen per channel, for reading back what a new session missed.
     pub(crate) seen: Mutex<SeenChannels>,
+    /// Slash commands acknowledged as "thinking…", waiting for their answer.
+    pub(crate) pending_interactions: Mutex<PendingInteractions>,
+    /// The slash commands are published once per process, at the first READY.
+    pub(crate) commands_published: AtomicBool,
 }
 
 impl DiscordAdapter {
@@ -88,6 +94,8 @@ impl DiscordAdapter {
             client,
             places: Mutex::new(HashMap::new()),
             seen: Mutex::default(),
+            pending_interactions: Mutex::default(),
+            commands_published: AtomicBool::new(false),
         })
     }
 
@@ -126,7 +134,7 @@ fn channel_of(target: &ChatTarget) -> Result<ChannelId, SendError> {
 
 /// Action rows of buttons: Discord takes 5 rows of 5, custom ids of 1-100 characters and labels
 /// up to 80; what does not fit is left out with a warning rather than failing the message.
-fn action_rows(rows: &[Vec<Button>]) -> Vec<CreateActionRow> {
+pub(crate) fn action_rows(rows: &[Vec<Button>]) -> Vec<CreateActionRow> {
     rows.iter()
         .map(|row| {
             row.iter()
@@ -170,6 +178,9 @@ impl PlatformAdapter for DiscordAdapter {
         let components = action_rows(&msg.buttons);
         if msg.text.trim().is_empty() && components.is_empty() && msg.file.is_none() {
             return Err(SendError::Other("nothing to send: the message is empty".to_string()));
+        }
+        if let Some(answered) = commands::answer_in_place(self, msg).await {
+            return answered;
         }
         // The model's words never ping anyone: @everyone, roles and users stay plain text.
         let mut message = CreateMessage::new()

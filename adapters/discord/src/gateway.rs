@@ -19,11 +19,12 @@
 
 use crate::adapter::DiscordAdapter;
 use crate::backfill;
+use crate::commands;
 use crate::inbound::{self, Gate, Identity, Inbound, Place};
 use hermes_adapter::{AcceptError, AdapterContext, AdapterError, InboundEvent};
 use serenity::all::{
-    Channel, ChannelType, ClientBuilder, CollectorCallback, Context, CreateInteractionResponse, Event, EventHandler, GatewayIntents,
-    Interaction, InteractionId, Message, Ready, ResumedEvent, ShardId, ShardManager,
+    Channel, ChannelType, ClientBuilder, CollectorCallback, Context, CreateInteractionResponse, CreateInteractionResponseMessage, Event,
+    EventHandler, GatewayIntents, Interaction, InteractionId, Message, Ready, ResumedEvent, ShardId, ShardManager,
 };
 use serenity::gateway::{ConnectionStage, GatewayError};
 use std::collections::{HashSet, VecDeque};
@@ -42,6 +43,7 @@ const RECENT_IDS: usize = 4096;
 enum Incoming {
     Ready {
         bot_id: u64,
+        application_id: u64,
     },
     Resumed,
     /// From the collector, in the order the shard received them.
@@ -103,7 +105,7 @@ impl EventHandler for Handler {
             }
             !watch.tx.is_closed()
         })));
-        let _ = self.tx.send(Incoming::Ready { bot_id: ready.user.id.get() });
+        let _ = self.tx.send(Incoming::Ready { bot_id: ready.user.id.get(), application_id: ready.application.id.get() });
     }
 
     async fn resume(&self, _ctx: Context, _event: ResumedEvent) {
@@ -254,9 +256,12 @@ struct Loop {
 impl Loop {
     async fn take(&mut self, adapter: &DiscordAdapter, ctx: &AdapterContext, gate: &Gate, incoming: Incoming) -> Result<(), AdapterError> {
         match incoming {
-            Incoming::Ready { bot_id } => {
+            Incoming::Ready { bot_id, application_id } => {
                 self.me = Some(Identity { bot_id });
                 self.connected(ctx, "connected");
+                if !adapter.commands_published.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                    commands::publish(adapter, application_id);
+                }
                 self.read_back_missed(adapter, ctx, gate).await?;
             }
             Incoming::Resumed => self.connected(ctx, "resumed"),
@@ -372,12 +377,31 @@ impl Loop {
                     let place = place_of(adapter, component.channel_id.get(), component.guild_id.is_none()).await;
                     inbound::from_component(component, place, &me)
                 }
-                _ => Inbound::Ignore("an interaction other than a button press"),
+                Interaction::Command(command) => {
+                    let place = place_of(adapter, command.channel_id.get(), command.guild_id.is_none()).await;
+                    inbound::from_command(command, place)
+                }
+                _ => Inbound::Ignore("an interaction other than a button press or a slash command"),
             },
         };
         match classified {
             Inbound::Ignore(why) => tracing::debug!(event = %key, "ignored: {why}"),
             Inbound::Message(event) => accept(ctx, *event).await?,
+            Inbound::Command { event, interaction_id, token } => {
+                // "Thinking…" first: Discord gives 3 s, and the answer is written into this
+                // response. Discord never sends an interaction again, so acknowledging before the
+                // inbox has it loses nothing a retry could have saved.
+                let deferred = CreateInteractionResponse::Defer(CreateInteractionResponseMessage::new());
+                match adapter.http.create_interaction_response(InteractionId::new(interaction_id), &token, &deferred, vec![]).await {
+                    Ok(()) => {
+                        if let Ok(mut pending) = adapter.pending_interactions.lock() {
+                            pending.insert(interaction_id, token);
+                        }
+                    }
+                    Err(e) => tracing::warn!("could not acknowledge a slash command ({e}); its answer goes to the channel as a message"),
+                }
+                accept(ctx, *event).await?;
+            }
             Inbound::Button { event, interaction_id, token } => {
                 accept(ctx, *event).await?;
                 // Stops the "interaction failed" notice; the press itself is already stored.

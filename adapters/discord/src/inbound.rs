@@ -1,10 +1,11 @@
-//! Discord messages and button presses turned into the gateway's [`InboundEvent`]s: who and where
+//! Discord messages, slash commands and button presses turned into the gateway's [`InboundEvent`]s: who and where
 //! (DM, guild channel, thread), mention gating, the bot's own mention stripped from the text.
 //! Pure functions; finding out whether a channel is a thread is [`crate::gateway`]'s job.
 
+use crate::commands::INPUT_OPTION;
 use chrono::Utc;
 use hermes_adapter::{ChatType, InboundEvent, MessageKind, Platform, SessionSource};
-use serenity::model::application::ComponentInteraction;
+use serenity::model::application::{CommandDataOptionValue, CommandInteraction, ComponentInteraction};
 use serenity::model::channel::Message;
 use serenity::model::user::User;
 use std::collections::HashSet;
@@ -36,6 +37,13 @@ pub enum Inbound {
     Message(Box<InboundEvent>),
     /// A button press; the interaction is acknowledged once the event is accepted.
     Button {
+        event: Box<InboundEvent>,
+        interaction_id: u64,
+        token: String,
+    },
+    /// A slash command; acknowledged as "thinking…" before the event is accepted, and answered in
+    /// that response.
+    Command {
         event: Box<InboundEvent>,
         interaction_id: u64,
         token: String,
@@ -101,6 +109,29 @@ pub fn from_component(interaction: &ComponentInteraction, place: Place, me: &Ide
     event.kind = MessageKind::ButtonPress;
     event.received_at = Utc::now();
     Inbound::Button { event: Box::new(event), interaction_id: interaction.id.get(), token: interaction.token.clone() }
+}
+
+/// A slash command becomes the text a typed command would be (`/model gpt-5`). It is addressed
+/// to the bot by nature: no mention needed anywhere.
+pub fn from_command(interaction: &CommandInteraction, place: Place) -> Inbound {
+    let name = interaction.data.name.trim();
+    if name.is_empty() {
+        return Inbound::Ignore("a slash command without a name");
+    }
+    let input = interaction.data.options.iter().find_map(|o| match (&o.value, o.name.as_str()) {
+        (CommandDataOptionValue::String(v), INPUT_OPTION) => Some(v.trim().to_string()),
+        _ => None,
+    });
+    let text = match input.filter(|i| !i.is_empty()) {
+        Some(input) => format!("/{name} {input}"),
+        None => format!("/{name}"),
+    };
+    let channel = interaction.channel_id.get();
+    let source = source(place, channel, &interaction.user, interaction.guild_id.map(|g| g.get()));
+    let mut event = InboundEvent::text(format!("discord:interaction:{}", interaction.id.get()), source, text);
+    event.message_id = Some(crate::commands::reference(interaction.id.get()));
+    event.received_at = Utc::now();
+    Inbound::Command { event: Box::new(event), interaction_id: interaction.id.get(), token: interaction.token.clone() }
 }
 
 fn source(place: Place, channel: u64, author: &User, guild: Option<u64>) -> SessionSource {

@@ -4,6 +4,7 @@
 //!   Discord deduplicates on), editing, typing, buttons.
 //! * [`gateway`]: the gateway connection: events taken in order, health from the shard's state,
 //!   a connection that stays down rebuilt.
+//! * [`commands`]: the command registry as native slash commands, answered in place.
 //! * [`backfill`]: messages written while the bot had no session, read back after READY.
 //! * [`inbound`]: messages and button presses → events (DMs, guild channels, threads, mention
 //!   gating).
@@ -11,6 +12,7 @@
 
 pub mod adapter;
 pub(crate) mod backfill;
+pub(crate) mod commands;
 pub mod errors;
 pub mod gateway;
 pub mod inbound;

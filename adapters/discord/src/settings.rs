@@ -18,6 +18,8 @@ pub struct DiscordSettings {
     pub free_response_channels: Vec<String>,
     /// How long the gateway connection may stay down before the whole client is rebuilt.
     pub reconnect_grace: Duration,
+    /// The slash commands to publish: (name, description), from the gateway's registry.
+    pub commands: Vec<(String, String)>,
 }
 
 impl DiscordSettings {
@@ -29,6 +31,7 @@ impl DiscordSettings {
             thread_require_mention: false,
             free_response_channels: Vec::new(),
             reconnect_grace: Duration::from_secs(60),
+            commands: Vec::new(),
         }
     }
 }
@@ -42,6 +45,7 @@ impl std::fmt::Debug for DiscordSettings {
             .field("require_mention", &self.require_mention)
             .field("thread_require_mention", &self.thread_require_mention)
             .field("free_response_channels", &self.free_response_channels)
+            .field("commands", &self.commands.len())
             .finish_non_exhaustive()
     }
 }

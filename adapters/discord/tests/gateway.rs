@@ -208,6 +208,40 @@ async fn a_dropped_connection_resumes_and_what_was_said_meanwhile_arrives_once()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_are_published_and_answered_in_their_thinking_response() {
+    let commands = vec![("status".to_string(), "Show the session".to_string()), ("model".to_string(), "Switch the model".to_string())];
+    let bot = Bot::start_with(FakeDiscord::start().await.unwrap(), |s| s.commands = commands).await;
+    bot.connected().await;
+    assert!(bot.fake.wait_until(Duration::from_secs(10), |f| f.commands().as_array().is_some_and(|c| c.len() == 2)).await);
+    let published = bot.fake.commands();
+    assert_eq!(published[1]["name"], "model");
+    assert_eq!(published[1]["options"][0]["name"], "input", "arguments go in one text option");
+
+    let general = bot.fake.text_channel("general");
+    let ivy = bot.fake.user(16, "ivy");
+    let invoked = bot.fake.slash_command(&ivy, general, "model", Some("gpt-5"));
+    let events = bot.events(1).await;
+    assert_eq!(events[0].text, "/model gpt-5", "the same text as a typed command; no mention needed");
+    assert_eq!(events[0].source.chat_type, ChatType::Group);
+    assert_eq!(bot.fake.interaction_callbacks(), vec![(invoked.id, 5)], "acknowledged as thinking");
+
+    let mut answer = message(general, None, "Model switched to gpt-5");
+    answer.reply_to = events[0].message_id.clone();
+    let first = bot.adapter.send(&answer).await.unwrap();
+    answer.text = "and a second part".into();
+    bot.adapter.send(&answer).await.unwrap();
+    let posted = bot.fake.sent_to(general);
+    let texts: Vec<&str> = posted.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts, vec!["Model switched to gpt-5", "and a second part"], "the first part replaced the thinking response");
+    assert_eq!(first.message_id, Some(posted[0].id.to_string()));
+    assert!(bot.fake.calls().iter().any(|c| c.method == "PATCH" && c.path.ends_with("/messages/@original")));
+    let target = ChatTarget { platform: Platform::new("discord"), chat_id: general.to_string(), thread_id: None };
+    bot.adapter.edit(&target, &posted[0].id.to_string(), "Model switched to gpt-5 (edited)").await.unwrap();
+    assert_eq!(bot.fake.sent_to(general)[0].content, "Model switched to gpt-5 (edited)", "streaming edits reach the response");
+    bot.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_was_written_while_the_session_was_lost_is_read_back_once_in_order() {
     let bot = Bot::start().await;
     bot.connected().await;

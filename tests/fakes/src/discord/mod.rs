@@ -158,6 +158,31 @@ impl FakeDiscord {
         })
     }
 
+    /// A slash command typed in `channel`: an application-command interaction carrying `input`
+    /// as its one string option, as Discord sends it for the commands the bot registered.
+    pub fn slash_command(&self, from: &DcUser, channel_id: u64, name: &str, input: Option<&str>) -> Injected {
+        let injected = self.shared.with(|s| {
+            let id = s.snowflake();
+            let options: Vec<Value> = input.map(|v| json!({"name": "input", "type": 3, "value": v})).into_iter().collect();
+            let token = format!("interaction-token-{id}");
+            let mut interaction = json!({
+                "id": id.to_string(), "application_id": s.application_id.to_string(), "type": 2,
+                "data": {"id": "1", "name": name, "type": 1, "options": options}, "channel_id": channel_id.to_string(),
+                "user": State::user_json(from, false), "token": token, "version": 1,
+                "locale": "en-US", "app_permissions": "0", "entitlements": [],
+                "authorizing_integration_owners": {}, "attachment_size_limit": 10_485_760,
+            });
+            if s.channels.get(&channel_id).is_some_and(|c| !matches!(c.kind, ChannelKind::Dm { .. })) {
+                interaction["guild_id"] = json!(s.guild_id.to_string());
+            }
+            s.interactions.insert(token, state::Interaction { id, channel_id, acknowledged: false, original: None });
+            let seq = s.dispatch("INTERACTION_CREATE", interaction);
+            Injected { id, channel_id, seq }
+        });
+        self.shared.changed.notify_waiters();
+        injected
+    }
+
     /// Any dispatch (an unknown event name, a malformed payload).
     pub fn dispatch_raw(&self, event: &str, data: Value) -> Option<u64> {
         self.shared.with(|s| s.dispatch(event, data))

@@ -1,6 +1,6 @@
 //! The REST surface under `/api/v10`: gateway discovery, the bot's user and application, channels,
 //! channel history, message create / edit / delete (JSON or multipart with `payload_json`), typing, reactions,
-//! interaction callbacks and application commands. Every call is authenticated with the bot token,
+//! interaction callbacks and responses (`@original`), and application commands. Every call is authenticated with the bot token,
 //! logged, and may be answered by a fault first. Errors use Discord's JSON shape and codes.
 
 use super::state::{DcSent, Fault, RestCall, Shared, State};
@@ -201,11 +201,21 @@ fn route(s: &mut State, method: &Method, path: &str, query: &str, body: Value, f
             s.reactions.retain(|(m, e)| !(*m == message && e == emoji));
             no_content()
         }
-        ("POST", ["interactions", id, _token, "callback"]) => {
+        ("POST", ["interactions", id, token, "callback"]) => {
             let kind = body.get("type").and_then(Value::as_u64).unwrap_or(0);
             s.interaction_callbacks.push((id.parse().unwrap_or(0), kind));
+            if let Some(interaction) = s.interactions.get_mut(*token) {
+                if Some(interaction.id) != id.parse().ok() {
+                    return error(404, 10062, "Unknown interaction");
+                }
+                if interaction.acknowledged {
+                    return error(400, 40060, "Interaction has already been acknowledged.");
+                }
+                interaction.acknowledged = true;
+            }
             no_content()
         }
+        ("PATCH", ["webhooks", application, token, "messages", "@original"]) => edit_original(s, application, token, body),
         _ => error(404, 0, "404: Not Found"),
     }
 }
@@ -255,6 +265,46 @@ fn list_messages(s: &State, channel: &str, query: &str) -> Response {
     })
     .collect();
     reply(StatusCode::OK, Value::Array(page))
+}
+
+/// The response of an acknowledged interaction: written by the first edit of a deferred
+/// response, edited by later ones. It is the bot's message in the interaction's channel.
+fn edit_original(s: &mut State, application: &str, token: &str, body: Value) -> Response {
+    let Some(interaction) = s.interactions.get(token).cloned().filter(|_| application == s.application_id.to_string()) else {
+        return error(404, 10015, "Unknown Webhook");
+    };
+    if !interaction.acknowledged {
+        return error(404, 10008, "Unknown Message");
+    }
+    if let Some(id) = interaction.original {
+        return edit_message(s, &interaction.channel_id.to_string(), &id.to_string(), body);
+    }
+    let content = body.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
+    if content.chars().count() > MAX_CONTENT {
+        return too_long();
+    }
+    let components = body.get("components").cloned().unwrap_or(json!([]));
+    if let Some(what) = components_problem(&components) {
+        return invalid_components(what);
+    }
+    let id = s.snowflake();
+    if let Some(i) = s.interactions.get_mut(token) {
+        i.original = Some(id);
+    }
+    let sent = DcSent {
+        at: Instant::now(),
+        id,
+        channel_id: interaction.channel_id,
+        content,
+        edits: Vec::new(),
+        deleted: false,
+        components,
+        reply_to: None,
+        allowed_mentions: body.get("allowed_mentions").cloned(),
+        files: Vec::new(),
+    };
+    let json = s.store_sent(sent);
+    reply(StatusCode::OK, json)
 }
 
 fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<(String, usize)>) -> Response {

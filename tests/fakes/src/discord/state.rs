@@ -153,6 +153,8 @@ pub(crate) struct State {
     pub typing: HashMap<u64, usize>,
     /// (interaction id, callback type).
     pub interaction_callbacks: Vec<(u64, u64)>,
+    /// Interaction token → the interaction, for its response webhook.
+    pub interactions: HashMap<String, Interaction>,
     /// (message id, emoji) the bot reacted with.
     pub reactions: Vec<(u64, String)>,
     pub commands: Value,
@@ -192,6 +194,7 @@ impl State {
             calls: Vec::new(),
             typing: HashMap::new(),
             interaction_callbacks: Vec::new(),
+            interactions: HashMap::new(),
             reactions: Vec::new(),
             commands: json!([]),
             nonces: HashMap::new(),
@@ -333,6 +336,17 @@ impl State {
 
 pub(crate) fn timestamp() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// An interaction the bot may answer through its token.
+#[derive(Debug, Clone)]
+pub(crate) struct Interaction {
+    pub id: u64,
+    pub channel_id: u64,
+    /// Acknowledged with a callback (a deferred or immediate response).
+    pub acknowledged: bool,
+    /// The response message, once it has content.
+    pub original: Option<u64>,
 }
 
 /// The state behind one lock, plus the wake-up for test-side waiters.
