@@ -2,7 +2,8 @@
 //! binary:
 //!
 //! - spawn → first `getUpdates` (the time until the bot can receive anything);
-//! - idle RSS with Telegram as the only platform;
+//! - idle RSS with Telegram as the only platform (and how much of `link/hot-code.order`, which
+//!   keeps it low, still matches this binary);
 //! - reply latency: a DM injected into the fake → the bot's `sendMessage` arriving there,
 //!   sequentially (includes the long poll waking, the inbox write, the turn, the outbox);
 //! - bursts: 20 users × 10 messages injected at once → all 200 answered; answered messages/s,
@@ -42,6 +43,26 @@ fn burst_first_user_id(round: usize) -> i64 {
     2000 + 100 * i64::try_from(round).expect("a handful of rounds")
 }
 
+/// How much of `link/hot-code.order` names functions of this binary. The names carry hashes of
+/// each crate's build, so a dependency or toolchain change makes part of the file stale; idle RSS
+/// then creeps back up (6.4 → ~10 MB when our crates' names stopped matching).
+fn hot_code_order_match(binary: &Path) -> String {
+    let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/hot-code.order");
+    let Ok(listed) = std::fs::read_to_string(&order) else { return "hot-code order: no link/hot-code.order".into() };
+    let Ok(nm) = Command::new("nm").arg("--defined-only").arg(binary).output() else {
+        return "hot-code order: `nm` is not installed; cannot check it against the binary".into();
+    };
+    let defined: std::collections::HashSet<&str> =
+        std::str::from_utf8(&nm.stdout).unwrap_or_default().lines().filter_map(|line| line.split_whitespace().nth(2)).collect();
+    let names: Vec<&str> = listed.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    let found = names.iter().filter(|n| defined.contains(*n)).count();
+    format!(
+        "hot-code order: {found} of {} listed functions are in this binary{}",
+        names.len(),
+        if found * 10 < names.len() * 9 { " — stale; regenerate with `python3 scripts/order-hot-code.py`" } else { "" }
+    )
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     runtime.block_on(run());
@@ -79,6 +100,7 @@ async fn run() {
     let rss_mb = rss as f64 / 1024.0;
     println!("idle memory, Telegram only: VmRSS {rss_mb:.1} MB, VmHWM {:.1} MB", hwm as f64 / 1024.0);
     rows.push(("idle RSS, Telegram only".into(), format!("{rss_mb:.1} MB"), verdict(rss_mb <= 12.0, "≤ 12 MB")));
+    println!("{}", hot_code_order_match(binary));
     if std::env::var_os("HERMES_BENCH_STOP_AFTER_IDLE").is_some() {
         gateway.stop();
         llm.shutdown();

@@ -12,8 +12,10 @@ How: runs the release Telegram benchmark with the gateway under callgrind, twice
 and writes the functions of run 1, then those only run 2 ran, each group sorted by name (which
 keeps a module's functions together). Names are the linker's (mangled), so the file matches
 binaries built by the same rustc from the same Cargo.lock; names that no longer exist are
-skipped by the linker, so a stale file costs memory, never correctness. Regenerate after
-upgrading rustc or dependencies, or after large changes: `python3 scripts/order-hot-code.py`.
+skipped by the linker, so a stale file costs memory, never correctness. The names carry hashes
+that cargo derives from each crate's dependencies, so regenerate after changing rustc, Cargo.lock
+or any Cargo.toml (a new dependency of hermes-adapter made every hermes crate's names stale:
+idle RSS 6.4 → 9.9 MB), or after large changes: `python3 scripts/order-hot-code.py`.
 
 Needs valgrind (Debian: `apt install valgrind`).
 """
