@@ -73,7 +73,7 @@ impl Item {
     fn key(&self) -> String {
         match self {
             Item::Message(m) => inbound::message_event_id(m.id.get()),
-            Item::Interaction(i) => format!("discord:interaction:{}", i.id().get()),
+            Item::Interaction(i) => inbound::interaction_event_id(i.id().get()),
         }
     }
 }

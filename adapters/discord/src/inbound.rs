@@ -56,6 +56,11 @@ pub fn message_event_id(message_id: u64) -> String {
     format!("discord:{message_id}")
 }
 
+/// The inbox's id for a button press or a slash command.
+pub fn interaction_event_id(interaction_id: u64) -> String {
+    format!("discord:interaction:{interaction_id}")
+}
+
 pub fn from_message(message: &Message, place: Place, me: &Identity, gate: &Gate) -> Inbound {
     if message.author.id.get() == me.bot_id {
         return Inbound::Ignore("the bot's own message");
@@ -105,7 +110,7 @@ pub fn from_component(interaction: &ComponentInteraction, place: Place, me: &Ide
     }
     let channel = interaction.channel_id.get();
     let source = source(place, channel, &interaction.user, interaction.guild_id.map(|g| g.get()));
-    let mut event = InboundEvent::text(format!("discord:interaction:{}", interaction.id.get()), source, data);
+    let mut event = InboundEvent::text(interaction_event_id(interaction.id.get()), source, data);
     event.kind = MessageKind::ButtonPress;
     event.received_at = Utc::now();
     Inbound::Button { event: Box::new(event), interaction_id: interaction.id.get(), token: interaction.token.clone() }
@@ -128,7 +133,7 @@ pub fn from_command(interaction: &CommandInteraction, place: Place) -> Inbound {
     };
     let channel = interaction.channel_id.get();
     let source = source(place, channel, &interaction.user, interaction.guild_id.map(|g| g.get()));
-    let mut event = InboundEvent::text(format!("discord:interaction:{}", interaction.id.get()), source, text);
+    let mut event = InboundEvent::text(interaction_event_id(interaction.id.get()), source, text);
     event.message_id = Some(crate::commands::reference(interaction.id.get()));
     event.received_at = Utc::now();
     Inbound::Command { event: Box::new(event), interaction_id: interaction.id.get(), token: interaction.token.clone() }
