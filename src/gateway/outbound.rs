@@ -4,10 +4,8 @@
 
 use super::services::Services;
 use crate::store::OutboxReservation;
-use hermes_adapter::chunk::chunk_text;
-use hermes_adapter::markdown::{self, render};
 use hermes_adapter::media::extract_media_tags;
-use hermes_adapter::{Button, ChatTarget, MarkdownDialect, OutboundFile, OutboundMessage, PlatformAdapter, SendError, Usage};
+use hermes_adapter::{Button, Capabilities, ChatTarget, OutboundFile, OutboundMessage, PlatformAdapter, SendError, Usage, chunk, render};
 use std::time::Duration;
 
 /// Attempts per chunk for failures that are safe to retry.
@@ -59,16 +57,27 @@ pub async fn deliver(
     deliver_with_buttons(services, target, reply_to, markdown_text, &[], key_base, finish).await
 }
 
-/// [`deliver`] for a part of an answer still being streamed: `MEDIA:` tags stay text (the
-/// turn sends the files once, when the answer is complete).
+/// One message already rendered in the platform's dialect and within its limit (a part of an
+/// answer being streamed, a tool progress line): sent as it is, under `{key_base}:0`. `MEDIA:`
+/// tags stay text (the turn sends the files once, when the answer is complete).
 pub async fn deliver_streamed_part(
     services: &Services,
     target: &ChatTarget,
     reply_to: Option<&str>,
-    markdown_text: &str,
+    rendered: &str,
     key_base: &str,
 ) -> Delivery {
-    deliver_inner(services, target, reply_to, markdown_text, &[], key_base, None, false).await
+    deliver_inner(services, target, reply_to, Body::Rendered(rendered), &[], key_base, None).await
+}
+
+/// What a delivery carries.
+#[derive(Clone, Copy)]
+enum Body<'a> {
+    /// The agent's Markdown: files taken out of its `MEDIA:` tags, the rest rendered for the
+    /// platform and split to its limit.
+    Markdown(&'a str),
+    /// One message already in the platform's dialect.
+    Rendered(&'a str),
 }
 
 /// [`deliver`], with buttons under the last message where the platform has buttons (elsewhere
@@ -82,29 +91,30 @@ pub async fn deliver_with_buttons(
     key_base: &str,
     finish: Option<Finish>,
 ) -> Delivery {
-    deliver_inner(services, target, reply_to, markdown_text, buttons, key_base, finish, true).await
+    deliver_inner(services, target, reply_to, Body::Markdown(markdown_text), buttons, key_base, finish).await
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn deliver_inner(
     services: &Services,
     target: &ChatTarget,
     reply_to: Option<&str>,
-    markdown_text: &str,
+    body: Body<'_>,
     buttons: &[Vec<Button>],
     key_base: &str,
     finish: Option<Finish>,
-    with_files: bool,
 ) -> Delivery {
     let Some(adapter) = services.adapter(target.platform.as_str()) else {
         tracing::error!(platform = %target.platform, "cannot deliver: platform `{}` is not enabled", target.platform);
         return Delivery::Failed;
     };
     let caps = adapter.capabilities();
-    let (markdown_text, files) =
-        if with_files { attachments(services, markdown_text, caps.supports_files) } else { (markdown_text.to_string(), Vec::new()) };
-    let rendered = render(&markdown_text, caps.dialect);
-    let mut chunks = if caps.splits_long_messages { chunk_text(&rendered, caps.max_message_len, caps.length_unit) } else { vec![rendered] };
+    let (mut chunks, files) = match body {
+        Body::Rendered(text) => (vec![text.to_string()], Vec::new()),
+        Body::Markdown(markdown_text) => {
+            let (markdown_text, files) = attachments(services, markdown_text, caps.supports_files);
+            (render_for(caps, &markdown_text), files)
+        }
+    };
     if !files.is_empty() && chunks.iter().all(|c| c.trim().is_empty()) {
         chunks.clear();
     }
@@ -180,6 +190,14 @@ async fn deliver_inner(
     outcome
 }
 
+/// The agent's Markdown as the messages a platform receives: rendered in its dialect (the
+/// whole answer at once, so lists and quotes render as one), then split to its limit without
+/// losing or changing a character.
+pub fn render_for(caps: &Capabilities, markdown_text: &str) -> Vec<String> {
+    let doc = render::document(markdown_text, caps.dialect);
+    if caps.splits_long_messages { chunk::split(&doc, caps.max_message_len, caps.length_unit) } else { vec![doc.to_text()] }
+}
+
 enum ChunkResult {
     Sent,
     Ambiguous,
@@ -247,7 +265,7 @@ async fn send_chunk(
             SendError::BadFormat(_) if !plain_fallback_used => {
                 // The platform rejected the markup: send the same words as plain text.
                 plain_fallback_used = true;
-                message.text = markdown::to_plain(&message.text);
+                message.text = render::to_plain_text(&message.text, adapter.capabilities().dialect);
                 attempt -= 1;
                 Some(Duration::ZERO)
             }
@@ -335,7 +353,7 @@ async fn notify_failure(services: &Services, adapter: &dyn PlatformAdapter, targ
     if !matches!(services.store.outbox_reserve(&key, "", DELIVERY_FAILED_NOTICE).await, Ok(OutboxReservation::New)) {
         return;
     }
-    let dialect_text = render(DELIVERY_FAILED_NOTICE, MarkdownDialect::Plain);
+    let dialect_text = render::render(DELIVERY_FAILED_NOTICE, adapter.capabilities().dialect);
     let message = OutboundMessage {
         target: target.clone(),
         text: dialect_text,

@@ -2,15 +2,17 @@
 //! as the text grows — coalesced to at most one edit per `streaming.edit_interval` (or every
 //! `buffer_threshold` new characters), with a cursor while streaming, continuing in a new message
 //! when the platform's length limit nears — plus tool-progress lines (`display.tool_progress`).
-//! The final text is never delivered twice: when the stream already shows it, the final edit
-//! just removes the cursor; when edits failed (flood control), only the unsent tail is sent.
+//! The response is rendered whole and split by the same chunker as any answer, so the chat ends
+//! up showing exactly what it would without streaming. The final text is never delivered twice:
+//! when the stream already shows it, the final edit just removes the cursor; when edits failed
+//! (flood control), only what the chat does not show yet is sent.
 
 use super::outbound::{self, Delivery};
 use super::services::Services;
 use crate::config::ToolProgress;
-use hermes_adapter::markdown::render;
-use hermes_adapter::{Capabilities, ChatTarget, PlatformAdapter, SendError};
+use hermes_adapter::{Capabilities, ChatTarget, PlatformAdapter, SendError, chunk, render};
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -21,14 +23,21 @@ const FLOOD_STRIKES: u32 = 3;
 /// one-word start never flashes up.
 const FIRST_POST_MIN_CHARS: usize = 12;
 
-/// One message posted by the stream.
+/// A message the stream posted for the current response.
 #[derive(Debug, Clone)]
-struct Segment {
+struct Shown {
     message_id: Option<String>,
-    /// The text this segment shows without the cursor (as confirmed by the platform).
-    shown: String,
-    /// The text it should show.
+    /// What the chat shows in it now (rendered, with the cursor while streaming).
     text: String,
+    /// Which visible bytes of the rendered response that is.
+    visible: Range<usize>,
+}
+
+/// The tool progress message of the current tool round.
+#[derive(Debug, Clone)]
+struct Progress {
+    message_id: Option<String>,
+    markdown: String,
 }
 
 pub struct StreamEditor {
@@ -40,18 +49,21 @@ pub struct StreamEditor {
     key_base: String,
     interval: Duration,
     threshold: usize,
+    /// The cursor, in the platform's dialect.
     cursor: String,
     safe_limit: usize,
     progress_mode: ToolProgress,
-    /// Segments of the current model response (finished ones and the live last one).
-    segments: Vec<Segment>,
+    /// The Markdown of the current model response so far.
+    response: String,
+    /// The messages showing it, in order.
+    shown: Vec<Shown>,
     /// Serial of posted messages this turn (idempotency keys).
     posted: usize,
     last_edit: Instant,
     unsent_chars: usize,
     edits_disabled: bool,
     strikes: u32,
-    progress: Option<Segment>,
+    progress: Option<Progress>,
     tools_seen: HashSet<String>,
 }
 
@@ -65,8 +77,8 @@ impl StreamEditor {
     ) -> Self {
         let caps = adapter.capabilities().clone();
         let cfg = &services.config.streaming;
-        let cursor = cfg.cursor.clone();
-        let safe_limit = caps.max_message_len.saturating_sub(cursor.chars().count() + 100).max(500);
+        let cursor = render::escape(&cfg.cursor, caps.dialect);
+        let safe_limit = caps.max_message_len.saturating_sub(caps.length_unit.measure(&cursor) + 100).max(500);
         Self {
             interval: Duration::from_secs_f64(cfg.edit_interval.max(0.0)),
             threshold: cfg.buffer_threshold.max(1),
@@ -79,7 +91,8 @@ impl StreamEditor {
             key_base,
             cursor,
             safe_limit,
-            segments: Vec::new(),
+            response: String::new(),
+            shown: Vec::new(),
             posted: 0,
             last_edit: Instant::now(),
             unsent_chars: 0,
@@ -98,50 +111,55 @@ impl StreamEditor {
 
     /// Some streamed text arrived.
     pub async fn on_delta(&mut self, delta: &str) {
-        if self.segments.is_empty() {
-            self.segments.push(Segment { message_id: None, shown: String::new(), text: String::new() });
-        }
-        let (unit, limit) = (self.caps.length_unit, self.safe_limit);
-        let Some(live) = self.segments.last_mut() else { return };
-        live.text.push_str(delta);
+        self.response.push_str(delta);
         self.unsent_chars += delta.chars().count();
-        // Continue in a new message before the platform's limit.
-        if unit.measure(&live.text) > limit {
-            // Never cut before what the message already shows, or that part would appear twice.
-            let cut = cut_point(&live.text, self.safe_limit, self.caps.length_unit).max(live.shown.len());
-            let rest = live.text.split_off(cut);
-            self.flush(false).await;
-            self.segments.push(Segment { message_id: None, shown: String::new(), text: rest });
-        }
         let due = self.last_edit.elapsed() >= self.interval || self.unsent_chars >= self.threshold;
         if due {
             self.flush(true).await;
         }
     }
 
-    /// Show the live segment's text now (`with_cursor` while more is coming).
+    /// The response rendered whole and split into the messages that show it, exactly as an
+    /// answer sent without streaming is (only without counters, and leaving room for the
+    /// cursor), so what the chat ends up showing is the same.
+    fn parts(&self) -> (render::Doc, Vec<chunk::Part>) {
+        let doc = render::document(&self.response, self.caps.dialect);
+        let parts = chunk::split_parts(&doc, 0, self.safe_limit, self.caps.length_unit);
+        (doc, parts)
+    }
+
+    /// Bring the chat up to date with the response: edit the messages whose part changed and
+    /// post the parts that have none yet (`with_cursor` while more is coming).
     async fn flush(&mut self, with_cursor: bool) {
-        let Some(index) = self.segments.len().checked_sub(1) else { return };
-        let seg = self.segments[index].clone();
-        if seg.text.trim().is_empty() || (seg.message_id.is_none() && seg.text.trim().chars().count() < FIRST_POST_MIN_CHARS && with_cursor)
-        {
+        let started = self.response.trim().chars().count();
+        if started == 0 || (self.shown.is_empty() && with_cursor && started < FIRST_POST_MIN_CHARS) {
             return;
         }
-        let shown_text = if with_cursor { format!("{}{}", seg.text, self.cursor) } else { seg.text.clone() };
-        match &seg.message_id {
-            None if seg.shown.is_empty() => {
-                if let Some(id) = self.post(&shown_text).await {
-                    self.segments[index].message_id = Some(id);
-                    self.segments[index].shown = seg.text.clone();
+        let (_, parts) = self.parts();
+        let count = parts.len();
+        for (i, part) in parts.into_iter().enumerate() {
+            let text = if with_cursor && i + 1 == count { format!("{}{}", part.text, self.cursor) } else { part.text };
+            match self.shown.get(i) {
+                Some(shown) if shown.text == text => self.shown[i].visible = part.visible,
+                Some(shown) => {
+                    let Some(id) = shown.message_id.clone().filter(|_| !self.edits_disabled) else { break };
+                    if !self.edit(&id, &text).await {
+                        break;
+                    }
+                    self.shown[i] = Shown { message_id: Some(id), text, visible: part.visible };
                 }
-            }
-            None => {}
-            Some(id) => {
-                if self.edits_disabled {
-                    return;
-                }
-                if self.edit(id, &shown_text).await {
-                    self.segments[index].shown = seg.text.clone();
+                None => {
+                    if self.edits_disabled {
+                        break;
+                    }
+                    match self.post(&text).await {
+                        Some(message_id) => {
+                            // A message without an id cannot be edited: the rest goes out at the end.
+                            self.edits_disabled |= message_id.is_none();
+                            self.shown.push(Shown { message_id, text, visible: part.visible });
+                        }
+                        None => break,
+                    }
                 }
             }
         }
@@ -149,11 +167,11 @@ impl StreamEditor {
         self.unsent_chars = 0;
     }
 
-    /// Post a new message; its platform id, when the platform gave one.
-    async fn post(&mut self, markdown: &str) -> Option<String> {
+    /// Post a new message; `Some(platform id)` once the platform has it.
+    async fn post(&mut self, rendered: &str) -> Option<Option<String>> {
         let key = format!("{}:stream{}", self.key_base, self.posted);
         self.posted += 1;
-        let delivered = outbound::deliver_streamed_part(&self.services, &self.target, self.reply_to.as_deref(), markdown, &key).await;
+        let delivered = outbound::deliver_streamed_part(&self.services, &self.target, self.reply_to.as_deref(), rendered, &key).await;
         if delivered != Delivery::Delivered {
             self.edits_disabled = true;
             return None;
@@ -161,15 +179,14 @@ impl StreamEditor {
         // Replies thread under the user's message once; later messages follow it.
         self.reply_to = None;
         match self.services.store.outbox_get(&format!("{key}:0")).await {
-            Ok(Some(row)) => row.platform_message_id,
-            _ => None,
+            Ok(Some(row)) => Some(row.platform_message_id),
+            _ => Some(None),
         }
     }
 
     /// Edit a posted message; false when the platform refused.
-    async fn edit(&mut self, message_id: &str, markdown: &str) -> bool {
-        let rendered = render(markdown, self.caps.dialect);
-        match self.adapter.edit(&self.target, message_id, &rendered).await {
+    async fn edit(&mut self, message_id: &str, rendered: &str) -> bool {
+        match self.adapter.edit(&self.target, message_id, rendered).await {
             Ok(()) => true,
             Err(SendError::RateLimited { retry_after }) => {
                 self.strikes += 1;
@@ -190,89 +207,88 @@ impl StreamEditor {
 
     /// The model is calling tools: the text so far is complete, and a progress line may follow.
     pub async fn on_tool_call(&mut self, name: &str, arguments: &str) {
-        self.close_response().await;
+        let had_text = !self.response.trim().is_empty();
+        self.complete_response().await;
+        // Progress lines of consecutive tool rounds share one message; once text came between
+        // them, the next line starts a new message below it.
+        if had_text {
+            self.progress = None;
+        }
+        self.response.clear();
+        self.shown.clear();
         if !self.progress_mode.shows(self.tools_seen.insert(name.to_string())) {
             return;
         }
         let preview_len = if self.progress_mode == ToolProgress::Verbose { 200 } else { 40 };
         let line = format!("🔧 {name}{}", preview(arguments, preview_len));
         match self.progress.clone() {
-            Some(Segment { message_id: Some(id), text, .. }) if !self.edits_disabled => {
-                let text = format!("{text}\n{line}");
-                if self.edit(&id, &text).await
-                    && let Some(p) = self.progress.as_mut()
-                {
-                    p.text = text;
+            Some(Progress { message_id: Some(id), markdown }) if !self.edits_disabled => {
+                let markdown = format!("{markdown}\n{line}");
+                let rendered = render::render(&markdown, self.caps.dialect);
+                if self.caps.length_unit.measure(&rendered) <= self.safe_limit {
+                    if self.edit(&id, &rendered).await {
+                        self.progress = Some(Progress { message_id: Some(id), markdown });
+                    }
+                    return;
                 }
+                self.post_progress(line).await;
             }
-            _ => {
-                let id = self.post(&line).await;
-                self.progress = Some(Segment { message_id: id, shown: line.clone(), text: line });
-            }
+            _ => self.post_progress(line).await,
         }
     }
 
-    /// Finish the segments of the current response (remove the cursor); the next text starts a
-    /// new message below the progress lines.
-    async fn close_response(&mut self) {
+    async fn post_progress(&mut self, line: String) {
+        let rendered = render::render(&line, self.caps.dialect);
+        let message_id = self.post(&rendered).await.flatten();
+        self.progress = Some(Progress { message_id, markdown: line });
+    }
+
+    /// Make the chat show the whole response, without the cursor: by edits while they work,
+    /// then whatever it does not show yet goes out once, as new messages.
+    async fn complete_response(&mut self) {
         if !self.edits_disabled {
             self.flush(false).await;
         }
-        let tail = self.unconfirmed();
-        if !tail.trim().is_empty() {
-            self.send_tail(&tail).await;
+        let (doc, parts) = self.parts();
+        let complete = parts.len() <= self.shown.len() && parts.iter().zip(&self.shown).all(|(p, s)| p.text == s.text);
+        if complete || self.response.trim().is_empty() {
+            return;
         }
-        // Progress lines of consecutive tool rounds share one message; once text came between
-        // them, the next line starts a new message below it.
-        if self.segments.iter().any(|s| !s.text.trim().is_empty()) {
-            self.progress = None;
+        // Best effort: take the cursor off the last message that shows one.
+        if let Some(last) = self.shown.last().cloned()
+            && let (Some(id), Some(text)) = (last.message_id, last.text.strip_suffix(self.cursor.as_str()))
+            && !self.cursor.is_empty()
+        {
+            let _ = self.adapter.edit(&self.target, &id, text).await;
         }
-        self.segments.clear();
-    }
-
-    /// The text of this response the platform does not show yet.
-    fn unconfirmed(&self) -> String {
-        self.segments.iter().map(|s| s.text.get(s.shown.len()..).unwrap_or_default()).collect()
-    }
-
-    async fn send_tail(&mut self, text: &str) {
-        let key = format!("{}:tail{}", self.key_base, self.posted);
-        self.posted += 1;
-        outbound::deliver_streamed_part(&self.services, &self.target, self.reply_to.as_deref(), text, &key).await;
-        self.reply_to = None;
+        // The chat shows the response up to here, without a gap.
+        let mut covered = 0;
+        for shown in &self.shown {
+            if shown.visible.start > covered {
+                break;
+            }
+            covered = covered.max(shown.visible.end);
+        }
+        for part in chunk::split_parts(&doc, covered, self.safe_limit, self.caps.length_unit) {
+            let key = format!("{}:tail{}", self.key_base, self.posted);
+            self.posted += 1;
+            outbound::deliver_streamed_part(&self.services, &self.target, self.reply_to.as_deref(), &part.text, &key).await;
+            self.reply_to = None;
+        }
     }
 
     /// The turn's answer is `final_text`. Returns true when the stream delivered it (the caller
     /// must not send it again); false when nothing of it was streamed.
     pub async fn finish(&mut self, final_text: &str) -> bool {
-        if self.segments.iter().all(|s| s.message_id.is_none() && s.shown.is_empty()) {
+        if self.shown.is_empty() {
             // Nothing of this response reached the chat: the caller sends it normally.
             return false;
         }
-        let streamed: String = self.segments.iter().map(|s| s.text.as_str()).collect();
-        if streamed.trim() != final_text.trim() {
-            tracing::debug!("final text differs from the streamed text; correcting the last message");
-            if let Some(live) = self.segments.last_mut() {
-                let before: usize = streamed.len() - live.text.len();
-                live.text = final_text.get(before..).map(str::to_string).unwrap_or_else(|| final_text.to_string());
-            }
+        if self.response.trim() != final_text.trim() {
+            tracing::debug!("final text differs from the streamed text; correcting the messages");
         }
-        if !self.edits_disabled {
-            self.flush(false).await;
-        }
-        // Whatever the platform has not confirmed goes out once, as new messages.
-        let tail = self.unconfirmed();
-        if self.edits_disabled && !tail.trim().is_empty() {
-            // Best effort: take the cursor off the last message that shows text.
-            if let Some(Segment { message_id: Some(id), shown, .. }) = self.segments.iter().rev().find(|s| s.message_id.is_some()).cloned()
-            {
-                let rendered = render(&shown, self.caps.dialect);
-                let _ = self.adapter.edit(&self.target, &id, &rendered).await;
-            }
-        }
-        if !tail.trim().is_empty() {
-            self.send_tail(&tail).await;
-        }
+        self.response = final_text.to_string();
+        self.complete_response().await;
         true
     }
 }
@@ -290,32 +306,9 @@ fn preview(arguments: &str, max: usize) -> String {
     format!(": `{cut}{ellipsis}`")
 }
 
-/// A byte index to split `text` at, at most `limit` units in, preferring a newline or a space.
-fn cut_point(text: &str, limit: usize, unit: hermes_adapter::LengthUnit) -> usize {
-    let mut used = 0;
-    let mut hard = text.len();
-    for (i, c) in text.char_indices() {
-        used += unit.of_char(c);
-        if used > limit {
-            hard = i;
-            break;
-        }
-    }
-    let window = &text[..hard];
-    window.rfind('\n').filter(|&i| i > hard / 2).or_else(|| window.rfind(' ').filter(|&i| i > hard / 2)).map(|i| i + 1).unwrap_or(hard)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hermes_adapter::LengthUnit;
-
-    #[test]
-    fn cuts_prefer_line_breaks() {
-        let text = format!("{}\n{}", "a".repeat(60), "b".repeat(60));
-        assert_eq!(cut_point(&text, 100, LengthUnit::Chars), 61);
-        assert_eq!(cut_point(&"x".repeat(50), 20, LengthUnit::Chars), 20);
-    }
 
     #[test]
     fn previews_are_short() {

@@ -6,6 +6,7 @@ use super::stream_edit::StreamEditor;
 use crate::config::{Config, Home};
 use crate::store::Store;
 use async_trait::async_trait;
+use hermes_adapter::render::oracle;
 use hermes_adapter::{
     AdapterContext, AdapterError, Capabilities, ChatTarget, LengthUnit, MarkdownDialect, OutboundMessage, Platform, PlatformAdapter,
     SendError, SendReceipt, StreamStyle,
@@ -29,10 +30,14 @@ struct EditingChat {
 
 impl EditingChat {
     fn new(max_len: usize, refuse_edits: bool) -> Arc<Self> {
+        Self::speaking(MarkdownDialect::Markdown, LengthUnit::Chars, max_len, refuse_edits)
+    }
+
+    fn speaking(dialect: MarkdownDialect, length_unit: LengthUnit, max_len: usize, refuse_edits: bool) -> Arc<Self> {
         let caps = Capabilities {
             max_message_len: max_len,
-            length_unit: LengthUnit::Chars,
-            dialect: MarkdownDialect::Markdown,
+            length_unit,
+            dialect,
             streaming: StreamStyle::EditInPlace,
             supports_edit: true,
             supports_buttons: false,
@@ -175,7 +180,52 @@ async fn a_long_answer_continues_in_a_new_message_before_the_limit() {
     let finals = chat.finals();
     assert!(finals.len() >= 3, "{} messages", finals.len());
     assert!(finals.iter().all(|m| m.chars().count() <= 600), "each within the platform limit");
-    assert_eq!(finals.concat(), final_text, "nothing lost or doubled across messages");
+    let words: Vec<&str> = finals.iter().flat_map(|m| m.split_whitespace()).collect();
+    assert_eq!(words, final_text.split_whitespace().collect::<Vec<_>>(), "nothing lost or doubled across messages");
+    oracle::check_streamed(&final_text, MarkdownDialect::Markdown, 600, LengthUnit::Chars, &finals).unwrap();
+}
+
+/// An answer with what a splitter can break: indented code (spaces and tabs), a table, a nested
+/// list, emoji and markup characters, several times the platform's limit.
+fn rich_answer() -> String {
+    let mut answer = String::from("Here is the **plan** & the <code>:\n\n");
+    for round in 0..6 {
+        answer.push_str(&format!("## Step {round} 👨‍👩‍👧\n\n- first *thing* to do\n    - nested detail with `x < y`\n- second\n\n"));
+        answer.push_str("| name | value |\n|---|---|\n| a | 1 |\n| b | 2 |\n\n```python\ndef main():\n");
+        for i in 0..12 {
+            answer.push_str(&format!("    code_line = {i} * 2\n        nested = code_line + 1\n\tif nested:\n\t\treturn nested\n"));
+        }
+        answer.push_str("```\n\n");
+    }
+    answer.push_str("Done 🎉");
+    answer
+}
+
+/// Streamed with edit-in-place, an answer ends up shown exactly as it is without streaming, on
+/// every dialect a platform that edits speaks.
+#[tokio::test]
+async fn a_streamed_answer_ends_up_as_the_answer_sent_without_streaming() {
+    let answer = rich_answer();
+    for (dialect, unit, max_len) in [
+        (MarkdownDialect::Markdown, LengthUnit::Chars, 2000),
+        (MarkdownDialect::TelegramHtml, LengthUnit::Utf16, 4096),
+        (MarkdownDialect::Plain, LengthUnit::Chars, 1500),
+    ] {
+        let chat = EditingChat::speaking(dialect, unit, max_len, false);
+        let (_dir, services) = services(chat.clone()).await;
+        let mut ed = editor(&services, &chat, "turn5:answer");
+        let chars: Vec<char> = answer.chars().collect();
+        for delta in chars.chunks(37) {
+            ed.on_delta(&delta.iter().collect::<String>()).await;
+        }
+        assert!(ed.finish(&answer).await);
+        let streamed = chat.finals();
+        assert!(streamed.len() >= 2, "{dialect:?}: {} messages", streamed.len());
+        oracle::check_streamed(&answer, dialect, max_len, unit, &streamed).unwrap_or_else(|e| panic!("{dialect:?} streamed: {e}"));
+        let unstreamed = super::outbound::render_for(&chat.caps, &answer);
+        let whole = hermes_adapter::render::render(&answer, dialect);
+        oracle::check_parts(&answer, &whole, dialect, max_len, unit, &unstreamed).unwrap_or_else(|e| panic!("{dialect:?} sent: {e}"));
+    }
 }
 
 #[tokio::test]

@@ -43,6 +43,8 @@ impl ChatPeer for DiscordPeer {
     const PLATFORM: &'static str = "discord";
     const MAX_LEN: usize = 2000;
     const PARSES_FORMATTING: bool = false;
+    const DIALECT: hermes_adapter::MarkdownDialect = hermes_adapter::MarkdownDialect::Markdown;
+    const UNIT: hermes_adapter::LengthUnit = hermes_adapter::LengthUnit::Chars;
 
     async fn start() -> Self {
         let fake = FakeDiscord::start().await.expect("start the fake Discord");
@@ -89,7 +91,13 @@ impl ChatPeer for DiscordPeer {
             .sent_to(Self::channel_of(chat))
             .into_iter()
             .filter(|m| !m.deleted)
-            .map(|m| Posted { id: m.id.to_string(), text: m.content.clone(), edits: m.edits.len(), styles: Vec::new() })
+            .map(|m| Posted {
+                id: m.id.to_string(),
+                text: m.content.clone(),
+                raw: m.content.clone(),
+                edits: m.edits.len(),
+                styles: Vec::new(),
+            })
             .collect()
     }
 

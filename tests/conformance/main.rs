@@ -39,6 +39,14 @@ macro_rules! conformance {
                 suite::long_answer_chunking::<$peer>().await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn code_arrives_intact() {
+                suite::code_arrives_intact::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn streamed_answer_matches_sent() {
+                suite::streamed_answer_matches_sent::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn formatting() {
                 suite::formatting::<$peer>().await;
             }

@@ -16,6 +16,8 @@ pub struct Posted {
     pub id: String,
     /// The text as displayed (formatting markup parsed away where the platform parses it).
     pub text: String,
+    /// The text as the bot sent it, markup included.
+    pub raw: String,
     pub edits: usize,
     /// Formatting the platform applied (e.g. `bold`, `code`, `pre`), for platforms that report it.
     pub styles: Vec<String>,
@@ -29,6 +31,9 @@ pub trait ChatPeer: Sized + Send + Sync + 'static {
     /// Whether markdown is parsed by the platform into entities (Telegram) or shown as typed by
     /// the client (Discord renders it itself).
     const PARSES_FORMATTING: bool;
+    /// The markup the gateway sends this platform, and how the platform counts length.
+    const DIALECT: hermes_adapter::MarkdownDialect;
+    const UNIT: hermes_adapter::LengthUnit;
 
     async fn start() -> Self;
     /// Environment and `platforms:` YAML (indented under `platforms:`) that point the gateway's

@@ -174,6 +174,123 @@ pub async fn long_answer_chunking<P: ChatPeer>() {
     }
 }
 
+/// About 10,000 characters a user would copy code out of: indented Python (4 and 8 spaces, tabs,
+/// blank lines), a table, a nested list, emoji. Returns the answer and its code lines.
+fn code_heavy_answer() -> (String, Vec<String>) {
+    let mut text = String::from("Here is the tool you asked for 🛠️, with the plan first:\n\n");
+    text.push_str("| step | what | who |\n|---|---|---|\n| 1 | parse the input | 🤖 |\n| 2 | write the report | 👩‍💻 |\n\n");
+    text.push_str("1. Read the data\n    - check `x < y` & drop the rest\n    - keep *every* row\n2. Print the summary\n\n");
+    let mut code = Vec::new();
+    let mut n = 0;
+    while text.len() + code.iter().map(|l: &String| l.len() + 1).sum::<usize>() < 9_000 {
+        n += 1;
+        code.extend([
+            format!("def step_{n}(rows):"),
+            "    total = 0".to_string(),
+            "    for row in rows:".to_string(),
+            format!("        code_line = {n} * 2  # keeps its 8 spaces"),
+            "        if row and code_line > 3:".to_string(),
+            "\t\ttotal += row  # two tabs".to_string(),
+            String::new(),
+            "\treturn total  # one tab".to_string(),
+            String::new(),
+        ]);
+    }
+    text.push_str("```python\n");
+    for line in &code {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text.push_str("```\n\nThat's all — run it with `python3 tool.py` 🎉");
+    let lines = code.into_iter().filter(|l| !l.is_empty()).collect();
+    (text, lines)
+}
+
+/// A long answer full of indented code arrives with every code line byte-identical (Telegram
+/// flattens a tab to one space, so there tabs come as spaces to the next 4-column stop) and in
+/// order, in parts within the platform's limit, both in a private chat and in a group.
+pub async fn code_arrives_intact<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    let (answer, code_lines) = code_heavy_answer();
+    assert!(answer.chars().count() > 9_000);
+    let expected: Vec<String> = if P::PARSES_FORMATTING { code_lines.iter().map(|l| expand_tabs(l)).collect() } else { code_lines };
+    for (where_, chat) in [("private chat", None), ("group", Some(()))] {
+        run.llm.push(Reply::text(answer.clone()));
+        let chat = match chat {
+            None => run.peer.dm(11, "show me the tool").await,
+            Some(()) => run.peer.group(12, "show me the tool", true).await,
+        };
+        let posted = run
+            .wait(&chat, "every part of the answer", |p| {
+                let answers: Vec<&Posted> = p.iter().filter(|m| m.text.contains("(")).collect();
+                answers.last().is_some_and(|m| m.text.trim_end().ends_with(&format!("({n}/{n})", n = answers.len())))
+            })
+            .await;
+        settle().await;
+        assert_eq!(run.peer.posted(&chat).len(), posted.len(), "{where_}: nothing after the last part");
+        let total = posted.len();
+        assert!(total >= 3, "{where_}: 10,000 characters need several messages: {total}");
+        let mut received = Vec::new();
+        for (i, m) in posted.iter().enumerate() {
+            assert!(P::measure(&m.text) <= P::MAX_LEN, "{where_}: part {i} is over the limit: {} units", P::measure(&m.text));
+            let counter = format!("({}/{total})", i + 1);
+            let body = m.text.strip_suffix(&counter).unwrap_or_else(|| panic!("{where_}: part {i} ends with {counter}: {:?}", m.text));
+            if P::PARSES_FORMATTING {
+                if body.contains("step_") {
+                    assert!(m.styles.iter().any(|s| s == "pre"), "{where_}: code in part {i} is shown as code");
+                }
+            } else {
+                let fences: Vec<&str> = body.lines().filter(|l| l.starts_with("```")).collect();
+                assert_eq!(fences.len() % 2, 0, "{where_}: part {i} closes the fences it opens:\n{body}");
+                if i > 0 && body.contains("step_") {
+                    assert!(body.starts_with("```python\n"), "{where_}: part {i} reopens the code block with its language");
+                }
+            }
+            received.extend(body.lines().map(str::to_string));
+        }
+        let mut next = 0;
+        for line in &expected {
+            match received[next..].iter().position(|r| r == line) {
+                Some(at) => next += at + 1,
+                None => panic!("{where_}: the code line {line:?} did not arrive byte-identical and in order"),
+            }
+        }
+    }
+}
+
+/// An answer streamed with edit-in-place ends up shown exactly as the same answer sent without
+/// streaming: the final messages put back together are the whole answer's rendering, every
+/// code line intact, no cursor left, nothing doubled.
+pub async fn streamed_answer_matches_sent<P: ChatPeer>() {
+    let run = launch::<P>("streaming:\n  enabled: true\n  edit_interval: 0\n  buffer_threshold: 400\n").await;
+    let (answer, _) = code_heavy_answer();
+    let chars: Vec<char> = answer.chars().collect();
+    run.llm.push(Reply::chunks(chars.chunks(300).map(|c| c.iter().collect::<String>())));
+    let chat = run.peer.dm(13, "stream the tool").await;
+    run.wait(&chat, "the streamed answer, finished", |p| p.last().is_some_and(|m| m.text.trim_end().ends_with('🎉'))).await;
+    settle().await;
+    let posted = run.peer.posted(&chat);
+    assert!(posted.len() >= 3, "a long answer streams over several messages: {}", posted.len());
+    assert!(posted.iter().any(|m| m.edits > 0), "the messages grew by edits");
+    let shown: Vec<String> = posted.iter().map(|m| m.raw.clone()).collect();
+    hermes_adapter::render::oracle::check_streamed(&answer, P::DIALECT, P::MAX_LEN, P::UNIT, &shown)
+        .unwrap_or_else(|e| panic!("{}: the streamed messages are not the answer: {e}\n{shown:#?}", P::PLATFORM));
+}
+
+/// Tabs as spaces to the next multiple of four columns.
+fn expand_tabs(line: &str) -> String {
+    let mut out = String::new();
+    for c in line.chars() {
+        if c == '\t' {
+            let spaces = 4 - out.chars().count() % 4;
+            out.push_str(&" ".repeat(spaces));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 pub async fn formatting<P: ChatPeer>() {
     let run = launch::<P>("").await;
     let markdown = "**Bold** then `code <x> & y` and a_b*c [link](https://example.com)";

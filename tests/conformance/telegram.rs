@@ -34,6 +34,8 @@ impl ChatPeer for TelegramPeer {
     const PLATFORM: &'static str = "telegram";
     const MAX_LEN: usize = 4096;
     const PARSES_FORMATTING: bool = true;
+    const DIALECT: hermes_adapter::MarkdownDialect = hermes_adapter::MarkdownDialect::TelegramHtml;
+    const UNIT: hermes_adapter::LengthUnit = hermes_adapter::LengthUnit::Utf16;
 
     async fn start() -> Self {
         let fake = FakeTelegram::start().await.expect("start the fake Telegram");
@@ -86,6 +88,7 @@ impl ChatPeer for TelegramPeer {
             .map(|m| Posted {
                 id: m.message_id.to_string(),
                 text: m.text.clone(),
+                raw: m.raw_text.clone(),
                 edits: m.edits.len(),
                 styles: m.entities.iter().filter_map(|e| e.get("type").and_then(|t| t.as_str()).map(str::to_string)).collect(),
             })

@@ -24,13 +24,16 @@ impl LengthUnit {
     }
 }
 
-/// The markup a platform understands.
+/// The markup a platform understands; the gateway renders the agent's Markdown into it (see
+/// [`crate::render`]) before splitting, so what a platform receives is already its own markup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MarkdownDialect {
-    /// Markdown passed through unchanged (Discord, Matrix, HTTP clients).
+    /// Markdown passed through unchanged (Discord, HTTP clients).
     Markdown,
     /// Markup removed; text only (email, SMS, logs).
     Plain,
+    /// Telegram's HTML subset (`parse_mode: HTML`).
+    TelegramHtml,
 }
 
 /// How a platform shows an answer while it is being written.

@@ -13,7 +13,8 @@
 //! - [`credential`]: which account an adapter connects as (one gateway per credential).
 //! - [`context`]: what the gateway hands an adapter while it runs (inbox, health, shutdown).
 //! - [`error`]: how a `run` ends (retry or park).
-//! - [`markdown`] and [`chunk`]: pure functions that render and split text for a platform.
+//! - [`render`] and [`chunk`]: pure functions that render the agent's Markdown into a platform's
+//!   dialect and split it into messages that fit, losing nothing.
 //! - [`media`]: `MEDIA:<path>` tags in answers, and the files they become.
 
 pub mod capabilities;
@@ -22,9 +23,9 @@ pub mod context;
 pub mod credential;
 pub mod error;
 pub mod inbound;
-pub mod markdown;
 pub mod media;
 pub mod outbound;
+pub mod render;
 pub mod source;
 
 pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};

@@ -3,10 +3,9 @@
 
 use crate::budget::Budget;
 use crate::errors::{self, classify};
-use crate::render::to_telegram_html;
 use crate::settings::TelegramSettings;
 use async_trait::async_trait;
-use hermes_adapter::markdown::to_plain;
+use hermes_adapter::render::telegram_html::html_to_plain;
 use hermes_adapter::{
     AdapterContext, AdapterError, Button, Capabilities, ChatTarget, FileKind, LengthUnit, MarkdownDialect, OutboundFile, OutboundMessage,
     Platform, PlatformAdapter, SendError, SendReceipt, StreamStyle,
@@ -75,8 +74,8 @@ impl TelegramAdapter {
         let capabilities = Capabilities {
             max_message_len: MAX_MESSAGE_LEN,
             length_unit: LengthUnit::Utf16,
-            // Rendered to Telegram HTML here, per chunk, so the gateway passes Markdown through.
-            dialect: MarkdownDialect::Markdown,
+            // The gateway renders whole answers to Telegram HTML and splits them.
+            dialect: MarkdownDialect::TelegramHtml,
             streaming: StreamStyle::EditInPlace,
             supports_edit: true,
             supports_buttons: true,
@@ -94,7 +93,7 @@ impl TelegramAdapter {
         let mut thread = thread_id(&msg.target)?;
         let mut reply_to = msg.reply_to.as_deref().and_then(|id| id.parse::<i32>().ok());
         let markup = keyboard(&msg.buttons);
-        let mut text = to_telegram_html(&msg.text);
+        let mut text = msg.text.clone();
         let mut parse_mode = Some(ParseMode::Html);
         if text.trim().is_empty() {
             return Err(SendError::Other("nothing to send: the message is empty".to_string()));
@@ -124,7 +123,7 @@ impl TelegramAdapter {
                 // Our HTML is generated, so this is rare; the same words as plain text beat silence.
                 RequestError::Api(ApiError::CantParseEntities(detail)) if parse_mode.is_some() => {
                     tracing::warn!(chat, "Telegram rejected the formatting ({detail}); sending this chunk as plain text");
-                    text = to_plain(&msg.text);
+                    text = html_to_plain(&msg.text);
                     parse_mode = None;
                 }
                 // The forum topic was deleted: the answer still belongs in the chat.
@@ -154,7 +153,7 @@ impl TelegramAdapter {
     async fn send_file(&self, msg: &OutboundMessage, file: &OutboundFile) -> Result<SendReceipt, SendError> {
         let chat = chat_id(&msg.target)?;
         let thread = thread_id(&msg.target)?.map(|t| ThreadId(MessageId(t)));
-        let caption = (!msg.text.trim().is_empty()).then(|| to_telegram_html(&msg.text));
+        let caption = (!msg.text.trim().is_empty()).then(|| msg.text.clone());
         let input = InputFile::file(file.path.clone()).file_name(file.file_name.clone());
         self.budget.acquire(chat).await;
         let sent = match file.kind {
@@ -253,7 +252,7 @@ impl PlatformAdapter for TelegramAdapter {
     async fn edit(&self, target: &ChatTarget, message_id: &str, text: &str) -> Result<(), SendError> {
         let chat = chat_id(target)?;
         let id: i32 = message_id.parse().map_err(|_| SendError::NotFound(format!("`{message_id}` is not a Telegram message id")))?;
-        let html = to_telegram_html(text);
+        let html = text.to_string();
         if html.trim().is_empty() {
             return Ok(());
         }
@@ -262,7 +261,7 @@ impl PlatformAdapter for TelegramAdapter {
         match result {
             Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
             Err(RequestError::Api(ApiError::CantParseEntities(_))) => {
-                match self.bot.edit_message_text(ChatId(chat), MessageId(id), to_plain(text)).await {
+                match self.bot.edit_message_text(ChatId(chat), MessageId(id), html_to_plain(text)).await {
                     Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
                     Err(e) => Err(classify(e)),
                 }

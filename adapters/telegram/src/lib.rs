@@ -5,10 +5,12 @@
 //! * [`poll`]: long polling whose offset advances only after the gateway's inbox accepted the
 //!   updates; conflicts and stalls are survived.
 //! * [`inbound`]: updates → events (DMs, groups, forum topics, mention gating, button presses).
-//! * [`render`]: Markdown → Telegram HTML from an AST.
 //! * [`budget`]: Telegram's flood limits kept on our side.
 //! * [`media`]: inbound photos and documents saved to the cache.
 //! * [`errors`]: Telegram failures → what the gateway does next.
+//!
+//! Answers arrive already rendered to Telegram HTML and split by the gateway
+//! ([`hermes_adapter::render::telegram_html`], [`hermes_adapter::chunk`]).
 
 pub mod adapter;
 pub mod budget;
@@ -16,7 +18,6 @@ pub mod errors;
 pub mod inbound;
 pub mod media;
 pub mod poll;
-pub mod render;
 pub mod settings;
 
 pub use adapter::{TelegramAdapter, TelegramError};

@@ -76,10 +76,11 @@ impl Bot {
     }
 }
 
-fn message(chat: &str, thread: Option<&str>, text: &str) -> OutboundMessage {
+/// A message as the gateway hands it over: the agent's Markdown rendered to Telegram HTML.
+fn message(chat: &str, thread: Option<&str>, markdown: &str) -> OutboundMessage {
     OutboundMessage {
         target: ChatTarget { platform: Platform::new("telegram"), chat_id: chat.into(), thread_id: thread.map(str::to_string) },
-        text: text.into(),
+        text: hermes_adapter::render::render(markdown, hermes_adapter::MarkdownDialect::TelegramHtml),
         reply_to: None,
         idempotency_key: "k".into(),
         is_final: true,

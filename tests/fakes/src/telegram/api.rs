@@ -267,7 +267,12 @@ async fn get_updates(shared: &Shared, params: &Params) -> Response {
     result
 }
 
+/// A text parameter as Telegram keeps it: markup parsed, then cleaned ([`super::clean`]).
 fn parse_text(text: &str, params: &Params) -> Result<Parsed, String> {
+    parse_markup(text, params).map(super::clean::clean)
+}
+
+fn parse_markup(text: &str, params: &Params) -> Result<Parsed, String> {
     match string(params, "parse_mode").as_deref() {
         Some("HTML") | Some("html") => parse_html(text),
         Some("MarkdownV2") => parse_markdown(text, true),

@@ -6,10 +6,12 @@
 //! what the bot did, and inject faults.
 //!
 //! * `html`: HTML and MarkdownV2 parsing into visible text and entities.
+//! * `clean`: what Telegram does to text after parsing (tabs to spaces, trimming).
 //! * `state`: chats, updates, messages and the call log.
 //! * `api`: the HTTP surface and method dispatch.
 
 mod api;
+mod clean;
 mod html;
 mod state;
 
