@@ -32,6 +32,11 @@ pub struct GatewayConfig {
     pub allowed_users: Vec<String>,
     /// Allow everyone when no allowlist applies (`GATEWAY_ALLOW_ALL_USERS`).
     pub allow_all_users: bool,
+    /// Admins on every platform (`GATEWAY_ADMIN_USERS` replaces it): only they may change the
+    /// model for everyone, write the agent's memory and skills, or manage other users' jobs.
+    /// Unset anywhere: every allowed user is an admin (a single-user install).
+    #[serde(deserialize_with = "string_list")]
+    pub admin_users: Vec<String>,
     /// `gateway.streaming`, Hermes' second home of `streaming:`; folded into `Config::streaming`
     /// while loading (top-level wins), then `None`.
     #[serde(rename = "streaming", skip_serializing)]
@@ -55,6 +60,7 @@ impl Default for GatewayConfig {
             admin_port: None,
             allowed_users: Vec::new(),
             allow_all_users: false,
+            admin_users: Vec::new(),
             streaming_alias: None,
             platforms_alias: None,
         }

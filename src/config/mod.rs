@@ -17,6 +17,7 @@
 //! ```
 
 mod agent_sections;
+pub mod audit;
 mod auth;
 mod de;
 mod display;
@@ -40,7 +41,8 @@ mod webhook;
 mod tests;
 
 pub use agent_sections::{
-    AuxiliaryConfig, AuxiliaryModel, CompressionConfig, FallbackProvider, MemoryConfig, PlatformToolsets, Price, TerminalConfig,
+    AuxiliaryConfig, AuxiliaryModel, CompressionConfig, FallbackProvider, MemoryConfig, PlatformToolsets, Price, SandboxSetting,
+    TerminalConfig,
 };
 pub use de::split_list;
 

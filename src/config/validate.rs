@@ -70,6 +70,14 @@ impl Config {
                 ));
             }
         }
+        for (name, route) in &self.platforms.webhook.routes {
+            if let Some(set) = route.toolsets.iter().find(|s| !crate::agent::tools::TOOLSETS.contains(&s.as_str())) {
+                return Err(ConfigError::invalid(
+                    format!("platforms.webhook.routes.{name}.toolsets"),
+                    format!("unknown toolset {set:?}; known: {}", crate::agent::tools::TOOLSETS.join(", ")),
+                ));
+            }
+        }
         for name in self.platforms.webhook.routes.keys() {
             if !valid_route_name(name) {
                 return Err(ConfigError::invalid(

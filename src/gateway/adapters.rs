@@ -52,6 +52,7 @@ fn telegram(config: &Config, home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
     settings.require_mention = block.require_mention.unwrap_or(false);
     settings.free_response_chats = block.free_response_chats.clone();
     settings.commands = command_menu();
+    settings.link_previews = config.display.link_previews;
     let b = block.send_budget;
     settings.budget = hermes_telegram::SendBudget {
         global_per_second: b.global_per_second,
@@ -75,6 +76,7 @@ fn discord(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
     settings.commands = command_menu();
     settings.require_mention = block.require_mention.unwrap_or(true);
     settings.free_response_channels = block.free_response_chats.clone();
+    settings.link_previews = config.display.link_previews;
     Some(
         hermes_discord::DiscordAdapter::new(settings)
             .map(|a| Arc::new(a) as Arc<dyn PlatformAdapter>)

@@ -15,10 +15,13 @@ pub mod actor;
 pub mod adapters;
 pub mod admin;
 pub mod auth;
+pub mod background_slots;
 pub mod backoff;
 pub mod clarify;
 pub mod commands;
 pub mod compaction;
+#[cfg(test)]
+mod crash_tests;
 pub mod credential_lock;
 pub mod directory;
 pub mod health;
@@ -26,6 +29,7 @@ pub mod history_cache;
 pub mod inbox;
 pub mod instance_lock;
 pub mod outbound;
+pub mod process_guard;
 pub mod router;
 pub mod services;
 pub mod session_key;
@@ -34,6 +38,8 @@ pub mod stream_edit;
 #[cfg(test)]
 mod stream_edit_tests;
 pub mod supervisor;
+#[cfg(test)]
+mod test_support;
 pub mod tool_host;
 pub mod turn;
 pub mod turns;
@@ -109,7 +115,7 @@ pub fn tool_settings(config: &Config) -> ToolSettings {
         terminal_timeout: Duration::from_secs(config.terminal.timeout.max(1)),
         terminal_output_cap: config.terminal.output_cap.max(1000),
         secret_env_names: crate::config::SECRET_ENV_NAMES.iter().map(|s| s.to_string()).collect(),
-        secret_values: config.secret_values(),
+        secrets: Arc::new(crate::observe::secret_forms::SecretScrubber::new(&config.secret_values())),
         memory_char_limit: config.memory.memory_char_limit,
         user_char_limit: config.memory.user_char_limit,
         clarify_timeout: Duration::from_secs(config.agent.clarify_timeout.max(1)),
@@ -125,7 +131,13 @@ pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
     policy
 }
 
+/// Parked (poisoned) inbox events the status file lists.
+const PARKED_SHOWN: usize = 20;
+
 pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
+    if let Err(e) = process_guard::make_undumpable() {
+        tracing::warn!(error = %e, "could not make the gateway non-dumpable; its environment is readable by its own commands");
+    }
     home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
     // The single-instance lock comes before any heavy initialization.
     let _lock = instance_lock::acquire(&home.lock_file(), &home.pid_file(), options.replace)?;
@@ -181,6 +193,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         clarify: clarify::ClarifyBoard::default(),
         global_model: std::sync::RwLock::new(None),
         history: history_cache::HistoryCache::new(HISTORY_CACHE_BYTES),
+        background: Default::default(),
     });
     directory.bind(&services);
     tool_host.bind(&services);
@@ -231,6 +244,20 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
             loop {
                 tick.tick().await;
                 status.apply(&board.snapshot(), services.turns.active());
+                match services.store.inbox_poisoned(PARKED_SHOWN).await {
+                    Ok(rows) => {
+                        status.poisoned = rows
+                            .into_iter()
+                            .map(|r| status_file::ParkedEvent {
+                                event_id: r.event_id,
+                                platform: r.platform,
+                                reason: r.error.unwrap_or_default(),
+                                received_at: r.received_at,
+                            })
+                            .collect()
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot list parked events for the status file"),
+                }
                 if let Err(e) = status.write(&path) {
                     tracing::warn!(error = %e, "cannot write the status file");
                 }

@@ -47,6 +47,10 @@ macro_rules! conformance {
                 suite::streamed_answer_matches_sent::<$peer>().await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn links_are_not_unfurled() {
+                suite::links_are_not_unfurled::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn formatting() {
                 suite::formatting::<$peer>().await;
             }

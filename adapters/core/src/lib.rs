@@ -16,6 +16,7 @@
 //! - [`render`] and [`chunk`]: pure functions that render the agent's Markdown into a platform's
 //!   dialect and split it into messages that fit, losing nothing.
 //! - [`media`]: `MEDIA:<path>` tags in answers, and the files they become.
+//! - [`untrusted`]: marks for text from outside (payloads, quoted messages) inside an event.
 
 pub mod capabilities;
 pub mod chunk;
@@ -27,6 +28,7 @@ pub mod media;
 pub mod outbound;
 pub mod render;
 pub mod source;
+pub mod untrusted;
 
 pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};
 pub use context::{AcceptError, AdapterContext, HealthReporter, InboundSink, SessionDirectory, SessionDirectoryError, StoredMessage};

@@ -44,6 +44,8 @@ pub struct TelegramSettings {
     pub max_media_bytes: u64,
     /// Published as the bot's command menu (`setMyCommands`): name without `/`, description.
     pub commands: Vec<(String, String)>,
+    /// Let Telegram show link previews under the bot's messages (`display.link_previews`).
+    pub link_previews: bool,
 }
 
 impl TelegramSettings {
@@ -58,6 +60,7 @@ impl TelegramSettings {
             media_dir,
             max_media_bytes: 20 * 1024 * 1024,
             commands: Vec::new(),
+            link_previews: false,
         }
     }
 

@@ -59,6 +59,8 @@ pub struct DcSent {
     pub allowed_mentions: Option<Value>,
     /// Uploaded files: (name, size).
     pub files: Vec<(String, usize)>,
+    /// Message flags as last set (`SUPPRESS_EMBEDS` = 1 << 2: no link previews).
+    pub flags: u64,
 }
 
 /// Which REST calls a fault or latency applies to.

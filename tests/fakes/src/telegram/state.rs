@@ -64,6 +64,9 @@ pub struct SentMessage {
     pub deleted: bool,
     pub kind: SentKind,
     pub caption: Option<String>,
+    /// Link previews were switched off (`link_preview_options.is_disabled` or the older
+    /// `disable_web_page_preview`), as last sent or edited.
+    pub link_preview_disabled: bool,
 }
 
 /// Which calls a fault or latency applies to.
