@@ -89,11 +89,6 @@ fn api_server(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAd
     if !c.enabled {
         return None;
     }
-    if !c.cors_origins.is_empty() {
-        tracing::warn!(
-            "platforms.api_server.cors_origins is not supported yet and is ignored: browsers on other origins cannot call the API; call it from a server or the same origin"
-        );
-    }
     let settings = hermes_api_server::ApiServerSettings {
         host: c.host.clone(),
         port: c.port,
@@ -101,6 +96,7 @@ fn api_server(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAd
         allow_no_auth: c.allow_no_auth,
         model_name: c.model_name.clone(),
         request_timeout: Duration::from_secs(config.agent.gateway_timeout.max(1)),
+        cors_origins: c.cors_origins.clone(),
     };
     Some(hermes_api_server::ApiServerAdapter::new(settings).map(|a| Arc::new(a) as Arc<dyn PlatformAdapter>).map_err(|e| e.to_string()))
 }

@@ -101,12 +101,19 @@ async fn bad_or_missing_signature_is_refused_and_nothing_is_stored() {
 
     let forged = deliver(&setup, &body, "forged-1", "not-the-secret").await;
     assert_eq!(forged.status(), 401);
-    let unsigned = reqwest::Client::new().post(setup.webhook("/webhooks/deploy")).body(body.clone()).send().await.unwrap();
+    let unsigned = reqwest::Client::new()
+        .post(setup.webhook("/webhooks/deploy"))
+        .header("Content-Type", "application/json")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(unsigned.status(), 401);
     // Signed with the right secret but a timestamp from long ago: a replay.
     let old = "1000000000";
     let replayed = reqwest::Client::new()
         .post(setup.webhook("/webhooks/deploy"))
+        .header("Content-Type", "application/json")
         .header("X-Webhook-Timestamp", old)
         .header("X-Webhook-Signature-V2", sign(ROUTE_SECRET, format!("{old}.{body}").as_bytes()))
         .body(body.clone())
@@ -125,4 +132,35 @@ async fn bad_or_missing_signature_is_refused_and_nothing_is_stored() {
     // A genuine delivery after the refusals goes through.
     assert_eq!(deliver(&setup, &body, "real-1", ROUTE_SECRET).await.status(), 202);
     assert!(receiver.wait_for(1, Duration::from_secs(20)).await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_captured_delivery_replayed_with_a_fresh_github_delivery_id_runs_once() {
+    let (llm, receiver, setup) = rig().await;
+    let _gateway = setup.start().await;
+    let body = json!({"service": {"name": "payments"}, "status": "ok"}).to_string();
+    let signature = format!("sha256={}", sign(ROUTE_SECRET, body.as_bytes()));
+    let post = |delivery: &'static str| {
+        reqwest::Client::new()
+            .post(setup.webhook("/webhooks/deploy"))
+            .header("Content-Type", "application/json")
+            .header("X-GitHub-Delivery", delivery)
+            .header("X-GitHub-Event", "deployment_status")
+            .header("X-Hub-Signature-256", signature.clone())
+            .body(body.clone())
+            .send()
+    };
+    assert_eq!(post("72d3162e-0001").await.unwrap().status(), 202);
+    assert!(receiver.wait_for(1, Duration::from_secs(20)).await, "the genuine delivery is answered");
+
+    // Same signed body, a delivery id the attacker made up: the signature still matches.
+    let replay = post("ffffffff-attacker").await.unwrap();
+    assert!(replay.status().is_success(), "{}", replay.status());
+    let replay: Value = replay.json().await.unwrap();
+    assert_eq!(replay["status"], "duplicate", "{replay}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(llm.request_count(), 1, "the replay never reaches the model");
+    assert_eq!(receiver.received().len(), 1, "and is never answered");
+    let db = open_db(&setup.state_db());
+    assert_eq!(count(&db, "SELECT count(*) FROM inbox", []), 1, "one delivery stored");
 }
