@@ -123,6 +123,7 @@ fn webhook(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
                     prompt: r.prompt.clone(),
                     deliver: r.deliver.clone(),
                     events: r.events.clone(),
+                    toolsets: r.toolsets.clone(),
                 },
             )
         })

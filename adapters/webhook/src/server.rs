@@ -219,6 +219,8 @@ fn build_event(route: &Route, key: &str, delivery_id: &str, prompt: String) -> I
     event.message_id = Some(delivery_id.to_string());
     event.authorized_upstream = true;
     event.one_shot = true;
+    // A payload from outside drives no tool the route's configuration does not list.
+    event.toolsets = Some(route.toolsets.clone());
     if let Deliver::Chat(target) = &route.deliver {
         event.reply_target = Some(target.clone());
     }

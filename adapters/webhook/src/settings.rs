@@ -67,6 +67,8 @@ pub struct RouteSettings {
     pub deliver: String,
     /// Accepted event types; empty accepts every event.
     pub events: Vec<String>,
+    /// Toolsets the agent may use for this route's deliveries; empty: none.
+    pub toolsets: Vec<String>,
 }
 
 impl fmt::Debug for RouteSettings {
@@ -76,6 +78,7 @@ impl fmt::Debug for RouteSettings {
             .field("prompt", &self.prompt)
             .field("deliver", &self.deliver)
             .field("events", &self.events)
+            .field("toolsets", &self.toolsets)
             .finish()
     }
 }
@@ -119,6 +122,7 @@ pub(crate) struct Route {
     pub prompt: String,
     pub deliver: Deliver,
     pub events: Vec<String>,
+    pub toolsets: Vec<String>,
 }
 
 /// Used when a route has no prompt: the agent still sees what arrived.
@@ -173,7 +177,10 @@ pub(crate) fn validate(settings: &WebhookSettings) -> Result<BTreeMap<String, Ro
             reason,
         })?;
         let prompt = if route.prompt.trim().is_empty() { DEFAULT_PROMPT.to_string() } else { route.prompt.clone() };
-        routes.insert(name.clone(), Route { name: name.clone(), secret, prompt, deliver, events: route.events.clone() });
+        routes.insert(
+            name.clone(),
+            Route { name: name.clone(), secret, prompt, deliver, events: route.events.clone(), toolsets: route.toolsets.clone() },
+        );
     }
     Ok(routes)
 }

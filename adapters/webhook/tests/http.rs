@@ -6,6 +6,7 @@ mod support;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
+use hermes_adapter::untrusted::unmarked;
 use hermes_adapter::{AcceptError, AdapterContext, ChatTarget, HealthReporter, OutboundMessage, Platform, PlatformAdapter, SendError};
 use hermes_fakes::inbox::{NoSessions, RecordingInbox};
 use hermes_webhook::{WebhookAdapter, WebhookError, WebhookSettings};
@@ -36,7 +37,8 @@ async fn github_signature_accepted_and_prompt_rendered() {
     let events = running.sink.events();
     assert_eq!(events.len(), 1);
     let event = &events[0];
-    assert_eq!(event.text, "PR 'Fix the flux capacitor' #7 on gh");
+    assert_eq!(unmarked(&event.text), "PR 'Fix the flux capacitor' #7 on gh");
+    assert_eq!(event.toolsets.as_deref(), Some(&[][..]), "a route that lists no toolsets gives the agent none");
     // Identified by what the signature covers; the sender's id is kept as the message id only.
     let key = expected_key("gh", body.as_bytes());
     assert_eq!(event.event_id, format!("webhook:gh:{key}"));
@@ -72,7 +74,7 @@ async fn v2_signature_accepted() {
     assert_eq!(status, 202, "{json}");
     assert_eq!(json["delivery_id"], "req-9");
     let event = &running.sink.events()[0];
-    assert_eq!(event.text, "hello");
+    assert_eq!(unmarked(&event.text), "hello");
     assert_eq!(event.event_id, format!("webhook:gen:{}", expected_key("gen", body.as_bytes())), "the key is the signed body");
     running.stop().await;
 }
@@ -245,7 +247,7 @@ async fn events_filter() {
         send_raw(&running, running.http.post(running.url("gh")).header("X-Gitlab-Token", SECRET).header("X-Request-ID", "3").body(body))
             .await;
     assert_eq!(status, 202, "{json}");
-    let texts: Vec<String> = running.sink.events().into_iter().map(|e| e.text).collect();
+    let texts: Vec<String> = running.sink.events().into_iter().map(|e| unmarked(&e.text)).collect();
     assert_eq!(texts, ["opened", "ship"]);
     running.stop().await;
 }

@@ -42,7 +42,7 @@ impl Running {
 }
 
 pub fn route(prompt: &str, deliver: &str) -> RouteSettings {
-    RouteSettings { secret: Some(SECRET.into()), prompt: prompt.into(), deliver: deliver.into(), events: vec![] }
+    RouteSettings { secret: Some(SECRET.into()), prompt: prompt.into(), deliver: deliver.into(), events: vec![], toolsets: vec![] }
 }
 
 pub fn settings(routes: &[(&str, RouteSettings)]) -> WebhookSettings {
