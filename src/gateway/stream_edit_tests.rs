@@ -110,7 +110,7 @@ async fn services(chat: Arc<EditingChat>) -> (tempfile::TempDir, Arc<Services>) 
         adapters,
         health: Arc::new(super::health::HealthBoard::new()),
         commands: super::commands::registry(),
-        auth: super::auth_policy(&config, &["chat".into()]),
+        auth: Arc::new(super::auth_policy(&config, &["chat".into()])),
         key_policy: super::session_key::KeyPolicy { group_sessions_per_user: true, thread_sessions_per_user: false },
         turn_slots: None,
         turns_abort: tokio_util::sync::CancellationToken::new(),
