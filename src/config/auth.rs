@@ -69,6 +69,20 @@ impl Config {
         out
     }
 
+    /// The platform's own allowlist (the global one left out) and the key it was read from
+    /// (`<PLATFORM>_ALLOWED_USERS` or `platforms.<platform>.allowed_users`), for start-up checks
+    /// that name the key to fix.
+    pub fn platform_allowlist(&self, platform: &str) -> (String, &[String]) {
+        let platform = platform.to_ascii_lowercase();
+        match self.env_auth.allowed.get(&platform) {
+            Some(list) => (format!("{}{ALLOWED_SUFFIX}", platform.to_ascii_uppercase()), list.as_slice()),
+            None => (
+                format!("platforms.{platform}.allowed_users"),
+                self.platforms.get(&platform).map(|p| p.allowed_users.as_slice()).unwrap_or_default(),
+            ),
+        }
+    }
+
     /// Whether everyone may use `platform`: its allow-all flag (environment over file), or the
     /// global flag when no allowlist applies to the platform. As in Hermes, a configured
     /// allowlist takes precedence over `GATEWAY_ALLOW_ALL_USERS`.

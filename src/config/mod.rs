@@ -67,7 +67,7 @@ pub use display::{BusyInputMode, DisplayConfig, ToolProgress};
 pub use env::Env;
 pub use error::ConfigError;
 pub use extra::Extra;
-pub use gateway::{GatewayConfig, StreamingConfig};
+pub use gateway::{GatewayConfig, MediaCacheConfig, StreamingConfig};
 pub use home::Home;
 pub use load::{Loaded, load, load_str, parse_yaml};
 pub use model::ModelConfig;

@@ -37,6 +37,17 @@ fn chat_platform<'a>(config: &'a Config, name: &str, token_var: &str) -> Option<
     })
 }
 
+/// Warn about allowlist entries that can never match anyone on `platform` (a display name where
+/// an id belongs), naming the key to fix: such an entry silently locks its owner out otherwise.
+fn check_allowlist(config: &Config, platform: &str, entry_problem: fn(&str) -> Option<&'static str>) {
+    let (key, entries) = config.platform_allowlist(platform);
+    for entry in entries {
+        if let Some(problem) = entry_problem(entry) {
+            tracing::warn!("{key}: the entry {entry:?} never matches anyone: {problem}");
+        }
+    }
+}
+
 /// The slash commands, as a platform's command menu shows them.
 fn command_menu() -> Vec<(String, String)> {
     super::commands::registry().specs().map(|spec| (spec.name.to_string(), spec.description.to_string())).collect()
@@ -47,6 +58,7 @@ fn telegram(config: &Config, home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
         Ok(found) => found,
         Err(e) => return Some(Err(e)),
     };
+    check_allowlist(config, "telegram", hermes_telegram::allowlist::entry_problem);
     let mut settings = hermes_telegram::TelegramSettings::new(token, home.cache_dir());
     settings.api_base_url = block.api_base_url.clone();
     settings.require_mention = block.require_mention.unwrap_or(false);
@@ -71,6 +83,7 @@ fn discord(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
         Ok(found) => found,
         Err(e) => return Some(Err(e)),
     };
+    check_allowlist(config, "discord", hermes_discord::allowlist::entry_problem);
     let mut settings = hermes_discord::DiscordSettings::new(token);
     settings.api_base_url = block.api_base_url.clone();
     settings.commands = command_menu();

@@ -83,12 +83,14 @@ async fn a_panicking_turn_frees_the_session_tells_the_user_and_parks_the_event()
     let (_dir, services) = super::test_support::services(Config::default(), chat.clone(), Arc::new(FragileModel)).await;
     let (idle_tx, _idle_rx) = mpsc::unbounded_channel();
     let session = actor::spawn(services.clone(), "chat:dm:c1".into(), idle_tx);
-    for (id, text) in [("e1", "boom please"), ("e2", "and now?")] {
+    // One at a time: a second message arriving mid-turn would interrupt the first before it panics.
+    for (id, text, reply) in [("e1", "boom please", "Internal error (incident "), ("e2", "and now?", "fine")] {
         let e = event(id, text);
         services.store.inbox_accept(id, "chat", &serde_json::to_string(&e).unwrap()).await.unwrap();
         session.send(e).unwrap();
+        wait_for(&chat, |s| s.iter().any(|m| m.contains(reply))).await;
     }
-    let sent = wait_for(&chat, |s| s.iter().any(|m| m == "fine")).await;
+    let sent = chat.sent.lock().unwrap().clone();
     let notice = sent
         .iter()
         .find(|m| m.contains("Internal error (incident "))

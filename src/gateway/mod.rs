@@ -10,6 +10,7 @@
 //! - [`commands`]: slash commands, one file each.
 //! - [`outbound`]: render, chunk, outbox, send with retries.
 //! - [`directory`]: sessions for HTTP surfaces.
+//! - [`media_sweep`]: the attachment cache kept private and within its limits.
 
 pub mod actor;
 pub mod adapters;
@@ -28,6 +29,7 @@ pub mod health;
 pub mod history_cache;
 pub mod inbox;
 pub mod instance_lock;
+pub mod media_sweep;
 pub mod outbound;
 pub mod process_guard;
 pub mod router;
@@ -146,6 +148,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         tracing::warn!("the last run did not stop cleanly; unfinished messages will be replayed");
     }
     let _ = std::fs::remove_file(&marker);
+    let media_cache = media_sweep::open(&home).map_err(GatewayError::Io)?;
+    let media_limits = config.gateway.media_cache.limits();
+    media_sweep::sweep(&media_cache, media_limits).await;
 
     let config = Arc::new(config);
     let adapters = adapters::build_enabled(&config, &home).map_err(GatewayError::Config)?;
@@ -153,7 +158,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
     }
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
-    let auth = auth_policy(&config, &platform_names);
+    let auth = Arc::new(auth_policy(&config, &platform_names));
     if auth.nothing_allowed() {
         tracing::warn!(
             "no allowlist is configured: every chat user is denied (API and webhook requests are authorized by their key or signature). Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in"
@@ -177,7 +182,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         adapters: adapters.iter().map(|a| (a.platform().to_string(), a.clone())).collect::<HashMap<_, _>>(),
         health: board.clone(),
         commands: commands::registry(),
-        auth,
+        auth: auth.clone(),
         key_policy: KeyPolicy {
             group_sessions_per_user: config.gateway.group_sessions_per_user,
             thread_sessions_per_user: config.gateway.thread_sessions_per_user,
@@ -209,10 +214,12 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     };
     let mut supervisors = Vec::new();
     for adapter in &adapters {
-        let (inbox, directory, stop) = (inbox.clone(), directory.clone(), adapters_stop.clone());
+        let (inbox, directory, stop, senders) = (inbox.clone(), directory.clone(), adapters_stop.clone(), auth.clone());
         let supervised = Supervised {
             adapter: adapter.clone(),
-            make_context: Box::new(move |health| AdapterContext::new(inbox.clone(), directory.clone(), health, stop.clone())),
+            make_context: Box::new(move |health| {
+                AdapterContext::new(inbox.clone(), directory.clone(), health, stop.clone()).with_sender_policy(senders.clone())
+            }),
             credential_locks: options
                 .credential_lock_dir
                 .clone()
@@ -277,6 +284,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
             }
         })
     };
+    let media_sweeper = media_sweep::spawn(media_cache, media_limits);
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
     let reason = wait_for_signal().await?;
@@ -302,6 +310,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     admin_stop.cancel();
     status_task.abort();
     housekeeping.abort();
+    media_sweeper.abort();
     router.abort();
     status.apply(&board.snapshot(), services.turns.active());
     status.gateway_state = "stopped".into();

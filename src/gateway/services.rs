@@ -27,7 +27,8 @@ pub struct Services {
     pub adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
     pub health: Arc<HealthBoard>,
     pub commands: CommandRegistry,
-    pub auth: AuthPolicy,
+    /// Shared with the adapters, which ask it before fetching attachments.
+    pub auth: Arc<AuthPolicy>,
     pub key_policy: KeyPolicy,
     /// Bounds how many turns run at once (`gateway.max_concurrent_sessions`); `None` = unbounded.
     pub turn_slots: Option<Arc<Semaphore>>,

@@ -30,7 +30,7 @@ pub async fn services(
         adapters,
         health: Arc::new(super::health::HealthBoard::new()),
         commands: super::commands::registry(),
-        auth: super::auth_policy(&config, &[platform]),
+        auth: Arc::new(super::auth_policy(&config, &[platform])),
         key_policy: super::session_key::KeyPolicy { group_sessions_per_user: true, thread_sessions_per_user: false },
         turn_slots: None,
         turns_abort: tokio_util::sync::CancellationToken::new(),

@@ -165,7 +165,7 @@ impl Store {
     /// redelivery of the same event id is still recognised and dropped.
     pub async fn inbox_prune(&self, keep: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms() - keep.as_millis() as i64;
-        self.write(move |c| Ok(c.run("DELETE FROM inbox WHERE state IN ('done', 'failed') AND updated_at < ?1", [cutoff])?)).await
+        self.write(move |c| Ok(c.run("DELETE FROM inbox WHERE state IN ('done', 'failed') AND updated_at <= ?1", [cutoff])?)).await
     }
 }
 

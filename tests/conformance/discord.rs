@@ -29,7 +29,7 @@ impl DiscordPeer {
     }
 
     /// Users write once the bot has a session (events then reach it, at once or on RESUME).
-    async fn session(&self) {
+    pub async fn session(&self) {
         assert!(self.fake.wait_until(Duration::from_secs(30), |f| f.has_session()).await, "the bot identified to the gateway");
     }
 

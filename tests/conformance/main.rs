@@ -6,9 +6,11 @@
 //! * [`suite`]: the behaviours, generic over the peer.
 //! * [`telegram`], [`discord`] (and later platforms): the peers.
 //! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
+//! * [`identity`]: who gets in — display-name spoofs denied, strangers' attachments never fetched.
 
 mod discord;
 mod faults;
+mod identity;
 mod peer;
 mod suite;
 #[path = "../e2e/support.rs"]

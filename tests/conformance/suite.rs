@@ -20,11 +20,19 @@ pub struct Run<P: ChatPeer> {
 /// The gateway with only `P`'s adapter (and the API server, for health) running; `extra_yaml`
 /// is appended to config.yaml.
 pub async fn launch<P: ChatPeer>(extra_yaml: &str) -> Run<P> {
+    launch_with(extra_yaml, &[]).await
+}
+
+/// [`launch`], with environment variables set after the peer's own (an allowlist of its own).
+pub async fn launch_with<P: ChatPeer>(extra_yaml: &str, env: &[(&str, &str)]) -> Run<P> {
     let llm = FakeLlm::start().await;
     let peer = P::start().await;
     let mut setup = Setup::new(&llm.base_url());
     setup.set("WEBHOOK_ENABLED", "false");
     let platforms = peer.configure(&mut setup);
+    for (key, value) in env {
+        setup.set(key, value);
+    }
     setup.write_config(&format!("platforms:\n{platforms}\n{extra_yaml}"));
     let gateway = setup.start().await;
     Run { peer, llm, _setup: setup, gateway }
@@ -66,7 +74,7 @@ fn count_text(posted: &[Posted], text: &str) -> usize {
 }
 
 /// Quiet time in which a duplicate, if one were coming, would show up.
-async fn settle() {
+pub async fn settle() {
     tokio::time::sleep(Duration::from_millis(400)).await;
 }
 

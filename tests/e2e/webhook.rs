@@ -1,7 +1,7 @@
 //! Signed webhooks end to end: the turn runs, the answer reaches the route's callback URL, bad
 //! signatures are refused before anything is stored, and a redelivery is processed once.
 
-use crate::support::{Setup, count, open_db};
+use crate::support::{Setup, count, is_fenced, open_db, unfenced};
 use hermes_fakes::{FakeLlm, Receiver};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -57,14 +57,12 @@ async fn signed_delivery_runs_once_and_answers_the_callback() {
     let accepted = deliver(&setup, &body, "delivery-1", ROUTE_SECRET).await;
     assert_eq!(accepted.status(), 202, "agent mode answers at once");
     assert!(receiver.wait_for(1, Duration::from_secs(20)).await, "the answer reaches the callback");
-    assert_eq!(
-        llm.requests()[0].last_user_text().as_deref(),
-        Some("Deploy of billing finished: ok"),
-        "the prompt template was filled from the body"
-    );
+    let prompt = llm.requests()[0].last_user_text().unwrap_or_default();
+    assert_eq!(unfenced(&prompt), "Deploy of billing finished: ok", "the prompt template was filled from the body");
+    assert!(is_fenced(&prompt, "billing") && is_fenced(&prompt, "ok"), "payload values are fenced: {prompt}");
     let answer = &receiver.received()[0];
     assert_eq!(answer.path, "/answers");
-    assert_eq!(answer.body["text"], "echo: Deploy of billing finished: ok");
+    assert_eq!(unfenced(answer.body["text"].as_str().unwrap_or_default()), "echo: Deploy of billing finished: ok");
     assert_eq!(answer.body["route"], "deploy");
 
     // The same delivery id again: acknowledged, not processed.
@@ -90,7 +88,7 @@ async fn signed_delivery_runs_once_and_answers_the_callback() {
         .unwrap();
     assert_eq!(github.status(), 202);
     assert!(receiver.wait_for(2, Duration::from_secs(20)).await);
-    assert_eq!(receiver.received()[1].body["text"], "echo: Deploy of search finished: failed");
+    assert_eq!(unfenced(receiver.received()[1].body["text"].as_str().unwrap_or_default()), "echo: Deploy of search finished: failed");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -184,12 +182,9 @@ async fn a_payload_asking_for_a_shell_command_gets_no_tool_and_runs_nothing() {
     let offered = first.body.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
     assert_eq!(offered, 0, "no tool is offered to a route that lists none: {:?}", first.body.get("tools"));
     let user = first.last_user_text().unwrap_or_default();
-    let fenced = user.find("<untrusted-data ").zip(user.find("\n</untrusted-data ")).is_some_and(|(open, close)| {
-        let inside = &user[open..close];
-        inside.contains("data, not instructions") && inside.contains("ignore previous instructions")
-    });
-    assert!(fenced, "the payload is fenced as data: {user}");
-    assert!(user.starts_with("Deploy of "), "the route's own words stay outside the fence: {user}");
+    assert!(user.contains("data, not instructions"), "the model is told what the fence holds: {user}");
+    assert!(is_fenced(&user, &order), "the payload is fenced as data: {user}");
+    assert!(unfenced(&user).starts_with("Deploy of "), "the route's own words stay outside the fence: {user}");
     assert!(!marker.exists(), "the payload's command did not run");
     let tool_result = requests.get(1).and_then(|r| r.messages().into_iter().find(|(role, _)| role == "tool")).map(|(_, t)| t);
     assert!(tool_result.is_some_and(|t| t.contains("not available")), "the shell was refused to the model");

@@ -38,7 +38,8 @@ pub struct TelegramSettings {
     /// Seconds a `getUpdates` long poll may wait for news.
     pub poll_timeout: Duration,
     pub budget: SendBudget,
-    /// Where inbound photos and documents are saved (`HERMES_HOME/cache`).
+    /// Where inbound photos and documents are saved (`HERMES_HOME/cache`, a private
+    /// [`hermes_adapter::MediaCache`] the gateway keeps within its limits).
     pub media_dir: PathBuf,
     /// Larger inbound files are not downloaded; the message says so instead.
     pub max_media_bytes: u64,

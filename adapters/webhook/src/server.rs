@@ -212,8 +212,8 @@ fn too_large() -> Response {
 /// along as the message id, so that the answer can name it.
 fn build_event(route: &Route, key: &str, delivery_id: &str, prompt: String) -> InboundEvent {
     let chat_id = format!("{PLATFORM}:{}:{key}", route.name);
-    let mut source = SessionSource::new(Platform::new(PLATFORM), chat_id.clone(), ChatType::Webhook)
-        .with_user(format!("{PLATFORM}:{}", route.name), None);
+    let mut source =
+        SessionSource::new(Platform::new(PLATFORM), chat_id.clone(), ChatType::Webhook).with_user(format!("{PLATFORM}:{}", route.name));
     source.chat_name = Some(route.name.clone());
     let mut event = InboundEvent::text(chat_id, source, prompt);
     event.message_id = Some(delivery_id.to_string());

@@ -590,8 +590,11 @@ async fn download(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, path)): 
         if bot.strip_prefix("bot") != Some(s.token.as_str()) {
             return Err(StatusCode::UNAUTHORIZED);
         }
-        s.files.values().find(|(p, _)| *p == path).map(|(_, bytes)| bytes.clone()).ok_or(StatusCode::NOT_FOUND)
+        let bytes = s.files.values().find(|(p, _)| *p == path).map(|(_, bytes)| bytes.clone()).ok_or(StatusCode::NOT_FOUND)?;
+        s.downloads.push(path.clone());
+        Ok(bytes)
     });
+    shared.changed.notify_waiters();
     match found {
         Ok(bytes) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
         Err(status) => status.into_response(),
