@@ -3,6 +3,10 @@
 //! the user) — each a list of entries separated by `§` lines, each within a character budget.
 //! Writes are screened ([`crate::agent::safety`]) and atomic; the prompt reads a snapshot taken
 //! when a session starts, so a write takes effect in the next session.
+//!
+//! When more than one person may talk to the agent, each keeps their own `USER.md` under
+//! `memories/users/<platform>/<user id>/` ([`user_profile_dir`]), so one user's profile never
+//! reaches another's prompt; `MEMORY.md` stays shared.
 
 use std::path::{Path, PathBuf};
 use tokio::sync::Mutex;
@@ -57,13 +61,53 @@ pub enum MemoryError {
 #[derive(Debug, Clone)]
 pub struct MemoryStore {
     dir: PathBuf,
+    /// Where `USER.md` lives: `dir` itself, or one user's own folder.
+    user_dir: PathBuf,
     memory_limit: usize,
     user_limit: usize,
 }
 
+/// The folder of one user's own `USER.md` under the memories folder. The id is escaped so that
+/// any id (an mxid, an email address) is one path component that cannot climb out.
+pub fn user_profile_dir(memories: &Path, platform: &str, user_id: &str) -> PathBuf {
+    memories.join("users").join(path_component(platform)).join(path_component(user_id))
+}
+
+fn path_component(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for (i, b) in raw.bytes().enumerate() {
+        let plain = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'@' | b'+') || (b == b'.' && i > 0);
+        if plain {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if out.is_empty() { "%".to_string() } else { out }
+}
+
 impl MemoryStore {
     pub fn new(dir: impl Into<PathBuf>, memory_limit: usize, user_limit: usize) -> Self {
-        Self { dir: dir.into(), memory_limit, user_limit }
+        let dir = dir.into();
+        Self { user_dir: dir.clone(), dir, memory_limit, user_limit }
+    }
+
+    /// The store a session uses: with `per_user` profiles, the user's own `USER.md` (a session
+    /// without a user id, from an API key holder or a signed webhook, keeps the shared one).
+    pub fn for_session(self, per_user: bool, platform: &str, user_id: Option<&str>) -> Self {
+        match user_id.filter(|id| per_user && !id.is_empty()) {
+            Some(id) => {
+                let dir = user_profile_dir(&self.dir, platform, id);
+                self.with_user_dir(dir)
+            }
+            None => self,
+        }
+    }
+
+    /// The same store with `USER.md` read from and written to `user_dir`.
+    pub fn with_user_dir(mut self, user_dir: impl Into<PathBuf>) -> Self {
+        self.user_dir = user_dir.into();
+        self
     }
 
     pub fn limit(&self, target: MemoryTarget) -> usize {
@@ -74,7 +118,10 @@ impl MemoryStore {
     }
 
     fn path(&self, target: MemoryTarget) -> PathBuf {
-        self.dir.join(target.file_name())
+        match target {
+            MemoryTarget::Memory => self.dir.join(target.file_name()),
+            MemoryTarget::User => self.user_dir.join(target.file_name()),
+        }
     }
 
     /// The entries of one file (a missing file has none).
@@ -195,6 +242,29 @@ fn read_entries(path: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn with_several_users_each_profile_is_their_own_and_memory_is_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let alice = MemoryStore::new(dir.path(), 500, 500).for_session(true, "telegram", Some("5001"));
+        let bob = MemoryStore::new(dir.path(), 500, 500).for_session(true, "telegram", Some("5002"));
+        alice.add(MemoryTarget::User, "Alice's doctor is Dr. Lee").await.unwrap();
+        bob.add(MemoryTarget::Memory, "The server runs Debian").await.unwrap();
+        assert_eq!(bob.prompt_block(MemoryTarget::User), None, "bob never sees alice's profile");
+        assert!(alice.prompt_block(MemoryTarget::Memory).is_some_and(|b| b.contains("Debian")));
+        let single = MemoryStore::new(dir.path(), 500, 500).for_session(false, "telegram", Some("5001"));
+        assert_eq!(single.prompt_block(MemoryTarget::User), None, "a one-person install keeps the shared USER.md");
+        assert!(dir.path().join("users/telegram/5001/USER.md").exists());
+    }
+
+    #[test]
+    fn a_user_id_is_one_path_component_that_cannot_climb_out() {
+        let root = Path::new("/m");
+        assert_eq!(user_profile_dir(root, "matrix", "@alice:example.org"), Path::new("/m/users/matrix/@alice%3Aexample.org"));
+        assert_eq!(user_profile_dir(root, "x", ".."), Path::new("/m/users/x/%2E."));
+        assert_eq!(user_profile_dir(root, "x", "../../etc"), Path::new("/m/users/x/%2E.%2F..%2Fetc"));
+        assert_eq!(user_profile_dir(root, "x", ""), Path::new("/m/users/x/%"));
+    }
 
     #[tokio::test]
     async fn add_replace_remove_within_budget() {

@@ -7,6 +7,10 @@
 //! adapter read from the platform (a Telegram `username`: `@` optional, any case). Display names,
 //! chat titles and channel names are never compared (see [`hermes_adapter::SessionSource`]).
 //!
+//! Admins are a tier inside the allowed users (`gateway.admin_users`, `<PLATFORM>_ADMIN_USERS`):
+//! only they change what every user shares (the global model, `MEMORY.md`, skills). With no
+//! admin named anywhere, every allowed user is one, so single-user installs need no setting.
+//!
 //! The same policy answers adapters that ask before fetching a message's attachments
 //! ([`hermes_adapter::SenderPolicy`]), so a file is only downloaded for a sender the router will
 //! let in.
@@ -35,16 +39,65 @@ pub struct AuthPolicy {
     platforms: HashMap<String, PlatformRule>,
     global_users: Vec<String>,
     global_allow_all: bool,
+    /// Per platform, its admins (already merged with the global list by the config).
+    admins: HashMap<String, Vec<String>>,
+    admins_named: bool,
 }
 
 impl AuthPolicy {
     pub fn new(global_users: Vec<String>, global_allow_all: bool) -> Self {
-        Self { platforms: HashMap::new(), global_users: normalize(global_users), global_allow_all }
+        Self { platforms: HashMap::new(), global_users: normalize(global_users), global_allow_all, ..Self::default() }
     }
 
     pub fn with_platform(mut self, platform: &str, users: Vec<String>, allow_all: bool) -> Self {
         self.platforms.insert(platform.to_ascii_lowercase(), PlatformRule { users: normalize(users), allow_all });
         self
+    }
+
+    /// `users` are the admins of `platform`; naming any admin anywhere makes the tier exclusive.
+    pub fn with_admins(mut self, platform: &str, users: Vec<String>) -> Self {
+        let users = normalize(users);
+        self.admins_named |= !users.is_empty();
+        self.admins.insert(platform.to_ascii_lowercase(), users);
+        self
+    }
+
+    /// Admins are named somewhere in the configuration (perhaps for a platform not running now):
+    /// then only listed users are admins, on every platform.
+    pub fn with_admins_named(mut self, named: bool) -> Self {
+        self.admins_named |= named;
+        self
+    }
+
+    /// Whether the sender of `event` may change what every user shares. Callers the operator
+    /// authenticated upstream (an API key, a signed webhook whose route lists the toolsets) act
+    /// for the operator; their reach is limited by their toolsets instead.
+    pub fn is_admin(&self, event: &InboundEvent) -> bool {
+        if event.authorized_upstream {
+            return true;
+        }
+        if self.decide_sender(&event.source) != AuthDecision::Allowed {
+            return false;
+        }
+        if !self.admins_named {
+            return true;
+        }
+        let source = &event.source;
+        let (Some(user_id), Some(admins)) = (source.user_id.as_deref(), self.admins.get(source.platform.as_str())) else {
+            return false;
+        };
+        let handle = source.user_handle.as_deref().map(|h| h.strip_prefix('@').unwrap_or(h)).filter(|h| !h.is_empty());
+        admins.iter().any(|entry| entry != "*" && names_sender(entry, user_id, handle))
+    }
+
+    /// Whether more than one person may talk to the agent: then each keeps their own `USER.md`.
+    pub fn serves_several_users(&self) -> bool {
+        let rules = self.platforms.values();
+        let allow_all = self.global_allow_all || self.platforms.values().any(|r| r.allow_all || r.users.iter().any(|u| u == "*"));
+        let mut named: Vec<&str> = rules.flat_map(|r| r.users.iter()).chain(&self.global_users).map(|u| u.trim_start_matches('@')).collect();
+        named.sort_unstable();
+        named.dedup();
+        allow_all || named.len() > 1
     }
 
     /// True when no allowlist and no allow-all exists anywhere: every user is denied.
@@ -180,6 +233,39 @@ mod tests {
         );
         let slack = AuthPolicy::new(vec![], false).with_platform("slack", vec!["U01ABC".into()], false);
         assert_eq!(slack.decide(&sender("slack", "u01abc", None, None)), AuthDecision::Denied { direct: true });
+    }
+
+    #[test]
+    fn without_named_admins_every_allowed_user_is_one() {
+        let p = AuthPolicy::new(vec![], false).with_platform("telegram", vec!["5001".into()], false).with_admins("telegram", vec![]);
+        assert!(p.is_admin(&sender("telegram", "5001", None, None)));
+        assert!(!p.is_admin(&sender("telegram", "6001", None, Some("5001"))), "a stranger is never an admin");
+    }
+
+    #[test]
+    fn named_admins_are_matched_by_id_or_handle_never_by_display_name() {
+        let p = AuthPolicy::new(vec![], false)
+            .with_platform("telegram", vec!["5001".into(), "5002".into(), "@carol".into()], false)
+            .with_admins("telegram", vec!["5001".into(), "@carol".into()])
+            .with_admins("discord", vec![]);
+        assert!(p.is_admin(&sender("telegram", "5001", None, None)));
+        assert!(p.is_admin(&sender("telegram", "7001", Some("Carol"), None)));
+        assert!(!p.is_admin(&sender("telegram", "5002", None, Some("5001"))), "an allowed user naming themselves after the admin");
+        assert!(!p.is_admin(&sender("telegram", "5002", Some("carolx"), Some("carol"))));
+        assert!(!p.is_admin(&sender("discord", "5001", None, None)), "admin lists are per platform");
+        let mut upstream = sender("api_server", "anyone", None, None);
+        upstream.authorized_upstream = true;
+        assert!(p.is_admin(&upstream), "the key holder is the operator");
+    }
+
+    #[test]
+    fn several_users_means_two_distinct_entries_or_allow_all() {
+        let one = AuthPolicy::new(vec!["5001".into()], false).with_platform("telegram", vec!["5001".into()], false);
+        assert!(!one.serves_several_users());
+        let two = AuthPolicy::new(vec![], false).with_platform("telegram", vec!["5001".into(), "@bob".into()], false);
+        assert!(two.serves_several_users());
+        assert!(AuthPolicy::new(vec![], true).serves_several_users());
+        assert!(AuthPolicy::new(vec![], false).with_platform("discord", vec!["*".into()], false).serves_several_users());
     }
 
     #[test]

@@ -126,9 +126,10 @@ pub fn tool_settings(config: &Config) -> ToolSettings {
 }
 
 pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
-    let mut policy = AuthPolicy::new(config.gateway.allowed_users.clone(), config.gateway.allow_all_users);
+    let mut policy =
+        AuthPolicy::new(config.gateway.allowed_users.clone(), config.gateway.allow_all_users).with_admins_named(config.admins_named());
     for p in platforms {
-        policy = policy.with_platform(p, config.allowed_users(p), config.allow_all(p));
+        policy = policy.with_platform(p, config.allowed_users(p), config.allow_all(p)).with_admins(p, config.admin_users(p));
     }
     policy
 }
@@ -170,7 +171,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
     let paths = Arc::new(agent_paths(&home, &config));
     std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;
-    let tool_settings = Arc::new(tool_settings(&config));
+    let tool_settings = Arc::new(ToolSettings { per_user_profiles: auth.serves_several_users(), ..tool_settings(&config) });
     let tool_host = Arc::new(tool_host::GatewayToolHost::default());
     let board = Arc::new(HealthBoard::new());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -207,6 +207,7 @@ async fn drive(
         thread_id: event.source.thread_id.clone(),
         user_id: event.source.user_id.clone(),
         interactive: caps.supports_async_delivery && event.source.chat_type != ChatType::Webhook,
+        is_admin: services.auth.is_admin(event),
     };
     let context = ToolContext {
         scope,
@@ -431,7 +432,12 @@ async fn freeze_prompt(
     toolsets: &[String],
 ) -> Result<String, crate::store::StoreError> {
     let memory = services.config.memory.enabled.then(|| {
-        MemoryStore::new(&services.paths.memories, services.config.memory.memory_char_limit, services.config.memory.user_char_limit)
+        let limits = &services.config.memory;
+        MemoryStore::new(&services.paths.memories, limits.memory_char_limit, limits.user_char_limit).for_session(
+            services.tool_settings.per_user_profiles,
+            source.platform.as_str(),
+            source.user_id.as_deref(),
+        )
     });
     let connected: Vec<String> =
         services.adapters.iter().filter(|(_, a)| a.capabilities().supports_async_delivery).map(|(n, _)| n.clone()).collect();

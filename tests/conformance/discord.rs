@@ -74,6 +74,13 @@ impl ChatPeer for DiscordPeer {
         Chat { chat_id: injected.channel_id.to_string(), thread_id: None }
     }
 
+    async fn reply(&self, user: u32, chat: &Chat, message_id: &str, text: &str) {
+        self.session().await;
+        let (Ok(channel), Ok(message_id)) = (chat.chat_id.parse(), message_id.parse()) else { panic!("not a Discord channel or message id") };
+        let injected = self.fake.reply(channel, &self.dc_user(user), message_id, text);
+        self.remember(injected.id);
+    }
+
     async fn group(&self, user: u32, text: &str, mention: bool) -> Chat {
         self.session().await;
         let injected = self.fake.channel_message(self.general, &self.dc_user(user), text, mention);

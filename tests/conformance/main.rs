@@ -8,6 +8,7 @@
 //! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
 //! * [`identity`]: who gets in — display-name spoofs denied, strangers' attachments never fetched.
 
+mod admin;
 mod discord;
 mod faults;
 mod identity;
@@ -47,6 +48,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn streamed_answer_matches_sent() {
                 suite::streamed_answer_matches_sent::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn replied_to_text_is_fenced_as_data() {
+                suite::replied_to_text_is_fenced_as_data::<$peer>().await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn links_are_not_unfurled() {

@@ -45,6 +45,8 @@ pub trait ChatPeer: Sized + Send + Sync + 'static {
 
     /// User `n` writes to the bot directly.
     async fn dm(&self, user: u32, text: &str) -> Chat;
+    /// User `n` replies in `chat` (their DM) to the message with id `message_id`.
+    async fn reply(&self, user: u32, chat: &Chat, message_id: &str, text: &str);
     /// User `n` writes in the shared group chat, mentioning the bot or not.
     async fn group(&self, user: u32, text: &str, mention: bool) -> Chat;
     /// User `n` writes in thread/topic `thread` (1 or 2) of the shared group.

@@ -64,6 +64,12 @@ impl ChatPeer for TelegramPeer {
         Chat { chat_id: injected.chat_id.to_string(), thread_id: None }
     }
 
+    async fn reply(&self, user: u32, chat: &Chat, message_id: &str, text: &str) {
+        let (Ok(chat_id), Ok(message_id)) = (chat.chat_id.parse(), message_id.parse()) else { panic!("not a Telegram chat or message id") };
+        let injected = self.fake.reply(chat_id, &self.tg_user(user), message_id, text);
+        self.remember(injected.update_id);
+    }
+
     async fn group(&self, user: u32, text: &str, mention: bool) -> Chat {
         let text = if mention { format!("@{} {text}", self.fake.bot_username()) } else { text.to_string() };
         let injected = self.fake.group_message(GROUP, &self.tg_user(user), &text);

@@ -9,7 +9,7 @@
 
 use crate::commands::INPUT_OPTION;
 use chrono::Utc;
-use hermes_adapter::{ChatType, InboundEvent, MessageKind, Platform, SessionSource};
+use hermes_adapter::{ChatType, InboundEvent, MessageKind, Platform, SessionSource, untrusted};
 use serenity::model::application::{CommandDataOptionValue, CommandInteraction, ComponentInteraction};
 use serenity::model::channel::Message;
 use serenity::model::user::User;
@@ -73,9 +73,10 @@ pub fn from_message(message: &Message, place: Place, me: &Identity, gate: &Gate)
     if message.author.bot || message.webhook_id.is_some() {
         return Inbound::Ignore("a message from a bot or webhook");
     }
-    let mut text = strip_mention(&message.content, me.bot_id);
+    let mut text = with_outside_context(message, strip_mention(&message.content, me.bot_id));
     for attachment in &message.attachments {
-        let note = format!("[attached file: {} ({} bytes) {}]", attachment.filename, attachment.size, attachment.url);
+        // The file name is the sender's choice, like any text from outside.
+        let note = format!("[attached file: {} ({} bytes) {}]", untrusted::mark(&attachment.filename), attachment.size, attachment.url);
         text = if text.is_empty() { note } else { format!("{text}\n{note}") };
     }
     if text.trim().is_empty() {
@@ -104,6 +105,23 @@ pub fn from_message(message: &Message, place: Place, me: &Identity, gate: &Gate)
     event.message_id = Some(message.id.get().to_string());
     event.received_at = Utc::now();
     Inbound::Message(Box::new(event))
+}
+
+/// The user's text with what came from someone else marked as untrusted: a forwarded message
+/// (its snapshot) is entirely someone else's; a reply carries the referenced message's words
+/// before the user's. Commands stay as typed.
+fn with_outside_context(message: &Message, own: String) -> String {
+    if own.starts_with('/') {
+        return untrusted::unmarked(&own);
+    }
+    if let Some(snapshot) = message.message_snapshots.first().filter(|s| !s.content.trim().is_empty()) {
+        let forwarded = untrusted::forwarded(None, &snapshot.content);
+        return if own.trim().is_empty() { forwarded } else { format!("{forwarded}\n\n{}", untrusted::unmarked(&own)) };
+    }
+    match message.referenced_message.as_deref().filter(|r| !r.content.trim().is_empty()) {
+        Some(replied) => untrusted::with_reply_context(Some(replied.author.display_name()), &replied.content, &own),
+        None => untrusted::unmarked(&own),
+    }
 }
 
 pub fn from_component(interaction: &ComponentInteraction, place: Place, me: &Identity) -> Inbound {

@@ -24,6 +24,8 @@ pub struct SessionScope {
     pub user_id: Option<String>,
     /// A person can answer questions right now (false for cron and webhooks).
     pub interactive: bool,
+    /// The user may change what every user shares (`MEMORY.md`, skills); see `gateway::auth`.
+    pub is_admin: bool,
 }
 
 /// Directories under `HERMES_HOME` the tools use.
@@ -72,6 +74,8 @@ pub struct ToolSettings {
     pub clarify_timeout: Duration,
     /// Largest file `read_file` returns in one call.
     pub max_read_bytes: usize,
+    /// Several people may talk to the agent: each user's `USER.md` is their own.
+    pub per_user_profiles: bool,
 }
 
 impl Default for ToolSettings {
@@ -86,6 +90,7 @@ impl Default for ToolSettings {
             user_char_limit: 1_375,
             clarify_timeout: Duration::from_secs(3600),
             max_read_bytes: 512 * 1024,
+            per_user_profiles: false,
         }
     }
 }
@@ -164,7 +169,8 @@ impl ToolContext {
     /// A context for tests and detached runs.
     pub fn detached(paths: AgentPaths, settings: ToolSettings) -> Self {
         Self {
-            scope: SessionScope::default(),
+            // A detached run is started by the operator (tests, the CLI), never by a chat user.
+            scope: SessionScope { is_admin: true, ..SessionScope::default() },
             paths: Arc::new(paths),
             settings: Arc::new(settings),
             host: Arc::new(DetachedHost),

@@ -43,8 +43,19 @@ impl Tool for Memory {
         let Some(target) = args.get("target").and_then(Value::as_str).and_then(MemoryTarget::parse) else {
             return ToolOutput::error("`target` must be `memory` or `user`.");
         };
+        if target == MemoryTarget::Memory && !ctx.scope.is_admin {
+            return ToolOutput::error(
+                "MEMORY.md is shared by every user of this agent and only an admin may change it. Save facts about this user with \
+                 target `user` (their own profile) instead.",
+            );
+        }
         let s = &ctx.settings;
-        let store = MemoryStore::new(&ctx.paths.memories, s.memory_char_limit, s.user_char_limit);
+        let scope = &ctx.scope;
+        let store = MemoryStore::new(&ctx.paths.memories, s.memory_char_limit, s.user_char_limit).for_session(
+            s.per_user_profiles,
+            &scope.platform,
+            scope.user_id.as_deref(),
+        );
         let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
         let result = match action {
             "add" => store.add(target, &text("content")).await,

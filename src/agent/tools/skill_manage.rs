@@ -42,6 +42,12 @@ impl Tool for SkillManage {
             (Ok(a), Ok(n)) => (a.to_string(), n.to_string()),
             (Err(e), _) | (_, Err(e)) => return e,
         };
+        if !ctx.scope.is_admin {
+            return ToolOutput::error(
+                "Skills are shared by every user of this agent and only an admin may create or change them; tell the user to ask \
+                 an admin.",
+            );
+        }
         let root = ctx.paths.skills.clone();
         let s = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
         let (description, content, file, old, new) = (s("description"), s("content"), s("file"), s("old_text"), s("new_text"));

@@ -1,6 +1,6 @@
 //! `/model [name] [--provider P] [--session | --global]`: show or switch the model. A session
 //! switch is stored in the route's overrides (it survives a restart and touches no other chat);
-//! `--global` changes the default for every chat and writes it to config.yaml. Refused while a
+//! `--global` (admins only, see `gateway::auth`) changes the default for every chat and writes it to config.yaml. Refused while a
 //! turn runs (the registry's mid-turn rule).
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
@@ -79,7 +79,14 @@ impl SlashCommand for Model {
                 .collect();
             return CommandOutcome::ReplyWithButtons(text, buttons);
         };
-        let global = switch.global.unwrap_or(services.config.model.persist_switch_by_default);
+        let is_admin = services.auth.is_admin(ctx.event);
+        if switch.global == Some(true) && !is_admin {
+            return CommandOutcome::Reply(
+                "⚠️ Only an admin may change the model for every chat (`--global`). Use `/model <name>` to switch this session.".into(),
+            );
+        }
+        // A non-admin's switch stays in their session even where switches persist by default.
+        let global = switch.global.unwrap_or(services.config.model.persist_switch_by_default && is_admin);
         if global {
             if let Err(e) = crate::config::write_model_default(&services.home.config_file(), &model, switch.provider.as_deref()) {
                 return CommandOutcome::Reply(format!("⚠️ config.yaml could not be updated: {e}"));
