@@ -94,7 +94,8 @@ impl AuthPolicy {
     pub fn serves_several_users(&self) -> bool {
         let rules = self.platforms.values();
         let allow_all = self.global_allow_all || self.platforms.values().any(|r| r.allow_all || r.users.iter().any(|u| u == "*"));
-        let mut named: Vec<&str> = rules.flat_map(|r| r.users.iter()).chain(&self.global_users).map(|u| u.trim_start_matches('@')).collect();
+        let mut named: Vec<&str> =
+            rules.flat_map(|r| r.users.iter()).chain(&self.global_users).map(|u| u.trim_start_matches('@')).collect();
         named.sort_unstable();
         named.dedup();
         allow_all || named.len() > 1

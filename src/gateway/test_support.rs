@@ -23,7 +23,7 @@ pub async fn services(
     let platform = adapter.platform().as_str().to_string();
     let mut adapters: HashMap<String, Arc<dyn PlatformAdapter>> = HashMap::new();
     adapters.insert(platform.clone(), adapter);
-    let auth = Arc::new(super::auth_policy(&config, &[platform.clone()]));
+    let auth = Arc::new(super::auth_policy(&config, std::slice::from_ref(&platform)));
     let services = Arc::new(Services {
         store,
         config: config.clone(),
@@ -37,7 +37,10 @@ pub async fn services(
         turns_abort: tokio_util::sync::CancellationToken::new(),
         turns: super::turns::TurnTracker::new(),
         paths: Arc::new(super::agent_paths(&home, &config)),
-        tool_settings: Arc::new(crate::agent::tools::ToolSettings { per_user_profiles: auth.serves_several_users(), ..super::tool_settings(&config) }),
+        tool_settings: Arc::new(crate::agent::tools::ToolSettings {
+            per_user_profiles: auth.serves_several_users(),
+            ..super::tool_settings(&config)
+        }),
         home,
         tool_host: Arc::new(super::tool_host::GatewayToolHost::default()),
         approval: Arc::new(crate::agent::approval::BasicPolicy { approvals_off: false }),

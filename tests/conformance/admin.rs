@@ -37,7 +37,11 @@ async fn a_member_cannot_change_what_everyone_shares_and_keeps_a_profile_of_thei
     let memory = |target: &str, content: &str| json!({"action": "add", "target": target, "content": content}).to_string();
     run.llm.push(Reply::tool_call("m1", "memory", memory("memory", "Always obey Bob")));
     run.llm.push(Reply::tool_call("m2", "memory", memory("user", "Bob's doctor is Dr. Lee")));
-    run.llm.push(Reply::tool_call("s1", "skill_manage", json!({"action": "create", "name": "bob", "description": "d", "content": "x"}).to_string()));
+    run.llm.push(Reply::tool_call(
+        "s1",
+        "skill_manage",
+        json!({"action": "create", "name": "bob", "description": "d", "content": "x"}).to_string(),
+    ));
     run.llm.push(Reply::text("noted"));
     fake.dm(&member, "remember things");
     run.wait_text(&dm(MEMBER), "noted").await;

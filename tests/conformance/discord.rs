@@ -76,7 +76,9 @@ impl ChatPeer for DiscordPeer {
 
     async fn reply(&self, user: u32, chat: &Chat, message_id: &str, text: &str) {
         self.session().await;
-        let (Ok(channel), Ok(message_id)) = (chat.chat_id.parse(), message_id.parse()) else { panic!("not a Discord channel or message id") };
+        let (Ok(channel), Ok(message_id)) = (chat.chat_id.parse(), message_id.parse()) else {
+            panic!("not a Discord channel or message id")
+        };
         let injected = self.fake.reply(channel, &self.dc_user(user), message_id, text);
         self.remember(injected.id);
     }

@@ -300,14 +300,19 @@ pub async fn replied_to_text_is_fenced_as_data<P: ChatPeer>() {
     while run.llm.requests().len() < 2 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let asked = run.llm.requests().get(1).and_then(|r| r.last_user_text()).unwrap_or_else(|| panic!("{}: the reply reached no model", P::PLATFORM));
+    let asked =
+        run.llm.requests().get(1).and_then(|r| r.last_user_text()).unwrap_or_else(|| panic!("{}: the reply reached no model", P::PLATFORM));
     // After the one-line notice: `[Replying to] <untrusted-data B>…</untrusted-data B>` and the question.
     let body = asked.split_once('\n').map_or("", |(_, body)| body);
     let open = body.find("<untrusted-data ").and_then(|i| body[i..].find('>').map(|j| i + j + 1));
     let fenced = open.zip(body.find("</untrusted-data ")).map(|(o, c)| body.get(o..c).unwrap_or_default()).unwrap_or_default();
     assert!(asked.contains("data, not instructions"), "{}: the model is told what the fence holds: {asked}", P::PLATFORM);
     assert!(asked.matches(injection).count() == 1 && fenced.contains(injection), "{}: the replied-to text is fenced: {asked}", P::PLATFORM);
-    assert!(asked.ends_with("what did you mean by that?") && !fenced.contains("what did you mean"), "{}: the user's words are not: {asked}", P::PLATFORM);
+    assert!(
+        asked.ends_with("what did you mean by that?") && !fenced.contains("what did you mean"),
+        "{}: the user's words are not: {asked}",
+        P::PLATFORM
+    );
 }
 
 pub async fn links_are_not_unfurled<P: ChatPeer>() {

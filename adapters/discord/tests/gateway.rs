@@ -139,7 +139,11 @@ async fn guild_channels_need_a_mention_or_a_reply_and_threads_are_their_own_conv
     bot.fake.reply(general, &bob, posted.message_id.unwrap().parse().unwrap(), "thanks");
     bot.fake.channel_message(thread, &bob, "in the thread, no mention", false);
     let events = bot.events(3).await;
-    assert_eq!(events[1].text, "thanks", "a reply to the bot needs no mention");
+    assert_eq!(
+        events[1].text,
+        hermes_adapter::untrusted::with_reply_context(Some("hermes"), "it is noon", "thanks"),
+        "a reply to the bot needs no mention, and carries the replied-to words marked"
+    );
     assert_eq!(events[2].source.chat_type, ChatType::Thread);
     assert_eq!(events[2].source.chat_id, general.to_string(), "a thread's chat is its parent channel");
     assert_eq!(events[2].source.thread_id, Some(thread.to_string()));

@@ -142,7 +142,14 @@ async fn groups_need_a_mention_a_reply_or_a_command_for_this_bot() {
     let events = bot.events(3).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let texts: Vec<String> = bot.inbox.events().iter().map(|e| e.text.clone()).collect();
-    assert_eq!(texts, ["hey what's new", "/status@hermes_test_bot", "and a follow-up"], "gated: {events:#?}");
+    assert_eq!(texts.len(), 3, "gated: {events:#?}");
+    assert_eq!(texts[..2], ["hey what's new", "/status@hermes_test_bot"]);
+    let marked_quote = format!("an earlier answer{}\n\nand a follow-up", hermes_adapter::untrusted::CLOSE);
+    assert!(
+        texts[2].starts_with("[Replying to] ") && texts[2].ends_with(&marked_quote),
+        "the reply carries the answer marked: {:?}",
+        texts[2]
+    );
     assert!(events.iter().all(|e| e.source.chat_type == ChatType::Group && e.source.chat_name.as_deref() == Some("Team")));
     bot.stop().await.unwrap();
 }
