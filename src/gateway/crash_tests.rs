@@ -57,6 +57,7 @@ impl PlatformAdapter for RecordingChat {
 fn chat() -> Arc<RecordingChat> {
     let mut caps = Capabilities::http();
     caps.supports_async_delivery = true;
+    caps.read_live = true;
     Arc::new(RecordingChat { platform: Platform::new("chat"), caps, sent: Mutex::new(Vec::new()) })
 }
 

@@ -44,6 +44,7 @@ impl EditingChat {
             supports_async_delivery: true,
             splits_long_messages: true,
             supports_files: false,
+            read_live: true,
         };
         Arc::new(Self { platform: Platform::new("chat"), caps, log: Mutex::new(ChatLog::default()), refuse_edits })
     }

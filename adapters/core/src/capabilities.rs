@@ -63,6 +63,9 @@ pub struct Capabilities {
     pub splits_long_messages: bool,
     /// Can send files (`MEDIA:` tags in answers); elsewhere the answer says a file was left out.
     pub supports_files: bool,
+    /// Someone reads the conversation as it happens, so tool progress lines and questions back
+    /// make sense (false where the answer goes to a program: a webhook callback, an HTTP client).
+    pub read_live: bool,
 }
 
 impl Capabilities {
@@ -80,6 +83,7 @@ impl Capabilities {
             supports_async_delivery: false,
             splits_long_messages: false,
             supports_files: false,
+            read_live: false,
         }
     }
 }

@@ -84,6 +84,7 @@ impl DiscordAdapter {
             supports_async_delivery: true,
             splits_long_messages: true,
             supports_files: true,
+            read_live: true,
         };
         let http = Arc::new(build_http(&settings, client.clone()));
         Ok(Self {

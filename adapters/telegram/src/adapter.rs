@@ -85,6 +85,7 @@ impl TelegramAdapter {
             supports_async_delivery: true,
             splits_long_messages: true,
             supports_files: true,
+            read_live: true,
         };
         Ok(Self { platform: Platform::new("telegram"), capabilities, budget: Budget::new(settings.budget), settings, bot, poll_bot })
     }

@@ -1,0 +1,62 @@
+//! Step 1, admit: wait for a turn slot (the gateway-wide concurrency limit) and resolve where the
+//! answer goes — the platform adapter, the chat, the message it replies to — into an
+//! [`AnswerTo`] every later step uses to reach the user.
+
+use super::TurnEnd;
+use crate::gateway::outbound::{self, Finish};
+use crate::gateway::services::Services;
+use hermes_adapter::{Capabilities, ChatTarget, InboundEvent, PlatformAdapter};
+use std::sync::Arc;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
+
+/// Where a turn's answer goes, and how that platform shows it.
+pub(super) struct AnswerTo {
+    pub target: ChatTarget,
+    /// The message the answer replies to (none when it goes to another chat).
+    pub reply_to: Option<String>,
+    pub adapter: Arc<dyn PlatformAdapter>,
+    pub caps: Capabilities,
+    /// Idempotency key of the answer; its parts and progress lines derive from it.
+    pub key: String,
+}
+
+impl AnswerTo {
+    /// Tell the user the turn failed (the text names what to do), as the turn's answer.
+    pub async fn fail(&self, services: &Services, text: &str) {
+        let finish = Some(Finish { usage: Default::default(), finish_reason: "error".into() });
+        outbound::deliver(services, &self.target, self.reply_to.as_deref(), text, &self.key, finish).await;
+    }
+}
+
+/// A turn that may run: its slot is held until the value is dropped.
+pub(super) struct Admitted {
+    pub answer: AnswerTo,
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+/// Wait for a slot and resolve the answer's destination. `Err` ends the turn: stopped while
+/// waiting, or the answer's platform is not running (nothing could ever deliver it).
+pub(super) async fn admit(services: &Services, event: &InboundEvent, interrupt: &CancellationToken) -> Result<Admitted, TurnEnd> {
+    let slot = match &services.turn_slots {
+        Some(slots) => tokio::select! {
+            permit = slots.clone().acquire_owned() => permit.ok(),
+            _ = interrupt.cancelled() => return Err(TurnEnd::stopped(services)),
+        },
+        None => None,
+    };
+    let target = event.reply_target.clone().unwrap_or_else(|| ChatTarget {
+        platform: event.source.platform.clone(),
+        chat_id: event.source.chat_id.clone(),
+        thread_id: event.source.thread_id.clone(),
+    });
+    // A reply to another chat is not a reply to this message.
+    let reply_to = if event.reply_target.is_some() { None } else { event.message_id.clone() };
+    let Some(adapter) = services.adapter(target.platform.as_str()).cloned() else {
+        tracing::error!(platform = %target.platform, event_id = %event.event_id, "the answer's platform is not enabled; dropping the turn");
+        return Err(TurnEnd::Closed);
+    };
+    let caps = adapter.capabilities().clone();
+    let answer = AnswerTo { target, reply_to, adapter, caps, key: format!("{}:answer", event.event_id) };
+    Ok(Admitted { answer, _slot: slot })
+}

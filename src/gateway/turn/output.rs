@@ -1,0 +1,136 @@
+//! How an answer leaves, chosen once per turn from the platform's capabilities: one message
+//! edited in place as it is written, incremental events to a client, a line per tool used and
+//! then the answer, or only the final answer. The turn's other steps never ask which platform
+//! or chat type they serve.
+
+use super::admit::AnswerTo;
+use crate::gateway::outbound::{self, Finish};
+use crate::gateway::services::Services;
+use crate::gateway::stream_edit::StreamEditor;
+use hermes_adapter::media::extract_media_tags;
+use hermes_adapter::{SendError, StreamEvent, StreamStyle};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+pub(super) enum Output {
+    /// One message edited in place while the answer is written (chat platforms that can edit).
+    EditInPlace(Box<StreamEditor>),
+    /// Incremental events through the adapter (an HTTP client's event stream); `gone` once the
+    /// client left, after which nothing more is streamed.
+    Events { gone: bool },
+    /// A line per tool used, then the answer (chats read live that cannot edit, or with
+    /// streaming off).
+    ProgressLines { sent: usize, seen: HashSet<String> },
+    /// Only the final answer (a webhook callback, a request/response client).
+    FinalOnly,
+}
+
+/// Which [`Output`] a platform gets, from what it can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Strategy {
+    EditInPlace,
+    Events,
+    ProgressLines,
+    FinalOnly,
+}
+
+impl Strategy {
+    /// `edits_wanted`: streaming by edits is on for this platform (see [`StreamEditor::wanted`]).
+    pub fn for_caps(caps: &hermes_adapter::Capabilities, edits_wanted: bool) -> Strategy {
+        match caps.streaming {
+            StreamStyle::Events => Strategy::Events,
+            StreamStyle::EditInPlace if edits_wanted => Strategy::EditInPlace,
+            _ if caps.supports_async_delivery && caps.read_live => Strategy::ProgressLines,
+            _ => Strategy::FinalOnly,
+        }
+    }
+}
+
+impl Output {
+    pub fn choose(services: &Arc<Services>, answer: &AnswerTo) -> Output {
+        match Strategy::for_caps(&answer.caps, StreamEditor::wanted(services, &answer.caps)) {
+            Strategy::EditInPlace => Output::EditInPlace(Box::new(StreamEditor::new(
+                services.clone(),
+                answer.adapter.clone(),
+                answer.target.clone(),
+                answer.reply_to.clone(),
+                answer.key.clone(),
+            ))),
+            Strategy::Events => Output::Events { gone: false },
+            Strategy::ProgressLines => Output::ProgressLines { sent: 0, seen: HashSet::new() },
+            Strategy::FinalOnly => Output::FinalOnly,
+        }
+    }
+
+    /// Whether the model's answer should arrive token by token.
+    pub fn streams(&self) -> bool {
+        matches!(self, Output::EditInPlace(_) | Output::Events { .. })
+    }
+
+    pub async fn text(&mut self, answer: &AnswerTo, delta: &str) {
+        match self {
+            Output::EditInPlace(editor) => editor.on_delta(delta).await,
+            Output::Events { .. } => self.stream(answer, StreamEvent::Token { text: delta.to_string() }).await,
+            _ => {}
+        }
+    }
+
+    pub async fn tool_call(&mut self, services: &Services, answer: &AnswerTo, id: String, name: String, arguments: String) {
+        match self {
+            Output::EditInPlace(editor) => editor.on_tool_call(&name, &arguments).await,
+            Output::ProgressLines { sent, seen } => {
+                if services.config.display.tool_progress.shows(seen.insert(name.clone())) {
+                    let key = format!("{}:progress{sent}", answer.key);
+                    outbound::deliver(services, &answer.target, None, &format!("🔧 {name}"), &key, None).await;
+                    *sent += 1;
+                }
+            }
+            Output::Events { .. } => self.stream(answer, StreamEvent::ToolCall { id, name, arguments }).await,
+            Output::FinalOnly => {}
+        }
+    }
+
+    pub async fn tool_result(&mut self, answer: &AnswerTo, id: String, name: String, content: String) {
+        if let Output::Events { .. } = self {
+            self.stream(answer, StreamEvent::ToolResult { id, name, content }).await;
+        }
+    }
+
+    async fn stream(&mut self, answer: &AnswerTo, event: StreamEvent) {
+        if let Output::Events { gone: gone @ false } = self
+            && let Err(SendError::Gone(_)) = answer.adapter.stream(&answer.target, answer.reply_to.as_deref(), &event).await
+        {
+            *gone = true;
+        }
+    }
+
+    /// Deliver the final answer. Where it was streamed into an edited message, that message
+    /// shows the words and files named by `MEDIA:` tags follow it.
+    pub async fn answer(&mut self, services: &Services, answer: &AnswerTo, text: &str, finish: Finish) {
+        if let Output::EditInPlace(editor) = self {
+            let (words, tags) = extract_media_tags(text);
+            if editor.finish(&words).await {
+                if !tags.is_empty() {
+                    let only_tags: String = tags.iter().map(|t| format!("{t}\n")).collect();
+                    outbound::deliver(services, &answer.target, None, &only_tags, &format!("{}:media", answer.key), None).await;
+                }
+                return;
+            }
+        }
+        outbound::deliver(services, &answer.target, answer.reply_to.as_deref(), text, &answer.key, Some(finish)).await;
+    }
+
+    /// The user stopped the turn: an edited message keeps what was written; a client waiting for
+    /// the answer gets it, cut short.
+    pub async fn interrupted(&mut self, services: &Services, answer: &AnswerTo, streamed: &str) {
+        if let Output::EditInPlace(editor) = self
+            && !streamed.is_empty()
+        {
+            editor.finish(streamed).await;
+        }
+        if !answer.caps.supports_async_delivery {
+            let finish = Finish { usage: Default::default(), finish_reason: "interrupted".into() };
+            outbound::deliver(services, &answer.target, answer.reply_to.as_deref(), streamed, &answer.key, Some(finish)).await;
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Steps 4 and 5, answer and settle: store the answer with the turn's usage, compose what the
+//! user sees (a silence token says nothing, an empty answer says so), hand it to the [`Output`],
+//! and say how the turn ended so its inbox row is closed, kept for replay, or parked.
+
+use super::TurnEnd;
+use super::TurnMode;
+use super::admit::AnswerTo;
+use super::agent_run::Ran;
+use super::messages::new_message;
+use super::output::Output;
+use crate::agent::{ChatMessage, ProviderError};
+use crate::gateway::outbound::Finish;
+use crate::gateway::services::Services;
+use crate::store::RouteEntry;
+use hermes_adapter::{Capabilities, InboundEvent};
+
+/// Answers that mean "say nothing": stored, not delivered.
+const SILENCE_TOKENS: [&str; 4] = ["[SILENT]", "SILENT", "NO_REPLY", "NO REPLY"];
+
+const EMPTY_ANSWER: &str = "⚠️ The model returned an empty response. Try again or rephrase your message.";
+
+/// Whether the model chose to say nothing.
+pub fn is_silence(text: &str) -> bool {
+    let t = text.trim();
+    SILENCE_TOKENS.iter().any(|s| t.eq_ignore_ascii_case(s))
+}
+
+/// What the user sees for the model's answer `text`; `None` when nothing is sent. Chats stay
+/// quiet on a silence token; a request/response client still needs its (empty) answer to finish.
+pub(super) fn answer_text(text: &str, mode: &TurnMode, caps: &Capabilities) -> Option<String> {
+    if is_silence(text) {
+        return (!caps.supports_async_delivery).then(String::new);
+    }
+    if text.trim().is_empty() {
+        return Some(EMPTY_ANSWER.to_string());
+    }
+    Some(match &mode.answer_prefix {
+        Some(prefix) => format!("{prefix}{text}"),
+        None => text.to_string(),
+    })
+}
+
+/// What a settled turn needs to know about itself.
+pub(super) struct Settling<'a> {
+    pub session_key: &'a str,
+    pub event: &'a InboundEvent,
+    pub mode: &'a TurnMode,
+    pub route: &'a RouteEntry,
+}
+
+pub(super) async fn settle(services: &Services, turn: Settling<'_>, answer: &AnswerTo, output: &mut Output, ran: Ran) -> TurnEnd {
+    let Ran { outcome, streamed, unrecorded } = ran;
+    let session_id = &turn.route.session_id;
+    let stored = outcome
+        .as_ref()
+        .ok()
+        .map(|o| new_message(session_id, &turn.event.event_id, &ChatMessage::assistant(o.text.clone()), Some(&o.finish_reason)));
+    if let Err(e) = services.store.turn_record(session_id, stored.into_iter().collect(), unrecorded).await {
+        tracing::error!(error = %e, "could not store the answer and the turn's usage");
+    }
+    match outcome {
+        Ok(o) => {
+            match answer_text(&o.text, turn.mode, &answer.caps) {
+                Some(text) => output.answer(services, answer, &text, Finish { usage: o.usage, finish_reason: o.finish_reason }).await,
+                None => tracing::info!(event_id = %turn.event.event_id, "silent answer stored, not delivered"),
+            }
+            if turn.event.one_shot
+                && let Err(e) = services.store.session_close(turn.session_key, "one_shot_complete").await
+            {
+                tracing::warn!(error = %e, "could not close a one-shot session");
+            }
+            TurnEnd::Closed
+        }
+        Err(ProviderError::Cancelled) if services.turns_abort.is_cancelled() => TurnEnd::Aborted,
+        Err(ProviderError::Cancelled) => {
+            output.interrupted(services, answer, &streamed).await;
+            TurnEnd::Closed
+        }
+        Err(ProviderError::Crashed { incident }) => {
+            // The agent panicked: parked, so a replay can never run into the same panic.
+            let reason = format!("poisoned: the agent panicked (incident {incident})");
+            if let Err(e) = services.store.inbox_mark_poisoned(&turn.event.event_id, &reason).await {
+                tracing::warn!(error = %e, "could not park the event");
+            }
+            let text = format!("⚠️ Internal error (incident {incident}). Your message was not processed; please try again or rephrase it.");
+            answer.fail(services, &text).await;
+            TurnEnd::Parked
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, session_key = turn.session_key, "turn failed");
+            // A provider's error body may echo a key or a token: never into the chat as is.
+            let redacted = crate::observe::redact::redact_patterns(&services.tool_settings.secrets.scrub(&e.to_string()));
+            let detail: String = redacted.chars().take(300).collect();
+            let text =
+                format!("Sorry, I encountered an error ({}).\n{detail}\nTry again or use /reset to start a fresh session.", e.kind());
+            answer.fail(services, &text).await;
+            TurnEnd::Closed
+        }
+    }
+}
