@@ -30,7 +30,7 @@ pub fn write(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
-/// [`write`] off the async runtime's worker threads.
+/// [`write()`] off the async runtime's worker threads.
 pub async fn write_async(target: &Path, bytes: Vec<u8>) -> std::io::Result<()> {
     let target = target.to_path_buf();
     tokio::task::spawn_blocking(move || write(&target, &bytes)).await.map_err(std::io::Error::other)?

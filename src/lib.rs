@@ -1,16 +1,40 @@
 //! hermes: a messaging gateway daemon that puts an LLM agent into the chat apps people already use.
 //!
-//! Map of the crate (see `ARCHITECTURE.md` in the project's shared folder for the whole plan):
-//! - [`cli`]: one file per top-level command (`gateway`, `config`, `doctor`, `version`).
-//! - [`config`]: `HERMES_HOME`, typed `config.yaml`, `.env` and environment overrides.
+//! # Layers
+//!
+//! From the outside in (see `ARCHITECTURE.md` in the project's shared folder for the whole plan):
+//! - **Adapters** (crates under `adapters/`): one per platform, depending only on
+//!   `hermes-adapter`, the contract (normalized events, capabilities, rendering and chunking).
+//!   The core never branches on a platform's name; it reads [`hermes_adapter::Capabilities`].
+//! - [`gateway`]: supervision, the durable inbox, who may talk ([`gateway::auth`]), sessions,
+//!   slash commands, the turn pipeline and outbound delivery.
+//! - [`agent`]: the model-calling loop, providers, tools, memory, skills, the prompt.
 //! - [`store`]: SQLite — sessions, messages with FTS5, routing, inbox, outbox, usage. The only
 //!   module that speaks SQL.
-//! - [`gateway`]: supervisor, inbox, router, session actors, commands, outbound delivery.
-//! - [`agent`]: the turn loop, providers, tools, prompt assembly.
-//! - [`observe`]: logging with secret redaction.
+//! - [`config`]: `HERMES_HOME`, the typed `config.yaml`, `.env` and environment overrides;
+//!   [`cli`]: one file per top-level command; [`observe`]: logging with secret redaction.
 //!
-//! Platform adapters live in their own crates under `adapters/` and depend only on
-//! `hermes-adapter`.
+//! # The path of a message
+//!
+//! 1. An adapter's `run` turns a platform update into an [`hermes_adapter::InboundEvent`] and
+//!    hands it to [`gateway::inbox`] (`AdapterContext::accept`), which stores it durably and
+//!    deduplicated *before* the adapter acknowledges the platform.
+//! 2. [`gateway::router`] decides who may talk ([`gateway::auth`]) and which session the event
+//!    belongs to ([`gateway::session_key`]), and hands it to that session's actor
+//!    ([`gateway::actor`]): one at a time per session, commands ([`gateway::commands`]) first.
+//! 3. [`gateway::turn`] runs the turn as named steps: admit (slot, destination) → prepare
+//!    (store the message, history, frozen prompt) → run the agent ([`agent::Agent`], tools from
+//!    [`agent::tools`]) → settle (store the answer, deliver it through the output strategy the
+//!    platform's capabilities choose) → close the inbox row.
+//! 4. [`gateway::outbound`] renders the answer into the platform's markup, chunks it, records
+//!    each part in the outbox with an idempotency key and sends it through the adapter.
+//!
+//! # Where to add
+//!
+//! - An adapter: a crate under `adapters/` implementing [`hermes_adapter::PlatformAdapter`], plus
+//!   its entry in [`gateway::adapters`].
+//! - A slash command: one file in `src/gateway/commands/` and its line in `commands::registry`.
+//! - A tool: one file in `src/agent/tools/` and its line in `tools::builtin`.
 
 pub mod agent;
 pub mod cli;

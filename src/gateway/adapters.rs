@@ -1,5 +1,5 @@
 //! Adapter registration: the one place that turns configuration into adapters. Adding a platform
-//! is its crate plus one function here and one line in [`REGISTRY`].
+//! is its crate plus one function here and one line in `REGISTRY`.
 
 use crate::config::{Config, Home, PlatformConfig};
 use hermes_adapter::PlatformAdapter;

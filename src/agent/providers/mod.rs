@@ -77,7 +77,7 @@ impl ProviderError {
     pub fn is_retryable(&self) -> bool {
         matches!(self, ProviderError::RateLimited { .. } | ProviderError::Transient(_))
     }
-    /// Short class name shown to users ("Sorry, I encountered an error (<kind>)").
+    /// Short class name shown to users ("Sorry, I encountered an error (`<kind>`)").
     pub fn kind(&self) -> &'static str {
         match self {
             ProviderError::RateLimited { .. } => "RateLimited",

@@ -1,14 +1,14 @@
 //! One turn for a session, as a pipeline of named steps:
 //!
-//! 1. [`admit`]: wait for a turn slot; resolve where the answer goes ([`admit::AnswerTo`]).
-//! 2. [`prepare`]: store the user's message once, load the history, freeze the session's
-//!    prompt ([`prompt`]), compress a conversation that outgrew the model.
-//! 3. [`agent_run`]: ask the agent and follow its events; text and tool calls go to the
-//!    turn's [`output`] strategy (chosen from the platform's capabilities), tool messages and
+//! 1. `admit`: wait for a turn slot; resolve where the answer goes (`admit::AnswerTo`).
+//! 2. `prepare`: store the user's message once, load the history, freeze the session's
+//!    prompt (`prompt`), compress a conversation that outgrew the model.
+//! 3. `agent_run`: ask the agent and follow its events; text and tool calls go to the
+//!    turn's `output` strategy (chosen from the platform's capabilities), tool messages and
 //!    usage to the store.
-//! 4. [`settle`]: store the answer, compose and deliver what the user sees, and say how the
+//! 4. `settle`: store the answer, compose and deliver what the user sees, and say how the
 //!    turn ended.
-//! 5. [`run`] closes the inbox row only when the turn really ended, so a turn cut off by a crash
+//! 5. `run` closes the inbox row only when the turn really ended, so a turn cut off by a crash
 //!    or a drain is replayed after the restart, and one that crashed stays parked.
 
 mod admit;
