@@ -4,7 +4,7 @@
 
 use super::outbound::{self, Delivery};
 use super::services::Services;
-use crate::agent::tools::{PastMessage, SessionScope, ToolHost};
+use crate::agent::tools::{HostError, PastMessage, SessionScope, ToolHost};
 use crate::store::SearchScope;
 use async_trait::async_trait;
 use hermes_adapter::{ChatTarget, Platform};
@@ -23,8 +23,8 @@ impl GatewayToolHost {
         let _ = self.services.set(Arc::downgrade(services));
     }
 
-    fn services(&self) -> Result<Arc<Services>, String> {
-        self.services.get().and_then(Weak::upgrade).ok_or_else(|| "the gateway is shutting down".to_string())
+    fn services(&self) -> Result<Arc<Services>, HostError> {
+        self.services.get().and_then(Weak::upgrade).ok_or(HostError::ShuttingDown)
     }
 }
 
@@ -40,30 +40,30 @@ pub enum TargetKind {
 }
 
 /// Resolve a `send_message` target against the asking conversation.
-pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -> Result<(ChatTarget, TargetKind), String> {
+pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -> Result<(ChatTarget, TargetKind), HostError> {
     let target = target.trim();
     let origin = || ChatTarget {
         platform: Platform::new(scope.platform.clone()),
         chat_id: scope.chat_id.clone(),
         thread_id: scope.thread_id.clone(),
     };
-    let home_of = |platform: &str| -> Result<ChatTarget, String> {
-        let home = services
-            .config
-            .platforms
-            .others
-            .get(platform)
-            .and_then(|p| p.home_channel.clone())
-            .ok_or_else(|| format!("no home channel is set for {platform}; use an explicit `{platform}:<chat_id>` target"))?;
-        ChatTarget::parse(&format!("{platform}:{home}")).map_err(|e| format!("the home channel of {platform} ({home:?}) is not valid: {e}"))
+    let home_of = |platform: &str| -> Result<ChatTarget, HostError> {
+        let home = services.config.platforms.others.get(platform).and_then(|p| p.home_channel.clone()).ok_or_else(|| {
+            HostError::BadTarget(format!("no home channel is set for {platform}; use an explicit `{platform}:<chat_id>` target"))
+        })?;
+        ChatTarget::parse(&format!("{platform}:{home}"))
+            .map_err(|e| HostError::BadTarget(format!("the home channel of {platform} ({home:?}) is not valid: {e}")))
     };
     let resolved = match target {
         "" | "origin" | "here" => (origin(), TargetKind::Origin),
         "home" => (home_of(&scope.platform)?, TargetKind::Home),
         t if !t.contains(':') => (home_of(&t.to_ascii_lowercase())?, TargetKind::Home),
         t => {
-            let parsed = ChatTarget::parse(t)
-                .map_err(|e| format!("{t:?} is not a target ({e}); use origin, home, <platform> or <platform>:<chat_id>[:<thread_id>]"))?;
+            let parsed = ChatTarget::parse(t).map_err(|e| {
+                HostError::BadTarget(format!(
+                    "{t:?} is not a target ({e}); use origin, home, <platform> or <platform>:<chat_id>[:<thread_id>]"
+                ))
+            })?;
             let origin = origin();
             let is_home = home_of(parsed.platform.as_str()).is_ok_and(|home| home.chat_id == parsed.chat_id);
             let kind = if parsed.platform == origin.platform && parsed.chat_id == origin.chat_id {
@@ -77,7 +77,7 @@ pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -
         }
     };
     if services.adapter(resolved.0.platform.as_str()).is_none() {
-        return Err(format!("the platform `{}` is not connected", resolved.0.platform));
+        return Err(HostError::BadTarget(format!("the platform `{}` is not connected", resolved.0.platform)));
     }
     Ok(resolved)
 }
@@ -85,55 +85,56 @@ pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -
 /// Whether the asking user may have a message sent to `target`: their own chat and the home
 /// channels always; another chat only if they have talked to the bot there themselves (so the
 /// agent cannot be used to post into chats its user is not part of).
-async fn may_send_to(services: &Services, scope: &SessionScope, target: &ChatTarget, kind: &TargetKind) -> Result<(), String> {
+async fn may_send_to(services: &Services, scope: &SessionScope, target: &ChatTarget, kind: &TargetKind) -> Result<(), HostError> {
     if *kind != TargetKind::Other {
         return Ok(());
     }
     let refused = || {
-        format!(
+        HostError::Refused(format!(
             "{}:{} is not this chat, a home channel, or a chat where this user has talked to the bot; messages go only there",
             target.platform, target.chat_id
-        )
+        ))
     };
     let Some(user) = scope.user_id.as_deref() else { return Err(refused()) };
     match services.store.user_talked_in(target.platform.as_str(), &target.chat_id, user).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(refused()),
-        Err(e) => Err(format!("cannot check the target chat: {e}")),
+        Err(e) => Err(HostError::Store(e.to_string())),
     }
 }
 
 #[async_trait]
 impl ToolHost for GatewayToolHost {
-    async fn search_sessions(&self, scope: &SessionScope, query: &str, limit: usize) -> Result<Vec<PastMessage>, String> {
+    async fn search_sessions(&self, scope: &SessionScope, query: &str, limit: usize) -> Result<Vec<PastMessage>, HostError> {
         let services = self.services()?;
         // The asking user's conversations in this chat only; without a user id (webhooks), only
         // this session key's history.
         let search_scope =
             SearchScope::Origin { platform: scope.platform.clone(), chat_id: scope.chat_id.clone(), user_id: scope.user_id.clone() };
-        let hits = services.store.search_messages(query, search_scope, limit).await.map_err(|e| e.to_string())?;
+        let hits = services.store.search_messages(query, search_scope, limit).await.map_err(|e| HostError::Store(e.to_string()))?;
         Ok(hits
             .into_iter()
             .map(|h| PastMessage { session_id: h.session_id, role: h.role, snippet: h.snippet, timestamp: h.timestamp.timestamp_millis() })
             .collect())
     }
 
-    async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, key: &str) -> Result<String, String> {
+    async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, key: &str) -> Result<String, HostError> {
         let services = self.services()?;
         let (resolved, kind) = resolve_target(&services, scope, target)?;
         may_send_to(&services, scope, &resolved, &kind).await?;
-        let adapter = services.adapter(resolved.platform.as_str()).ok_or("the platform is not connected")?;
+        let adapter =
+            services.adapter(resolved.platform.as_str()).ok_or_else(|| HostError::BadTarget("the platform is not connected".into()))?;
         if !adapter.capabilities().supports_async_delivery {
-            return Err(format!("`{}` cannot receive messages outside a request", resolved.platform));
+            return Err(HostError::Unavailable(format!("`{}` cannot receive messages outside a request", resolved.platform)));
         }
         match outbound::deliver(&services, &resolved, None, text, key, None).await {
             Delivery::Delivered => Ok(format!("Sent to {}:{}.", resolved.platform, resolved.chat_id)),
             Delivery::InDoubt => Ok("The platform did not confirm the delivery; it may have arrived. Do not send it again.".into()),
-            Delivery::Failed => Err("the platform refused or could not be reached (see the gateway log)".into()),
+            Delivery::Failed => Err(HostError::Delivery("the platform refused or could not be reached (see the gateway log)".into())),
         }
     }
 
-    async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, String> {
+    async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, HostError> {
         let services = self.services()?;
         let target = ChatTarget {
             platform: Platform::new(scope.platform.clone()),
@@ -149,7 +150,7 @@ impl ToolHost for GatewayToolHost {
         let key = format!("clarify:{}:{}", scope.session_id, uuid::Uuid::new_v4());
         if outbound::deliver(&services, &target, None, &text, &key, None).await == Delivery::Failed {
             services.clarify.cancel(&scope.session_key);
-            return Err("the question could not be delivered".into());
+            return Err(HostError::Delivery("the question could not be delivered".into()));
         }
         match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(reply)) => {
@@ -157,10 +158,10 @@ impl ToolHost for GatewayToolHost {
                 let picked = reply.trim().parse::<usize>().ok().and_then(|n| choices.get(n.wrapping_sub(1))).cloned();
                 Ok(picked.unwrap_or(reply))
             }
-            Ok(Err(_)) => Err("the question was withdrawn".into()),
+            Ok(Err(_)) => Err(HostError::NoAnswer("the question was withdrawn".into())),
             Err(_) => {
                 services.clarify.cancel(&scope.session_key);
-                Err(format!("the user did not answer within {} s", timeout.as_secs()))
+                Err(HostError::NoAnswer(format!("the user did not answer within {} s", timeout.as_secs())))
             }
         }
     }

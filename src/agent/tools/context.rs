@@ -104,17 +104,44 @@ pub struct PastMessage {
     pub timestamp: i64,
 }
 
+/// Why the gateway's side of a tool could not do what was asked; the text is written for the
+/// model (it says what to do instead).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HostError {
+    /// Not possible in this run (no gateway, a platform that only answers requests).
+    #[error("{0}")]
+    Unavailable(String),
+    /// Not allowed for this conversation or user; the text names the rule.
+    #[error("{0}")]
+    Refused(String),
+    /// The target could not be understood or is not configured.
+    #[error("{0}")]
+    BadTarget(String),
+    /// The gateway is stopping.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
+    /// The session store failed.
+    #[error("the session store is unavailable: {0}")]
+    Store(String),
+    /// The platform refused or could not be reached.
+    #[error("{0}")]
+    Delivery(String),
+    /// Nobody answered in time, or the question was withdrawn.
+    #[error("{0}")]
+    NoAnswer(String),
+}
+
 /// The gateway's side of the tools that reach outward. Each call is scoped to the conversation
 /// the tool runs in; the host enforces who may see and reach what.
 #[async_trait]
 pub trait ToolHost: Send + Sync + 'static {
     /// Full-text search over past sessions of the same user and origin as `scope`.
-    async fn search_sessions(&self, scope: &SessionScope, query: &str, limit: usize) -> Result<Vec<PastMessage>, String>;
+    async fn search_sessions(&self, scope: &SessionScope, query: &str, limit: usize) -> Result<Vec<PastMessage>, HostError>;
     /// Deliver `text` to a target (`platform:chat[:thread]`, `home`, `origin`). `key` makes the
     /// delivery idempotent. Returns a short confirmation.
-    async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, key: &str) -> Result<String, String>;
+    async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, key: &str) -> Result<String, HostError>;
     /// Ask the user a question and wait for the answer.
-    async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, String>;
+    async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, HostError>;
 }
 
 /// A host for runs without a gateway (tests, sub-agents' defaults): nothing reaches outward.
@@ -122,14 +149,14 @@ pub struct DetachedHost;
 
 #[async_trait]
 impl ToolHost for DetachedHost {
-    async fn search_sessions(&self, _: &SessionScope, _: &str, _: usize) -> Result<Vec<PastMessage>, String> {
-        Err("session search is not available here".into())
+    async fn search_sessions(&self, _: &SessionScope, _: &str, _: usize) -> Result<Vec<PastMessage>, HostError> {
+        Err(HostError::Unavailable("session search is not available here".into()))
     }
-    async fn send_message(&self, _: &SessionScope, _: &str, _: &str, _: &str) -> Result<String, String> {
-        Err("sending messages is not available here".into())
+    async fn send_message(&self, _: &SessionScope, _: &str, _: &str, _: &str) -> Result<String, HostError> {
+        Err(HostError::Unavailable("sending messages is not available here".into()))
     }
-    async fn clarify(&self, _: &SessionScope, _: &str, _: &[String], _: Duration) -> Result<String, String> {
-        Err("nobody is available to answer questions here; decide yourself and say what you assumed".into())
+    async fn clarify(&self, _: &SessionScope, _: &str, _: &[String], _: Duration) -> Result<String, HostError> {
+        Err(HostError::Unavailable("nobody is available to answer questions here; decide yourself and say what you assumed".into()))
     }
 }
 

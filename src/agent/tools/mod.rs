@@ -20,7 +20,7 @@ mod skills_list;
 mod terminal;
 mod write_file;
 
-pub use context::{AgentPaths, DetachedHost, PastMessage, SessionScope, ToolContext, ToolHost, ToolSettings};
+pub use context::{AgentPaths, DetachedHost, HostError, PastMessage, SessionScope, ToolContext, ToolHost, ToolSettings};
 
 use async_trait::async_trait;
 use serde_json::Value;
