@@ -18,6 +18,10 @@ or any Cargo.toml (a new dependency of hermes-adapter made every hermes crate's 
 idle RSS 6.4 → 9.9 MB), or after large changes: `python3 scripts/order-hot-code.py`.
 
 Needs valgrind (Debian: `apt install valgrind`).
+
+`python3 scripts/order-hot-code.py --check BINARY` (run by `.ci/run` on the release binary) fails
+when fewer than 90 % of the listed functions exist in BINARY, so a stale order is caught by CI,
+not months later by someone measuring memory.
 """
 
 import os
@@ -33,7 +37,32 @@ ORDER_FILE = ROOT / "link" / "hot-code.order"
 NAME = re.compile(r"^c?fn=\(\d+\) (.+)$")
 
 
+# Below this share of listed functions present in the binary, the order is stale.
+FRESH_SHARE = 0.9
+
+
+def check(binary: Path) -> int:
+    listed = [line for line in ORDER_FILE.read_text().splitlines() if line and not line.startswith("#")]
+    if not listed:
+        print(f"{ORDER_FILE.relative_to(ROOT)} lists no function", file=sys.stderr)
+        return 1
+    present = defined_functions(binary)
+    found = sum(1 for name in listed if name in present)
+    share = found / len(listed)
+    print(f"hot-code order: {found} of {len(listed)} listed functions ({share:.0%}) are in {binary}")
+    if share < FRESH_SHARE:
+        print(
+            f"the order is stale (under {FRESH_SHARE:.0%}): regenerate it with `python3 scripts/order-hot-code.py` "
+            "(needs valgrind, a few minutes) and commit link/hot-code.order",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        return check(Path(sys.argv[2]))
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         print("valgrind is not installed (Debian: apt install valgrind)", file=sys.stderr)
