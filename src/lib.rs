@@ -3,8 +3,8 @@
 //! Map of the crate (see `ARCHITECTURE.md` in the project's shared folder for the whole plan):
 //! - [`cli`]: one file per top-level command (`gateway`, `config`, `doctor`, `version`).
 //! - [`config`]: `HERMES_HOME`, typed `config.yaml`, `.env` and environment overrides.
-//! - [`store`]: SQLite — sessions, messages with FTS5, routing, inbox, outbox, usage. The only
-//!   module that speaks SQL.
+//! - [`store`]: sessions, messages with search, routing, inbox, outbox, usage and claims, as
+//!   traits with SQLite behind them. The only module that speaks SQL.
 //! - [`gateway`]: supervisor, inbox, router, session actors, commands, outbound delivery.
 //! - [`agent`]: the turn loop, providers, tools, prompt assembly.
 //! - [`observe`]: logging with secret redaction.
