@@ -9,8 +9,8 @@
 //! - [`gateway`]: supervision, the durable inbox, who may talk ([`gateway::auth`]), sessions,
 //!   slash commands, the turn pipeline and outbound delivery.
 //! - [`agent`]: the model-calling loop, providers, tools, memory, skills, the prompt.
-//! - [`store`]: SQLite — sessions, messages with FTS5, routing, inbox, outbox, usage. The only
-//!   module that speaks SQL.
+//! - [`store`]: sessions, messages with search, routing, inbox, outbox, usage and claims, as
+//!   traits with SQLite behind them. The only module that speaks SQL.
 //! - [`config`]: `HERMES_HOME`, the typed `config.yaml`, `.env` and environment overrides;
 //!   [`cli`]: one file per top-level command; [`observe`]: logging with secret redaction.
 //!

@@ -5,7 +5,7 @@
 use super::{Cli, config_failure, resolve};
 use crate::config::{Config, Home};
 use crate::gateway::adapters;
-use crate::store::Store;
+use crate::store::SqliteStore;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -72,7 +72,7 @@ async fn check_home(report: &mut Report, home: &Home) {
             return;
         }
     }
-    match Store::open(&home.state_db()).await {
+    match SqliteStore::open(&home.state_db()).await {
         Ok(_) => report.ok(&format!("state database {} opens", home.state_db().display())),
         Err(e) => report.fail(&format!("state database: {e}"), "move the file aside to start fresh, or restore a backup"),
     }

@@ -56,7 +56,7 @@ use crate::agent::providers::ProviderRouter;
 use crate::agent::tools::{AgentPaths, ToolSettings};
 use crate::agent::turn::RetryPolicy;
 use crate::config::{Config, Home};
-use crate::store::Store;
+use crate::store::{SqliteStore, Store};
 use auth::AuthPolicy;
 use health::HealthBoard;
 use hermes_adapter::AdapterContext;
@@ -166,7 +166,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         );
     }
 
-    let store = Store::open(&home.state_db()).await?;
+    let store: Store = Arc::new(SqliteStore::open(&home.state_db()).await?);
     let provider = ProviderRouter::new(Duration::from_secs(config.model.request_timeout_secs.max(1)));
     let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
     let paths = Arc::new(agent_paths(&home, &config));

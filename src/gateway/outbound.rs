@@ -277,17 +277,25 @@ async fn send_chunk(
                 tokio::time::sleep(wait).await;
             }
             (SendError::Ambiguous(detail), _) => {
-                let _ = store.outbox_mark_ambiguous(&key, detail).await;
+                if let Err(e) = store.outbox_mark_ambiguous(&key, detail).await {
+                    // A restart then finds it `sending` and may resend it once, labelled as a
+                    // possible repeat: the operator should know why.
+                    tracing::error!(outbox_key = %key, error = %e, "could not record an outcome-unknown send in the outbox");
+                }
                 tracing::warn!(outbox_key = %key, "send outcome unknown ({detail}); not resending to avoid a duplicate");
                 return ChunkResult::Ambiguous;
             }
             (SendError::Gone(detail), _) => {
-                let _ = store.outbox_mark_failed(&key, &format!("recipient gone: {detail}")).await;
+                if let Err(e) = store.outbox_mark_failed(&key, &format!("recipient gone: {detail}")).await {
+                    tracing::error!(outbox_key = %key, error = %e, "could not record a failed send in the outbox");
+                }
                 tracing::info!(outbox_key = %key, "the recipient is gone; the answer stays in the session");
                 return ChunkResult::Gone;
             }
             _ => {
-                let _ = store.outbox_mark_failed(&key, &error.to_string()).await;
+                if let Err(e) = store.outbox_mark_failed(&key, &error.to_string()).await {
+                    tracing::error!(outbox_key = %key, error = %e, "could not record a failed send in the outbox");
+                }
                 tracing::error!(outbox_key = %key, attempts = attempt, error = %error, "message could not be delivered");
                 let notify = matches!(error, SendError::Transient(_) | SendError::RateLimited { .. });
                 return ChunkResult::Failed { notify };
@@ -350,8 +358,15 @@ fn attachable(services: &Services, path: &str) -> Result<std::path::PathBuf, Str
 /// One best-effort notice that the answer could not be delivered.
 async fn notify_failure(services: &Services, adapter: &dyn PlatformAdapter, target: &ChatTarget, key_base: &str) {
     let key = format!("{key_base}:delivery-failed");
-    if !matches!(services.store.outbox_reserve(&key, "", DELIVERY_FAILED_NOTICE).await, Ok(OutboxReservation::New)) {
-        return;
+    match services.store.outbox_reserve(&key, "", DELIVERY_FAILED_NOTICE).await {
+        Ok(OutboxReservation::New) => {}
+        // Sent (or tried) before: one notice at most.
+        Ok(_) => return,
+        // Without a reservation the notice could go out twice; skip it, but say why.
+        Err(e) => {
+            tracing::error!(outbox_key = %key, error = %e, "could not reserve the delivery-failed notice in the outbox; not sending it");
+            return;
+        }
     }
     let dialect_text = render::render(DELIVERY_FAILED_NOTICE, adapter.capabilities().dialect);
     let message = OutboundMessage {
@@ -366,10 +381,13 @@ async fn notify_failure(services: &Services, adapter: &dyn PlatformAdapter, targ
         file: None,
     };
     let result = adapter.send(&message).await;
-    let _ = match result {
+    let recorded = match result {
         Ok(r) => services.store.outbox_mark_sent(&key, r.message_id.as_deref()).await,
         Err(e) => services.store.outbox_mark_failed(&key, &e.to_string()).await,
     };
+    if let Err(e) = recorded {
+        tracing::error!(outbox_key = %key, error = %e, "could not record the delivery-failed notice's outcome in the outbox");
+    }
 }
 
 fn jittered(d: Duration) -> Duration {

@@ -4,7 +4,7 @@
 use super::services::Services;
 use crate::agent::providers::ChatProvider;
 use crate::config::{Config, Home};
-use crate::store::Store;
+use crate::store::{SqliteStore, Store};
 use hermes_adapter::PlatformAdapter;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ pub async fn services(
 ) -> (tempfile::TempDir, Arc<Services>) {
     let dir = tempfile::tempdir().unwrap();
     let config = Arc::new(config);
-    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let store: Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
     let home = Home::at(dir.path());
     let agent = Arc::new(crate::agent::Agent::new(provider, crate::agent::tools::builtin(), 3, Default::default()));
     let platform = adapter.platform().as_str().to_string();

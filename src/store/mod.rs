@@ -1,48 +1,31 @@
-//! The SQLite store at `HERMES_HOME/state.db`: sessions, messages (with FTS5 and trigram
-//! search), routing, the inbound inbox, the outbound outbox and usage. The only module that
-//! speaks SQL.
+//! The store at `HERMES_HOME/state.db`: sessions, messages (with search), routing, the inbound
+//! inbox, the outbound outbox, usage and claims. The operations are traits in `backend`
+//! (grouped by concern); `sqlite` is the implementation and the only code that speaks SQL;
+//! `suite` is the behaviour every backend must show, run against each of them.
 //!
-//! Concurrency model: one writer thread owns the only write connection and batches every queued
-//! write into one transaction (each write in its own SAVEPOINT, so one failing write never undoes
-//! another); a caller hears back only after the batch committed, so "accepted" always means
-//! "on disk". Reads go to a small pool of read-only connections on the blocking thread pool; WAL
-//! mode lets them run while the writer commits.
+//! The gateway holds a [`Store`]: any backend behind an `Arc`, so call sites read
+//! `store.route_get(..)` whatever the backend, and a clone is a pointer copy.
 
-mod agent_state;
-mod inbox;
-mod messages;
-mod outbox;
-mod routes;
-mod schema;
-mod turns;
-mod usage;
-mod writer;
+mod backend;
+mod sqlite;
 
 #[cfg(test)]
-mod tests;
+mod suite;
 
-pub use agent_state::Undone;
-pub use inbox::{InboxRow, InboxState};
-pub use messages::{MessageRow, NewMessage, SearchHit, SearchScope};
-pub use outbox::{OutboxReservation, OutboxRow};
-pub use routes::{RouteEntry, SessionRow};
-pub use turns::{HistoryUpdate, KnownHistory, OpenedTurn, TurnContext, TurnOpening};
-pub use usage::{CallUsage, UsageTotals};
+pub use backend::{
+    CallUsage, Claims, HistoryUpdate, Inbox, InboxRow, InboxState, KnownHistory, MessageRow, NewMessage, OpenedTurn, Outbox,
+    OutboxReservation, OutboxRow, RouteEntry, Routes, SearchHit, SearchScope, SendNow, SessionLog, SessionRow, StoreBackend, TurnContext,
+    TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
+};
+pub use sqlite::SqliteStore;
 
-use chrono::{DateTime, TimeZone, Utc};
-use rusqlite::{Connection, OpenFlags};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::sync::Semaphore;
-use writer::Writer;
+use std::path::PathBuf;
+use std::sync::Arc;
 
-/// How many read connections may be open at once.
-const READ_POOL_SIZE: usize = 4;
-/// Prepared statements kept per connection: every statement the store runs fits.
-const STATEMENT_CACHE: usize = 96;
-/// How long a connection waits for a lock held by another process (e.g. `hermes doctor`).
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The gateway's handle to its store. A type alias rather than a newtype: trait-object method
+/// calls need no import, `clone` stays a pointer copy, and it coerces to a narrower
+/// `Arc<dyn Outbox>` (and the like) where a caller needs only one concern.
+pub type Store = Arc<dyn StoreBackend>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -58,126 +41,4 @@ pub enum StoreError {
     NotCommitted(String),
     #[error("the session store is closed")]
     Closed,
-}
-
-/// A cheap-to-clone handle to the store.
-#[derive(Clone)]
-pub struct Store {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    path: PathBuf,
-    writer: Writer,
-    readers: Mutex<Vec<Connection>>,
-    read_slots: Semaphore,
-}
-
-impl Store {
-    /// Open (creating and migrating when needed) the store at `path`.
-    pub async fn open(path: &Path) -> Result<Store, StoreError> {
-        let path = path.to_path_buf();
-        let opened = tokio::task::spawn_blocking({
-            let path = path.clone();
-            move || -> Result<Connection, StoreError> {
-                let mut conn = open_connection(&path, false)?;
-                schema::migrate(&mut conn, &path)?;
-                Ok(conn)
-            }
-        })
-        .await
-        .map_err(|_| StoreError::Closed)??;
-        let writer = Writer::spawn(opened)?;
-        Ok(Store { inner: Arc::new(Inner { path, writer, readers: Mutex::new(Vec::new()), read_slots: Semaphore::new(READ_POOL_SIZE) }) })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.inner.path
-    }
-
-    /// Run `op` inside the next write batch and return its result once the batch committed.
-    async fn write<T, F>(&self, op: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
-    {
-        self.inner.writer.run(op).await
-    }
-
-    /// Run `op` on a read connection from the pool.
-    async fn read<T, F>(&self, op: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
-    {
-        let _slot = self.inner.read_slots.acquire().await.map_err(|_| StoreError::Closed)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let pooled = inner.readers.lock().map_err(|_| StoreError::Closed)?.pop();
-            let conn = match pooled {
-                Some(c) => c,
-                None => open_connection(&inner.path, true)?,
-            };
-            let result = op(&conn);
-            if let Ok(mut pool) = inner.readers.lock() {
-                pool.push(conn);
-            }
-            result
-        })
-        .await
-        .map_err(|_| StoreError::Closed)?
-    }
-}
-
-fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
-    let flags = if read_only {
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI
-    };
-    let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
-    let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-    if !read_only {
-        // WAL lets readers run beside the writer; NORMAL sync is durable across process crashes
-        // (the WAL is fsynced at checkpoints) and much faster than FULL.
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_err)?;
-    }
-    conn.pragma_update(None, "foreign_keys", "ON").map_err(open_err)?;
-    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    Ok(conn)
-}
-
-/// Milliseconds since the epoch, the store's time unit.
-fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
-}
-
-fn to_time(ms: i64) -> DateTime<Utc> {
-    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
-}
-
-/// Statements through the connection's statement cache: each SQL text is parsed once per
-/// connection instead of on every call (parsing was a tenth of the store's CPU per message).
-trait CachedStatements {
-    fn run<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
-    fn one<T, P, F>(&self, sql: &str, params: P, row: F) -> rusqlite::Result<T>
-    where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
-}
-
-impl CachedStatements for Connection {
-    fn run<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
-        self.prepare_cached(sql)?.execute(params)
-    }
-
-    fn one<T, P, F>(&self, sql: &str, params: P, row: F) -> rusqlite::Result<T>
-    where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    {
-        self.prepare_cached(sql)?.query_row(params, row)
-    }
 }

@@ -93,14 +93,17 @@ impl SlashCommand for Model {
             }
             services.set_global_model(&model, switch.provider.as_deref());
             // This session follows the new default.
+            let mut kept_override = String::new();
             if let Some(mut r) = route
                 && let Some(o) = r.overrides.as_object_mut()
                 && o.remove("model_override").is_some()
+                && let Err(e) = services.store.route_set_overrides(ctx.session_key, &r.overrides).await
             {
-                let _ = services.store.route_set_overrides(ctx.session_key, &r.overrides).await;
+                tracing::error!(error = %e, "could not clear this session's own model after a global switch");
+                kept_override = format!("\n⚠️ This chat keeps its own model switch: the session store is unavailable ({e}).");
             }
             return CommandOutcome::Reply(format!(
-                "Model switched to `{model}`\nSaved to config.yaml (`--global`): every chat uses it now."
+                "Model switched to `{model}`\nSaved to config.yaml (`--global`): every chat uses it now.{kept_override}"
             ));
         }
         let route = match route {

@@ -133,9 +133,12 @@ async fn compress_if_needed(
     tracing::info!(session_key = %route.session_key, reason, estimated, "compressing the session before the turn");
     match compaction::compress_session(services, route, model, frozen, None, interrupt.child_token()).await {
         Ok(done) => {
-            let rows = services.store.messages(&done.route.session_id, Some(HISTORY_LIMIT)).await.unwrap_or_default();
-            *history = rows.iter().filter_map(to_chat_message).collect();
             *route = done.route;
+            match services.store.messages(&route.session_id, Some(HISTORY_LIMIT)).await {
+                Ok(rows) => *history = rows.iter().filter_map(to_chat_message).collect(),
+                // Never a turn without its history: the uncompressed one is still right, if long.
+                Err(e) => tracing::warn!(error = %e, "could not read the compressed session; continuing with the full history"),
+            }
         }
         Err(e) => tracing::warn!(error = %e, "compression failed; continuing with the full history"),
     }

@@ -1,62 +1,26 @@
-//! Sessions and routing: which session a session key currently talks to, where it came from
-//! (the origin every later delivery and cron job needs), and its per-session overrides.
+//! Sessions and routing in SQLite: a `routes` row per session key pointing at its current
+//! session, the origin stored as JSON.
 
-use super::{CachedStatements, Store, StoreError, now_ms, to_time};
-use chrono::{DateTime, Utc};
+use super::{CachedStatements, SqliteStore, now_ms, to_time};
+use crate::store::{RouteEntry, Routes, SessionRow, StoreError};
+use async_trait::async_trait;
+use chrono::Utc;
 use hermes_adapter::SessionSource;
 use rusqlite::{Connection, OptionalExtension, params};
 
-#[derive(Debug, Clone)]
-pub struct RouteEntry {
-    pub session_key: String,
-    pub session_id: String,
-    pub origin: SessionSource,
-    /// Per-session settings (e.g. `model_override`), a JSON object.
-    pub overrides: serde_json::Value,
-    pub updated_at: DateTime<Utc>,
-    /// True when this call started the session.
-    pub created: bool,
-}
-
-#[derive(Debug, Clone)]
-pub struct SessionRow {
-    pub id: String,
-    pub session_key: String,
-    pub source: SessionSource,
-    pub user_id: Option<String>,
-    pub chat_id: String,
-    pub model: Option<String>,
-    pub title: Option<String>,
-    pub parent_session_id: Option<String>,
-    pub started_at: DateTime<Utc>,
-    pub ended_at: Option<DateTime<Utc>>,
-    pub end_reason: Option<String>,
-    pub message_count: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-}
-
-impl Store {
-    pub async fn route_get(&self, session_key: &str) -> Result<Option<RouteEntry>, StoreError> {
+#[async_trait]
+impl Routes for SqliteStore {
+    async fn route_get(&self, session_key: &str) -> Result<Option<RouteEntry>, StoreError> {
         let key = session_key.to_string();
         self.read(move |c| read_route(c, &key)).await
     }
 
-    /// The key's current session, started (with `source` as its origin) when there is none.
-    pub async fn route_get_or_create(&self, session_key: &str, source: &SessionSource, model: &str) -> Result<RouteEntry, StoreError> {
+    async fn route_get_or_create(&self, session_key: &str, source: &SessionSource, model: &str) -> Result<RouteEntry, StoreError> {
         let (key, source, model) = (session_key.to_string(), source.clone(), model.to_string());
         self.write(move |c| current_route(c, &key, &source, &model)).await
     }
 
-    /// End the key's current session with `reason` and start a new one on the same route; the
-    /// route's overrides are kept (callers that want them cleared say so).
-    pub async fn session_reset(
-        &self,
-        session_key: &str,
-        source: &SessionSource,
-        model: &str,
-        reason: &str,
-    ) -> Result<RouteEntry, StoreError> {
+    async fn session_reset(&self, session_key: &str, source: &SessionSource, model: &str, reason: &str) -> Result<RouteEntry, StoreError> {
         let (key, source, model, reason) = (session_key.to_string(), source.clone(), model.to_string(), reason.to_string());
         self.write(move |c| {
             let overrides = match read_route(c, &key)? {
@@ -71,8 +35,7 @@ impl Store {
         .await
     }
 
-    /// End the key's current session and forget the route; `false` when there was none.
-    pub async fn session_close(&self, session_key: &str, reason: &str) -> Result<bool, StoreError> {
+    async fn session_close(&self, session_key: &str, reason: &str) -> Result<bool, StoreError> {
         let (key, reason) = (session_key.to_string(), reason.to_string());
         self.write(move |c| {
             let Some(route) = read_route(c, &key)? else {
@@ -85,15 +48,12 @@ impl Store {
         .await
     }
 
-    /// Replace the route's overrides; `false` when the key has no route.
-    pub async fn route_set_overrides(&self, session_key: &str, overrides: &serde_json::Value) -> Result<bool, StoreError> {
+    async fn route_set_overrides(&self, session_key: &str, overrides: &serde_json::Value) -> Result<bool, StoreError> {
         let (key, overrides) = (session_key.to_string(), overrides.to_string());
         self.write(move |c| Ok(c.run("UPDATE routes SET overrides = ?2 WHERE session_key = ?1", params![key, overrides])? == 1)).await
     }
 
-    /// Whether `user_id` has ever talked to the bot in `chat_id` on `platform` (a session of
-    /// theirs started there).
-    pub async fn user_talked_in(&self, platform: &str, chat_id: &str, user_id: &str) -> Result<bool, StoreError> {
+    async fn user_talked_in(&self, platform: &str, chat_id: &str, user_id: &str) -> Result<bool, StoreError> {
         let (platform, chat_id, user_id) = (platform.to_string(), chat_id.to_string(), user_id.to_string());
         self.read(move |c| {
             Ok(c.one(
@@ -107,7 +67,7 @@ impl Store {
         .await
     }
 
-    pub async fn session_get(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
+    async fn session_get(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
         let id = session_id.to_string();
         self.read(move |c| {
             c.one(

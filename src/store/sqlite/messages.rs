@@ -1,84 +1,29 @@
-//! Messages of a session, and full-text search over them: FTS5 (unicode61 words) first, and the
+//! Messages in SQLite, and full-text search over them: FTS5 (unicode61 words) first, and the
 //! trigram index for what word search cannot find (CJK text, substrings inside words).
 
-use super::{CachedStatements, Store, StoreError, now_ms, to_time};
-use chrono::{DateTime, Utc};
+use super::{CachedStatements, SqliteStore, now_ms, to_time};
+use crate::store::{MessageRow, NewMessage, RouteEntry, SearchHit, SearchScope, SessionLog, StoreError, Undone};
+use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// A message to append. `session_id`, `role` and `content` are required; the rest is optional.
-#[derive(Debug, Clone, Default)]
-pub struct NewMessage {
-    pub session_id: String,
-    pub role: String,
-    pub content: String,
-    pub tool_call_id: Option<String>,
-    /// The assistant's tool calls, as JSON.
-    pub tool_calls: Option<String>,
-    pub tool_name: Option<String>,
-    /// The inbound event this message belongs to (so a replayed event is not stored twice).
-    pub event_id: Option<String>,
-    pub finish_reason: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct MessageRow {
-    pub id: i64,
-    pub session_id: String,
-    pub role: String,
-    pub content: String,
-    pub tool_call_id: Option<String>,
-    pub tool_calls: Option<String>,
-    pub tool_name: Option<String>,
-    pub event_id: Option<String>,
-    pub finish_reason: Option<String>,
-    pub timestamp: DateTime<Utc>,
-}
-
-/// Whose messages a search may see. Searches are always scoped: one user's search never
-/// returns another user's conversation.
-#[derive(Debug, Clone)]
-pub enum SearchScope {
-    /// One session only.
-    Session(String),
-    /// Every session of this user on this platform.
-    User { platform: String, user_id: String },
-    /// Every session with this session key (a shared group chat, for example).
-    SessionKey(String),
-    /// Every session of this user in this chat (`user_id` `None`: sessions without a user).
-    Origin { platform: String, chat_id: String, user_id: Option<String> },
-}
-
-#[derive(Debug, Clone)]
-pub struct SearchHit {
-    pub message_id: i64,
-    pub session_id: String,
-    pub role: String,
-    /// The matching passage with the match marked `[...]`.
-    pub snippet: String,
-    pub timestamp: DateTime<Utc>,
-}
-
-impl Store {
-    /// Append a message; returns its id.
-    pub async fn message_append(&self, message: NewMessage) -> Result<i64, StoreError> {
+#[async_trait]
+impl SessionLog for SqliteStore {
+    async fn message_append(&self, message: NewMessage) -> Result<i64, StoreError> {
         self.write(move |c| insert_message(c, &message)).await
     }
 
-    /// The session's messages in order; with a limit, the most recent `limit` of them.
-    pub async fn messages(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<MessageRow>, StoreError> {
+    async fn messages(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<MessageRow>, StoreError> {
         let id = session_id.to_string();
         let limit = limit.map(|l| l as i64).unwrap_or(-1);
         self.read(move |c| read_messages(c, &id, limit)).await
     }
 
-    /// The message with `role` stored for an inbound event, if any.
-    pub async fn message_for_event(&self, session_id: &str, event_id: &str, role: &str) -> Result<Option<MessageRow>, StoreError> {
+    async fn message_for_event(&self, session_id: &str, event_id: &str, role: &str) -> Result<Option<MessageRow>, StoreError> {
         let (session_id, event_id, role) = (session_id.to_string(), event_id.to_string(), role.to_string());
         self.read(move |c| read_message_for_event(c, &session_id, &event_id, &role)).await
     }
 
-    /// Search message text within `scope`, best matches first.
-    pub async fn search_messages(&self, query: &str, scope: SearchScope, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
+    async fn search_messages(&self, query: &str, scope: SearchScope, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
         let query = query.trim().to_string();
         if query.is_empty() {
             return Ok(Vec::new());
@@ -93,6 +38,37 @@ impl Store {
             Ok(hits)
         })
         .await
+    }
+
+    async fn session_prompt_freeze(&self, session_id: &str, prompt: &str) -> Result<String, StoreError> {
+        self.freeze_prompt(session_id, prompt).await
+    }
+
+    async fn session_prompt(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        self.read_prompt(session_id).await
+    }
+
+    async fn session_prompt_tokens(&self, session_id: &str) -> Result<(u64, u64), StoreError> {
+        self.read_prompt_tokens(session_id).await
+    }
+
+    async fn session_set_title(&self, session_id: &str, title: &str) -> Result<bool, StoreError> {
+        self.set_title(session_id, title).await
+    }
+
+    async fn messages_undo(&self, session_id: &str, turns: usize) -> Result<Option<Undone>, StoreError> {
+        self.undo_turns(session_id, turns).await
+    }
+
+    async fn session_compress_into(
+        &self,
+        session_key: &str,
+        expected_session: &str,
+        model: &str,
+        system_prompt: &str,
+        carried: Vec<NewMessage>,
+    ) -> Result<Option<RouteEntry>, StoreError> {
+        self.compress_into(session_key, expected_session, model, system_prompt, carried).await
     }
 }
 

@@ -5,7 +5,7 @@ use super::StoreError;
 use rusqlite::Connection;
 use std::path::Path;
 
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: the gateway spine.
     r#"
     CREATE TABLE sessions (
@@ -112,6 +112,15 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
     CREATE INDEX messages_active ON messages(session_id, active, id);
     CREATE UNIQUE INDEX sessions_title ON sessions(title) WHERE title IS NOT NULL;
+    "#,
+    // 3: claims (exclusive, expiring leases for cron and other once-only work). Times in ms.
+    r#"
+    CREATE TABLE claims (
+        name       TEXT PRIMARY KEY,
+        holder     TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
     "#,
 ];
 

@@ -1,25 +1,19 @@
-//! Session state the agent core keeps between turns: the frozen system-prompt snapshot, the
-//! prompt size of the last turn (for hygiene compression), titles, soft-deleting turns (`/undo`,
-//! `/retry`) and rotating to a compressed child session whose lineage points at its parent.
+//! Session state the agent core keeps between turns, in SQLite: the frozen system-prompt
+//! snapshot, the prompt size of the last turn, titles, soft-deleting turns (`active = 0`) and
+//! rotating to a compressed child session whose lineage points at its parent.
 
 use super::messages::insert_message;
 use super::routes::{end_session, read_route, start_session};
-use super::{CachedStatements, NewMessage, RouteEntry, Store, StoreError};
+use super::{CachedStatements, SqliteStore};
+use crate::store::{NewMessage, RouteEntry, StoreError, Undone};
 use rusqlite::{OptionalExtension, params};
 
-/// What `/undo` removed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Undone {
-    pub turns: usize,
-    pub messages: usize,
-    /// The first user message removed (to copy and edit).
-    pub first_user_text: String,
-}
-
-impl Store {
+/// The agent-state half of [`crate::store::SessionLog`] (the trait impl, in `messages`, calls
+/// these): one trait impl cannot span two files.
+impl SqliteStore {
     /// The session's frozen system prompt, stored on first use so every later turn of the
     /// session sends the same prefix. Returns the stored one when it already exists.
-    pub async fn session_prompt_freeze(&self, session_id: &str, prompt: &str) -> Result<String, StoreError> {
+    pub(super) async fn freeze_prompt(&self, session_id: &str, prompt: &str) -> Result<String, StoreError> {
         let (id, prompt) = (session_id.to_string(), prompt.to_string());
         self.write(move |c| {
             c.run("UPDATE sessions SET system_prompt = ?2 WHERE id = ?1 AND system_prompt IS NULL", params![id, prompt])?;
@@ -30,12 +24,12 @@ impl Store {
         .await
     }
 
-    pub async fn session_prompt(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+    pub(super) async fn read_prompt(&self, session_id: &str) -> Result<Option<String>, StoreError> {
         let id = session_id.to_string();
         self.read(move |c| Ok(c.one("SELECT system_prompt FROM sessions WHERE id = ?1", [&id], |r| r.get(0)).optional()?.flatten())).await
     }
 
-    pub async fn session_prompt_tokens(&self, session_id: &str) -> Result<(u64, u64), StoreError> {
+    pub(super) async fn read_prompt_tokens(&self, session_id: &str) -> Result<(u64, u64), StoreError> {
         let id = session_id.to_string();
         self.read(move |c| {
             Ok(c.one("SELECT last_prompt_tokens, compression_count FROM sessions WHERE id = ?1", [&id], |r| {
@@ -48,7 +42,7 @@ impl Store {
     }
 
     /// Set the session's title; `Ok(false)` when another session already has it.
-    pub async fn session_set_title(&self, session_id: &str, title: &str) -> Result<bool, StoreError> {
+    pub(super) async fn set_title(&self, session_id: &str, title: &str) -> Result<bool, StoreError> {
         let (id, title) = (session_id.to_string(), title.to_string());
         self.write(move |c| {
             let taken: Option<String> =
@@ -63,7 +57,7 @@ impl Store {
     }
 
     /// Soft-delete the last `turns` user turns (each user message and everything after it).
-    pub async fn messages_undo(&self, session_id: &str, turns: usize) -> Result<Option<Undone>, StoreError> {
+    pub(super) async fn undo_turns(&self, session_id: &str, turns: usize) -> Result<Option<Undone>, StoreError> {
         let id = session_id.to_string();
         self.write(move |c| {
             let mut stmt = c.prepare_cached(
@@ -82,7 +76,7 @@ impl Store {
     /// Rotate `session_key` to a new session that starts with `carried` (a summary plus the
     /// protected messages) and links to the old one as its parent. The old session ends with
     /// `compressed`; its messages stay searchable. Returns the new route.
-    pub async fn session_compress_into(
+    pub(super) async fn compress_into(
         &self,
         session_key: &str,
         expected_session: &str,

@@ -1,37 +1,20 @@
-//! Token usage per session and model, and the session's running totals.
+//! Token usage in SQLite: one row per session and model, and the session's running totals.
 
-use super::{CachedStatements, Store, StoreError};
+use super::{CachedStatements, SqliteStore};
+use crate::store::{CallUsage, StoreError, UsageLedger, UsageTotals};
+use async_trait::async_trait;
 use hermes_adapter::Usage;
 use rusqlite::{Connection, params};
 
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UsageTotals {
-    pub prompt_tokens: i64,
-    pub completion_tokens: i64,
-    pub cached_tokens: i64,
-    pub api_calls: i64,
-    pub cost_usd: f64,
-    /// The models that served this session.
-    pub models: Vec<String>,
-}
-
-/// One model call's usage and what it cost.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallUsage {
-    pub model: String,
-    pub usage: Usage,
-    pub cost_usd: f64,
-}
-
-impl Store {
-    /// Add one API call's usage to the session's account for `model`.
-    pub async fn usage_add(&self, session_id: &str, model: &str, usage: &Usage, cost_usd: f64) -> Result<(), StoreError> {
+#[async_trait]
+impl UsageLedger for SqliteStore {
+    async fn usage_add(&self, session_id: &str, model: &str, usage: &Usage, cost_usd: f64) -> Result<(), StoreError> {
         let call = CallUsage { model: model.to_string(), usage: *usage, cost_usd };
         let session_id = session_id.to_string();
         self.write(move |c| add_usage(c, &session_id, &call)).await
     }
 
-    pub async fn session_usage(&self, session_id: &str) -> Result<UsageTotals, StoreError> {
+    async fn session_usage(&self, session_id: &str) -> Result<UsageTotals, StoreError> {
         let session_id = session_id.to_string();
         self.read(move |c| {
             let mut stmt = c.prepare_cached(

@@ -1,0 +1,29 @@
+//! What the gateway asks of its store, as traits grouped by concern, and the data they carry.
+//! Nothing here knows how rows are kept: a backend (SQLite today, see `store::sqlite`)
+//! implements every concern trait and with that [`StoreBackend`]; the shared suite in
+//! `store::suite` holds each backend to the same behaviour.
+//!
+//! A caller that needs one concern can hold just that (`Arc<dyn Outbox>`): an
+//! `Arc<dyn StoreBackend>` coerces to any of them.
+
+mod claims;
+mod inbox;
+mod outbox;
+mod routes;
+mod session_log;
+mod turns;
+mod usage;
+
+pub use claims::Claims;
+pub use inbox::{Inbox, InboxRow, InboxState};
+pub use outbox::{Outbox, OutboxReservation, OutboxRow, SendNow};
+pub use routes::{RouteEntry, Routes, SessionRow};
+pub use session_log::{MessageRow, NewMessage, SearchHit, SearchScope, SessionLog, Undone};
+pub use turns::{HistoryUpdate, KnownHistory, OpenedTurn, TurnContext, TurnOpening, Turns};
+pub use usage::{CallUsage, UsageLedger, UsageTotals};
+
+/// Every concern at once: what the gateway holds. Implemented for anything that implements
+/// all of them, so a backend never implements it by hand.
+pub trait StoreBackend: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Send + Sync {}
+
+impl<T> StoreBackend for T where T: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Send + Sync + ?Sized {}

@@ -1,0 +1,125 @@
+//! The shared backend suite run against SQLite, and what only SQLite has: a database file that
+//! outlives the process, schema versions, and the writer's batches.
+
+use super::{SqliteStore, schema};
+use crate::store::suite::{message, source, store_suite};
+use crate::store::{InboxState, Store};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+async fn open_at(path: &Path) -> Store {
+    Arc::new(SqliteStore::open(path).await.unwrap())
+}
+
+/// A fresh store in a temp dir, which lives as long as the returned guard.
+async fn open() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_at(&dir.path().join("state.db")).await;
+    (dir, store)
+}
+
+/// The shared suite, under `suite::` so it can be run or filtered on its own.
+mod suite {
+    super::store_suite!(super::open);
+}
+
+#[tokio::test]
+async fn inbox_drops_redelivery_and_replays_unfinished_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        let store = open_at(&path).await;
+        assert!(store.inbox_accept("ev-1", "webhook", "{\"a\":1}").await.unwrap());
+        assert!(!store.inbox_accept("ev-1", "webhook", "{\"a\":2}").await.unwrap(), "a redelivery must be recognised");
+        assert!(store.inbox_accept("ev-2", "webhook", "{}").await.unwrap());
+        assert!(store.inbox_accept("ev-3", "webhook", "{}").await.unwrap());
+        store.inbox_mark_processing("ev-1").await.unwrap();
+        store.inbox_mark_done("ev-2").await.unwrap();
+        store.inbox_mark_failed("ev-3", "unreadable").await.unwrap();
+    }
+    // A new process sees what the old one accepted.
+    let store = open_at(&path).await;
+    let unfinished = store.inbox_unfinished().await.unwrap();
+    assert_eq!(unfinished.len(), 1);
+    assert_eq!(unfinished[0].event_id, "ev-1");
+    assert_eq!(unfinished[0].payload, "{\"a\":1}", "the first payload wins");
+    assert_eq!(unfinished[0].state, InboxState::Processing);
+    assert_eq!(unfinished[0].attempts, 1);
+    // Finished rows still block redelivery until pruned.
+    assert!(!store.inbox_accept("ev-2", "webhook", "{}").await.unwrap());
+    assert_eq!(store.inbox_prune(Duration::ZERO).await.unwrap(), 2);
+    assert!(store.inbox_accept("ev-2", "webhook", "{}").await.unwrap());
+}
+
+#[tokio::test]
+async fn a_claim_outlives_its_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        let store = open_at(&path).await;
+        assert!(store.claim_take("cron:daily", "gateway-a", Duration::from_secs(3600)).await.unwrap());
+    }
+    let store = open_at(&path).await;
+    assert_eq!(store.claim_holder("cron:daily").await.unwrap().as_deref(), Some("gateway-a"));
+    assert!(!store.claim_take("cron:daily", "gateway-b", Duration::from_secs(3600)).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_failing_write_in_a_batch_does_not_undo_the_others() {
+    let (_dir, store) = open().await;
+    let route = store.route_get_or_create("k", &source("u1"), "m").await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let store = store.clone();
+        // Every odd message names a session that does not exist: a foreign-key failure.
+        let session = if i % 2 == 0 { route.session_id.clone() } else { "missing".to_string() };
+        tasks.push(tokio::spawn(async move { store.message_append(message(&session, "user", &format!("m{i}"))).await.is_ok() }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        ok += t.await.unwrap() as usize;
+    }
+    assert_eq!(ok, 10);
+    assert_eq!(store.messages(&route.session_id, None).await.unwrap().len(), 10);
+    assert_eq!(store.session_get(&route.session_id).await.unwrap().unwrap().message_count, 10);
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", 999).unwrap();
+    }
+    let err = SqliteStore::open(&path).await.err().unwrap();
+    assert!(err.to_string().contains("newer hermes"), "{err}");
+}
+
+#[tokio::test]
+async fn a_database_from_before_claims_is_upgraded_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        // What a hermes of schema 2 left behind, with an event in its inbox.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        for sql in &schema::MIGRATIONS[..2] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 2).unwrap();
+        c.execute(
+            "INSERT INTO inbox (event_id, platform, payload, state, received_at, updated_at) VALUES ('ev-1', 'chat', '{}', 'accepted', 1, 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let store = open_at(&path).await;
+    assert_eq!(store.inbox_unfinished().await.unwrap().len(), 1, "the old data is kept");
+    assert!(store.claim_take("job", "a", Duration::from_secs(60)).await.unwrap(), "the new table is there");
+    drop(store);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(version, schema::VERSION);
+    assert_eq!(version, 3);
+}
