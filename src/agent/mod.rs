@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod compress;
+pub mod fence;
 pub mod memory;
 pub mod message;
 pub mod prompt;

@@ -9,6 +9,7 @@ use super::providers::{ChatProvider, ChatRequest, ChatResponse, ModelSpec, Provi
 use super::tool_protocol::{self, ParsedCall, StreamFilter, ToolProtocol};
 use super::tools::context::Delegation;
 use super::tools::{ToolContext, ToolFilter, ToolOutput, ToolRegistry};
+use futures::FutureExt;
 use hermes_adapter::Usage;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -186,8 +187,11 @@ impl Agent {
         let (tx, rx) = mpsc::channel(256);
         let agent = Arc::clone(self);
         tokio::spawn(async move {
+            // A panic anywhere in the turn ends it as a failure the gateway can report, instead
+            // of a silently closed channel.
+            let driven = std::panic::AssertUnwindSafe(agent.drive(request, &tx, cancel.clone())).catch_unwind();
             let result = tokio::select! {
-                r = agent.drive(request, &tx, cancel.clone()) => r,
+                r = driven => r.unwrap_or_else(|panic| Err(crashed(panic))),
                 _ = cancel.cancelled() => Err(ProviderError::Cancelled),
             };
             let last = match result {
@@ -452,4 +456,13 @@ impl Agent {
             }
         }
     }
+}
+
+/// Log a turn's panic under a fresh incident id (the log is redacted) and name the incident.
+fn crashed(panic: Box<dyn std::any::Any + Send>) -> ProviderError {
+    let incident = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let message =
+        panic.downcast_ref::<String>().map(String::as_str).or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or("(no message)");
+    tracing::error!(incident, panic = %crate::observe::redact::redact_patterns(message), "a turn panicked");
+    ProviderError::Crashed { incident }
 }

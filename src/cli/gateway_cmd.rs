@@ -99,6 +99,18 @@ fn status(home: &crate::config::Home) -> ExitCode {
         }
         println!("updated: {}", status.updated_at.format("%Y-%m-%d %H:%M:%S UTC"));
     }
+    if !status.poisoned.is_empty() {
+        println!("parked events (never replayed; processing them crashed): {}", status.poisoned.len());
+        for parked in &status.poisoned {
+            println!(
+                "  {} ({}, received {}): {}",
+                parked.event_id,
+                parked.platform,
+                parked.received_at.format("%Y-%m-%d %H:%M:%S UTC"),
+                parked.reason
+            );
+        }
+    }
     if alive { ExitCode::SUCCESS } else { ExitCode::from(3) }
 }
 

@@ -5,6 +5,7 @@
 mod config_cmd;
 mod doctor;
 mod gateway_cmd;
+mod security_cmd;
 
 use crate::config::{self, ConfigError, Env, Home, Loaded};
 use clap::{Parser, Subcommand};
@@ -43,6 +44,11 @@ pub enum Command {
     },
     /// Check that the configuration, HERMES_HOME, the model provider and the platforms work.
     Doctor,
+    /// Review the security of this installation.
+    Security {
+        #[command(subcommand)]
+        command: security_cmd::SecurityCommand,
+    },
     /// Print the version.
     Version,
 }
@@ -57,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Gateway { ref command } => gateway_cmd::run(&cli, command),
         Command::Config { ref command } => config_cmd::run(&cli, command),
         Command::Doctor => doctor::run(&cli),
+        Command::Security { ref command } => security_cmd::run(&cli, command),
     }
 }
 

@@ -70,12 +70,27 @@ pub struct TerminalConfig {
     pub timeout: u64,
     /// Characters of output returned to the model.
     pub output_cap: usize,
+    /// The OS sandbox every command runs in (Landlock).
+    pub sandbox: SandboxSetting,
 }
 
 impl Default for TerminalConfig {
     fn default() -> Self {
-        Self { cwd: None, timeout: 180, output_cap: 50_000 }
+        Self { cwd: None, timeout: 180, output_cap: 50_000, sandbox: SandboxSetting::WorkspaceWrite }
     }
+}
+
+/// `terminal.sandbox`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxSetting {
+    /// Writes only in the workspace and a private temp dir; HERMES_HOME unreadable.
+    #[default]
+    WorkspaceWrite,
+    /// No writes at all (but /dev/null and friends).
+    ReadOnly,
+    /// No sandbox: commands can do whatever this user can.
+    Off,
 }
 
 /// `memory.*`.

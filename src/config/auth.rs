@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 const ALLOWED_SUFFIX: &str = "_ALLOWED_USERS";
 const ALLOW_ALL_SUFFIX: &str = "_ALLOW_ALL_USERS";
+const ADMIN_SUFFIX: &str = "_ADMIN_USERS";
 /// The prefix of the global variables, which are applied to `gateway.*` instead.
 const GLOBAL_PREFIX: &str = "GATEWAY";
 
@@ -22,6 +23,7 @@ const GLOBAL_PREFIX: &str = "GATEWAY";
 pub(crate) struct EnvAuth {
     allowed: BTreeMap<String, Vec<String>>,
     allow_all: BTreeMap<String, bool>,
+    admins: BTreeMap<String, Vec<String>>,
 }
 
 impl EnvAuth {
@@ -35,6 +37,8 @@ impl EnvAuth {
                 auth.allowed.insert(platform, split_list(value));
             } else if let Some(platform) = platform_of(name, ALLOW_ALL_SUFFIX) {
                 auth.allow_all.insert(platform, parse_bool(name, value)?);
+            } else if let Some(platform) = platform_of(name, ADMIN_SUFFIX) {
+                auth.admins.insert(platform, split_list(value));
             }
         }
         Ok(auth)
@@ -65,6 +69,20 @@ impl Config {
         out
     }
 
+    /// The platform's own allowlist (the global one left out) and the key it was read from
+    /// (`<PLATFORM>_ALLOWED_USERS` or `platforms.<platform>.allowed_users`), for start-up checks
+    /// that name the key to fix.
+    pub fn platform_allowlist(&self, platform: &str) -> (String, &[String]) {
+        let platform = platform.to_ascii_lowercase();
+        match self.env_auth.allowed.get(&platform) {
+            Some(list) => (format!("{}{ALLOWED_SUFFIX}", platform.to_ascii_uppercase()), list.as_slice()),
+            None => (
+                format!("platforms.{platform}.allowed_users"),
+                self.platforms.get(&platform).map(|p| p.allowed_users.as_slice()).unwrap_or_default(),
+            ),
+        }
+    }
+
     /// Whether everyone may use `platform`: its allow-all flag (environment over file), or the
     /// global flag when no allowlist applies to the platform. As in Hermes, a configured
     /// allowlist takes precedence over `GATEWAY_ALLOW_ALL_USERS`.
@@ -75,6 +93,30 @@ impl Config {
             None => self.platforms.get(&platform).is_some_and(|p| p.allow_all_users),
         };
         own || (self.gateway.allow_all_users && self.allowed_users(&platform).is_empty())
+    }
+
+    /// The admins of `platform`: its own list (the environment variable replaces the file list)
+    /// followed by `gateway.admin_users`, without duplicates.
+    pub fn admin_users(&self, platform: &str) -> Vec<String> {
+        let platform = platform.to_ascii_lowercase();
+        let own = match self.env_auth.admins.get(&platform) {
+            Some(list) => list.as_slice(),
+            None => self.platforms.get(&platform).map(|p| p.admin_users.as_slice()).unwrap_or_default(),
+        };
+        let mut out: Vec<String> = Vec::new();
+        for user in own.iter().chain(&self.gateway.admin_users) {
+            if !out.contains(user) {
+                out.push(user.clone());
+            }
+        }
+        out
+    }
+
+    /// Whether any admin is named anywhere; without one, every allowed user is an admin.
+    pub fn admins_named(&self) -> bool {
+        !self.gateway.admin_users.is_empty()
+            || self.env_auth.admins.values().any(|l| !l.is_empty())
+            || self.platforms.others.values().any(|p| !p.admin_users.is_empty())
     }
 
     /// True when configuration authorises no one anywhere: no allowlist and no allow-all flag,

@@ -1,4 +1,5 @@
-//! `display:`: what users see while the agent works (busy handling, tool progress lines).
+//! `display:`: what users see while the agent works (busy handling, tool progress lines) and
+//! how its messages show (link previews).
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
@@ -13,11 +14,14 @@ pub struct DisplayConfig {
     /// Acknowledge such messages ("queued", "interrupting…").
     pub busy_ack_enabled: bool,
     pub tool_progress: ToolProgress,
+    /// Let platforms unfurl links in the agent's messages. Off by default: a prompt-injected URL
+    /// would otherwise be fetched by the platform's unfurler, with whatever data it carries.
+    pub link_previews: bool,
 }
 
 impl Default for DisplayConfig {
     fn default() -> Self {
-        Self { busy_input_mode: BusyInputMode::Interrupt, busy_ack_enabled: true, tool_progress: ToolProgress::All }
+        Self { busy_input_mode: BusyInputMode::Interrupt, busy_ack_enabled: true, tool_progress: ToolProgress::All, link_previews: false }
     }
 }
 

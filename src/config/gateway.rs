@@ -1,5 +1,5 @@
 //! `gateway:` (concurrency, drain, supervision back-off, session keying, admin listener, global
-//! allowlist) and `streaming:` (edit-in-place replies, reference §1.12).
+//! allowlist, media cache limits) and `streaming:` (edit-in-place replies, reference §1.12).
 
 use super::de::string_list;
 use super::platforms::Platforms;
@@ -32,6 +32,13 @@ pub struct GatewayConfig {
     pub allowed_users: Vec<String>,
     /// Allow everyone when no allowlist applies (`GATEWAY_ALLOW_ALL_USERS`).
     pub allow_all_users: bool,
+    /// Admins on every platform (`GATEWAY_ADMIN_USERS` replaces it): only they may change the
+    /// model for everyone, write the agent's memory and skills, or manage other users' jobs.
+    /// Unset anywhere: every allowed user is an admin (a single-user install).
+    #[serde(deserialize_with = "string_list")]
+    pub admin_users: Vec<String>,
+    /// How much of what users send is kept in `HERMES_HOME/cache`.
+    pub media_cache: MediaCacheConfig,
     /// `gateway.streaming`, Hermes' second home of `streaming:`; folded into `Config::streaming`
     /// while loading (top-level wins), then `None`.
     #[serde(rename = "streaming", skip_serializing)]
@@ -55,8 +62,34 @@ impl Default for GatewayConfig {
             admin_port: None,
             allowed_users: Vec::new(),
             allow_all_users: false,
+            admin_users: Vec::new(),
+            media_cache: MediaCacheConfig::default(),
             streaming_alias: None,
             platforms_alias: None,
+        }
+    }
+}
+
+/// Limits of the inbound attachment cache (`gateway.media_cache.*`): files older than
+/// `max_age_hours` go, then the oldest until the rest fits `max_megabytes`. 0 = no limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MediaCacheConfig {
+    pub max_megabytes: u64,
+    pub max_age_hours: u64,
+}
+
+impl Default for MediaCacheConfig {
+    fn default() -> Self {
+        Self { max_megabytes: 500, max_age_hours: 7 * 24 }
+    }
+}
+
+impl MediaCacheConfig {
+    pub fn limits(&self) -> hermes_adapter::CacheLimits {
+        hermes_adapter::CacheLimits {
+            max_bytes: self.max_megabytes.saturating_mul(1024 * 1024),
+            max_age: std::time::Duration::from_secs(self.max_age_hours.saturating_mul(3600)),
         }
     }
 }

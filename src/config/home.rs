@@ -105,7 +105,7 @@ impl Home {
     }
 
     /// Creates the root, `logs/` and `cache/`. The root is made owner-only (0700) on Unix because
-    /// it holds `.env` and the session database.
+    /// it holds `.env` and the session database; so is `cache/`, which holds what users send.
     pub fn ensure_dirs(&self) -> Result<(), ConfigError> {
         for dir in [self.root.clone(), self.logs_dir(), self.cache_dir()] {
             std::fs::create_dir_all(&dir).map_err(|source| ConfigError::Io { path: dir.clone(), source })?;
@@ -113,8 +113,10 @@ impl Home {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&self.root, std::fs::Permissions::from_mode(0o700))
-                .map_err(|source| ConfigError::Io { path: self.root.clone(), source })?;
+            for dir in [self.root.clone(), self.cache_dir()] {
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(|source| ConfigError::Io { path: dir.clone(), source })?;
+            }
         }
         Ok(())
     }

@@ -17,6 +17,7 @@
 //! ```
 
 mod agent_sections;
+pub mod audit;
 mod auth;
 mod de;
 mod display;
@@ -40,7 +41,8 @@ mod webhook;
 mod tests;
 
 pub use agent_sections::{
-    AuxiliaryConfig, AuxiliaryModel, CompressionConfig, FallbackProvider, MemoryConfig, PlatformToolsets, Price, TerminalConfig,
+    AuxiliaryConfig, AuxiliaryModel, CompressionConfig, FallbackProvider, MemoryConfig, PlatformToolsets, Price, SandboxSetting,
+    TerminalConfig,
 };
 pub use de::split_list;
 
@@ -65,7 +67,7 @@ pub use display::{BusyInputMode, DisplayConfig, ToolProgress};
 pub use env::Env;
 pub use error::ConfigError;
 pub use extra::Extra;
-pub use gateway::{GatewayConfig, StreamingConfig};
+pub use gateway::{GatewayConfig, MediaCacheConfig, StreamingConfig};
 pub use home::Home;
 pub use load::{Loaded, load, load_str, parse_yaml};
 pub use model::ModelConfig;

@@ -22,6 +22,9 @@ impl Config {
         if let Some(v) = env.get("GATEWAY_ALLOWED_USERS") {
             self.gateway.allowed_users = split_list(v);
         }
+        if let Some(v) = env.get("GATEWAY_ADMIN_USERS") {
+            self.gateway.admin_users = split_list(v);
+        }
         if let Some(v) = env.get("GATEWAY_ALLOW_ALL_USERS") {
             self.gateway.allow_all_users = parse_bool("GATEWAY_ALLOW_ALL_USERS", v)?;
         }

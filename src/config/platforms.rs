@@ -78,6 +78,9 @@ pub struct PlatformConfig {
     #[serde(deserialize_with = "string_list")]
     pub allowed_users: Vec<String>,
     pub allow_all_users: bool,
+    /// Admins on this platform (`<PLATFORM>_ADMIN_USERS` replaces it); see `gateway.admin_users`.
+    #[serde(deserialize_with = "string_list")]
+    pub admin_users: Vec<String>,
     /// Replaces the platform's public API address (a self-hosted Telegram Bot API server, a
     /// test fake). `<PLATFORM>_API_BASE_URL` wins.
     pub api_base_url: Option<String>,

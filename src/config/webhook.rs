@@ -66,11 +66,22 @@ pub struct WebhookRoute {
     pub events: Vec<String>,
     /// Deliver the rendered prompt itself, without running the agent.
     pub deliver_only: bool,
+    /// Toolsets the agent may use for this route's deliveries. Empty (the default): none — a
+    /// payload from outside never drives the shell, files, messages or memory unless listed.
+    #[serde(deserialize_with = "string_list")]
+    pub toolsets: Vec<String>,
 }
 
 impl Default for WebhookRoute {
     fn default() -> Self {
-        Self { secret: None, prompt: DEFAULT_ROUTE_PROMPT.to_string(), deliver: "log".to_string(), events: Vec::new(), deliver_only: false }
+        Self {
+            secret: None,
+            prompt: DEFAULT_ROUTE_PROMPT.to_string(),
+            deliver: "log".to_string(),
+            events: Vec::new(),
+            deliver_only: false,
+            toolsets: Vec::new(),
+        }
     }
 }
 

@@ -311,9 +311,31 @@ impl SessionActor {
         let done = done.clone();
         tokio::spawn(async move {
             let event_id = event.event_id.clone();
-            turn::run(services, key, event, interrupt, started, steering, turn::TurnMode::default()).await;
+            let target = Self::target_of(&event);
+            let turn = tokio::spawn(turn::run(services.clone(), key, event, interrupt, started, steering, turn::TurnMode::default()));
+            if let Err(crash) = turn.await
+                && crash.is_panic()
+            {
+                crashed_turn(&services, &event_id, &target, crash.into_panic()).await;
+            }
             // The actor may be gone during shutdown; nothing to tell then.
             let _ = done.send(event_id);
         });
     }
+}
+
+/// A turn panicked: the session stays usable (the actor hears the turn ended), the user hears
+/// of an internal error with an incident id the log also carries, and the event is parked so it
+/// is never replayed into the same panic.
+async fn crashed_turn(services: &Services, event_id: &str, target: &ChatTarget, panic: Box<dyn std::any::Any + Send>) {
+    let incident = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let message =
+        panic.downcast_ref::<String>().map(String::as_str).or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or("(no message)");
+    tracing::error!(incident, event_id, panic = %crate::observe::redact::redact_patterns(message), "a turn panicked");
+    let reason = format!("poisoned: the turn panicked (incident {incident})");
+    if let Err(e) = services.store.inbox_mark_poisoned(event_id, &reason).await {
+        tracing::warn!(error = %e, event_id, "could not park the event");
+    }
+    let text = format!("⚠️ Internal error (incident {incident}). Your message was not processed; please try again or rephrase it.");
+    outbound::deliver(services, target, None, &text, &format!("{event_id}:internal-error"), Some(Finish::stop())).await;
 }

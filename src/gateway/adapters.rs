@@ -37,6 +37,17 @@ fn chat_platform<'a>(config: &'a Config, name: &str, token_var: &str) -> Option<
     })
 }
 
+/// Warn about allowlist entries that can never match anyone on `platform` (a display name where
+/// an id belongs), naming the key to fix: such an entry silently locks its owner out otherwise.
+fn check_allowlist(config: &Config, platform: &str, entry_problem: fn(&str) -> Option<&'static str>) {
+    let (key, entries) = config.platform_allowlist(platform);
+    for entry in entries {
+        if let Some(problem) = entry_problem(entry) {
+            tracing::warn!("{key}: the entry {entry:?} never matches anyone: {problem}");
+        }
+    }
+}
+
 /// The slash commands, as a platform's command menu shows them.
 fn command_menu() -> Vec<(String, String)> {
     super::commands::registry().specs().map(|spec| (spec.name.to_string(), spec.description.to_string())).collect()
@@ -47,11 +58,13 @@ fn telegram(config: &Config, home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
         Ok(found) => found,
         Err(e) => return Some(Err(e)),
     };
+    check_allowlist(config, "telegram", hermes_telegram::allowlist::entry_problem);
     let mut settings = hermes_telegram::TelegramSettings::new(token, home.cache_dir());
     settings.api_base_url = block.api_base_url.clone();
     settings.require_mention = block.require_mention.unwrap_or(false);
     settings.free_response_chats = block.free_response_chats.clone();
     settings.commands = command_menu();
+    settings.link_previews = config.display.link_previews;
     let b = block.send_budget;
     settings.budget = hermes_telegram::SendBudget {
         global_per_second: b.global_per_second,
@@ -70,11 +83,13 @@ fn discord(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
         Ok(found) => found,
         Err(e) => return Some(Err(e)),
     };
+    check_allowlist(config, "discord", hermes_discord::allowlist::entry_problem);
     let mut settings = hermes_discord::DiscordSettings::new(token);
     settings.api_base_url = block.api_base_url.clone();
     settings.commands = command_menu();
     settings.require_mention = block.require_mention.unwrap_or(true);
     settings.free_response_channels = block.free_response_chats.clone();
+    settings.link_previews = config.display.link_previews;
     Some(
         hermes_discord::DiscordAdapter::new(settings)
             .map(|a| Arc::new(a) as Arc<dyn PlatformAdapter>)
@@ -87,11 +102,6 @@ fn api_server(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAd
     if !c.enabled {
         return None;
     }
-    if !c.cors_origins.is_empty() {
-        tracing::warn!(
-            "platforms.api_server.cors_origins is not supported yet and is ignored: browsers on other origins cannot call the API; call it from a server or the same origin"
-        );
-    }
     let settings = hermes_api_server::ApiServerSettings {
         host: c.host.clone(),
         port: c.port,
@@ -99,6 +109,7 @@ fn api_server(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAd
         allow_no_auth: c.allow_no_auth,
         model_name: c.model_name.clone(),
         request_timeout: Duration::from_secs(config.agent.gateway_timeout.max(1)),
+        cors_origins: c.cors_origins.clone(),
     };
     Some(hermes_api_server::ApiServerAdapter::new(settings).map(|a| Arc::new(a) as Arc<dyn PlatformAdapter>).map_err(|e| e.to_string()))
 }
@@ -125,6 +136,7 @@ fn webhook(config: &Config, _home: &Home) -> Option<Result<Arc<dyn PlatformAdapt
                     prompt: r.prompt.clone(),
                     deliver: r.deliver.clone(),
                     events: r.events.clone(),
+                    toolsets: r.toolsets.clone(),
                 },
             )
         })

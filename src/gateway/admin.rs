@@ -1,19 +1,37 @@
 //! The loopback admin listener: `/health` (the process is alive) and `/readyz` (every adapter is
 //! connected and the gateway is not draining), both from the health board.
+//!
+//! It has no key, so web pages are kept out: a request carrying `Origin` is refused (403), and
+//! on a loopback address the `Host` must name this machine (421), so that a DNS-rebinding page
+//! cannot read the gateway's state.
 
 use super::health::HealthBoard;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use hermes_http_guard::{AllowedOrigins, HostPolicy, check_origin};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub fn routes(board: Arc<HealthBoard>) -> Router {
-    Router::new().route("/health", get(health)).route("/readyz", get(readyz)).with_state(board)
+/// The admin routes, answering only to the Host names `hosts` allows.
+pub fn routes(board: Arc<HealthBoard>, hosts: HostPolicy) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/readyz", get(readyz))
+        .with_state(board)
+        .layer(middleware::from_fn_with_state(Arc::new(hosts), refuse_browsers))
+}
+
+async fn refuse_browsers(State(hosts): State<Arc<HostPolicy>>, request: Request, next: Next) -> Response {
+    match hosts.check(request.headers(), request.uri()).and_then(|()| check_origin(request.headers(), &AllowedOrigins::None)) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => (refusal.status, Json(serde_json::json!({ "error": refusal.message }))).into_response(),
+    }
 }
 
 async fn health(State(board): State<Arc<HealthBoard>>) -> impl IntoResponse {
@@ -36,8 +54,11 @@ async fn readyz(State(board): State<Arc<HealthBoard>>) -> impl IntoResponse {
 pub async fn serve(addr: SocketAddr, board: Arc<HealthBoard>, stop: CancellationToken) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
+    // On a public address the operator chose to expose it (probes from other machines name it
+    // however they reach it); on loopback only loopback names are real.
+    let hosts = if addr.ip().is_loopback() { HostPolicy::loopback(&addr.ip().to_string()) } else { HostPolicy::Any };
     tokio::spawn(async move {
-        let served = axum::serve(listener, routes(board)).with_graceful_shutdown(async move { stop.cancelled().await }).await;
+        let served = axum::serve(listener, routes(board, hosts)).with_graceful_shutdown(async move { stop.cancelled().await }).await;
         if let Err(e) = served {
             tracing::error!(error = %e, "admin listener failed");
         }

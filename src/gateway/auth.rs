@@ -1,8 +1,17 @@
 //! Who may talk to the agent. Deny by default: a user is allowed only by an allowlist entry or an
 //! explicit allow-all switch. Adapters that authenticate their callers themselves (a bearer key, an
 //! HMAC signature) mark events `authorized_upstream`.
+//!
+//! Entries name people by what the platform vouches for, never by what a sender can type into a
+//! profile: an entry matches the sender's platform user id exactly, or the verified handle the
+//! adapter read from the platform (a Telegram `username`: `@` optional, any case). Display names,
+//! chat titles and channel names are never compared (see [`hermes_adapter::SessionSource`]).
+//!
+//! The same policy answers adapters that ask before fetching a message's attachments
+//! ([`hermes_adapter::SenderPolicy`]), so a file is only downloaded for a sender the router will
+//! let in.
 
-use hermes_adapter::{ChatType, InboundEvent};
+use hermes_adapter::{ChatType, InboundEvent, SenderPolicy, SessionSource};
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,24 +56,24 @@ impl AuthPolicy {
         if event.authorized_upstream {
             return AuthDecision::Allowed;
         }
-        let source = &event.source;
+        self.decide_sender(&event.source)
+    }
+
+    /// The decision for a sender, from the source alone.
+    pub fn decide_sender(&self, source: &SessionSource) -> AuthDecision {
         let denied = AuthDecision::Denied { direct: source.chat_type == ChatType::Dm };
         if source.is_bot {
             return denied;
         }
-        let ids: Vec<&str> = [source.user_id.as_deref(), source.user_id_alt.as_deref(), source.user_name.as_deref()]
-            .into_iter()
-            .flatten()
-            .filter(|s| !s.is_empty())
-            .collect();
-        if source.user_id.is_none() && source.user_id_alt.is_none() {
+        let Some(user_id) = source.user_id.as_deref().filter(|id| !id.is_empty()) else {
             return denied;
-        }
+        };
         let rule = self.platforms.get(source.platform.as_str());
         if self.global_allow_all || rule.is_some_and(|r| r.allow_all) {
             return AuthDecision::Allowed;
         }
-        let listed = |list: &[String]| list.iter().any(|entry| entry == "*" || ids.iter().any(|id| matches_entry(entry, id)));
+        let handle = source.user_handle.as_deref().map(|h| h.strip_prefix('@').unwrap_or(h)).filter(|h| !h.is_empty());
+        let listed = |list: &[String]| list.iter().any(|entry| entry == "*" || names_sender(entry, user_id, handle));
         if rule.is_some_and(|r| listed(&r.users)) || listed(&self.global_users) {
             return AuthDecision::Allowed;
         }
@@ -72,26 +81,44 @@ impl AuthPolicy {
     }
 }
 
+impl SenderPolicy for AuthPolicy {
+    fn allows(&self, source: &SessionSource) -> bool {
+        self.decide_sender(source) == AuthDecision::Allowed
+    }
+}
+
 fn normalize(list: Vec<String>) -> Vec<String> {
     list.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
 }
 
-/// An entry matches an id exactly, or a user name with or without a leading `@`, case-insensitively.
-fn matches_entry(entry: &str, id: &str) -> bool {
-    let entry = entry.trim_start_matches('@');
-    let id = id.trim_start_matches('@');
-    entry == id || entry.eq_ignore_ascii_case(id) && !entry.chars().all(|c| c.is_ascii_digit())
+/// An entry names the sender by their id, exactly, or by their verified handle, `@` optional and
+/// in any case. An all-digit entry is an id and never compared with a handle.
+fn names_sender(entry: &str, user_id: &str, handle: Option<&str>) -> bool {
+    if entry == user_id {
+        return true;
+    }
+    let wanted = entry.strip_prefix('@').unwrap_or(entry);
+    let is_id = wanted.bytes().all(|b| b.is_ascii_digit());
+    !wanted.is_empty() && !is_id && handle.is_some_and(|h| h.eq_ignore_ascii_case(wanted))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hermes_adapter::{Platform, SessionSource};
+    use hermes_adapter::Platform;
 
     fn event(platform: &str, user: Option<&str>, ty: ChatType) -> InboundEvent {
         let mut s = SessionSource::new(Platform::new(platform), "c1", ty);
         s.user_id = user.map(str::to_string);
         InboundEvent::text("e1", s, "hi")
+    }
+
+    /// A sender on `platform` with this id, handle and display name.
+    fn sender(platform: &str, id: &str, handle: Option<&str>, display: Option<&str>) -> InboundEvent {
+        let mut e = event(platform, Some(id), ChatType::Dm);
+        e.source.user_handle = handle.map(str::to_string);
+        e.source.user_display_name = display.map(str::to_string);
+        e
     }
 
     #[test]
@@ -108,12 +135,69 @@ mod tests {
         assert_eq!(p.decide(&event("telegram", Some("1"), ChatType::Dm)), AuthDecision::Allowed);
         assert_eq!(p.decide(&event("discord", Some("1"), ChatType::Dm)), AuthDecision::Denied { direct: true });
         assert_eq!(p.decide(&event("discord", Some("42"), ChatType::Dm)), AuthDecision::Allowed);
-        let mut by_name = event("telegram", Some("999"), ChatType::Dm);
-        by_name.source.user_name = Some("alice".into());
-        assert_eq!(p.decide(&by_name), AuthDecision::Allowed);
         let star = AuthPolicy::new(vec![], false).with_platform("slack", vec!["*".into()], false);
         assert_eq!(star.decide(&event("slack", Some("U1"), ChatType::Group)), AuthDecision::Allowed);
         assert!(!star.nothing_allowed());
+    }
+
+    #[test]
+    fn a_handle_entry_matches_the_verified_handle_with_or_without_at_in_any_case() {
+        let p = AuthPolicy::new(vec![], false).with_platform("telegram", vec!["@Alice".into(), "bob".into()], false);
+        assert_eq!(p.decide(&sender("telegram", "999", Some("alice"), None)), AuthDecision::Allowed);
+        assert_eq!(p.decide(&sender("telegram", "998", Some("BOB"), None)), AuthDecision::Allowed);
+        assert_eq!(p.decide(&sender("telegram", "997", Some("@bob"), None)), AuthDecision::Allowed);
+        assert_eq!(p.decide(&sender("telegram", "996", Some("alicex"), None)), AuthDecision::Denied { direct: true });
+    }
+
+    #[test]
+    fn display_names_never_authorize_whatever_they_say() {
+        let p = AuthPolicy::new(vec!["77".into()], false).with_platform("telegram", vec!["5001".into(), "@alice".into()], false);
+        for spoof in ["5001", "alice", "@alice", "ALICE", "77", "*"] {
+            let e = sender("telegram", "6001", None, Some(spoof));
+            assert_eq!(p.decide(&e), AuthDecision::Denied { direct: true }, "display name {spoof:?}");
+            let mut in_group = e.clone();
+            in_group.source.chat_type = ChatType::Group;
+            in_group.source.chat_name = Some(spoof.to_string());
+            assert_eq!(p.decide(&in_group), AuthDecision::Denied { direct: false }, "chat named {spoof:?}");
+        }
+    }
+
+    #[test]
+    fn ids_match_exactly_and_never_through_a_handle() {
+        let p = AuthPolicy::new(vec![], false).with_platform("telegram", vec!["5001".into(), "@5002".into()], false);
+        // A numeric entry names an id; a handle that reads like it (impossible on Telegram, but
+        // not assumed) does not match it.
+        assert_eq!(p.decide(&sender("telegram", "6001", Some("5001"), None)), AuthDecision::Denied { direct: true });
+        assert_eq!(p.decide(&sender("telegram", "6002", Some("5002"), None)), AuthDecision::Denied { direct: true });
+        assert_eq!(p.decide(&sender("telegram", "50011", None, None)), AuthDecision::Denied { direct: true });
+        assert_eq!(p.decide(&sender("telegram", "5001", None, None)), AuthDecision::Allowed);
+        // Ids are case-sensitive (Slack `U…`), and an mxid entry matches the mxid id.
+        let ids = AuthPolicy::new(vec![], false).with_platform("matrix", vec!["@alice:example.org".into()], false);
+        assert_eq!(ids.decide(&sender("matrix", "@alice:example.org", None, None)), AuthDecision::Allowed);
+        assert_eq!(
+            ids.decide(&sender("matrix", "@mallory:evil.org", None, Some("@alice:example.org"))),
+            AuthDecision::Denied { direct: true }
+        );
+        let slack = AuthPolicy::new(vec![], false).with_platform("slack", vec!["U01ABC".into()], false);
+        assert_eq!(slack.decide(&sender("slack", "u01abc", None, None)), AuthDecision::Denied { direct: true });
+    }
+
+    #[test]
+    fn a_handle_without_an_id_is_not_enough() {
+        let p = AuthPolicy::new(vec![], false).with_platform("telegram", vec!["@alice".into()], false);
+        let mut e = sender("telegram", "1", Some("alice"), None);
+        e.source.user_id = None;
+        assert_eq!(p.decide(&e), AuthDecision::Denied { direct: true });
+    }
+
+    #[test]
+    fn the_sender_policy_adapters_ask_is_the_routers_decision() {
+        let p = AuthPolicy::new(vec![], false).with_platform("telegram", vec!["5001".into()], false);
+        assert!(p.allows(&sender("telegram", "5001", None, None).source));
+        assert!(!p.allows(&sender("telegram", "6001", None, Some("5001")).source));
+        let mut bot = sender("telegram", "5001", None, None);
+        bot.source.is_bot = true;
+        assert!(!p.allows(&bot.source));
     }
 
     #[test]

@@ -8,6 +8,9 @@ use hermes_adapter::{AcceptError, AcceptOutcome, InboundEvent, InboundSink};
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::mpsc;
 
+/// Starts of a turn on one event after which a crash parks it instead of replaying it.
+pub const CRASHES_BEFORE_PARKING: i64 = 3;
+
 pub struct Inbox {
     store: Store,
     router: mpsc::UnboundedSender<InboundEvent>,
@@ -36,6 +39,14 @@ impl Inbox {
         let rows = self.store.inbox_unfinished().await?;
         let mut replayed = 0;
         for row in rows {
+            // Its turn started this many times and the gateway died under it each time: running
+            // it once more would only crash again.
+            if row.attempts >= CRASHES_BEFORE_PARKING {
+                let reason = format!("poisoned: the gateway stopped {} times while processing it", row.attempts);
+                tracing::error!(event_id = %row.event_id, platform = %row.platform, "{reason}; parked, not replayed");
+                self.store.inbox_mark_poisoned(&row.event_id, &reason).await?;
+                continue;
+            }
             match serde_json::from_str::<InboundEvent>(&row.payload) {
                 Ok(event) => {
                     if self.router.send(event).is_ok() {

@@ -16,6 +16,10 @@ pub enum LockError {
     DidNotStop { home: String, secs: u64 },
     #[error("cannot use the lock file {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error("--replace: the lock for {home} is held by PID {pid} ({command:?}), which is not a hermes gateway; not signalling it")]
+    NotAGateway { pid: i32, command: String, home: String },
+    #[error("--replace: the lock for {home} is held, but /proc/locks does not say by whom; stop the other gateway by hand")]
+    HolderUnknown { home: String },
 }
 
 /// Held for the gateway's lifetime; dropping it releases the lock and removes the PID file.
@@ -47,14 +51,18 @@ pub fn acquire(lock_path: &Path, pid_path: &Path, replace: bool) -> Result<Insta
     if !replace {
         return Err(LockError::AlreadyRunning { pid: if pid.is_empty() { "unknown".into() } else { pid }, home });
     }
-    let pid_num: Option<i32> = pid.parse().ok().filter(|p| *p > 1);
+    // The PID file may be stale or forged: signal only the process the kernel says holds this
+    // home's lock, and only if it is a hermes gateway.
+    let holder = verified_holder(lock_path, &home)?;
+    if pid.parse::<i32>().ok() != Some(holder) {
+        tracing::warn!(pid_file = %pid, holder, "the PID file does not name the lock holder; using the holder");
+    }
     for (signal, wait) in [(libc::SIGTERM, Duration::from_secs(10)), (libc::SIGKILL, Duration::from_secs(5))] {
-        if let Some(p) = pid_num {
-            tracing::warn!(pid = p, "asking the running gateway to stop (--replace)");
-            // SAFETY: kill(2) with a PID read from our own PID file; no memory is involved.
-            unsafe {
-                libc::kill(p, signal);
-            }
+        tracing::warn!(pid = holder, "asking the running gateway to stop (--replace)");
+        // SAFETY: kill(2) on a PID checked just above to hold our lock and be a hermes gateway;
+        // no memory is involved.
+        unsafe {
+            libc::kill(holder, signal);
         }
         let deadline = Instant::now() + wait;
         while Instant::now() < deadline {
@@ -66,6 +74,35 @@ pub fn acquire(lock_path: &Path, pid_path: &Path, replace: bool) -> Result<Insta
         }
     }
     Err(LockError::DidNotStop { home, secs: 15 })
+}
+
+/// The PID holding `lock_path`, if it is a hermes gateway.
+fn verified_holder(lock_path: &Path, home: &str) -> Result<i32, LockError> {
+    let holder = lock_holder(lock_path).map_err(io(lock_path))?;
+    let Some(pid) = holder.filter(|p| *p > 1) else {
+        return Err(LockError::HolderUnknown { home: home.to_string() });
+    };
+    let command = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let args: Vec<String> = command.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let program = args.first().and_then(|a| Path::new(a).file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if !(program.starts_with("hermes") && args.iter().any(|a| a == "gateway")) {
+        return Err(LockError::NotAGateway { pid, command: args.join(" ").trim().to_string(), home: home.to_string() });
+    }
+    Ok(pid)
+}
+
+/// The process holding a `flock` on `path`, from `/proc/locks` (which names locks by the
+/// file's device and inode).
+fn lock_holder(path: &Path) -> std::io::Result<Option<i32>> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    let id = format!("{:02x}:{:02x}:{}", libc::major(meta.dev()), libc::minor(meta.dev()), meta.ino());
+    let locks = std::fs::read_to_string("/proc/locks")?;
+    Ok(locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // "1: FLOCK  ADVISORY  WRITE 4973 fe:00:11100482 0 EOF"
+        (fields.get(1) == Some(&"FLOCK") && fields.get(5) == Some(&id.as_str())).then(|| fields.get(4)?.parse().ok()).flatten()
+    }))
 }
 
 fn finish(file: File, pid_path: &Path) -> Result<InstanceLock, LockError> {
@@ -90,5 +127,22 @@ mod tests {
         drop(first);
         assert!(!pid.exists());
         acquire(&lock, &pid, false).unwrap();
+    }
+
+    /// `--replace` once signalled whatever PID the PID file named: a stale or planted file could
+    /// make it kill an unrelated process.
+    #[test]
+    fn replace_signals_only_a_hermes_gateway_holding_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("gateway.lock");
+        let pid = dir.path().join("gateway.pid");
+        let _held = acquire(&lock, &pid, false).unwrap();
+        assert_eq!(lock_holder(&lock).unwrap(), Some(std::process::id() as i32));
+        // The holder is this test binary, not a gateway: nothing is signalled (we are alive).
+        std::fs::write(&pid, "1\n").unwrap();
+        match acquire(&lock, &pid, true) {
+            Err(LockError::NotAGateway { pid: holder, .. }) => assert_eq!(holder, std::process::id() as i32),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 }

@@ -10,22 +10,28 @@
 //! - [`commands`]: slash commands, one file each.
 //! - [`outbound`]: render, chunk, outbox, send with retries.
 //! - [`directory`]: sessions for HTTP surfaces.
+//! - [`media_sweep`]: the attachment cache kept private and within its limits.
 
 pub mod actor;
 pub mod adapters;
 pub mod admin;
 pub mod auth;
+pub mod background_slots;
 pub mod backoff;
 pub mod clarify;
 pub mod commands;
 pub mod compaction;
+#[cfg(test)]
+mod crash_tests;
 pub mod credential_lock;
 pub mod directory;
 pub mod health;
 pub mod history_cache;
 pub mod inbox;
 pub mod instance_lock;
+pub mod media_sweep;
 pub mod outbound;
+pub mod process_guard;
 pub mod router;
 pub mod services;
 pub mod session_key;
@@ -34,6 +40,8 @@ pub mod stream_edit;
 #[cfg(test)]
 mod stream_edit_tests;
 pub mod supervisor;
+#[cfg(test)]
+mod test_support;
 pub mod tool_host;
 pub mod turn;
 pub mod turns;
@@ -109,7 +117,7 @@ pub fn tool_settings(config: &Config) -> ToolSettings {
         terminal_timeout: Duration::from_secs(config.terminal.timeout.max(1)),
         terminal_output_cap: config.terminal.output_cap.max(1000),
         secret_env_names: crate::config::SECRET_ENV_NAMES.iter().map(|s| s.to_string()).collect(),
-        secret_values: config.secret_values(),
+        secrets: Arc::new(crate::observe::secret_forms::SecretScrubber::new(&config.secret_values())),
         memory_char_limit: config.memory.memory_char_limit,
         user_char_limit: config.memory.user_char_limit,
         clarify_timeout: Duration::from_secs(config.agent.clarify_timeout.max(1)),
@@ -125,7 +133,13 @@ pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
     policy
 }
 
+/// Parked (poisoned) inbox events the status file lists.
+const PARKED_SHOWN: usize = 20;
+
 pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
+    if let Err(e) = process_guard::make_undumpable() {
+        tracing::warn!(error = %e, "could not make the gateway non-dumpable; its environment is readable by its own commands");
+    }
     home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
     // The single-instance lock comes before any heavy initialization.
     let _lock = instance_lock::acquire(&home.lock_file(), &home.pid_file(), options.replace)?;
@@ -134,6 +148,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         tracing::warn!("the last run did not stop cleanly; unfinished messages will be replayed");
     }
     let _ = std::fs::remove_file(&marker);
+    let media_cache = media_sweep::open(&home).map_err(GatewayError::Io)?;
+    let media_limits = config.gateway.media_cache.limits();
+    media_sweep::sweep(&media_cache, media_limits).await;
 
     let config = Arc::new(config);
     let adapters = adapters::build_enabled(&config, &home).map_err(GatewayError::Config)?;
@@ -141,7 +158,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
     }
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
-    let auth = auth_policy(&config, &platform_names);
+    let auth = Arc::new(auth_policy(&config, &platform_names));
     if auth.nothing_allowed() {
         tracing::warn!(
             "no allowlist is configured: every chat user is denied (API and webhook requests are authorized by their key or signature). Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in"
@@ -165,7 +182,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         adapters: adapters.iter().map(|a| (a.platform().to_string(), a.clone())).collect::<HashMap<_, _>>(),
         health: board.clone(),
         commands: commands::registry(),
-        auth,
+        auth: auth.clone(),
         key_policy: KeyPolicy {
             group_sessions_per_user: config.gateway.group_sessions_per_user,
             thread_sessions_per_user: config.gateway.thread_sessions_per_user,
@@ -181,6 +198,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         clarify: clarify::ClarifyBoard::default(),
         global_model: std::sync::RwLock::new(None),
         history: history_cache::HistoryCache::new(HISTORY_CACHE_BYTES),
+        background: Default::default(),
     });
     directory.bind(&services);
     tool_host.bind(&services);
@@ -196,10 +214,12 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     };
     let mut supervisors = Vec::new();
     for adapter in &adapters {
-        let (inbox, directory, stop) = (inbox.clone(), directory.clone(), adapters_stop.clone());
+        let (inbox, directory, stop, senders) = (inbox.clone(), directory.clone(), adapters_stop.clone(), auth.clone());
         let supervised = Supervised {
             adapter: adapter.clone(),
-            make_context: Box::new(move |health| AdapterContext::new(inbox.clone(), directory.clone(), health, stop.clone())),
+            make_context: Box::new(move |health| {
+                AdapterContext::new(inbox.clone(), directory.clone(), health, stop.clone()).with_sender_policy(senders.clone())
+            }),
             credential_locks: options
                 .credential_lock_dir
                 .clone()
@@ -231,6 +251,20 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
             loop {
                 tick.tick().await;
                 status.apply(&board.snapshot(), services.turns.active());
+                match services.store.inbox_poisoned(PARKED_SHOWN).await {
+                    Ok(rows) => {
+                        status.poisoned = rows
+                            .into_iter()
+                            .map(|r| status_file::ParkedEvent {
+                                event_id: r.event_id,
+                                platform: r.platform,
+                                reason: r.error.unwrap_or_default(),
+                                received_at: r.received_at,
+                            })
+                            .collect()
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot list parked events for the status file"),
+                }
                 if let Err(e) = status.write(&path) {
                     tracing::warn!(error = %e, "cannot write the status file");
                 }
@@ -250,6 +284,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
             }
         })
     };
+    let media_sweeper = media_sweep::spawn(media_cache, media_limits);
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
     let reason = wait_for_signal().await?;
@@ -275,6 +310,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     admin_stop.cancel();
     status_task.abort();
     housekeeping.abort();
+    media_sweeper.abort();
     router.abort();
     status.apply(&board.snapshot(), services.turns.active());
     status.gateway_state = "stopped".into();

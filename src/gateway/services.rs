@@ -27,7 +27,8 @@ pub struct Services {
     pub adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
     pub health: Arc<HealthBoard>,
     pub commands: CommandRegistry,
-    pub auth: AuthPolicy,
+    /// Shared with the adapters, which ask it before fetching attachments.
+    pub auth: Arc<AuthPolicy>,
     pub key_policy: KeyPolicy,
     /// Bounds how many turns run at once (`gateway.max_concurrent_sessions`); `None` = unbounded.
     pub turn_slots: Option<Arc<Semaphore>>,
@@ -46,6 +47,8 @@ pub struct Services {
     pub global_model: std::sync::RwLock<Option<(String, Option<String>)>>,
     /// Recent history of the sessions that talked last, so a turn reads only what is new.
     pub history: super::history_cache::HistoryCache,
+    /// `/background` tasks running per session.
+    pub background: super::background_slots::BackgroundSlots,
 }
 
 impl Services {
@@ -113,11 +116,19 @@ impl Services {
         spec
     }
 
-    /// Which tools a turn on `platform` may use.
-    pub fn tool_filter(&self, platform: &str) -> ToolFilter {
+    /// Which tools a turn on `platform` may use; `event_toolsets`, when the event's source
+    /// restricts them (a webhook route), narrows that further.
+    pub fn tool_filter(&self, platform: &str, event_toolsets: Option<&[String]>) -> ToolFilter {
         let mut filter = ToolFilter::default();
         if let Some(sets) = self.config.platform_toolsets.get(platform) {
             filter.enabled_toolsets = Some(sets.iter().cloned().collect());
+        }
+        if let Some(sets) = event_toolsets {
+            let allowed: std::collections::BTreeSet<String> = sets.iter().cloned().collect();
+            filter.enabled_toolsets = Some(match filter.enabled_toolsets.take() {
+                Some(platform_sets) => platform_sets.intersection(&allowed).cloned().collect(),
+                None => allowed,
+            });
         }
         filter.disabled_toolsets.extend(self.config.agent.disabled_toolsets.iter().cloned());
         if !self.config.memory.enabled {

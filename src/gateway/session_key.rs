@@ -20,34 +20,51 @@ impl Default for KeyPolicy {
 
 pub const NAMESPACE: &str = "agent:main";
 
+/// The session key of `source`. It is injective: two different conversations never share a
+/// key. Ids are escaped (`%` → `%25`, `:` → `%3A`) so an id with a colon cannot pass for two
+/// parts, and a thread is labelled (`…:<chat>:thread:<thread>`) so a forum topic never reads as
+/// a group member's private session (`…:<chat>:<user>`). Keys of ids without colons and without
+/// threads are Hermes' own.
 pub fn session_key(source: &SessionSource, policy: KeyPolicy) -> String {
-    let platform = source.platform.as_str();
-    let thread = source.thread_id.as_deref().filter(|t| !t.is_empty());
-    let chat = Some(source.chat_id.as_str()).filter(|c| !c.is_empty());
-    let participant = source.participant().filter(|p| !p.is_empty());
+    let platform = escape(source.platform.as_str());
+    let thread = source.thread_id.as_deref().filter(|t| !t.is_empty()).map(escape);
+    let chat = Some(source.chat_id.as_str()).filter(|c| !c.is_empty()).map(escape);
+    let participant = source.participant().filter(|p| !p.is_empty()).map(escape);
+    let mut key = format!("{NAMESPACE}:{platform}");
+    let mut push = |part: &str| {
+        key.push(':');
+        key.push_str(part);
+    };
     if source.chat_type == ChatType::Dm {
-        let mut key = format!("{NAMESPACE}:{platform}:dm");
+        push("dm");
         if let Some(id) = chat.or(participant) {
-            key.push(':');
-            key.push_str(id);
+            push(&id);
         }
-        if let Some(t) = thread {
-            key.push(':');
-            key.push_str(t);
+        if let Some(t) = &thread {
+            push("thread");
+            push(t);
         }
         return key;
     }
-    let mut key = format!("{NAMESPACE}:{platform}:{}:{}", source.chat_type.as_str(), source.chat_id);
-    if let Some(t) = thread {
-        key.push(':');
-        key.push_str(t);
+    push(source.chat_type.as_str());
+    push(&chat.unwrap_or_default());
+    if let Some(t) = &thread {
+        push("thread");
+        push(t);
     }
     let per_user = if thread.is_some() { policy.thread_sessions_per_user } else { policy.group_sessions_per_user };
-    if per_user && let Some(p) = participant {
-        key.push(':');
-        key.push_str(p);
+    if per_user && let Some(p) = &participant {
+        push(p);
     }
     key
+}
+
+/// An id as one part of a key.
+fn escape(id: &str) -> String {
+    if !id.contains([':', '%']) {
+        return id.to_string();
+    }
+    id.replace('%', "%25").replace(':', "%3A")
 }
 
 #[cfg(test)]
@@ -66,7 +83,7 @@ mod tests {
     fn dm_keys_follow_the_chat() {
         let p = KeyPolicy::default();
         assert_eq!(session_key(&src("telegram", "123456", ChatType::Dm, Some("123456"), None), p), "agent:main:telegram:dm:123456");
-        assert_eq!(session_key(&src("telegram", "1", ChatType::Dm, Some("1"), Some("9")), p), "agent:main:telegram:dm:1:9");
+        assert_eq!(session_key(&src("telegram", "1", ChatType::Dm, Some("1"), Some("9")), p), "agent:main:telegram:dm:1:thread:9");
         assert_eq!(session_key(&src("signal", "", ChatType::Dm, Some("u7"), None), p), "agent:main:signal:dm:u7");
         assert_eq!(session_key(&src("x", "", ChatType::Dm, None, None), p), "agent:main:x:dm");
     }
@@ -78,16 +95,37 @@ mod tests {
         assert_eq!(session_key(&src("discord", "987", ChatType::Group, Some("2"), None), p), "agent:main:discord:group:987:2");
         let a = session_key(&src("slack", "C01", ChatType::Group, Some("U1"), Some("1700000000.123")), p);
         let b = session_key(&src("slack", "C01", ChatType::Group, Some("U2"), Some("1700000000.123")), p);
-        assert_eq!(a, "agent:main:slack:group:C01:1700000000.123");
+        assert_eq!(a, "agent:main:slack:group:C01:thread:1700000000.123");
         assert_eq!(a, b);
         let shared = KeyPolicy { group_sessions_per_user: false, thread_sessions_per_user: true };
         assert_eq!(session_key(&src("discord", "987", ChatType::Group, Some("1"), None), shared), "agent:main:discord:group:987");
-        assert_eq!(session_key(&src("slack", "C01", ChatType::Group, Some("U1"), Some("t")), shared), "agent:main:slack:group:C01:t:U1");
+        assert_eq!(
+            session_key(&src("slack", "C01", ChatType::Group, Some("U1"), Some("t")), shared),
+            "agent:main:slack:group:C01:thread:t:U1"
+        );
     }
 
     #[test]
-    fn webhook_key_matches_the_reference_example() {
+    fn ids_with_colons_stay_one_part() {
         let s = src("webhook", "webhook:github:abc", ChatType::Webhook, Some("webhook:github"), None);
-        assert_eq!(session_key(&s, KeyPolicy::default()), "agent:main:webhook:webhook:webhook:github:abc:webhook:github");
+        assert_eq!(session_key(&s, KeyPolicy::default()), "agent:main:webhook:webhook:webhook%3Agithub%3Aabc:webhook%3Agithub");
+        let room = session_key(&src("matrix", "!r:hs", ChatType::Group, Some("@a:hs"), None), KeyPolicy::default());
+        let other = session_key(&src("matrix", "!r", ChatType::Group, Some("hs:@a:hs"), None), KeyPolicy::default());
+        assert_ne!(room, other);
+    }
+
+    /// A Telegram forum topic and a group member's private session used to share a key when the
+    /// topic id equalled the member's id: one user could read another's conversation.
+    #[test]
+    fn a_forum_topic_never_shares_a_key_with_a_members_private_session() {
+        let p = KeyPolicy::default();
+        let topic = session_key(&src("telegram", "-1001", ChatType::Group, Some("7"), Some("42")), p);
+        let member = session_key(&src("telegram", "-1001", ChatType::Group, Some("42"), None), p);
+        assert_ne!(topic, member);
+        let per_user_threads = KeyPolicy { group_sessions_per_user: true, thread_sessions_per_user: true };
+        let topic_member = session_key(&src("telegram", "-1001", ChatType::Group, Some("7"), Some("42")), per_user_threads);
+        let thread_named_like_a_user = session_key(&src("telegram", "-1001", ChatType::Group, Some("thread"), None), per_user_threads);
+        assert_ne!(topic_member, thread_named_like_a_user);
+        assert_eq!(topic, "agent:main:telegram:group:-1001:thread:42");
     }
 }

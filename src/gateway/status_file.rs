@@ -20,7 +20,19 @@ pub struct StatusFile {
     pub platforms: serde_json::Value,
     #[serde(default)]
     pub listeners: serde_json::Value,
+    /// Events parked because processing them crashed, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub poisoned: Vec<ParkedEvent>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// An inbox event that is never replayed, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParkedEvent {
+    pub event_id: String,
+    pub platform: String,
+    pub reason: String,
+    pub received_at: DateTime<Utc>,
 }
 
 impl StatusFile {
@@ -35,6 +47,7 @@ impl StatusFile {
             active_turns: 0,
             platforms: serde_json::json!({}),
             listeners: serde_json::json!({}),
+            poisoned: Vec::new(),
             updated_at: Utc::now(),
         }
     }

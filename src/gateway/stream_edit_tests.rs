@@ -3,15 +3,13 @@
 
 use super::services::Services;
 use super::stream_edit::StreamEditor;
-use crate::config::{Config, Home};
-use crate::store::Store;
+use crate::config::Config;
 use async_trait::async_trait;
 use hermes_adapter::render::oracle;
 use hermes_adapter::{
     AdapterContext, AdapterError, Capabilities, ChatTarget, LengthUnit, MarkdownDialect, OutboundMessage, Platform, PlatformAdapter,
     SendError, SendReceipt, StreamStyle,
 };
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -91,40 +89,12 @@ impl PlatformAdapter for EditingChat {
 }
 
 async fn services(chat: Arc<EditingChat>) -> (tempfile::TempDir, Arc<Services>) {
-    let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
     config.streaming.enabled = true;
     config.streaming.edit_interval = 0.0;
     config.streaming.buffer_threshold = 1;
-    let config = Arc::new(config);
-    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
-    let home = Home::at(dir.path());
     let provider = crate::agent::providers::openai::OpenAiCompatible::new(Duration::from_secs(1));
-    let agent = Arc::new(crate::agent::Agent::new(Arc::new(provider), crate::agent::tools::builtin(), 3, Default::default()));
-    let mut adapters: HashMap<String, Arc<dyn PlatformAdapter>> = HashMap::new();
-    adapters.insert("chat".into(), chat);
-    let services = Arc::new(Services {
-        store,
-        config: config.clone(),
-        agent,
-        adapters,
-        health: Arc::new(super::health::HealthBoard::new()),
-        commands: super::commands::registry(),
-        auth: super::auth_policy(&config, &["chat".into()]),
-        key_policy: super::session_key::KeyPolicy { group_sessions_per_user: true, thread_sessions_per_user: false },
-        turn_slots: None,
-        turns_abort: tokio_util::sync::CancellationToken::new(),
-        turns: super::turns::TurnTracker::new(),
-        paths: Arc::new(super::agent_paths(&home, &config)),
-        tool_settings: Arc::new(super::tool_settings(&config)),
-        home,
-        tool_host: Arc::new(super::tool_host::GatewayToolHost::default()),
-        approval: Arc::new(crate::agent::approval::BasicPolicy { approvals_off: false }),
-        clarify: Default::default(),
-        global_model: std::sync::RwLock::new(None),
-        history: crate::gateway::history_cache::HistoryCache::new(1 << 20),
-    });
-    (dir, services)
+    super::test_support::services(config, chat, Arc::new(provider)).await
 }
 
 fn editor(services: &Arc<Services>, chat: &Arc<EditingChat>, key: &str) -> StreamEditor {

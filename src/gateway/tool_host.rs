@@ -28,8 +28,19 @@ impl GatewayToolHost {
     }
 }
 
+/// Where a resolved `send_message` target stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetKind {
+    /// The asking conversation's own chat.
+    Origin,
+    /// A configured home channel.
+    Home,
+    /// Any other chat: allowed only where the asking user has talked to the bot.
+    Other,
+}
+
 /// Resolve a `send_message` target against the asking conversation.
-pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -> Result<ChatTarget, String> {
+pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -> Result<(ChatTarget, TargetKind), String> {
     let target = target.trim();
     let origin = || ChatTarget {
         platform: Platform::new(scope.platform.clone()),
@@ -47,16 +58,49 @@ pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -
         ChatTarget::parse(&format!("{platform}:{home}")).map_err(|e| format!("the home channel of {platform} ({home:?}) is not valid: {e}"))
     };
     let resolved = match target {
-        "" | "origin" | "here" => origin(),
-        "home" => home_of(&scope.platform)?,
-        t if !t.contains(':') => home_of(&t.to_ascii_lowercase())?,
-        t => ChatTarget::parse(t)
-            .map_err(|e| format!("{t:?} is not a target ({e}); use origin, home, <platform> or <platform>:<chat_id>[:<thread_id>]"))?,
+        "" | "origin" | "here" => (origin(), TargetKind::Origin),
+        "home" => (home_of(&scope.platform)?, TargetKind::Home),
+        t if !t.contains(':') => (home_of(&t.to_ascii_lowercase())?, TargetKind::Home),
+        t => {
+            let parsed = ChatTarget::parse(t)
+                .map_err(|e| format!("{t:?} is not a target ({e}); use origin, home, <platform> or <platform>:<chat_id>[:<thread_id>]"))?;
+            let origin = origin();
+            let is_home = home_of(parsed.platform.as_str()).is_ok_and(|home| home.chat_id == parsed.chat_id);
+            let kind = if parsed.platform == origin.platform && parsed.chat_id == origin.chat_id {
+                TargetKind::Origin
+            } else if is_home {
+                TargetKind::Home
+            } else {
+                TargetKind::Other
+            };
+            (parsed, kind)
+        }
     };
-    if services.adapter(resolved.platform.as_str()).is_none() {
-        return Err(format!("the platform `{}` is not connected", resolved.platform));
+    if services.adapter(resolved.0.platform.as_str()).is_none() {
+        return Err(format!("the platform `{}` is not connected", resolved.0.platform));
     }
     Ok(resolved)
+}
+
+/// Whether the asking user may have a message sent to `target`: their own chat and the home
+/// channels always; another chat only if they have talked to the bot there themselves (so the
+/// agent cannot be used to post into chats its user is not part of).
+async fn may_send_to(services: &Services, scope: &SessionScope, target: &ChatTarget, kind: &TargetKind) -> Result<(), String> {
+    if *kind != TargetKind::Other {
+        return Ok(());
+    }
+    let refused = || {
+        format!(
+            "{}:{} is not this chat, a home channel, or a chat where this user has talked to the bot; messages go only there",
+            target.platform, target.chat_id
+        )
+    };
+    let Some(user) = scope.user_id.as_deref() else { return Err(refused()) };
+    match services.store.user_talked_in(target.platform.as_str(), &target.chat_id, user).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(refused()),
+        Err(e) => Err(format!("cannot check the target chat: {e}")),
+    }
 }
 
 #[async_trait]
@@ -76,7 +120,8 @@ impl ToolHost for GatewayToolHost {
 
     async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, key: &str) -> Result<String, String> {
         let services = self.services()?;
-        let resolved = resolve_target(&services, scope, target)?;
+        let (resolved, kind) = resolve_target(&services, scope, target)?;
+        may_send_to(&services, scope, &resolved, &kind).await?;
         let adapter = services.adapter(resolved.platform.as_str()).ok_or("the platform is not connected")?;
         if !adapter.capabilities().supports_async_delivery {
             return Err(format!("`{}` cannot receive messages outside a request", resolved.platform));

@@ -9,6 +9,7 @@ use super::outbound::{self, Finish};
 use super::services::Services;
 use super::stream_edit::StreamEditor;
 use crate::agent::compress;
+use crate::agent::fence::Fence;
 use crate::agent::memory::MemoryStore;
 use crate::agent::prompt::{PromptInputs, assemble, with_message_instructions};
 use crate::agent::tools::{SessionScope, ToolContext};
@@ -23,6 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Stored messages loaded as context for a turn.
 const HISTORY_LIMIT: usize = 400;
+/// How the fence names text an adapter marked as coming from outside the chat.
+const OUTSIDE_TEXT: &str = "text from outside this conversation (a payload, a quoted or forwarded message)";
 /// Answers that mean "say nothing": stored, not delivered.
 const SILENCE_TOKENS: [&str; 4] = ["[SILENT]", "SILENT", "NO_REPLY", "NO REPLY"];
 
@@ -32,6 +35,8 @@ enum TurnEnd {
     Closed,
     /// Cut off by shutdown: stays in the inbox to be replayed.
     Aborted,
+    /// It crashed: parked in the inbox, never replayed.
+    Parked,
 }
 
 pub fn is_silence(text: &str) -> bool {
@@ -56,14 +61,13 @@ pub async fn run(
     steering: SteeringInbox,
     mode: TurnMode,
 ) {
-    services.turns.begin();
+    let _running = services.turns.begin();
     let end = drive(&services, &session_key, &event, &interrupt, &started, &steering, &mode).await;
     if end == TurnEnd::Closed
         && let Err(e) = services.store.inbox_mark_done(&event.event_id).await
     {
         tracing::error!(error = %e, event_id = %event.event_id, "could not close the inbox row; the event may be replayed");
     }
-    services.turns.end();
 }
 
 async fn drive(
@@ -115,12 +119,13 @@ async fn drive(
     };
 
     let default_model = services.default_model();
+    let fence = Arc::new(Fence::new());
     let opening = TurnOpening {
         event_id: event.event_id.clone(),
         session_key: session_key.to_string(),
         source: event.source.clone(),
         default_model: default_model.model.clone(),
-        user_message: new_message("", &event.event_id, &ChatMessage::user(event.text.clone()), None),
+        user_message: new_message("", &event.event_id, &ChatMessage::user(fence.fence_marked(OUTSIDE_TEXT, &event.text)), None),
         seed: event.context.iter().map(|m| new_message("", "", &seed_message(m), None)).collect(),
     };
     let cached = services.history.take(session_key);
@@ -134,7 +139,7 @@ async fn drive(
     };
     let mut route = opened.route;
     let model = services.model_for(Some(&route.overrides));
-    let filter = services.tool_filter(event.source.platform.as_str());
+    let filter = services.tool_filter(event.source.platform.as_str(), event.toolsets.as_deref());
     let toolsets = services.toolsets_allowed(&filter);
     let session_history = match (cached, opened.history) {
         (Some(mut kept), HistoryUpdate::After { messages, active_count }) => {
@@ -213,6 +218,7 @@ async fn drive(
         cancel: interrupt.clone(),
         call_id: String::new(),
         turn_id: event.event_id.clone(),
+        fence,
     };
     let mut request = TurnRequest::new(model.clone(), messages);
     request.fallbacks = services.fallbacks();
@@ -380,9 +386,21 @@ async fn drive(
             }
             TurnEnd::Closed
         }
+        Err(ProviderError::Crashed { incident }) => {
+            // The agent panicked: parked, so a replay can never run into the same panic.
+            let reason = format!("poisoned: the agent panicked (incident {incident})");
+            if let Err(e) = store.inbox_mark_poisoned(&event.event_id, &reason).await {
+                tracing::warn!(error = %e, "could not park the event");
+            }
+            fail(format!("⚠️ Internal error (incident {incident}). Your message was not processed; please try again or rephrase it."))
+                .await;
+            TurnEnd::Parked
+        }
         Err(e) => {
             tracing::warn!(error = %e, session_key, "turn failed");
-            let detail: String = e.to_string().chars().take(300).collect();
+            // A provider's error body may echo a key or a token: never into the chat as is.
+            let redacted = crate::observe::redact::redact_patterns(&services.tool_settings.secrets.scrub(&e.to_string()));
+            let detail: String = redacted.chars().take(300).collect();
             fail(format!("Sorry, I encountered an error ({}).\n{detail}\nTry again or use /reset to start a fresh session.", e.kind()))
                 .await;
             TurnEnd::Closed

@@ -3,6 +3,17 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tokio::sync::Notify;
 
+/// A running turn, counted until dropped.
+pub struct RunningGuard<'a> {
+    tracker: &'a TurnTracker,
+}
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        self.tracker.end();
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct TurnTracker {
     active: AtomicUsize,
@@ -14,10 +25,13 @@ impl TurnTracker {
     pub fn new() -> Self {
         Self::default()
     }
-    pub fn begin(&self) {
+    /// A turn starts; it counts as running until the guard drops (also when the turn panics,
+    /// or a drain would wait for it forever).
+    pub fn begin(&self) -> RunningGuard<'_> {
         self.active.fetch_add(1, Ordering::AcqRel);
+        RunningGuard { tracker: self }
     }
-    pub fn end(&self) {
+    fn end(&self) {
         if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.idle.notify_waiters();
         }

@@ -3,6 +3,7 @@
 
 pub mod journald;
 pub mod redact;
+pub mod secret_forms;
 
 use redact::RedactingMakeWriter;
 use std::path::Path;

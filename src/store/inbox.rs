@@ -16,6 +16,9 @@ pub enum InboxState {
     Done,
     /// It can never be processed (e.g. an unreadable payload).
     Failed,
+    /// Processing it crashed (a panic, or the gateway dying under it again and again): parked,
+    /// never replayed, shown by `hermes gateway status`.
+    Poisoned,
 }
 
 impl InboxState {
@@ -25,6 +28,7 @@ impl InboxState {
             InboxState::Processing => "processing",
             InboxState::Done => "done",
             InboxState::Failed => "failed",
+            InboxState::Poisoned => "poisoned",
         }
     }
 
@@ -34,6 +38,7 @@ impl InboxState {
             "processing" => InboxState::Processing,
             "done" => InboxState::Done,
             "failed" => InboxState::Failed,
+            "poisoned" => InboxState::Poisoned,
             other => return Err(StoreError::Corrupt(format!("unknown inbox state {other:?}"))),
         })
     }
@@ -99,6 +104,24 @@ impl Store {
         self.inbox_set_state(event_id, InboxState::Failed, Some(error)).await
     }
 
+    /// Park an event whose processing crashed; `reason` says how (with the incident id).
+    pub async fn inbox_mark_poisoned(&self, event_id: &str, reason: &str) -> Result<(), StoreError> {
+        self.inbox_set_state(event_id, InboxState::Poisoned, Some(reason)).await
+    }
+
+    /// The most recently parked events, newest first.
+    pub async fn inbox_poisoned(&self, limit: usize) -> Result<Vec<InboxRow>, StoreError> {
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT event_id, platform, payload, state, attempts, error, received_at FROM inbox
+                 WHERE state = 'poisoned' ORDER BY updated_at DESC, rowid DESC LIMIT ?1",
+            )?;
+            let rows = stmt.query_map([limit as i64], row_to_inbox)?;
+            rows.map(|r| r.map_err(StoreError::from).and_then(|r| r)).collect()
+        })
+        .await
+    }
+
     async fn inbox_set_state(&self, event_id: &str, state: InboxState, error: Option<&str>) -> Result<(), StoreError> {
         let (event_id, error) = (event_id.to_string(), error.map(str::to_string));
         self.write(move |c| {
@@ -142,7 +165,7 @@ impl Store {
     /// redelivery of the same event id is still recognised and dropped.
     pub async fn inbox_prune(&self, keep: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms() - keep.as_millis() as i64;
-        self.write(move |c| Ok(c.run("DELETE FROM inbox WHERE state IN ('done', 'failed') AND updated_at < ?1", [cutoff])?)).await
+        self.write(move |c| Ok(c.run("DELETE FROM inbox WHERE state IN ('done', 'failed') AND updated_at <= ?1", [cutoff])?)).await
     }
 }
 

@@ -91,6 +91,22 @@ impl Store {
         self.write(move |c| Ok(c.run("UPDATE routes SET overrides = ?2 WHERE session_key = ?1", params![key, overrides])? == 1)).await
     }
 
+    /// Whether `user_id` has ever talked to the bot in `chat_id` on `platform` (a session of
+    /// theirs started there).
+    pub async fn user_talked_in(&self, platform: &str, chat_id: &str, user_id: &str) -> Result<bool, StoreError> {
+        let (platform, chat_id, user_id) = (platform.to_string(), chat_id.to_string(), user_id.to_string());
+        self.read(move |c| {
+            Ok(c.one(
+                "SELECT 1 FROM sessions WHERE platform = ?1 AND chat_id = ?2 AND user_id = ?3 LIMIT 1",
+                params![platform, chat_id, user_id],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+        })
+        .await
+    }
+
     pub async fn session_get(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
         let id = session_id.to_string();
         self.read(move |c| {

@@ -8,7 +8,9 @@ async fn store() -> (tempfile::TempDir, Store) {
 }
 
 fn source(user: &str) -> SessionSource {
-    SessionSource::new(Platform::new("api_server"), format!("chat-{user}"), ChatType::Dm).with_user(user, Some(format!("User {user}")))
+    SessionSource::new(Platform::new("api_server"), format!("chat-{user}"), ChatType::Dm)
+        .with_user(user)
+        .with_display_name(format!("User {user}"))
 }
 
 fn message(session_id: &str, role: &str, content: &str) -> NewMessage {
@@ -263,7 +265,7 @@ async fn compression_rotates_to_a_child_session_with_lineage() {
 async fn origin_search_never_crosses_users() {
     let (_dir, store) = store().await;
     // Both in the same group chat: only the user tells them apart.
-    let in_group = |user: &str| SessionSource::new(Platform::new("telegram"), "group-1", ChatType::Group).with_user(user, None);
+    let in_group = |user: &str| SessionSource::new(Platform::new("telegram"), "group-1", ChatType::Group).with_user(user);
     let a = store.route_get_or_create("ka", &in_group("alice"), "m").await.unwrap().session_id;
     let b = store.route_get_or_create("kb", &in_group("bob"), "m").await.unwrap().session_id;
     store.message_append(message(&a, "user", "alice secret pineapple")).await.unwrap();

@@ -8,6 +8,9 @@ use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// Discord's message flag that switches link embeds off.
+const SUPPRESS_EMBEDS: u64 = 1 << 2;
+
 pub struct DiscordPeer {
     pub fake: FakeDiscord,
     /// The shared guild channel and its two threads.
@@ -26,7 +29,7 @@ impl DiscordPeer {
     }
 
     /// Users write once the bot has a session (events then reach it, at once or on RESUME).
-    async fn session(&self) {
+    pub async fn session(&self) {
         assert!(self.fake.wait_until(Duration::from_secs(30), |f| f.has_session()).await, "the bot identified to the gateway");
     }
 
@@ -95,6 +98,7 @@ impl ChatPeer for DiscordPeer {
                 id: m.id.to_string(),
                 text: m.content.clone(),
                 raw: m.content.clone(),
+                previews_off: m.flags & SUPPRESS_EMBEDS != 0,
                 edits: m.edits.len(),
                 styles: Vec::new(),
             })

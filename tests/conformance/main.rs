@@ -6,9 +6,11 @@
 //! * [`suite`]: the behaviours, generic over the peer.
 //! * [`telegram`], [`discord`] (and later platforms): the peers.
 //! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
+//! * [`identity`]: who gets in — display-name spoofs denied, strangers' attachments never fetched.
 
 mod discord;
 mod faults;
+mod identity;
 mod peer;
 mod suite;
 #[path = "../e2e/support.rs"]
@@ -45,6 +47,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn streamed_answer_matches_sent() {
                 suite::streamed_answer_matches_sent::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn links_are_not_unfurled() {
+                suite::links_are_not_unfurled::<$peer>().await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn formatting() {

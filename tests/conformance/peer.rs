@@ -18,6 +18,8 @@ pub struct Posted {
     pub text: String,
     /// The text as the bot sent it, markup included.
     pub raw: String,
+    /// The platform was told not to unfurl links in it.
+    pub previews_off: bool,
     pub edits: usize,
     /// Formatting the platform applied (e.g. `bold`, `code`, `pre`), for platforms that report it.
     pub styles: Vec<String>,

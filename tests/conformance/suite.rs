@@ -20,11 +20,19 @@ pub struct Run<P: ChatPeer> {
 /// The gateway with only `P`'s adapter (and the API server, for health) running; `extra_yaml`
 /// is appended to config.yaml.
 pub async fn launch<P: ChatPeer>(extra_yaml: &str) -> Run<P> {
+    launch_with(extra_yaml, &[]).await
+}
+
+/// [`launch`], with environment variables set after the peer's own (an allowlist of its own).
+pub async fn launch_with<P: ChatPeer>(extra_yaml: &str, env: &[(&str, &str)]) -> Run<P> {
     let llm = FakeLlm::start().await;
     let peer = P::start().await;
     let mut setup = Setup::new(&llm.base_url());
     setup.set("WEBHOOK_ENABLED", "false");
     let platforms = peer.configure(&mut setup);
+    for (key, value) in env {
+        setup.set(key, value);
+    }
     setup.write_config(&format!("platforms:\n{platforms}\n{extra_yaml}"));
     let gateway = setup.start().await;
     Run { peer, llm, _setup: setup, gateway }
@@ -66,7 +74,7 @@ fn count_text(posted: &[Posted], text: &str) -> usize {
 }
 
 /// Quiet time in which a duplicate, if one were coming, would show up.
-async fn settle() {
+pub async fn settle() {
     tokio::time::sleep(Duration::from_millis(400)).await;
 }
 
@@ -275,6 +283,16 @@ pub async fn streamed_answer_matches_sent<P: ChatPeer>() {
     let shown: Vec<String> = posted.iter().map(|m| m.raw.clone()).collect();
     hermes_adapter::render::oracle::check_streamed(&answer, P::DIALECT, P::MAX_LEN, P::UNIT, &shown)
         .unwrap_or_else(|e| panic!("{}: the streamed messages are not the answer: {e}\n{shown:#?}", P::PLATFORM));
+}
+
+/// A link the model was tricked into writing is not unfurled by the platform (whose fetch would
+/// carry whatever the URL smuggles out), in sent and in streamed messages.
+pub async fn links_are_not_unfurled<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    run.llm.push(Reply::text("Sure, see https://evil.example/collect?secret=abc for details."));
+    let chat = run.peer.dm(14, "where are the docs?").await;
+    let posted = run.wait(&chat, "the answer with a link", |p| p.iter().any(|m| m.text.contains("evil.example"))).await;
+    assert!(posted.iter().all(|m| m.previews_off), "{}: previews left on: {posted:#?}", P::PLATFORM);
 }
 
 /// Tabs as spaces to the next multiple of four columns.

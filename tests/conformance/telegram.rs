@@ -89,6 +89,7 @@ impl ChatPeer for TelegramPeer {
                 id: m.message_id.to_string(),
                 text: m.text.clone(),
                 raw: m.raw_text.clone(),
+                previews_off: m.link_preview_disabled,
                 edits: m.edits.len(),
                 styles: m.entities.iter().filter_map(|e| e.get("type").and_then(|t| t.as_str()).map(str::to_string)).collect(),
             })

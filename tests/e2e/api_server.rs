@@ -208,3 +208,47 @@ async fn sessions_api_answers_in_json_and_sse_and_lists_and_deletes() {
     let unauthorized = c.post(setup.api("/api/sessions")).send().await.unwrap();
     assert_eq!(unauthorized.status(), 401);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_a_web_page_can_make_are_refused_before_the_model_runs() {
+    let llm = FakeLlm::start().await;
+    let setup = Setup::new(&llm.base_url());
+    let _gateway = setup.start().await;
+    let body = json!({"messages": [{"role": "user", "content": "delete my files"}]});
+
+    // A form or `text/plain` POST needs no CORS preflight, so any page could send it.
+    let text_plain = client()
+        .post(setup.api("/v1/chat/completions"))
+        .bearer_auth(API_KEY)
+        .header("Content-Type", "text/plain;charset=UTF-8")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(text_plain.status(), 415);
+    let refused: Value = text_plain.json().await.unwrap();
+    assert!(refused["error"]["message"].as_str().unwrap().contains("application/json"), "{refused}");
+    let form = client()
+        .post(setup.api("/v1/chat/completions"))
+        .bearer_auth(API_KEY)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(format!("q={body}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status(), 415);
+    let from_page = client()
+        .post(setup.api("/v1/chat/completions"))
+        .bearer_auth(API_KEY)
+        .header("Origin", "https://evil.example")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_page.status(), 403);
+    assert_eq!(llm.request_count(), 0, "no turn reached the model");
+
+    // A program (no Origin, JSON, loopback Host) is served.
+    assert_eq!(chat(&setup, body, None).await.status(), 200);
+    assert_eq!(llm.request_count(), 1);
+}

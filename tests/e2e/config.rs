@@ -33,6 +33,24 @@ fn public_api_server_without_a_key_refuses_to_start() {
 }
 
 #[test]
+fn a_guessable_api_key_refuses_to_start() {
+    let mut setup = Setup::new("http://127.0.0.1:9/v1");
+    setup.set("API_SERVER_KEY", "change-me");
+    let (status, _, stderr) = setup.run(&["gateway", "run"]);
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("API_SERVER_KEY") && stderr.contains("platforms.api_server.key"), "{stderr}");
+    assert!(stderr.contains("openssl rand"), "the refusal says how to make a key: {stderr}");
+    let (status, _, stderr) = setup.run(&["config", "check"]);
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("API_SERVER_KEY"), "{stderr}");
+
+    setup.set("API_SERVER_KEY", "e2e-api-key-0123456789").set("WEBHOOK_SECRET", "xxxxxxxxxxxxxxxxxxxxxxxx");
+    let (status, _, stderr) = setup.run(&["config", "check"]);
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("WEBHOOK_SECRET"), "{stderr}");
+}
+
+#[test]
 fn unknown_key_is_reported_by_path_and_secrets_are_masked() {
     let setup = Setup::new("http://127.0.0.1:9/v1");
     setup.write_config("model:\n  default: some-model\n  temprature: 0.3\ndisplay:\n  busy_input_mode: queue\n");
@@ -121,4 +139,28 @@ async fn admin_listener_reports_health_and_readiness_per_platform() {
     assert!(platforms.contains(&"api_server") && platforms.contains(&"webhook"), "{ready}");
     let health: serde_json::Value = client.get(format!("http://127.0.0.1:{admin_port}/health")).send().await.unwrap().json().await.unwrap();
     assert_eq!(health["status"], "ok");
+
+    // No key guards it, so pages are kept out: a rebound name and a page's Origin are refused.
+    let rebound = client.get(&url).header("Host", format!("evil.example:{admin_port}")).send().await.unwrap();
+    assert_eq!(rebound.status(), 421);
+    let from_page = client.get(&url).header("Origin", "https://evil.example").send().await.unwrap();
+    assert_eq!(from_page.status(), 403);
+}
+
+/// `hermes security audit` names each risky setting with its fix and fails on a high one; a
+/// careful home passes.
+#[test]
+fn security_audit_names_risks_and_fails_on_high_ones() {
+    let mut setup = Setup::new("http://127.0.0.1:9/v1");
+    setup.set("TELEGRAM_BOT_TOKEN", "123456:abcdefghijklmnopqrstuvwxyz").set("TELEGRAM_ALLOW_ALL_USERS", "true");
+    setup.write_config("approvals:\n  mode: off\n");
+    let (status, stdout, stderr) = setup.run(&["security", "audit"]);
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    for expected in ["auth.allow_all", "approvals.off", "TELEGRAM_ALLOWED_USERS", "approvals.mode: manual"] {
+        assert!(stdout.contains(expected), "{expected} missing:\n{stdout}");
+    }
+
+    let setup = Setup::new("http://127.0.0.1:9/v1");
+    let (status, stdout, stderr) = setup.run(&["security", "audit"]);
+    assert!(status.success(), "{stdout}{stderr}");
 }

@@ -183,3 +183,29 @@ pub fn open_db(path: &Path) -> rusqlite::Connection {
 pub fn count(db: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
     db.query_row(sql, params, |r| r.get(0)).expect("count query")
 }
+
+/// `text` with the untrusted-data fence taken off: the notice line and every open and close tag
+/// (the boundary is random per turn, so tests compare what the fence holds, not the boundary).
+pub fn unfenced(text: &str) -> String {
+    let body = match text.find("(Text between <untrusted-data ") {
+        Some(notice) => {
+            let after = text[notice..].split_once('\n').map_or("", |(_, body)| body);
+            format!("{}{after}", &text[..notice])
+        }
+        None => text.to_owned(),
+    };
+    let body = body.as_str();
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(start) = rest.find("<untrusted-data ").into_iter().chain(rest.find("</untrusted-data ")).min() {
+        out.push_str(&rest[..start]);
+        rest = rest[start..].split_once('>').map_or("", |(_, after)| after);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `value` sits alone inside one fenced block of `text`.
+pub fn is_fenced(text: &str, value: &str) -> bool {
+    text.contains(&format!(">{value}</untrusted-data "))
+}

@@ -2,6 +2,7 @@
 //! `stream` deliver the gateway's answers to the requests waiting for them.
 
 use crate::conversation::PLATFORM;
+use crate::guard::Guards;
 use crate::pending::PendingReplies;
 use crate::server::{self, AppState, unix_now};
 use crate::settings::{ApiServerError, ApiServerSettings};
@@ -10,6 +11,7 @@ use hermes_adapter::{
     AdapterContext, AdapterError, Capabilities, ChatTarget, OutboundMessage, Platform, PlatformAdapter, SendError, SendReceipt,
     StreamEvent, StreamStyle,
 };
+use hermes_http_guard::{AuthThrottle, ThrottleLimits};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::net::TcpListener;
@@ -17,6 +19,7 @@ use tokio::net::TcpListener;
 /// The OpenAI-compatible HTTP API and sessions REST API, as a gateway platform.
 pub struct ApiServerAdapter {
     settings: Arc<ApiServerSettings>,
+    guards: Arc<Guards>,
     platform: Platform,
     capabilities: Capabilities,
     pending: PendingReplies,
@@ -31,16 +34,19 @@ impl std::fmt::Debug for ApiServerAdapter {
 
 impl ApiServerAdapter {
     /// Validates security settings: without a key it refuses unless the host is loopback AND
-    /// `allow_no_auth`; a non-loopback host without a key is always refused. Errors name the
-    /// settings to change (`API_SERVER_KEY` / `platforms.api_server.key`,
-    /// `platforms.api_server.allow_no_auth`, `API_SERVER_HOST`).
+    /// `allow_no_auth`; a non-loopback host without a key is always refused; a guessable key and
+    /// an origin that is not `scheme://host[:port]` are refused. Errors name the settings to
+    /// change (`API_SERVER_KEY` / `platforms.api_server.key`, `platforms.api_server.allow_no_auth`,
+    /// `API_SERVER_HOST`, `platforms.api_server.cors_origins`).
     pub fn new(settings: ApiServerSettings) -> Result<Self, ApiServerError> {
-        settings.validate()?;
+        let origins = settings.validate()?;
         if settings.effective_key().is_none() {
             tracing::warn!(host = %settings.host, "api_server: serving without authentication (allow_no_auth)");
         }
+        let guards = Guards { origins, hosts: settings.host_policy(), throttle: AuthThrottle::new(ThrottleLimits::default()) };
         Ok(Self {
             settings: Arc::new(settings),
+            guards: Arc::new(guards),
             platform: Platform::new(PLATFORM),
             capabilities: Capabilities { streaming: StreamStyle::Events, ..Capabilities::http() },
             pending: PendingReplies::default(),
@@ -81,7 +87,13 @@ impl PlatformAdapter for ApiServerAdapter {
         ctx.health.mark_connected();
         tracing::info!(%addr, "api_server: listening");
         let health = ctx.health.clone();
-        let state = AppState { ctx, pending: self.pending.clone(), settings: self.settings.clone(), started: unix_now() };
+        let state = AppState {
+            ctx,
+            pending: self.pending.clone(),
+            settings: self.settings.clone(),
+            guards: self.guards.clone(),
+            started: unix_now(),
+        };
         let served = server::serve(listener, state).await;
         health.mark_disconnected();
         self.set_local_addr(None);

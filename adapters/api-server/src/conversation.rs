@@ -18,9 +18,11 @@ const DEFAULT_USER: &str = "api";
 const MAX_ID_LEN: usize = 256;
 
 /// The source of a conversation. `user` is the OpenAI `user` field; it names the sender but
-/// does not select the session (API conversations are DMs keyed by their chat id).
+/// does not select the session (API conversations are DMs keyed by their chat id). The client
+/// chooses it freely, which is safe only because every API event is authorized by the bearer
+/// key (`authorized_upstream`), never by an allowlist.
 pub(crate) fn source_for(conversation_id: &str, user: Option<&str>) -> SessionSource {
-    SessionSource::new(Platform::new(PLATFORM), conversation_id, ChatType::Dm).with_user(user.unwrap_or(DEFAULT_USER), None)
+    SessionSource::new(Platform::new(PLATFORM), conversation_id, ChatType::Dm).with_user(user.unwrap_or(DEFAULT_USER))
 }
 
 /// A fresh id for a new conversation or request.

@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use hermes_http_guard::Refusal;
 use serde_json::json;
 
 /// One error answer.
@@ -63,6 +64,12 @@ impl ApiError {
                 "code": self.code,
             }
         })
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        Self::new(refusal.status, refusal.message).with_code(refusal.code)
     }
 }
 

@@ -9,7 +9,10 @@
 //! Modules:
 //! - `settings`: settings and the refusal to serve an unauthenticated public API.
 //! - `adapter`: the `PlatformAdapter` implementation.
-//! - `server`: routes, authentication, health and discovery, serving until shutdown.
+//! - `server`: routes, the order of the guards, health and discovery, serving until shutdown.
+//! - `guard`: what web pages may not do (foreign Host names, unlisted origins, bodies that are
+//!   not JSON) and CORS for the listed origins.
+//! - `auth`: the bearer key and the lockout of peers that keep failing it.
 //! - `chat`: OpenAI Chat Completions in and out.
 //! - `sessions`: the sessions REST API.
 //! - `conversation`: which conversation a request belongs to, and its `SessionSource`.
@@ -19,9 +22,11 @@
 //! - `json_body`, `error`: request parsing and OpenAI-shaped errors.
 
 mod adapter;
+mod auth;
 mod chat;
 mod conversation;
 mod error;
+mod guard;
 mod json_body;
 mod pending;
 mod server;

@@ -1,23 +1,24 @@
-//! The HTTP surface: routes, the authentication gate, health and discovery endpoints, JSON
-//! 404/405 answers, and serving until shutdown.
+//! The HTTP surface: routes, the order of the guards in front of them, health and discovery
+//! endpoints, JSON 404/405 answers, and serving until shutdown.
 
 use crate::conversation::SESSION_HEADER;
 use crate::error::ApiError;
+use crate::guard::{self, Guards};
 use crate::json_body::MAX_BODY_BYTES;
 use crate::pending::PendingReplies;
 use crate::settings::ApiServerSettings;
-use crate::{chat, sessions};
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use crate::{auth, chat, sessions};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::middleware;
+use axum::response::Response;
 use axum::routing::{delete, get, post};
 use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use hermes_adapter::AdapterContext;
 use serde_json::json;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 
 /// What every handler shares.
@@ -26,6 +27,7 @@ pub(crate) struct AppState {
     pub ctx: AdapterContext,
     pub pending: PendingReplies,
     pub settings: Arc<ApiServerSettings>,
+    pub guards: Arc<Guards>,
     /// When the server started, advertised as the model's `created`.
     pub started: i64,
 }
@@ -42,35 +44,6 @@ pub(crate) fn with_session_header(mut response: Response, conversation_id: &str)
         response.headers_mut().insert(HeaderName::from_static(SESSION_HEADER), value);
     }
     response
-}
-
-/// Paths served without a key: probes must work before anyone has one.
-fn is_open(path: &str) -> bool {
-    matches!(path, "/health" | "/v1/health")
-}
-
-/// Whether the request carries `Authorization: Bearer <key>`.
-fn authorized(headers: &HeaderMap, key: &str) -> bool {
-    let Some(value) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let Some((scheme, token)) = value.trim().split_once(' ') else {
-        return false;
-    };
-    // Constant time, so the key cannot be guessed byte by byte from response timings.
-    scheme.eq_ignore_ascii_case("bearer") && bool::from(token.trim().as_bytes().ct_eq(key.as_bytes()))
-}
-
-/// Runs before routing: counts the request as progress and checks the key.
-async fn gate(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    state.ctx.health.progress();
-    if !is_open(request.uri().path())
-        && let Some(key) = state.settings.effective_key()
-        && !authorized(request.headers(), key)
-    {
-        return ApiError::unauthorized().into_response();
-    }
-    next.run(request).await
 }
 
 async fn health() -> Json<serde_json::Value> {
@@ -99,7 +72,7 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 }
 
 fn router(state: AppState) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/health", get(health))
         .route("/v1/health", get(health))
         .route("/v1/models", get(models))
@@ -111,9 +84,15 @@ fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        // Outermost, so it also guards unknown routes.
-        .layer(middleware::from_fn_with_state(state.clone(), gate))
-        .with_state(state)
+        // Layers run outermost (last added) first, and also guard unknown routes.
+        .layer(middleware::from_fn(guard::json_bodies_only))
+        .layer(middleware::from_fn_with_state(state.clone(), auth::authenticate));
+    // CORS outside authentication: a preflight carries no key.
+    let router = match guard::cors_layer(&state.guards.origins) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
+    router.layer(middleware::from_fn_with_state(state.clone(), guard::refuse_foreign_pages)).with_state(state)
 }
 
 /// Serve on `listener` until `state.ctx.shutdown` fires, then let in-flight requests finish.
@@ -126,26 +105,7 @@ pub(crate) async fn serve(listener: TcpListener, state: AppState) -> std::io::Re
             tracing::debug!(error = %e, "api_server: cannot set TCP_NODELAY");
         }
     });
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(auth: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::AUTHORIZATION, HeaderValue::from_str(auth).unwrap());
-        headers
-    }
-
-    #[test]
-    fn bearer_key_is_checked_exactly() {
-        assert!(authorized(&headers("Bearer k3y"), "k3y"));
-        assert!(authorized(&headers("bearer k3y"), "k3y"));
-        assert!(!authorized(&headers("Bearer k3"), "k3y"));
-        assert!(!authorized(&headers("Basic k3y"), "k3y"));
-        assert!(!authorized(&headers("k3y"), "k3y"));
-        assert!(!authorized(&HeaderMap::new(), "k3y"));
-    }
+    // The peer's address is what authentication failures are counted by.
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
 }

@@ -2,8 +2,11 @@
 //!
 //! An API server without a key on a public address is a remote shell for anyone who finds it
 //! (Hermes `#6439`), so a missing key is refused outright on non-loopback hosts and allowed on
-//! loopback only after an explicit opt-in.
+//! loopback only after an explicit opt-in. A key a guesser would try first is no better than
+//! none, so it is refused too; and the web pages allowed to call (`cors_origins`) must be real
+//! origins, never every page while no key is asked for.
 
+use hermes_http_guard::{AllowedOrigins, HostPolicy, OriginError, WeakSecret, check_secret};
 use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -23,6 +26,9 @@ pub struct ApiServerSettings {
     pub model_name: String,
     /// How long a non-streaming request waits for the answer (and a stream for its next event).
     pub request_timeout: Duration,
+    /// Origins of the web pages allowed to call (`http://localhost:3000`), or `*` for any page
+    /// (only with a key). Requests from any other page are refused.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for ApiServerSettings {
@@ -36,6 +42,7 @@ impl Default for ApiServerSettings {
             allow_no_auth: false,
             model_name: "hermes-agent".to_string(),
             request_timeout: Duration::from_secs(300),
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -50,6 +57,7 @@ impl fmt::Debug for ApiServerSettings {
             .field("allow_no_auth", &self.allow_no_auth)
             .field("model_name", &self.model_name)
             .field("request_timeout", &self.request_timeout)
+            .field("cors_origins", &self.cors_origins)
             .finish()
     }
 }
@@ -70,6 +78,18 @@ pub enum ApiServerError {
     NoKeyWithoutOptIn { host: String },
     #[error("platforms.api_server.model_name must not be empty")]
     EmptyModelName,
+    #[error(
+        "API_SERVER_KEY (platforms.api_server.key) is guessable: {0}. Generate a key, e.g. with `openssl rand -hex 32`, and give \
+         the same key to your clients"
+    )]
+    WeakKey(WeakSecret),
+    #[error("platforms.api_server.cors_origins (API_SERVER_CORS_ORIGINS): {0}")]
+    BadCorsOrigin(OriginError),
+    #[error(
+        "platforms.api_server.cors_origins (API_SERVER_CORS_ORIGINS) is `*` but the server has no key: every web page could \
+         drive the agent. List the origins of the pages that call it, or set API_SERVER_KEY (platforms.api_server.key)"
+    )]
+    AnyOriginWithoutKey,
 }
 
 impl ApiServerSettings {
@@ -78,13 +98,18 @@ impl ApiServerSettings {
         self.key.as_deref().filter(|k| !k.is_empty())
     }
 
-    /// Refuse settings that would expose an unauthenticated agent.
-    pub(crate) fn validate(&self) -> Result<(), ApiServerError> {
+    /// Refuse settings that would expose an unauthenticated agent; the origins allowed to call.
+    pub(crate) fn validate(&self) -> Result<AllowedOrigins, ApiServerError> {
         if self.model_name.trim().is_empty() {
             return Err(ApiServerError::EmptyModelName);
         }
-        if self.effective_key().is_some() {
-            return Ok(());
+        let origins = AllowedOrigins::parse(&self.cors_origins).map_err(ApiServerError::BadCorsOrigin)?;
+        if let Some(key) = self.effective_key() {
+            check_secret(key).map_err(ApiServerError::WeakKey)?;
+            return Ok(origins);
+        }
+        if origins == AllowedOrigins::Any {
+            return Err(ApiServerError::AnyOriginWithoutKey);
         }
         if !is_loopback_host(&self.host) {
             return Err(ApiServerError::NoKeyOnPublicHost { host: self.host.clone() });
@@ -92,7 +117,16 @@ impl ApiServerSettings {
         if !self.allow_no_auth {
             return Err(ApiServerError::NoKeyWithoutOptIn { host: self.host.clone() });
         }
-        Ok(())
+        Ok(origins)
+    }
+
+    /// Which Host names requests may carry: any with a key; without one, only loopback names and
+    /// the configured host, so that a DNS-rebinding page cannot reach the keyless server.
+    pub(crate) fn host_policy(&self) -> HostPolicy {
+        match self.effective_key() {
+            Some(_) => HostPolicy::Any,
+            None => HostPolicy::loopback(&self.host),
+        }
     }
 
     /// The host as `bind` wants it: IPv6 literals without their URL brackets.
@@ -131,6 +165,36 @@ mod tests {
         for host in ["0.0.0.0", "::", "192.168.1.2", "example.com", "localhost.example.com"] {
             assert!(!is_loopback_host(host), "{host}");
         }
+    }
+
+    #[test]
+    fn guessable_keys_are_refused_naming_the_setting() {
+        for key in ["change-me", "zq", "CHANGEME-CHANGEME-1", "sk-...", "xxxxxxxxxxxxxxxxxxxx", "your-api-key-here-please"] {
+            let err = settings("127.0.0.1", Some(key), false).validate().unwrap_err();
+            assert!(matches!(err, ApiServerError::WeakKey(_)), "{key}: {err:?}");
+            let message = err.to_string();
+            assert!(message.contains("API_SERVER_KEY") && message.contains("platforms.api_server.key"), "{message}");
+            assert!(!message.contains(key), "the key is not echoed: {message}");
+        }
+        assert!(settings("0.0.0.0", Some("9c1f4e2a7b3d8e6f5a0b"), false).validate().is_ok());
+    }
+
+    #[test]
+    fn cors_origins_are_checked_and_any_origin_needs_a_key() {
+        let mut s = settings("127.0.0.1", None, true);
+        s.cors_origins = vec!["localhost:3000".into()];
+        let message = s.validate().unwrap_err().to_string();
+        assert!(message.contains("platforms.api_server.cors_origins") && message.contains("scheme://host"), "{message}");
+        s.cors_origins = vec!["*".into()];
+        assert_eq!(s.validate(), Err(ApiServerError::AnyOriginWithoutKey));
+        s.key = Some("9c1f4e2a7b3d8e6f5a0b".into());
+        assert_eq!(s.validate(), Ok(AllowedOrigins::Any));
+    }
+
+    #[test]
+    fn host_names_are_restricted_only_without_a_key() {
+        assert_eq!(settings("127.0.0.1", None, true).host_policy(), HostPolicy::loopback("127.0.0.1"));
+        assert_eq!(settings("127.0.0.1", Some("9c1f4e2a7b3d8e6f5a0b"), false).host_policy(), HostPolicy::Any);
     }
 
     #[test]

@@ -417,7 +417,8 @@ async fn new_refuses_unsafe_settings() {
     let err = ApiServerAdapter::new(loopback_no_opt_in).unwrap_err();
     assert!(err.to_string().contains("platforms.api_server.allow_no_auth"));
 
-    let public_with_key = ApiServerSettings { host: "0.0.0.0".into(), key: Some("k".into()), ..ApiServerSettings::default() };
+    let public_with_key =
+        ApiServerSettings { host: "0.0.0.0".into(), key: Some("9c1f4e2a7b3d8e6f5a0b".into()), ..ApiServerSettings::default() };
     let adapter = ApiServerAdapter::new(public_with_key).unwrap();
     assert_eq!(adapter.platform().as_str(), "api_server");
     assert_eq!(adapter.capabilities().streaming, hermes_adapter::StreamStyle::Events);

@@ -1,5 +1,6 @@
 //! What the gateway hands an adapter while it runs: the durable inbox, a health reporter, a view
-//! of the sessions (for HTTP surfaces that expose them) and the shutdown signal.
+//! of the sessions (for HTTP surfaces that expose them), the sender policy and the shutdown
+//! signal.
 
 use crate::inbound::{AcceptOutcome, InboundEvent};
 use crate::source::SessionSource;
@@ -65,6 +66,31 @@ pub trait SessionDirectory: Send + Sync + 'static {
     async fn close(&self, source: &SessionSource) -> Result<bool, SessionDirectoryError>;
 }
 
+/// Whether a sender may use the bot, as the gateway's allowlists decide. Adapters ask it before
+/// they spend anything on a message (downloading its attachments), so that strangers cost
+/// nothing; the gateway still authorizes every accepted event itself. It sees only the
+/// [`SessionSource`]: no session, no store.
+pub trait SenderPolicy: Send + Sync + 'static {
+    fn allows(&self, source: &SessionSource) -> bool;
+}
+
+/// A closure is a policy (adapter tests).
+impl<F: Fn(&SessionSource) -> bool + Send + Sync + 'static> SenderPolicy for F {
+    fn allows(&self, source: &SessionSource) -> bool {
+        self(source)
+    }
+}
+
+/// What a context allows until the gateway hands it its policy: nobody. Failing closed means an
+/// adapter run without a policy downloads nothing for anyone.
+struct NobodyAllowed;
+
+impl SenderPolicy for NobodyAllowed {
+    fn allows(&self, _: &SessionSource) -> bool {
+        false
+    }
+}
+
 fn now_millis() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
@@ -123,6 +149,7 @@ impl HealthReporter {
 pub struct AdapterContext {
     inbox: Arc<dyn InboundSink>,
     sessions: Arc<dyn SessionDirectory>,
+    senders: Arc<dyn SenderPolicy>,
     pub health: HealthReporter,
     pub shutdown: CancellationToken,
 }
@@ -134,7 +161,19 @@ impl AdapterContext {
         health: HealthReporter,
         shutdown: CancellationToken,
     ) -> Self {
-        Self { inbox, sessions, health, shutdown }
+        Self { inbox, sessions, senders: Arc::new(NobodyAllowed), health, shutdown }
+    }
+
+    /// The policy [`AdapterContext::sender_allowed`] asks; without one, nobody is allowed.
+    pub fn with_sender_policy(mut self, senders: Arc<dyn SenderPolicy>) -> Self {
+        self.senders = senders;
+        self
+    }
+
+    /// Whether the gateway would let this sender in. Ask before fetching anything for a message
+    /// (attachments): a `false` means the event will be denied, so fetch nothing.
+    pub fn sender_allowed(&self, source: &SessionSource) -> bool {
+        self.senders.allows(source)
     }
 
     /// Store the event durably. Acknowledge the platform only after this returns `Ok`.

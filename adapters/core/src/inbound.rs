@@ -62,6 +62,10 @@ pub struct InboundEvent {
     /// The session ends after this one turn (a webhook delivery).
     #[serde(default)]
     pub one_shot: bool,
+    /// The toolsets this event may use, when its source restricts them (a webhook route gets
+    /// none unless its configuration lists them); `None`: the platform's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolsets: Option<Vec<String>>,
 }
 
 impl InboundEvent {
@@ -79,6 +83,7 @@ impl InboundEvent {
             reply_target: None,
             authorized_upstream: false,
             one_shot: false,
+            toolsets: None,
         }
     }
 }

@@ -11,11 +11,14 @@
 //! - [`outbound`]: targets, outbound messages, receipts, send errors, stream events.
 //! - [`capabilities`]: what a platform can do (limits, edits, buttons, markdown dialect).
 //! - [`credential`]: which account an adapter connects as (one gateway per credential).
-//! - [`context`]: what the gateway hands an adapter while it runs (inbox, health, shutdown).
+//! - [`context`]: what the gateway hands an adapter while it runs (inbox, health, sender policy,
+//!   shutdown).
 //! - [`error`]: how a `run` ends (retry or park).
 //! - [`render`] and [`chunk`]: pure functions that render the agent's Markdown into a platform's
 //!   dialect and split it into messages that fit, losing nothing.
 //! - [`media`]: `MEDIA:<path>` tags in answers, and the files they become.
+//! - [`untrusted`]: marks for text from outside (payloads, quoted messages) inside an event.
+//! - [`media_cache`]: the private, bounded folder inbound attachments are saved in.
 
 pub mod capabilities;
 pub mod chunk;
@@ -24,16 +27,21 @@ pub mod credential;
 pub mod error;
 pub mod inbound;
 pub mod media;
+pub mod media_cache;
 pub mod outbound;
 pub mod render;
 pub mod source;
+pub mod untrusted;
 
 pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};
-pub use context::{AcceptError, AdapterContext, HealthReporter, InboundSink, SessionDirectory, SessionDirectoryError, StoredMessage};
+pub use context::{
+    AcceptError, AdapterContext, HealthReporter, InboundSink, SenderPolicy, SessionDirectory, SessionDirectoryError, StoredMessage,
+};
 pub use credential::CredentialId;
 pub use error::AdapterError;
 pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
 pub use media::{FileKind, OutboundFile};
+pub use media_cache::{CacheLimits, MediaCache};
 pub use outbound::{Button, ChatTarget, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
 pub use source::{ChatType, Platform, SessionSource};
 

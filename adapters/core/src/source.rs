@@ -63,18 +63,47 @@ impl fmt::Display for ChatType {
 
 /// Where a message came from. Stored as a session's origin and a cron job's origin, so every
 /// field is plain data.
+///
+/// # Who sent it: ids, handles and display names
+///
+/// Allowlists decide who may use the bot, so the sender is described by three fields that mean
+/// different things, and every adapter (present and to come) fills them by the same rule:
+///
+/// - [`user_id`](Self::user_id): the id the platform assigns and the user cannot choose or change —
+///   Telegram's numeric user id, Discord's snowflake, Slack's `U…` id, a Matrix mxid, an email
+///   address only once the message was authenticated (DKIM/SPF per `Authentication-Results`).
+///   Allowlist entries match it exactly.
+/// - [`user_handle`](Self::user_handle): a handle the platform guarantees belongs to one account at
+///   a time, read from the platform's field for exactly that (Telegram's `username`). Allowlist
+///   entries match it case-insensitively, `@` optional. Adapters whose platform has no such
+///   guarantee leave it `None` (Discord: allowlists name ids only).
+/// - [`user_display_name`](Self::user_display_name): how to show the sender (first and last name,
+///   a global name, a nickname). Anyone can set it to anything, including someone else's id or
+///   handle, so it is for display and prompts only and never authorizes anything.
+///
+/// Chat, guild and channel names are display data too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionSource {
     pub platform: Platform,
     pub chat_id: String,
     pub chat_type: ChatType,
+    /// The chat's title, or the other person's name in a DM: display only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_name: Option<String>,
+    /// The platform-assigned sender id; see the type's documentation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
+    /// A unique handle the adapter read from the platform's own handle field (Telegram
+    /// `username`, without `@`); see the type's documentation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user_name: Option<String>,
-    /// A stable alternative sender id, preferred over `user_id` in session keys.
+    pub user_handle: Option<String>,
+    /// A name the sender chose: display and prompts only. (Stored origins from before this field
+    /// was split call it `user_name`; whatever it held is read as a display name.)
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "user_name")]
+    pub user_display_name: Option<String>,
+    /// A second platform-assigned id, preferred over `user_id` in session keys (Signal's UUID
+    /// next to the phone number). Allowlists do not match it: an adapter puts the id operators
+    /// list in `user_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id_alt: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,7 +123,8 @@ impl SessionSource {
             chat_type,
             chat_name: None,
             user_id: None,
-            user_name: None,
+            user_handle: None,
+            user_display_name: None,
             user_id_alt: None,
             thread_id: None,
             scope_id: None,
@@ -102,14 +132,35 @@ impl SessionSource {
         }
     }
 
-    pub fn with_user(mut self, user_id: impl Into<String>, user_name: Option<String>) -> Self {
+    /// The sender, by the id the platform (or an authenticating adapter) assigned.
+    pub fn with_user(mut self, user_id: impl Into<String>) -> Self {
         self.user_id = Some(user_id.into());
-        self.user_name = user_name;
         self
     }
 
-    /// The sender identity used for session keys and authorization (`user_id_alt` first).
+    /// The sender's chosen name, for display and prompts.
+    pub fn with_display_name(mut self, name: impl Into<String>) -> Self {
+        self.user_display_name = Some(name.into());
+        self
+    }
+
+    /// The sender identity used for session keys (`user_id_alt` first).
     pub fn participant(&self) -> Option<&str> {
         self.user_id_alt.as_deref().or(self.user_id.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_stored_with_the_old_user_name_reads_it_as_a_display_name_never_a_handle() {
+        let stored = r#"{"platform":"telegram","chat_id":"5","chat_type":"dm","user_id":"5","user_name":"alice"}"#;
+        let source: SessionSource = serde_json::from_str(stored).expect("an old origin still loads");
+        assert_eq!(source.user_display_name.as_deref(), Some("alice"));
+        assert_eq!(source.user_handle, None);
+        let again: SessionSource = serde_json::from_str(&serde_json::to_string(&source).expect("serializes")).expect("round trip");
+        assert_eq!(again, source);
     }
 }

@@ -13,7 +13,7 @@ use hermes_adapter::{
 };
 use serenity::builder::{CreateActionRow, CreateAllowedMentions, CreateAttachment, CreateButton, CreateMessage, EditMessage};
 use serenity::http::{Http, HttpBuilder};
-use serenity::model::channel::{MessageReference, MessageReferenceKind, Nonce};
+use serenity::model::channel::{MessageFlags, MessageReference, MessageReferenceKind, Nonce};
 use serenity::model::id::{ChannelId, MessageId};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -191,6 +191,10 @@ impl PlatformAdapter for DiscordAdapter {
         if !components.is_empty() {
             message = message.components(components);
         }
+        if !self.settings.link_previews {
+            // A link the model was tricked into writing is not fetched by Discord's unfurler.
+            message = message.flags(MessageFlags::SUPPRESS_EMBEDS);
+        }
         if let Some(file) = &msg.file {
             let attachment = CreateAttachment::path(&file.path)
                 .await
@@ -226,7 +230,11 @@ impl PlatformAdapter for DiscordAdapter {
         if text.trim().is_empty() {
             return Ok(());
         }
-        channel.edit_message(&self.http, id, EditMessage::new().content(text)).await.map(|_| ()).map_err(classify)
+        let mut edit = EditMessage::new().content(text);
+        if !self.settings.link_previews {
+            edit = edit.flags(MessageFlags::SUPPRESS_EMBEDS);
+        }
+        channel.edit_message(&self.http, id, edit).await.map(|_| ()).map_err(classify)
     }
 
     fn liveness_timeout(&self) -> Option<Duration> {

@@ -1,6 +1,11 @@
 //! Discord messages, slash commands and button presses turned into the gateway's [`InboundEvent`]s: who and where
 //! (DM, guild channel, thread), mention gating, the bot's own mention stripped from the text.
 //! Pure functions; finding out whether a channel is a thread is [`crate::gateway`]'s job.
+//!
+//! The sender is its user id (a snowflake) and nothing else: usernames, global names and server
+//! nicknames become the display name only (anyone can call themselves anything), and Discord
+//! gets no verified handle (see [`SessionSource`]). Attachments are described by name, size and
+//! URL in the text, never downloaded here.
 
 use crate::commands::INPUT_OPTION;
 use chrono::Utc;
@@ -90,9 +95,10 @@ pub fn from_message(message: &Message, place: Place, me: &Identity, gate: &Gate)
     if needs_mention && !addresses_bot(message, me) {
         return Inbound::Ignore("a guild message that does not mention the bot");
     }
+    let nick = message.member.as_ref().and_then(|m| m.nick.as_deref());
     let mut event = InboundEvent::text(
         message_event_id(message.id.get()),
-        source(place, channel, &message.author, message.guild_id.map(|g| g.get())),
+        source(place, channel, &message.author, nick, message.guild_id.map(|g| g.get())),
         text,
     );
     event.message_id = Some(message.id.get().to_string());
@@ -109,7 +115,8 @@ pub fn from_component(interaction: &ComponentInteraction, place: Place, me: &Ide
         return Inbound::Ignore("a button under another bot's message");
     }
     let channel = interaction.channel_id.get();
-    let source = source(place, channel, &interaction.user, interaction.guild_id.map(|g| g.get()));
+    let nick = interaction.member.as_ref().and_then(|m| m.nick.as_deref());
+    let source = source(place, channel, &interaction.user, nick, interaction.guild_id.map(|g| g.get()));
     let mut event = InboundEvent::text(interaction_event_id(interaction.id.get()), source, data);
     event.kind = MessageKind::ButtonPress;
     event.received_at = Utc::now();
@@ -132,14 +139,17 @@ pub fn from_command(interaction: &CommandInteraction, place: Place) -> Inbound {
         None => format!("/{name}"),
     };
     let channel = interaction.channel_id.get();
-    let source = source(place, channel, &interaction.user, interaction.guild_id.map(|g| g.get()));
+    let nick = interaction.member.as_ref().and_then(|m| m.nick.as_deref());
+    let source = source(place, channel, &interaction.user, nick, interaction.guild_id.map(|g| g.get()));
     let mut event = InboundEvent::text(interaction_event_id(interaction.id.get()), source, text);
     event.message_id = Some(crate::commands::reference(interaction.id.get()));
     event.received_at = Utc::now();
     Inbound::Command { event: Box::new(event), interaction_id: interaction.id.get(), token: interaction.token.clone() }
 }
 
-fn source(place: Place, channel: u64, author: &User, guild: Option<u64>) -> SessionSource {
+/// Where and who: the author's id identifies; the server nickname, global name or username only
+/// names them for display.
+fn source(place: Place, channel: u64, author: &User, nick: Option<&str>, guild: Option<u64>) -> SessionSource {
     let (chat_id, chat_type, thread_id) = match place {
         Place::Dm => (channel, ChatType::Dm, None),
         Place::Channel => (channel, ChatType::Group, None),
@@ -148,7 +158,11 @@ fn source(place: Place, channel: u64, author: &User, guild: Option<u64>) -> Sess
     let mut source = SessionSource::new(Platform::new("discord"), chat_id.to_string(), chat_type);
     source.thread_id = thread_id;
     source.user_id = Some(author.id.get().to_string());
-    source.user_name = Some(author.global_name.clone().unwrap_or_else(|| author.name.clone()));
+    source.user_display_name = [nick, author.global_name.as_deref(), Some(author.name.as_str())]
+        .into_iter()
+        .flatten()
+        .find(|name| !name.trim().is_empty())
+        .map(str::to_string);
     source.scope_id = guild.map(|g| g.to_string());
     source
 }

@@ -9,8 +9,10 @@
 //! * [`inbound`]: messages and button presses → events (DMs, guild channels, threads, mention
 //!   gating).
 //! * [`errors`]: Discord failures → what the gateway does next.
+//! * [`allowlist`]: which allowlist entries can name a Discord user (ids only).
 
 pub mod adapter;
+pub mod allowlist;
 pub(crate) mod backfill;
 pub(crate) mod commands;
 pub mod errors;

@@ -20,6 +20,8 @@ pub struct DiscordSettings {
     pub reconnect_grace: Duration,
     /// The slash commands to publish: (name, description), from the gateway's registry.
     pub commands: Vec<(String, String)>,
+    /// Let Discord embed links in the bot's messages (`display.link_previews`).
+    pub link_previews: bool,
 }
 
 impl DiscordSettings {
@@ -32,6 +34,7 @@ impl DiscordSettings {
             free_response_channels: Vec::new(),
             reconnect_grace: Duration::from_secs(60),
             commands: Vec::new(),
+            link_previews: false,
         }
     }
 }

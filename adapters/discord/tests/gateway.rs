@@ -122,7 +122,8 @@ async fn guild_channels_need_a_mention_or_a_reply_and_threads_are_their_own_conv
     bot.connected().await;
     let general = bot.fake.text_channel("general");
     let thread = bot.fake.thread(general, "plans");
-    let bob = bot.fake.user(7, "bob");
+    let mut bob = bot.fake.user(7, "bob");
+    bob.nick = Some("Bobby".into());
     bot.fake.channel_message(general, &bob, "talking among ourselves", false);
     let mentioned = bot.fake.channel_message(general, &bob, "what time is it", true);
     let events = bot.events(1).await;
@@ -130,6 +131,9 @@ async fn guild_channels_need_a_mention_or_a_reply_and_threads_are_their_own_conv
     assert_eq!(events[0].text, "what time is it", "the bot's mention is stripped");
     assert_eq!(events[0].source.chat_type, ChatType::Group);
     assert_eq!(events[0].source.scope_id, Some(bot.fake.guild_id().to_string()));
+    assert_eq!(events[0].source.user_id.as_deref(), Some("7"), "the snowflake identifies");
+    assert_eq!(events[0].source.user_display_name.as_deref(), Some("Bobby"), "the server nickname names");
+    assert_eq!(events[0].source.user_handle, None, "Discord names are never handles allowlists match");
 
     let posted = bot.adapter.send(&message(general, None, "it is noon")).await.unwrap();
     bot.fake.reply(general, &bob, posted.message_id.unwrap().parse().unwrap(), "thanks");

@@ -17,7 +17,8 @@ use teloxide::RequestError;
 use teloxide::payloads::{EditMessageTextSetters, SendChatActionSetters, SendDocumentSetters, SendMessageSetters, SendPhotoSetters};
 use teloxide::prelude::Requester;
 use teloxide::types::{
-    ChatAction, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, MessageId, ParseMode, ReplyParameters, ThreadId,
+    ChatAction, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, MessageId, ParseMode, ReplyParameters,
+    ThreadId,
 };
 
 /// Telegram's limit, in UTF-16 code units of the visible text.
@@ -102,6 +103,9 @@ impl TelegramAdapter {
         loop {
             self.budget.acquire(chat).await;
             let mut request = self.bot.send_message(ChatId(chat), text.clone());
+            if let Some(options) = self.link_preview() {
+                request = request.link_preview_options(options);
+            }
             if let Some(mode) = parse_mode {
                 request = request.parse_mode(mode);
             }
@@ -149,6 +153,18 @@ impl TelegramAdapter {
 }
 
 impl TelegramAdapter {
+    /// Previews switched off, unless the configuration wants them: a link the model was tricked
+    /// into writing would otherwise be fetched by Telegram, with whatever data its URL carries.
+    fn link_preview(&self) -> Option<LinkPreviewOptions> {
+        (!self.settings.link_previews).then_some(LinkPreviewOptions {
+            is_disabled: true,
+            url: None,
+            prefer_small_media: false,
+            prefer_large_media: false,
+            show_above_text: false,
+        })
+    }
+
     /// A photo or a document, with the message's text as its caption.
     async fn send_file(&self, msg: &OutboundMessage, file: &OutboundFile) -> Result<SendReceipt, SendError> {
         let chat = chat_id(&msg.target)?;
@@ -257,7 +273,11 @@ impl PlatformAdapter for TelegramAdapter {
             return Ok(());
         }
         self.budget.acquire(chat).await;
-        let result = self.bot.edit_message_text(ChatId(chat), MessageId(id), html).parse_mode(ParseMode::Html).await;
+        let mut request = self.bot.edit_message_text(ChatId(chat), MessageId(id), html).parse_mode(ParseMode::Html);
+        if let Some(options) = self.link_preview() {
+            request = request.link_preview_options(options);
+        }
+        let result = request.await;
         match result {
             Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
             Err(RequestError::Api(ApiError::CantParseEntities(_))) => {

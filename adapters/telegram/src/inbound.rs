@@ -1,11 +1,15 @@
 //! Telegram updates turned into the gateway's [`InboundEvent`]s: who and where (DM, group, forum
 //! topic), group gating (mentions, replies, `/command@bot`), and the bot's own name stripped from
 //! the text. Pure functions; downloading attached files is [`crate::media`]'s job.
+//!
+//! The sender is described as [`SessionSource`] asks: the numeric user id, the `username` as the
+//! verified handle (Telegram keeps it unique to one account), and first and last name as the
+//! display name only — anyone can name themselves `5001` or `alice`.
 
 use chrono::Utc;
 use hermes_adapter::{ChatType, InboundEvent, MessageKind, Platform, SessionSource};
 use std::collections::HashSet;
-use teloxide::types::{CallbackQuery, Message, MessageEntityKind, Update, UpdateKind};
+use teloxide::types::{CallbackQuery, Message, MessageEntityKind, Update, UpdateKind, User};
 
 /// Who the bot is, from `getMe`.
 #[derive(Debug, Clone)]
@@ -22,7 +26,7 @@ pub struct Gate {
     pub free_response_chats: HashSet<i64>,
 }
 
-/// A file attached to a message, downloaded before the event is accepted.
+/// A file attached to a message, downloaded before the event is accepted if the sender is allowed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attachment {
     pub file_id: String,
@@ -94,10 +98,8 @@ fn from_message(event_id: String, message: &Message, me: &Identity, gate: &Gate)
     {
         return Inbound::Ignore("a group message that does not mention the bot");
     }
-    let mut source = SessionSource::new(Platform::new("telegram"), chat.id.0.to_string(), chat_type);
-    source.chat_name = chat.title().map(str::to_string).or_else(|| display_name(from.username.as_deref(), &from.first_name));
-    source.user_id = Some(from.id.0.to_string());
-    source.user_name = display_name(from.username.as_deref(), &from.first_name);
+    let mut source = sender(SessionSource::new(Platform::new("telegram"), chat.id.0.to_string(), chat_type), from);
+    source.chat_name = chat.title().map(str::to_string).or_else(|| source.user_display_name.clone());
     // Replies in ordinary groups carry a thread id too; only forum topics are separate threads.
     if message.is_topic_message {
         source.thread_id = message.thread_id.map(|t| t.0.0.to_string());
@@ -124,10 +126,8 @@ fn from_callback(event_id: String, query: &CallbackQuery, me: &Identity) -> Inbo
     }
     let chat = &message.chat;
     let chat_type = if chat.is_private() { ChatType::Dm } else { ChatType::Group };
-    let mut source = SessionSource::new(Platform::new("telegram"), chat.id.0.to_string(), chat_type);
+    let mut source = sender(SessionSource::new(Platform::new("telegram"), chat.id.0.to_string(), chat_type), &query.from);
     source.chat_name = chat.title().map(str::to_string);
-    source.user_id = Some(query.from.id.0.to_string());
-    source.user_name = display_name(query.from.username.as_deref(), &query.from.first_name);
     if message.is_topic_message {
         source.thread_id = message.thread_id.map(|t| t.0.0.to_string());
     }
@@ -137,8 +137,24 @@ fn from_callback(event_id: String, query: &CallbackQuery, me: &Identity) -> Inbo
     Inbound::Button { event: Box::new(event), query_id: query.id.0.clone() }
 }
 
-fn display_name(username: Option<&str>, first_name: &str) -> Option<String> {
-    username.map(str::to_string).or_else(|| (!first_name.is_empty()).then(|| first_name.to_string()))
+/// Who sent it: the id and the username identify, the names only describe.
+fn sender(mut source: SessionSource, from: &User) -> SessionSource {
+    source.user_id = Some(from.id.0.to_string());
+    source.user_handle = from.username.clone().filter(|u| !u.is_empty());
+    source.user_display_name = display_name(from);
+    source
+}
+
+/// "First Last", else the username; never used to authorize.
+fn display_name(from: &User) -> Option<String> {
+    let full = [Some(from.first_name.as_str()), from.last_name.as_deref()]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if full.is_empty() { from.username.clone() } else { Some(full) }
 }
 
 /// `/cmd@name …` → `name`.
@@ -215,4 +231,36 @@ fn attachment_of(message: &Message) -> Option<Attachment> {
         });
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The event for a DM from the Bot API `User` object `from`.
+    fn dm_from(from: serde_json::Value) -> InboundEvent {
+        let id = from["id"].clone();
+        let update = json!({"update_id": 1, "message": {
+            "message_id": 1, "date": 0, "chat": {"id": id, "type": "private", "first_name": "x"}, "from": from, "text": "hi"
+        }});
+        // From text, as teloxide reads it off the wire: its `Update` does not parse from a `Value`.
+        let update: Update = serde_json::from_str(&update.to_string()).expect("a Bot API update");
+        match classify(&update, &Identity { bot_id: 1, username: "bot".into() }, &Gate::default()) {
+            Inbound::Message { event, .. } => *event,
+            other => panic!("not a message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_only_describe_and_only_the_username_is_a_handle() {
+        let spoof = dm_from(json!({"id": 6001, "is_bot": false, "first_name": "5001", "last_name": "@alice"}));
+        assert_eq!(spoof.source.user_id.as_deref(), Some("6001"));
+        assert_eq!(spoof.source.user_handle, None, "a name is never a handle");
+        assert_eq!(spoof.source.user_display_name.as_deref(), Some("5001 @alice"));
+        let owner = dm_from(json!({"id": 5002, "is_bot": false, "first_name": "Alice", "last_name": "Liddell", "username": "Alice"}));
+        assert_eq!(owner.source.user_handle.as_deref(), Some("Alice"));
+        assert_eq!(owner.source.user_display_name.as_deref(), Some("Alice Liddell"));
+        assert_eq!(owner.source.chat_name.as_deref(), Some("Alice Liddell"), "a DM is named after the other person");
+    }
 }

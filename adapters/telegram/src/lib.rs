@@ -8,11 +8,13 @@
 //! * [`budget`]: Telegram's flood limits kept on our side.
 //! * [`media`]: inbound photos and documents saved to the cache.
 //! * [`errors`]: Telegram failures → what the gateway does next.
+//! * [`allowlist`]: which allowlist entries can name a Telegram user (ids and usernames).
 //!
 //! Answers arrive already rendered to Telegram HTML and split by the gateway
 //! ([`hermes_adapter::render::telegram_html`], [`hermes_adapter::chunk`]).
 
 pub mod adapter;
+pub mod allowlist;
 pub mod budget;
 pub mod errors;
 pub mod inbound;

@@ -9,7 +9,7 @@
 use crate::adapter::TelegramAdapter;
 use crate::inbound::{self, Gate, Identity, Inbound};
 use crate::media::{self, Saved};
-use hermes_adapter::{AdapterContext, AdapterError, InboundEvent};
+use hermes_adapter::{AdapterContext, AdapterError, InboundEvent, MediaCache};
 use std::future::IntoFuture;
 use std::time::Duration;
 use teloxide::payloads::{DeleteWebhookSetters, GetUpdatesSetters};
@@ -113,7 +113,7 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
         let mut events = Vec::with_capacity(updates.len());
         let mut presses = Vec::new();
         for update in &updates {
-            match prepare(adapter, me, &gate, update).await {
+            match prepare(adapter, &ctx, me, &gate, update).await {
                 Prepared::Event(event) => events.push(*event),
                 Prepared::Press { event, query_id } => {
                     events.push(*event);
@@ -161,15 +161,26 @@ enum Prepared {
     Ignored,
 }
 
-async fn prepare(adapter: &TelegramAdapter, me: &Identity, gate: &Gate, update: &Update) -> Prepared {
+/// Attachments are downloaded only for senders the gateway allows: a stranger's file would cost
+/// bandwidth and disk for an event the router then denies. The event itself is still stored (the
+/// router logs the denial, and it is confirmed to Telegram like any other).
+async fn prepare(adapter: &TelegramAdapter, ctx: &AdapterContext, me: &Identity, gate: &Gate, update: &Update) -> Prepared {
     match inbound::classify(update, me, gate) {
         Inbound::Ignore(why) => {
             tracing::debug!(update_id = update.id.0, "ignored: {why}");
             Prepared::Ignored
         }
         Inbound::Message { mut event, attachment } => {
+            let attachment = attachment.filter(|_| {
+                let allowed = ctx.sender_allowed(&event.source);
+                if !allowed {
+                    tracing::debug!(update_id = update.id.0, "attachment not downloaded: the sender is not allowed");
+                }
+                allowed
+            });
             if let Some(attachment) = attachment {
-                match media::save(&adapter.bot, &attachment, &adapter.settings.media_dir, adapter.settings.max_media_bytes).await {
+                let cache = MediaCache::new(&adapter.settings.media_dir);
+                match media::save(&adapter.bot, &attachment, &cache, adapter.settings.max_media_bytes).await {
                     Saved::Path(path) => event.media_paths.push(path.to_string_lossy().into_owned()),
                     Saved::Skipped(note) => {
                         tracing::warn!(update_id = update.id.0, "{note}");

@@ -38,12 +38,15 @@ pub struct TelegramSettings {
     /// Seconds a `getUpdates` long poll may wait for news.
     pub poll_timeout: Duration,
     pub budget: SendBudget,
-    /// Where inbound photos and documents are saved (`HERMES_HOME/cache`).
+    /// Where inbound photos and documents are saved (`HERMES_HOME/cache`, a private
+    /// [`hermes_adapter::MediaCache`] the gateway keeps within its limits).
     pub media_dir: PathBuf,
     /// Larger inbound files are not downloaded; the message says so instead.
     pub max_media_bytes: u64,
     /// Published as the bot's command menu (`setMyCommands`): name without `/`, description.
     pub commands: Vec<(String, String)>,
+    /// Let Telegram show link previews under the bot's messages (`display.link_previews`).
+    pub link_previews: bool,
 }
 
 impl TelegramSettings {
@@ -58,6 +61,7 @@ impl TelegramSettings {
             media_dir,
             max_media_bytes: 20 * 1024 * 1024,
             commands: Vec::new(),
+            link_previews: false,
         }
     }
 

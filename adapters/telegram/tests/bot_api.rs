@@ -3,7 +3,7 @@
 
 use hermes_adapter::{
     AcceptError, AdapterContext, AdapterError, Button, ChatTarget, ChatType, HealthReporter, InboundEvent, MessageKind, OutboundMessage,
-    Platform, PlatformAdapter, SendError,
+    Platform, PlatformAdapter, SendError, SessionSource,
 };
 use hermes_fakes::inbox::{NoSessions, RecordingInbox};
 use hermes_fakes::telegram::{FakeTelegram, Fault, FaultScope};
@@ -21,6 +21,15 @@ struct Bot {
     stop: CancellationToken,
     task: Option<JoinHandle<Result<(), AdapterError>>>,
     media: tempfile::TempDir,
+}
+
+/// The one user the gateway's allowlist leaves out in these tests.
+const STRANGER: i64 = 666;
+
+/// Everyone but [`STRANGER`] is allowed, as the gateway's policy would answer.
+fn context(inbox: Arc<RecordingInbox>, health: HealthReporter, stop: CancellationToken) -> AdapterContext {
+    AdapterContext::new(inbox, Arc::new(NoSessions), health, stop)
+        .with_sender_policy(Arc::new(|source: &SessionSource| source.user_id.as_deref() != Some(&STRANGER.to_string())))
 }
 
 fn settings(fake: &FakeTelegram, media: &tempfile::TempDir) -> TelegramSettings {
@@ -51,7 +60,7 @@ impl Bot {
         let inbox = Arc::new(RecordingInbox::default());
         let health = HealthReporter::new();
         let stop = CancellationToken::new();
-        let ctx = AdapterContext::new(inbox.clone(), Arc::new(NoSessions), health.clone(), stop.clone());
+        let ctx = context(inbox.clone(), health.clone(), stop.clone());
         let task = tokio::spawn({
             let adapter = adapter.clone();
             async move { adapter.run(ctx).await }
@@ -102,7 +111,8 @@ async fn a_dm_arrives_with_its_sender_and_the_answer_is_rendered_as_html() {
     assert_eq!(event.source.chat_type, ChatType::Dm);
     assert_eq!(event.source.chat_id, "42");
     assert_eq!(event.source.user_id.as_deref(), Some("42"));
-    assert_eq!(event.source.user_name.as_deref(), Some("alice"));
+    assert_eq!(event.source.user_handle.as_deref(), Some("alice"));
+    assert_eq!(event.source.user_display_name.as_deref(), Some("alice"));
     assert_eq!(event.message_id, Some(injected.message_id.to_string()));
 
     let mut reply = message("42", None, "**Done**: `x < y` & [docs](https://d.test)");
@@ -209,6 +219,28 @@ async fn photos_and_documents_are_saved_to_the_cache_and_oversized_ones_are_desc
 }
 
 #[tokio::test]
+async fn a_strangers_attachments_are_never_fetched_but_the_message_is_still_stored() {
+    let bot = Bot::start().await;
+    let stranger = bot.fake.user(STRANGER, "mallory");
+    let alice = bot.fake.user(42, "alice");
+    bot.fake.photo(STRANGER, &stranger, vec![1u8; 300], Some("look"));
+    bot.fake.document(STRANGER, &stranger, "payload.bin", vec![2u8; 300], None);
+    bot.fake.document(42, &alice, "notes.txt", b"mine".to_vec(), None);
+    let events = bot.events(3).await;
+    assert!(events[0].media_paths.is_empty() && events[1].media_paths.is_empty(), "{events:#?}");
+    assert_eq!(events[0].text, "look", "the stranger's message reaches the gateway, which denies and logs it");
+    assert_eq!(bot.fake.call_count("getFile"), 1, "only the allowed sender's file was looked up");
+    assert_eq!(bot.fake.downloads().len(), 1, "only the allowed sender's file was downloaded");
+    let saved = std::path::Path::new(&events[2].media_paths[0]);
+    assert_eq!(std::fs::read(saved).unwrap(), b"mine");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(saved).unwrap().permissions().mode() & 0o777, 0o600, "a saved file is private");
+    let folder = saved.parent().unwrap();
+    assert_eq!(std::fs::metadata(folder).unwrap().permissions().mode() & 0o777, 0o700, "and so is its folder");
+    bot.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn an_update_the_inbox_refused_is_fetched_again() {
     let bot = Bot::start().await;
     bot.inbox.fail_with(Some(|| AcceptError::Storage("disk full (test)".into())));
@@ -227,7 +259,7 @@ async fn an_update_the_inbox_refused_is_fetched_again() {
     assert_eq!(bot.fake.pending_updates(), 1, "not confirmed to Telegram");
     // The supervisor's next run gets it again.
     bot.inbox.fail_with(None);
-    let ctx = AdapterContext::new(bot.inbox.clone(), Arc::new(NoSessions), bot.health.clone(), bot.stop.clone());
+    let ctx = context(bot.inbox.clone(), bot.health.clone(), bot.stop.clone());
     let task = tokio::spawn(async move { run.run(ctx).await });
     let events = bot.events(1).await;
     assert_eq!(events[0].text, "keep me");

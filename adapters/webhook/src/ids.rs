@@ -1,4 +1,4 @@
-//! Fresh delivery ids for senders that send none.
+//! Fresh ids for unsigned deliveries whose sender gives none (signed ones are keyed by content).
 //!
 //! Built from std only (the crate may not add `uuid`): SipHash under `RandomState`'s per-process
 //! random keys over the time and a process-wide counter. The counter makes ids unique within a

@@ -24,7 +24,8 @@ struct Payload<'a> {
     idempotency_key: &'a str,
 }
 
-/// Splits `webhook:<route>:<delivery id>`; route names contain no ':', delivery ids may.
+/// Splits `webhook:<route>:<key>`; route names contain no ':', keys may (a sender's id on an
+/// unsigned route).
 pub(crate) fn parse_chat_id(chat_id: &str) -> Option<(&str, &str)> {
     let rest = chat_id.strip_prefix(PLATFORM)?.strip_prefix(':')?;
     let (route, delivery) = rest.split_once(':')?;
@@ -37,8 +38,10 @@ pub(crate) async fn send(
     msg: &OutboundMessage,
 ) -> Result<SendReceipt, SendError> {
     let chat_id = msg.target.chat_id.as_str();
-    let (route_name, delivery_id) =
+    let (route_name, key) =
         parse_chat_id(chat_id).ok_or_else(|| SendError::NotFound(format!("{chat_id:?} is not a webhook delivery chat")))?;
+    // The answer names the delivery as its sender did (the event's message id), else by its key.
+    let delivery_id = msg.reply_to.as_deref().unwrap_or(key);
     let route =
         routes.get(route_name).ok_or_else(|| SendError::NotFound(format!("no webhook route {route_name:?} (removed from the config?)")))?;
     match &route.deliver {

@@ -2,6 +2,7 @@
 //! routes the server uses. Every error names the config key and what to do about it.
 
 use crate::deliver::Deliver;
+use hermes_http_guard::{WeakSecret, check_secret};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
@@ -66,6 +67,8 @@ pub struct RouteSettings {
     pub deliver: String,
     /// Accepted event types; empty accepts every event.
     pub events: Vec<String>,
+    /// Toolsets the agent may use for this route's deliveries; empty: none.
+    pub toolsets: Vec<String>,
 }
 
 impl fmt::Debug for RouteSettings {
@@ -75,6 +78,7 @@ impl fmt::Debug for RouteSettings {
             .field("prompt", &self.prompt)
             .field("deliver", &self.deliver)
             .field("events", &self.events)
+            .field("toolsets", &self.toolsets)
             .finish()
     }
 }
@@ -96,6 +100,8 @@ pub enum WebhookError {
         "platforms.webhook.routes.{route}.deliver is {spec:?}: {reason}; use `log`, an http(s) URL, or `platform:chat_id[:thread_id]` (e.g. `telegram:123456`)"
     )]
     BadDeliver { route: String, spec: String, reason: String },
+    #[error("{key} is guessable: {reason}. Generate a secret, e.g. with `openssl rand -hex 32`, and give the same secret to the sender")]
+    GuessableSecret { key: String, reason: WeakSecret },
     #[error("platforms.webhook.delivery_timeout: cannot build the HTTP client for URL delivery: {0}")]
     HttpClient(#[source] reqwest::Error),
 }
@@ -116,6 +122,7 @@ pub(crate) struct Route {
     pub prompt: String,
     pub deliver: Deliver,
     pub events: Vec<String>,
+    pub toolsets: Vec<String>,
 }
 
 /// Used when a route has no prompt: the agent still sees what arrived.
@@ -130,10 +137,17 @@ fn valid_route_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+fn check_strength(secret: &str, key: &str) -> Result<(), WebhookError> {
+    check_secret(secret).map_err(|reason| WebhookError::GuessableSecret { key: key.to_string(), reason })
+}
+
 /// Checks every route and resolves its secret and delivery target.
 pub(crate) fn validate(settings: &WebhookSettings) -> Result<BTreeMap<String, Route>, WebhookError> {
     let loopback = is_loopback_host(&settings.host);
     let global = settings.global_secret.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    if let Some(secret) = global.filter(|s| *s != INSECURE_NO_AUTH) {
+        check_strength(secret, "platforms.webhook.secret (WEBHOOK_SECRET)")?;
+    }
     let mut routes = BTreeMap::new();
     for (name, route) in &settings.routes {
         if !valid_route_name(name) {
@@ -154,6 +168,7 @@ pub(crate) fn validate(settings: &WebhookSettings) -> Result<BTreeMap<String, Ro
             tracing::warn!(route = %name, "webhook route accepts unsigned deliveries (INSECURE_NO_AUTH on loopback)");
             RouteSecret::None
         } else {
+            check_strength(secret, &key)?;
             RouteSecret::Shared(secret.as_bytes().to_vec())
         };
         let deliver = Deliver::parse(&route.deliver).map_err(|reason| WebhookError::BadDeliver {
@@ -162,7 +177,10 @@ pub(crate) fn validate(settings: &WebhookSettings) -> Result<BTreeMap<String, Ro
             reason,
         })?;
         let prompt = if route.prompt.trim().is_empty() { DEFAULT_PROMPT.to_string() } else { route.prompt.clone() };
-        routes.insert(name.clone(), Route { name: name.clone(), secret, prompt, deliver, events: route.events.clone() });
+        routes.insert(
+            name.clone(),
+            Route { name: name.clone(), secret, prompt, deliver, events: route.events.clone(), toolsets: route.toolsets.clone() },
+        );
     }
     Ok(routes)
 }
@@ -183,17 +201,30 @@ mod tests {
 
     #[test]
     fn debug_redacts_secrets() {
-        let mut settings = WebhookSettings { global_secret: Some("topsecret".into()), ..Default::default() };
-        settings.routes.insert("a".into(), RouteSettings { secret: Some("alsosecret".into()), ..Default::default() });
+        let mut settings = WebhookSettings { global_secret: Some("global-hmac-9f2c71e4".into()), ..Default::default() };
+        settings.routes.insert("a".into(), RouteSettings { secret: Some("route-hmac-3b8d05a6".into()), ..Default::default() });
         let text = format!("{settings:?}");
-        assert!(!text.contains("topsecret") && !text.contains("alsosecret"), "{text}");
+        assert!(!text.contains("global-hmac") && !text.contains("route-hmac"), "{text}");
     }
 
     #[test]
     fn global_secret_fills_in() {
-        let mut settings = WebhookSettings { global_secret: Some("g".into()), ..Default::default() };
+        let mut settings = WebhookSettings { global_secret: Some("global-hmac-9f2c71e4".into()), ..Default::default() };
         settings.routes.insert("a".into(), RouteSettings::default());
         let routes = validate(&settings).map_err(|e| e.to_string());
-        assert!(matches!(routes.as_ref().map(|r| &r["a"].secret), Ok(RouteSecret::Shared(s)) if s == b"g"));
+        assert!(matches!(routes.as_ref().map(|r| &r["a"].secret), Ok(RouteSecret::Shared(s)) if s == b"global-hmac-9f2c71e4"));
+    }
+
+    #[test]
+    fn guessable_secrets_are_refused_naming_the_key() {
+        let mut settings = WebhookSettings::default();
+        settings.routes.insert("gh".into(), RouteSettings { secret: Some("change-me".into()), ..Default::default() });
+        let message = validate(&settings).map(|_| ()).unwrap_err().to_string();
+        assert!(message.contains("platforms.webhook.routes.gh.secret") && message.contains("at least 16"), "{message}");
+        assert!(!message.contains("change-me"), "the secret is not echoed: {message}");
+
+        let global_only = WebhookSettings { global_secret: Some("your-webhook-secret-here".into()), ..Default::default() };
+        let message = validate(&global_only).map(|_| ()).unwrap_err().to_string();
+        assert!(message.contains("WEBHOOK_SECRET") && message.contains("platforms.webhook.secret"), "{message}");
     }
 }

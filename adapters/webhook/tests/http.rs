@@ -1,121 +1,22 @@
 //! The webhook adapter over real HTTP on loopback: signatures, limits, filters, the inbox
 //! hand-off and URL delivery.
 
+mod support;
+
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
+use hermes_adapter::untrusted::unmarked;
 use hermes_adapter::{AcceptError, AdapterContext, ChatTarget, HealthReporter, OutboundMessage, Platform, PlatformAdapter, SendError};
 use hermes_fakes::inbox::{NoSessions, RecordingInbox};
-use hermes_webhook::{RouteSettings, WebhookAdapter, WebhookError, WebhookSettings};
-use hmac::{Hmac, Mac};
+use hermes_webhook::{WebhookAdapter, WebhookError, WebhookSettings};
 use serde_json::{Value, json};
-use sha2::Sha256;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+use support::{SECRET, expected_key, github_post, hmac_hex, now, route, send_raw, settings, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-const SECRET: &str = "route-secret";
-
-struct Running {
-    sink: Arc<RecordingInbox>,
-    health: HealthReporter,
-    base: String,
-    addr: SocketAddr,
-    shutdown: CancellationToken,
-    task: JoinHandle<Result<(), hermes_adapter::AdapterError>>,
-    http: reqwest::Client,
-}
-
-impl Running {
-    fn url(&self, route: &str) -> String {
-        format!("{}/webhooks/{route}", self.base)
-    }
-    async fn stop(self) {
-        self.shutdown.cancel();
-        let result = tokio::time::timeout(Duration::from_secs(5), self.task).await;
-        assert!(matches!(result, Ok(Ok(Ok(())))), "run should end cleanly on shutdown: {result:?}");
-        assert!(!self.health.is_connected());
-    }
-}
-
-fn route(prompt: &str, deliver: &str) -> RouteSettings {
-    RouteSettings { secret: Some(SECRET.into()), prompt: prompt.into(), deliver: deliver.into(), events: vec![] }
-}
-
-fn settings(routes: &[(&str, RouteSettings)]) -> WebhookSettings {
-    WebhookSettings {
-        host: "127.0.0.1".into(),
-        port: 0,
-        global_secret: None,
-        rate_limit_per_minute: 30,
-        routes: routes.iter().map(|(n, r)| (n.to_string(), r.clone())).collect::<BTreeMap<_, _>>(),
-        delivery_timeout: Duration::from_secs(5),
-    }
-}
-
-async fn start(settings: WebhookSettings) -> Running {
-    let adapter = Arc::new(WebhookAdapter::new(settings).expect("valid settings"));
-    let sink = Arc::new(RecordingInbox::default());
-    let health = HealthReporter::new();
-    let shutdown = CancellationToken::new();
-    let ctx = AdapterContext::new(sink.clone(), Arc::new(NoSessions), health.clone(), shutdown.clone());
-    let task = tokio::spawn({
-        let adapter = adapter.clone();
-        async move { adapter.run(ctx).await }
-    });
-    let mut addr = None;
-    for _ in 0..200 {
-        addr = adapter.local_addr();
-        if addr.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let addr = addr.expect("the server should bind within 2 s");
-    assert!(health.is_connected());
-    Running { sink, health, base: format!("http://{addr}"), addr, shutdown, task, http: reqwest::Client::new() }
-}
-
-fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
-    for part in parts {
-        mac.update(part);
-    }
-    hex::encode(mac.finalize().into_bytes())
-}
-
-fn now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_secs() as i64
-}
-
-async fn github_post(running: &Running, route: &str, body: &str, delivery: &str, event: &str) -> (StatusCode, HeaderMap, Value) {
-    let sig = format!("sha256={}", hmac_hex(SECRET, &[body.as_bytes()]));
-    let response = running
-        .http
-        .post(running.url(route))
-        .header("X-Hub-Signature-256", sig)
-        .header("X-GitHub-Delivery", delivery)
-        .header("X-GitHub-Event", event)
-        .header("Content-Type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("request");
-    let status = StatusCode::from_u16(response.status().as_u16()).expect("status");
-    let headers = response.headers().clone();
-    let json = response.json::<Value>().await.unwrap_or(Value::Null);
-    (status, headers, json)
-}
-
-async fn send_raw(_running: &Running, request: reqwest::RequestBuilder) -> (u16, Value) {
-    let response = request.send().await.expect("request");
-    let status = response.status().as_u16();
-    (status, response.json::<Value>().await.unwrap_or(Value::Null))
-}
 
 #[tokio::test]
 async fn health_endpoint() {
@@ -136,11 +37,14 @@ async fn github_signature_accepted_and_prompt_rendered() {
     let events = running.sink.events();
     assert_eq!(events.len(), 1);
     let event = &events[0];
-    assert_eq!(event.text, "PR 'Fix the flux capacitor' #7 on gh");
-    assert_eq!(event.event_id, "webhook:gh:d-1");
+    assert_eq!(unmarked(&event.text), "PR 'Fix the flux capacitor' #7 on gh");
+    assert_eq!(event.toolsets.as_deref(), Some(&[][..]), "a route that lists no toolsets gives the agent none");
+    // Identified by what the signature covers; the sender's id is kept as the message id only.
+    let key = expected_key("gh", body.as_bytes());
+    assert_eq!(event.event_id, format!("webhook:gh:{key}"));
     assert_eq!(event.message_id.as_deref(), Some("d-1"));
     assert_eq!(event.source.platform, Platform::new("webhook"));
-    assert_eq!(event.source.chat_id, "webhook:gh:d-1");
+    assert_eq!(event.source.chat_id, format!("webhook:gh:{key}"));
     assert_eq!(event.source.chat_type, hermes_adapter::ChatType::Webhook);
     assert_eq!(event.source.user_id.as_deref(), Some("webhook:gh"));
     assert_eq!(event.source.chat_name.as_deref(), Some("gh"));
@@ -169,19 +73,21 @@ async fn v2_signature_accepted() {
     .await;
     assert_eq!(status, 202, "{json}");
     assert_eq!(json["delivery_id"], "req-9");
-    assert_eq!(running.sink.events()[0].text, "hello");
+    let event = &running.sink.events()[0];
+    assert_eq!(unmarked(&event.text), "hello");
+    assert_eq!(event.event_id, format!("webhook:gen:{}", expected_key("gen", body.as_bytes())), "the key is the signed body");
     running.stop().await;
 }
 
 #[tokio::test]
-async fn gitlab_token_and_generated_delivery_id() {
+async fn gitlab_token_and_delivery_id_from_the_body() {
     let running = start(settings(&[("gl", route("{object_kind}", "log"))])).await;
-    let (status, json) =
-        send_raw(&running, running.http.post(running.url("gl")).header("X-Gitlab-Token", SECRET).body(r#"{"object_kind":"push"}"#)).await;
+    let body = r#"{"object_kind":"push"}"#;
+    let (status, json) = send_raw(&running, running.http.post(running.url("gl")).header("X-Gitlab-Token", SECRET).body(body)).await;
     assert_eq!(status, 202, "{json}");
-    let id = json["delivery_id"].as_str().expect("a generated delivery id");
-    assert!(!id.is_empty());
-    assert_eq!(running.sink.events()[0].event_id, format!("webhook:gl:{id}"));
+    let key = expected_key("gl", body.as_bytes());
+    assert_eq!(json["delivery_id"], key.as_str(), "without a sender's id the delivery is named by its key");
+    assert_eq!(running.sink.events()[0].event_id, format!("webhook:gl:{key}"));
     running.stop().await;
 }
 
@@ -267,7 +173,7 @@ async fn oversized_bodies_are_refused_without_reaching_the_sink() {
     assert_eq!(raw_http(running.addr, head, vec![]).await, 413);
 
     // Chunked (no Content-Length): the streamed read stops at the limit.
-    let head = "POST /webhooks/gh HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_string();
+    let head = "POST /webhooks/gh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_string();
     let piece = vec![b' '; 64 * 1024];
     let mut chunks = Vec::new();
     for _ in 0..(limit / piece.len() + 1) {
@@ -291,11 +197,11 @@ async fn rate_limit_answers_429_with_retry_after() {
     let mut settings = settings(&[("gh", route("{x}", "log")), ("other", route("{x}", "log"))]);
     settings.rate_limit_per_minute = 2;
     let running = start(settings).await;
-    let body = r#"{"x": 1}"#;
     for id in ["a", "b"] {
-        let (status, _, _) = github_post(&running, "gh", body, id, "push").await;
+        let (status, _, _) = github_post(&running, "gh", &format!(r#"{{"x": "{id}"}}"#), id, "push").await;
         assert_eq!(status, StatusCode::ACCEPTED);
     }
+    let body = r#"{"x": "c"}"#;
     let (status, headers, json) = github_post(&running, "gh", body, "c", "push").await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{json}");
     let retry_after: u64 = headers["retry-after"].to_str().expect("ascii").parse().expect("seconds");
@@ -341,7 +247,7 @@ async fn events_filter() {
         send_raw(&running, running.http.post(running.url("gh")).header("X-Gitlab-Token", SECRET).header("X-Request-ID", "3").body(body))
             .await;
     assert_eq!(status, 202, "{json}");
-    let texts: Vec<String> = running.sink.events().into_iter().map(|e| e.text).collect();
+    let texts: Vec<String> = running.sink.events().into_iter().map(|e| unmarked(&e.text)).collect();
     assert_eq!(texts, ["opened", "ship"]);
     running.stop().await;
 }
@@ -508,7 +414,7 @@ fn new_rejects_a_route_without_secret() {
 
     // The global secret fills in.
     let mut with_global = settings(&[("gh", no_secret)]);
-    with_global.global_secret = Some("global".into());
+    with_global.global_secret = Some("global-hmac-k3y-2b9e".into());
     assert!(WebhookAdapter::new(with_global).is_ok());
 }
 

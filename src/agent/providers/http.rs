@@ -38,11 +38,22 @@ impl ModelClient {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .read_timeout(self.inner.request_timeout)
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|e| ProviderError::Fatal(format!("cannot build the HTTP client for model calls: {e}")))?;
         // Two first calls racing may both build one; the loser's is dropped.
         Ok(self.inner.built.get_or_init(|| client))
     }
+}
+
+/// Redirects are followed only within the same origin (scheme, host, port), at most five. Model
+/// calls carry the key in headers (`Authorization`, Anthropic's `x-api-key`); a provider or a
+/// proxy redirecting elsewhere must not receive it.
+pub fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+        if attempt.previous().len() > 5 || !same_origin { attempt.stop() } else { attempt.follow() }
+    })
 }
 
 /// The `Retry-After` header in seconds (capped at an hour).
@@ -57,4 +68,51 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 /// A request that failed before an answer arrived; the URL is left out of the message.
 pub fn transport_error(e: reqwest::Error) -> ProviderError {
     ProviderError::Transient(format!("cannot reach the model provider: {}", e.without_url()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderMap;
+    use axum::response::Redirect;
+    use std::sync::Mutex;
+
+    async fn serve(app: axum::Router) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}")
+    }
+
+    /// A redirect to another origin must not carry the model key there.
+    #[tokio::test]
+    async fn keys_never_follow_a_redirect_to_another_origin() {
+        let seen: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
+        let elsewhere = {
+            let seen = seen.clone();
+            serve(axum::Router::new().fallback(move |headers: HeaderMap| {
+                seen.lock().unwrap().push(headers);
+                async { "got it" }
+            }))
+            .await
+        };
+        let target = format!("{elsewhere}/steal");
+        let provider = serve(axum::Router::new().fallback(move || {
+            let target = target.clone();
+            async move { Redirect::temporary(&target) }
+        }))
+        .await;
+        let client = ModelClient::new(Duration::from_secs(5));
+        let response = client
+            .get()
+            .unwrap()
+            .post(format!("{provider}/v1/messages"))
+            .header("x-api-key", "sk-ant-secret")
+            .bearer_auth("sk-secret")
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_redirection(), "the redirect is not followed: {}", response.status());
+        assert!(seen.lock().unwrap().is_empty(), "the other origin received nothing");
+    }
 }

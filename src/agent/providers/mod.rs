@@ -68,6 +68,9 @@ pub enum ProviderError {
     Fatal(String),
     #[error("cancelled")]
     Cancelled,
+    /// The turn panicked; the incident id is in the log with the panic.
+    #[error("internal error (incident {incident})")]
+    Crashed { incident: String },
 }
 
 impl ProviderError {
@@ -83,6 +86,7 @@ impl ProviderError {
             ProviderError::Transient(_) => "ProviderUnavailable",
             ProviderError::Fatal(_) => "ProviderError",
             ProviderError::Cancelled => "Cancelled",
+            ProviderError::Crashed { .. } => "InternalError",
         }
     }
 }

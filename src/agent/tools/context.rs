@@ -60,8 +60,8 @@ pub struct ToolSettings {
     pub terminal_output_cap: usize,
     /// Environment variables never passed to commands (the gateway's secrets).
     pub secret_env_names: Vec<String>,
-    /// Secret values scrubbed from anything a tool returns.
-    pub secret_values: Vec<String>,
+    /// Secret values scrubbed, in any of their forms, from anything a tool returns.
+    pub secrets: Arc<crate::observe::secret_forms::SecretScrubber>,
     /// A tool result longer than this is truncated with a note.
     pub max_result_chars: usize,
     /// Character budget of `MEMORY.md`.
@@ -80,7 +80,7 @@ impl Default for ToolSettings {
             terminal_timeout: Duration::from_secs(180),
             terminal_output_cap: 50_000,
             secret_env_names: Vec::new(),
-            secret_values: Vec::new(),
+            secrets: Arc::default(),
             max_result_chars: 100_000,
             memory_char_limit: 2_200,
             user_char_limit: 1_375,
@@ -156,6 +156,8 @@ pub struct ToolContext {
     /// Distinguishes this call's side effects (idempotency keys).
     pub call_id: String,
     pub turn_id: String,
+    /// This turn's fence for what tools bring in from outside.
+    pub fence: Arc<crate::agent::fence::Fence>,
 }
 
 impl ToolContext {
@@ -171,17 +173,12 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             call_id: String::new(),
             turn_id: String::new(),
+            fence: Arc::default(),
         }
     }
 
-    /// `text` with every configured secret value masked.
+    /// `text` with every configured secret masked, in any of its forms.
     pub fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in self.settings.secret_values.iter().filter(|s| s.len() >= 6) {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "[REDACTED]");
-            }
-        }
-        out
+        self.settings.secrets.scrub(text)
     }
 }

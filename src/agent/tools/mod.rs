@@ -60,6 +60,11 @@ pub trait Tool: Send + Sync + 'static {
     fn unavailable(&self, _ctx: &ToolContext) -> Option<String> {
         None
     }
+    /// What the tool returns comes from outside the conversation (a file, a command's output, a
+    /// web page): it reaches the model inside the turn's untrusted-data fence.
+    fn returns_outside_content(&self) -> bool {
+        false
+    }
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput;
 }
 
@@ -169,6 +174,9 @@ impl ToolRegistry {
         };
         let mut out = tool.call(ctx, arguments).await;
         out.content = truncate_result(&ctx.scrub(&out.content), ctx.settings.max_result_chars);
+        if tool.returns_outside_content() && !out.is_error {
+            out.content = ctx.fence.wrap(&format!("what `{name}` returned"), &out.content);
+        }
         out
     }
 }
@@ -232,7 +240,11 @@ mod tests {
     }
 
     fn ctx(cap: usize) -> ToolContext {
-        let settings = ToolSettings { max_result_chars: cap, secret_values: vec!["sk-supersecret".into()], ..ToolSettings::default() };
+        let settings = ToolSettings {
+            max_result_chars: cap,
+            secrets: Arc::new(crate::observe::secret_forms::SecretScrubber::new(&["sk-supersecret".into()])),
+            ..ToolSettings::default()
+        };
         ToolContext::detached(AgentPaths::under(std::env::temp_dir()), settings)
     }
 

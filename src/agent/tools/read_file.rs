@@ -42,6 +42,10 @@ impl Tool for ReadFile {
         "file"
     }
 
+    fn returns_outside_content(&self) -> bool {
+        true
+    }
+
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
         let path = match required_str(&arguments, "path") {
             Ok(p) => p,

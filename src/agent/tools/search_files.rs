@@ -50,6 +50,10 @@ impl Tool for SearchFiles {
         "file"
     }
 
+    fn returns_outside_content(&self) -> bool {
+        true
+    }
+
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
         let pattern = match required_str(&arguments, "pattern") {
             Ok(p) => p,

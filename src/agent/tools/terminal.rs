@@ -58,6 +58,10 @@ impl Tool for Terminal {
         "terminal"
     }
 
+    fn returns_outside_content(&self) -> bool {
+        true
+    }
+
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
         let command = match required_str(&arguments, "command") {
             Ok(c) => c,

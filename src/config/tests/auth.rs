@@ -48,3 +48,14 @@ fn nothing_allowed_by_default() {
     // An env list that replaces a file list with nothing leaves nothing.
     assert!(config("platforms:\n  telegram:\n    allowed_users: [a]\n", &[("TELEGRAM_ALLOWED_USERS", ",")]).nothing_allowed());
 }
+
+#[test]
+fn a_platforms_own_allowlist_names_the_key_it_came_from() {
+    let c =
+        config("platforms:\n  slack:\n    allowed_users: [U1]\n", &[("DISCORD_ALLOWED_USERS", "1,alice"), ("GATEWAY_ALLOWED_USERS", "7")]);
+    let (key, list) = c.platform_allowlist("discord");
+    assert_eq!((key.as_str(), list), ("DISCORD_ALLOWED_USERS", &["1".to_string(), "alice".to_string()][..]));
+    let (key, list) = c.platform_allowlist("slack");
+    assert_eq!((key.as_str(), list), ("platforms.slack.allowed_users", &["U1".to_string()][..]));
+    assert!(c.platform_allowlist("telegram").1.is_empty(), "the global list is not the platform's own");
+}

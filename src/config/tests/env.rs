@@ -21,9 +21,9 @@ fn env_overrides_file() {
             ("SESSION_IDLE_MINUTES", "30"),
             ("SESSION_RESET_HOUR", "23"),
             ("WEBHOOK_ENABLED", "yes"),
-            ("WEBHOOK_SECRET", "whsec"),
+            ("WEBHOOK_SECRET", "whsec-9f2c71e4a0b3"),
             ("API_SERVER_ENABLED", "ON"),
-            ("API_SERVER_KEY", "k"),
+            ("API_SERVER_KEY", "env-api-k3y-5d8e0c2f"),
         ],
     );
     assert_eq!(c.platforms.api_server.port, 9100);
@@ -35,7 +35,7 @@ fn env_overrides_file() {
     assert_eq!(c.session_reset.idle_minutes, 30);
     assert_eq!(c.session_reset.at_hour, 23);
     assert!(c.platforms.webhook.enabled && c.platforms.api_server.enabled);
-    assert_eq!(c.platforms.webhook.secret.as_ref().map(|s| s.expose()), Some("whsec"));
+    assert_eq!(c.platforms.webhook.secret.as_ref().map(|s| s.expose()), Some("whsec-9f2c71e4a0b3"));
 
     let only_openai = config("", &[("OPENAI_BASE_URL", "https://openai.example/v1")]);
     assert_eq!(only_openai.model.base_url, "https://openai.example/v1");
@@ -152,4 +152,26 @@ fn env_example_values_are_valid() {
     assert_eq!(c.model.default, "gpt-4o-mini");
     assert_eq!(c.platforms.api_server.cors_origins, ["https://a.example", "https://b.example"]);
     assert_eq!(c.allowed_users("telegram"), ["123", "456"]);
+}
+
+#[test]
+fn guessable_http_secrets_are_refused_naming_their_key() {
+    let e = error("", &[("API_SERVER_ENABLED", "true"), ("API_SERVER_KEY", "change-me")]);
+    let text = e.to_string();
+    assert!(text.contains("platforms.api_server.key (API_SERVER_KEY)") && text.contains("at least 16"), "{text}");
+    assert!(!text.contains("change-me"), "the key is not echoed: {text}");
+
+    let route = "platforms:\n  webhook:\n    enabled: true\n    routes:\n      gh:\n        secret: Change_Me_Before_Going_Live\n";
+    let text = error(route, &[]).to_string();
+    assert!(text.contains("platforms.webhook.routes.gh.secret") && text.contains("placeholder"), "{text}");
+    let text = error("", &[("WEBHOOK_ENABLED", "true"), ("WEBHOOK_SECRET", "whsec")]).to_string();
+    assert!(text.contains("WEBHOOK_SECRET"), "{text}");
+
+    let origins = "platforms:\n  api_server:\n    enabled: true\n    cors_origins: [localhost:3000]\n";
+    let text = error(origins, &[]).to_string();
+    assert!(text.contains("platforms.api_server.cors_origins") && text.contains("scheme://host"), "{text}");
+
+    // Listeners that are off are not judged, and unsigned loopback routes have no secret to judge.
+    config("", &[("API_SERVER_KEY", "k"), ("WEBHOOK_SECRET", "w")]);
+    config("platforms:\n  webhook:\n    enabled: true\n    routes:\n      local:\n        secret: INSECURE_NO_AUTH\n", &[]);
 }

@@ -51,5 +51,6 @@ fn layout_and_ensure_dirs() {
     {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&root).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(std::fs::metadata(home.cache_dir()).unwrap().permissions().mode() & 0o777, 0o700, "attachments are private");
     }
 }

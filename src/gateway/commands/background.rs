@@ -34,6 +34,12 @@ impl SlashCommand for Background {
         if !services.adapter(platform.as_str()).is_some_and(|a| a.capabilities().supports_async_delivery) {
             return CommandOutcome::Reply("Background tasks need a chat that can receive messages later; this one cannot.".into());
         }
+        let Some(slot) = services.background.try_take(ctx.session_key) else {
+            return CommandOutcome::Reply(format!(
+                "⏳ {} background tasks are already running here; wait for one to finish.",
+                crate::gateway::background_slots::PER_SESSION
+            ));
+        };
         let task_id = format!("bg_{}_{}", chrono::Utc::now().format("%H%M%S"), &uuid::Uuid::new_v4().simple().to_string()[..6]);
         let mut event = ctx.event.clone();
         event.event_id = format!("{}:{task_id}", ctx.event.event_id);
@@ -45,7 +51,10 @@ impl SlashCommand for Background {
         let key = format!("{}:{task_id}", ctx.session_key);
         let mode = TurnMode { answer_prefix: Some(format!("🔄 Background task `{task_id}` finished:\n\n")) };
         let cancel = services.turns_abort.child_token();
-        tokio::spawn(turn::run(services, key, event, cancel, Arc::new(AtomicBool::new(false)), SteeringInbox::default(), mode));
+        tokio::spawn(async move {
+            turn::run(services, key, event, cancel, Arc::new(AtomicBool::new(false)), SteeringInbox::default(), mode).await;
+            drop(slot);
+        });
         let preview: String = prompt.chars().take(60).collect();
         CommandOutcome::Reply(format!(
             "🔄 Background task started: \"{preview}\"\nTask ID: {task_id}\nYou can keep chatting — results will appear when done."

@@ -28,7 +28,7 @@ impl SlashCommand for Compress {
             return CommandOutcome::Reply(compaction::CompressError::TooShort.to_string());
         };
         let model = services.model_for(Some(&route.overrides));
-        let filter = services.tool_filter(ctx.event.source.platform.as_str());
+        let filter = services.tool_filter(ctx.event.source.platform.as_str(), ctx.event.toolsets.as_deref());
         let toolsets = services.toolsets_allowed(&filter);
         let prompt = match frozen_prompt(services, &route.session_id, &ctx.event.source, &toolsets).await {
             Ok(p) => p,

@@ -18,10 +18,12 @@ impl SlashCommand for WhoAmI {
         let or_none = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".to_string());
         // Every command is open to every authorized user until command tiers arrive.
         let text = format!(
-            "👤 **Who am I**\n\n**Platform:** {}\n**User ID:** `{}`\n**User name:** {}\n**Chat ID:** `{}`\n**Chat type:** {}\n**Thread:** {}\n**Session key:** `{}`\n**Access:** user (all commands)",
+            "👤 **Who am I**\n\n**Platform:** {}\n**User ID:** `{}`\n**Handle:** {}\n**Display name:** {}\n**Chat ID:** `{}`\n**Chat type:** {}\n**Thread:** {}\n**Session key:** `{}`\n**Access:** user (all commands)",
             s.platform,
             or_none(&s.user_id),
-            or_none(&s.user_name),
+            // Allowlists match the id and the handle; the display name is only shown.
+            s.user_handle.as_ref().map(|h| format!("`@{h}`")).unwrap_or_else(|| "—".to_string()),
+            or_none(&s.user_display_name),
             s.chat_id,
             s.chat_type,
             or_none(&s.thread_id),

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub const KEY: &str = "test-key";
+pub const KEY: &str = "api-test-k3y-5f0c9e2a";
 pub const USAGE: Usage = Usage { prompt_tokens: 11, completion_tokens: 5, cached_tokens: 0, cache_write_tokens: 0 };
 
 /// Records events; deduplicates on event id like the real inbox.
@@ -157,6 +157,7 @@ pub fn settings() -> ApiServerSettings {
         allow_no_auth: false,
         model_name: "hermes-test".into(),
         request_timeout: Duration::from_secs(5),
+        cors_origins: Vec::new(),
     }
 }
 

@@ -314,6 +314,8 @@ struct Span {
     range: Range<usize>,
     open: String,
     close: String,
+    /// Markup too long to repeat (a link with a long address): written once, as text.
+    as_text: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -492,7 +494,15 @@ impl<'a> Model<'a> {
         // Only whitespace may be left, and the markup the last message closed itself.
         let left = &self.whole[at..];
         let visible = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-        if !visible(left).is_empty() && visible(left) != visible(&self.frames_at(at).1) {
+        let closes_itself = |left: &str| match self.fence_at(at) {
+            // A closing fence may be longer than the one that opened the block.
+            Some(fence) => {
+                left.trim().lines().count() == 1
+                    && is_closing_fence(left.trim(), fence.fence.chars().next().unwrap_or('`'), fence.fence.len())
+            }
+            None => visible(left) == visible(&self.frames_at(at).1),
+        };
+        if !visible(left).is_empty() && !closes_itself(left) {
             return Err(format!("the end of the answer never arrived: {left:?}"));
         }
         Ok(placements)
@@ -708,12 +718,13 @@ fn markdown_structure(markdown: &str) -> (Vec<Fence>, Vec<Span>) {
                     // Spans nested too deep, and links with an address too long to repeat, are
                     // not reopened.
                     let close = &markdown[close_start.max(open_end)..range.end];
-                    let repeated = open_spans.len() < crate::render::markdown::MAX_INLINE_DEPTH
-                        && close.chars().count() <= crate::render::markdown::MAX_MARKUP_CHARS;
+                    let as_text = close.chars().count() > crate::render::markdown::MAX_MARKUP_CHARS;
+                    let repeated = open_spans.len() < crate::render::markdown::MAX_INLINE_DEPTH && !as_text;
                     spans.push(Span {
                         range: range.clone(),
                         open: if repeated { markdown[range.start..open_end].to_string() } else { String::new() },
                         close: if repeated { close.to_string() } else { String::new() },
+                        as_text,
                     });
                 }
             }
@@ -726,12 +737,20 @@ fn markdown_structure(markdown: &str) -> (Vec<Fence>, Vec<Span>) {
                 } else {
                     (span[..ticks].to_string(), span[span.len() - closing..].to_string())
                 };
-                spans.push(Span { range: range.clone(), open, close });
+                spans.push(Span { range: range.clone(), open, close, as_text: false });
             }
             _ => {}
         }
     }
     spans.sort_by_key(|s| (s.range.start, std::cmp::Reverse(s.range.end)));
+    // What a link written as text holds is text too: its spans are not reopened.
+    let text_ranges: Vec<Range<usize>> = spans.iter().filter(|s| s.as_text).map(|s| s.range.clone()).collect();
+    for span in &mut spans {
+        if text_ranges.iter().any(|r| r.start <= span.range.start && span.range.end <= r.end && *r != span.range) {
+            span.open.clear();
+            span.close.clear();
+        }
+    }
     (fences, spans)
 }
 
@@ -757,7 +776,7 @@ fn html_spans(tokens: &[HtmlToken]) -> Vec<Span> {
             }
             HtmlToken::Close { range, .. } => {
                 if let Some((_, start, true)) = open.pop() {
-                    spans.push(Span { range: start.start..range.end, open: String::new(), close: String::new() });
+                    spans.push(Span { range: start.start..range.end, open: String::new(), close: String::new(), as_text: false });
                 }
             }
             HtmlToken::Entity { .. } => {}

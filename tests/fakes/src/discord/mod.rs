@@ -61,7 +61,7 @@ impl FakeDiscord {
 
     pub async fn start_with(options: DiscordOptions) -> std::io::Result<FakeDiscord> {
         let shutdown = Shutdown::new();
-        let bot = DcUser { id: options.bot_id, username: options.bot_name };
+        let bot = DcUser::new(options.bot_id, &options.bot_name);
         let mut state = State::new(options.token, bot, options.bot_id);
         state.heartbeat_interval_ms = options.heartbeat_interval_ms;
         let shared = Arc::new(Shared::new(state, shutdown.signal()));
@@ -86,8 +86,9 @@ impl FakeDiscord {
         self.shared.with(|s| s.guild_id)
     }
 
+    /// A user whose global name is their username; set [`DcUser`]'s fields for others.
     pub fn user(&self, id: u64, username: &str) -> DcUser {
-        DcUser { id, username: username.to_string() }
+        DcUser::new(id, username)
     }
 
     /// A text channel of the guild.
@@ -126,7 +127,10 @@ impl FakeDiscord {
             let id = s.snowflake();
             let (content, mentions) =
                 if mention { (format!("<@{}> {text}", s.bot.id), vec![s.bot_json()]) } else { (text.to_string(), vec![]) };
-            let message = s.message_json(id, channel, State::user_json(from, false), &content, mentions, reply_to);
+            let mut message = s.message_json(id, channel, State::user_json(from, false), &content, mentions, reply_to);
+            if message.get("guild_id").is_some() {
+                message["member"] = State::member_json(from);
+            }
             s.user_messages.insert(id, message.clone());
             let seq = s.dispatch("MESSAGE_CREATE", message);
             Injected { id, channel_id: channel, seq }

@@ -302,6 +302,7 @@ fn edit_original(s: &mut State, application: &str, token: &str, body: Value) -> 
         reply_to: None,
         allowed_mentions: body.get("allowed_mentions").cloned(),
         files: Vec::new(),
+        flags: body.get("flags").and_then(Value::as_u64).unwrap_or(0),
     };
     let json = s.store_sent(sent);
     reply(StatusCode::OK, json)
@@ -362,6 +363,7 @@ fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<(String,
         reply_to,
         allowed_mentions: body.get("allowed_mentions").cloned(),
         files,
+        flags: body.get("flags").and_then(Value::as_u64).unwrap_or(0),
     };
     reply(StatusCode::OK, s.store_sent(sent))
 }
@@ -415,6 +417,9 @@ fn edit_message(s: &mut State, channel: &str, message: &str, body: Value) -> Res
             let previous = std::mem::replace(&mut s.sent[i].content, content.to_string());
             s.sent[i].edits.push(previous);
         }
+    }
+    if let Some(flags) = body.get("flags").and_then(Value::as_u64) {
+        s.sent[i].flags = flags;
     }
     if let Some(components) = body.get("components") {
         if let Some(what) = components_problem(components) {

@@ -13,11 +13,22 @@ use tokio::sync::{Notify, mpsc};
 /// Discord's epoch (2015-01-01), the base of snowflake timestamps.
 const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
 
-/// A Discord user the test plays.
+/// A Discord user the test plays. The id is Discord's; the rest is what the user chose: a
+/// username, a global display name, and a nickname in the guild.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DcUser {
     pub id: u64,
     pub username: String,
+    pub global_name: Option<String>,
+    /// The guild member's nickname, sent as `member.nick` with their guild messages.
+    pub nick: Option<String>,
+}
+
+impl DcUser {
+    /// A user whose global name is their username and who has no nickname.
+    pub fn new(id: u64, username: &str) -> DcUser {
+        DcUser { id, username: username.to_string(), global_name: Some(username.to_string()), nick: None }
+    }
 }
 
 /// What an injection produced. `seq` is `None` when no gateway session existed to carry it (the
@@ -59,6 +70,8 @@ pub struct DcSent {
     pub allowed_mentions: Option<Value>,
     /// Uploaded files: (name, size).
     pub files: Vec<(String, usize)>,
+    /// Message flags as last set (`SUPPRESS_EMBEDS` = 1 << 2: no link previews).
+    pub flags: u64,
 }
 
 /// Which REST calls a fault or latency applies to.
@@ -225,8 +238,13 @@ impl State {
     }
 
     pub fn user_json(user: &DcUser, bot: bool) -> Value {
-        json!({"id": user.id.to_string(), "username": user.username, "discriminator": "0", "global_name": user.username,
+        json!({"id": user.id.to_string(), "username": user.username, "discriminator": "0", "global_name": user.global_name,
                "avatar": null, "bot": bot})
+    }
+
+    /// The partial guild member Discord attaches to a user's guild message (without `user`).
+    pub fn member_json(user: &DcUser) -> Value {
+        json!({"roles": [], "joined_at": timestamp(), "deaf": false, "mute": false, "flags": 0, "nick": user.nick})
     }
 
     pub fn bot_json(&self) -> Value {

@@ -267,6 +267,13 @@ async fn get_updates(shared: &Shared, params: &Params) -> Response {
     result
 }
 
+/// Whether the request switched link previews off.
+fn link_preview_disabled(params: &Params) -> bool {
+    let options = json_param(params, "link_preview_options");
+    options.as_ref().and_then(|o| o.get("is_disabled")).and_then(Value::as_bool).unwrap_or(false)
+        || boolean(params, "disable_web_page_preview")
+}
+
 /// A text parameter as Telegram keeps it: markup parsed, then cleaned ([`super::clean`]).
 fn parse_text(text: &str, params: &Params) -> Result<Parsed, String> {
     parse_markup(text, params).map(super::clean::clean)
@@ -489,6 +496,7 @@ fn send_message(s: &mut State, params: &Params) -> Response {
         deleted: false,
         kind: SentKind::Text,
         caption: None,
+        link_preview_disabled: link_preview_disabled(params),
     };
     store_sent(s, sent)
 }
@@ -521,6 +529,7 @@ fn edit_message(s: &mut State, params: &Params) -> Response {
     message.edits.push(previous);
     message.entities = parsed.entities;
     message.raw_text = raw;
+    message.link_preview_disabled = link_preview_disabled(params);
     message.parse_mode = string(params, "parse_mode");
     message.reply_markup = markup;
     let snapshot = message.clone();
@@ -571,6 +580,7 @@ fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>)
         deleted: false,
         kind,
         caption: caption.map(|c| c.text),
+        link_preview_disabled: false,
     };
     store_sent(s, sent)
 }
@@ -580,8 +590,11 @@ async fn download(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, path)): 
         if bot.strip_prefix("bot") != Some(s.token.as_str()) {
             return Err(StatusCode::UNAUTHORIZED);
         }
-        s.files.values().find(|(p, _)| *p == path).map(|(_, bytes)| bytes.clone()).ok_or(StatusCode::NOT_FOUND)
+        let bytes = s.files.values().find(|(p, _)| *p == path).map(|(_, bytes)| bytes.clone()).ok_or(StatusCode::NOT_FOUND)?;
+        s.downloads.push(path.clone());
+        Ok(bytes)
     });
+    shared.changed.notify_waiters();
     match found {
         Ok(bytes) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
         Err(status) => status.into_response(),

@@ -73,8 +73,9 @@ impl FakeTelegram {
         self.shared.with(|s| s.bot_username.clone())
     }
 
+    /// A user whose username is also their first name; [`TgUser::named`] makes others.
     pub fn user(&self, id: i64, username: &str) -> TgUser {
-        TgUser { id, username: username.to_string(), first_name: username.to_string() }
+        TgUser::named(id, username, None).with_username(username)
     }
 
     /// Register a supergroup (ids are negative, e.g. -1001234), optionally a forum.
@@ -189,6 +190,10 @@ impl FakeTelegram {
     }
     pub fn chat_actions(&self, chat_id: i64) -> Vec<String> {
         self.shared.with(|s| s.chat_actions.get(&chat_id).cloned().unwrap_or_default())
+    }
+    /// Paths of the files the bot downloaded, in order (`getFile` calls are in [`Self::calls`]).
+    pub fn downloads(&self) -> Vec<String> {
+        self.shared.with(|s| s.downloads.clone())
     }
     pub fn answered_callbacks(&self) -> Vec<String> {
         self.shared.with(|s| s.answered_callbacks.clone())

@@ -9,12 +9,37 @@ use std::sync::Mutex;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-/// A Telegram user the test plays.
+/// A Telegram user the test plays. As on Telegram, only the id and the first name are always
+/// there; anyone may pick any first and last name, while a username is unique to one account.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TgUser {
     pub id: i64,
-    pub username: String,
+    pub username: Option<String>,
     pub first_name: String,
+    pub last_name: Option<String>,
+}
+
+impl TgUser {
+    /// A user without a username, known by the names they chose.
+    pub fn named(id: i64, first_name: &str, last_name: Option<&str>) -> TgUser {
+        TgUser { id, username: None, first_name: first_name.to_string(), last_name: last_name.map(str::to_string) }
+    }
+
+    pub fn with_username(mut self, username: &str) -> TgUser {
+        self.username = Some(username.to_string());
+        self
+    }
+
+    /// The fields of a Bot API `User` (or a private `Chat`) that name this user.
+    fn name_fields(&self, json: &mut Value) {
+        json["first_name"] = json!(self.first_name);
+        if let Some(last) = &self.last_name {
+            json["last_name"] = json!(last);
+        }
+        if let Some(username) = &self.username {
+            json["username"] = json!(username);
+        }
+    }
 }
 
 /// What an injection produced.
@@ -64,6 +89,9 @@ pub struct SentMessage {
     pub deleted: bool,
     pub kind: SentKind,
     pub caption: Option<String>,
+    /// Link previews were switched off (`link_preview_options.is_disabled` or the older
+    /// `disable_web_page_preview`), as last sent or edited.
+    pub link_preview_disabled: bool,
 }
 
 /// Which calls a fault or latency applies to.
@@ -136,6 +164,8 @@ pub(crate) struct State {
     pub answered_callbacks: Vec<String>,
     /// file_id → (file_path, bytes).
     pub files: HashMap<String, (String, Vec<u8>)>,
+    /// File paths the bot downloaded (`/file/bot<token>/<path>`), in order.
+    pub downloads: Vec<String>,
     next_file: u64,
     pub faults: FaultRules<FaultScope, Fault>,
     /// Bumped by every getUpdates; an older poll still waiting answers 409.
@@ -165,6 +195,7 @@ impl State {
             chat_actions: HashMap::new(),
             answered_callbacks: Vec::new(),
             files: HashMap::new(),
+            downloads: Vec::new(),
             next_file: 1,
             faults: FaultRules::new(),
             poll_generation: 0,
@@ -185,7 +216,9 @@ impl State {
     }
 
     fn user_json(user: &TgUser) -> Value {
-        json!({"id": user.id, "is_bot": false, "first_name": user.first_name, "username": user.username})
+        let mut json = json!({"id": user.id, "is_bot": false});
+        user.name_fields(&mut json);
+        json
     }
 
     pub fn add_group(&mut self, chat_id: i64, title: &str, forum: bool) {
@@ -205,10 +238,10 @@ impl State {
 
     /// A private chat with `user` exists once the user writes.
     fn ensure_private(&mut self, user: &TgUser) {
-        self.chats.entry(user.id).or_insert_with(|| ChatInfo {
-            json: json!({"id": user.id, "type": "private", "first_name": user.first_name, "username": user.username}),
-            topics: HashSet::new(),
-            next_message_id: 1,
+        self.chats.entry(user.id).or_insert_with(|| {
+            let mut json = json!({"id": user.id, "type": "private"});
+            user.name_fields(&mut json);
+            ChatInfo { json, topics: HashSet::new(), next_message_id: 1 }
         });
     }
 

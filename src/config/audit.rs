@@ -1,0 +1,207 @@
+//! `hermes security audit`'s findings: the settings and files of a HERMES_HOME that put the
+//! owner's machine or accounts at risk, each with its severity and the fix. Pure over the
+//! configuration and the home's file modes, so the gateway can also warn at start-up.
+
+use super::{Config, Home};
+use std::net::IpAddr;
+use std::os::unix::fs::PermissionsExt;
+
+/// How bad a finding is; `High` makes the audit exit non-zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Low,
+    Medium,
+    High,
+}
+
+impl Severity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "HIGH",
+        }
+    }
+}
+
+/// One risky setting or file, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub severity: Severity,
+    /// Stable short key (for scripts and tests).
+    pub key: &'static str,
+    pub what: String,
+    pub fix: String,
+}
+
+/// Chat platforms whose allowlists decide who reaches the agent.
+const CHAT_PLATFORMS: &[&str] = &["telegram", "discord", "slack", "matrix", "email"];
+/// Files in HERMES_HOME that hold secrets or other users' conversations.
+const PRIVATE_FILES: &[&str] = &[".env", "config.yaml", "state.db", "state.db-wal", "auth.json"];
+
+/// Everything risky about this configuration and home, worst first.
+pub fn audit(config: &Config, home: &Home) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    listeners(config, &mut findings);
+    who_may_talk(config, &mut findings);
+    agent_powers(config, &mut findings);
+    files(home, &mut findings);
+    findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.key.cmp(b.key)));
+    findings
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host.trim_matches(['[', ']']).parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn listeners(config: &Config, out: &mut Vec<Finding>) {
+    let api = &config.platforms.api_server;
+    if api.enabled && !is_loopback(&api.host) && (api.key.is_none() || api.allow_no_auth) {
+        out.push(Finding {
+            severity: Severity::High,
+            key: "api_server.public_without_auth",
+            what: format!("the API server listens on {} without a key: anyone who reaches it runs the agent", api.host),
+            fix: "set API_SERVER_KEY (at least 16 random characters), or bind platforms.api_server.host to 127.0.0.1".into(),
+        });
+    }
+    if api.enabled && api.allow_no_auth && is_loopback(&api.host) {
+        out.push(Finding {
+            severity: Severity::Medium,
+            key: "api_server.no_auth",
+            what: "the API server accepts requests without a key (allow_no_auth): any local process can run the agent".into(),
+            fix: "set API_SERVER_KEY and remove platforms.api_server.allow_no_auth".into(),
+        });
+    }
+    let webhook = &config.platforms.webhook;
+    if webhook.enabled && !is_loopback(&webhook.host) {
+        for (name, route) in &webhook.routes {
+            if route.secret.is_none() && webhook.secret.is_none() {
+                out.push(Finding {
+                    severity: Severity::High,
+                    key: "webhook.public_route_without_secret",
+                    what: format!("webhook route `{name}` is reachable on {} without an HMAC secret", webhook.host),
+                    fix: format!("set platforms.webhook.routes.{name}.secret (or WEBHOOK_SECRET)"),
+                });
+            }
+        }
+    }
+}
+
+fn who_may_talk(config: &Config, out: &mut Vec<Finding>) {
+    let enabled: Vec<&str> = CHAT_PLATFORMS.iter().copied().filter(|p| config.platforms.get(p).is_some_and(|b| b.is_enabled())).collect();
+    for platform in &enabled {
+        let listed = config.allowed_users(platform);
+        if config.allow_all(platform) || listed.iter().any(|u| u == "*") {
+            out.push(Finding {
+                severity: Severity::High,
+                key: "auth.allow_all",
+                what: format!("everyone on {platform} may talk to the agent (allow-all or `*`), and the agent can run commands"),
+                fix: format!("list user ids in {}_ALLOWED_USERS and remove the allow-all switch", platform.to_ascii_uppercase()),
+            });
+        }
+    }
+    let users: usize = enabled.iter().map(|p| config.allowed_users(p).iter().filter(|u| *u != "*").count()).sum();
+    if users > 1 && config.gateway.admin_users.is_empty() {
+        out.push(Finding {
+            severity: Severity::Medium,
+            key: "auth.no_admins",
+            what: format!("{users} users are allowed and no admin is named: every one of them may change the model for everyone, write the agent's memory and skills"),
+            fix: "name the owner in gateway.admin_users (or <PLATFORM>_ADMIN_USERS)".into(),
+        });
+    }
+}
+
+fn agent_powers(config: &Config, out: &mut Vec<Finding>) {
+    if config.approvals.mode == "off" {
+        out.push(Finding {
+            severity: Severity::High,
+            key: "approvals.off",
+            what: "approvals.mode is off: destructive commands the agent flags run without asking anyone".into(),
+            fix: "set approvals.mode: manual (or smart)".into(),
+        });
+    }
+    if config.terminal.sandbox == super::SandboxSetting::Off {
+        out.push(Finding {
+            severity: Severity::High,
+            key: "terminal.sandbox_off",
+            what: "terminal.sandbox is off: the agent's commands can read and write anything this user can".into(),
+            fix: "set terminal.sandbox: workspace-write".into(),
+        });
+    }
+    for (name, route) in &config.platforms.webhook.routes {
+        let acting: Vec<&str> = route.toolsets.iter().map(String::as_str).filter(|s| ACTING_TOOLSETS.contains(s)).collect();
+        if config.platforms.webhook.enabled && !acting.is_empty() {
+            out.push(Finding {
+                severity: Severity::Medium,
+                key: "webhook.acting_toolsets",
+                what: format!("webhook route `{name}` lets whoever can send it a signed payload use {}", acting.join(", ")),
+                fix: format!("remove them from platforms.webhook.routes.{name}.toolsets unless the payload is fully trusted"),
+            });
+        }
+    }
+}
+
+/// Toolsets that act on the machine or on other people.
+pub const ACTING_TOOLSETS: &[&str] = &["terminal", "file", "messaging", "memory", "skills", "delegation"];
+
+fn files(home: &Home, out: &mut Vec<Finding>) {
+    let root = home.root();
+    if let Ok(meta) = std::fs::metadata(&root)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        out.push(Finding {
+            severity: Severity::Medium,
+            key: "files.home_open",
+            what: format!("{} is readable or writable by other users (mode {:o})", root.display(), meta.permissions().mode() & 0o777),
+            fix: format!("chmod 700 {}", root.display()),
+        });
+    }
+    for name in PRIVATE_FILES {
+        let path = root.join(name);
+        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            out.push(Finding {
+                severity: if mode & 0o004 != 0 { Severity::High } else { Severity::Medium },
+                key: "files.private_file_open",
+                what: format!("{} holds secrets or conversations and is open to other users (mode {mode:o})", path.display()),
+                fix: format!("chmod 600 {}", path.display()),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(findings: &[Finding]) -> Vec<&'static str> {
+        findings.iter().map(|f| f.key).collect()
+    }
+
+    #[test]
+    fn a_careful_setup_has_no_findings() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(audit(&Config::default(), &Home::at(dir.path())), vec![]);
+    }
+
+    #[test]
+    fn risky_settings_and_files_are_named_with_their_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(dir.path().join(".env"), "TELEGRAM_BOT_TOKEN=1:x\n").unwrap();
+        std::fs::set_permissions(dir.path().join(".env"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mut config = Config::default();
+        config.platforms.api_server.enabled = true;
+        config.platforms.api_server.host = "0.0.0.0".into();
+        config.approvals.mode = "off".into();
+        let findings = audit(&config, &Home::at(dir.path()));
+        let found = keys(&findings);
+        for key in ["api_server.public_without_auth", "approvals.off", "files.private_file_open", "files.home_open"] {
+            assert!(found.contains(&key), "{key} missing from {found:?}");
+        }
+        assert_eq!(findings[0].severity, Severity::High, "worst first");
+        assert!(findings.iter().all(|f| !f.fix.is_empty()));
+    }
+}

@@ -1,0 +1,49 @@
+//! In-process gateway services for tests: a real store in a temp dir, the real command registry
+//! and tool set, an agent over the provider the test chooses, and one chat adapter the test owns.
+
+use super::services::Services;
+use crate::agent::providers::ChatProvider;
+use crate::config::{Config, Home};
+use crate::store::Store;
+use hermes_adapter::PlatformAdapter;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Services with `adapter` registered under its platform name; the temp dir owns the home.
+pub async fn services(
+    config: Config,
+    adapter: Arc<dyn PlatformAdapter>,
+    provider: Arc<dyn ChatProvider>,
+) -> (tempfile::TempDir, Arc<Services>) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Arc::new(config);
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let home = Home::at(dir.path());
+    let agent = Arc::new(crate::agent::Agent::new(provider, crate::agent::tools::builtin(), 3, Default::default()));
+    let platform = adapter.platform().as_str().to_string();
+    let mut adapters: HashMap<String, Arc<dyn PlatformAdapter>> = HashMap::new();
+    adapters.insert(platform.clone(), adapter);
+    let services = Arc::new(Services {
+        store,
+        config: config.clone(),
+        agent,
+        adapters,
+        health: Arc::new(super::health::HealthBoard::new()),
+        commands: super::commands::registry(),
+        auth: Arc::new(super::auth_policy(&config, &[platform])),
+        key_policy: super::session_key::KeyPolicy { group_sessions_per_user: true, thread_sessions_per_user: false },
+        turn_slots: None,
+        turns_abort: tokio_util::sync::CancellationToken::new(),
+        turns: super::turns::TurnTracker::new(),
+        paths: Arc::new(super::agent_paths(&home, &config)),
+        tool_settings: Arc::new(super::tool_settings(&config)),
+        home,
+        tool_host: Arc::new(super::tool_host::GatewayToolHost::default()),
+        approval: Arc::new(crate::agent::approval::BasicPolicy { approvals_off: false }),
+        clarify: Default::default(),
+        global_model: std::sync::RwLock::new(None),
+        history: crate::gateway::history_cache::HistoryCache::new(1 << 20),
+        background: Default::default(),
+    });
+    (dir, services)
+}
