@@ -371,7 +371,9 @@ fn the_table_covers_at_least_150_commands() {
     assert!(CASES.iter().filter(|(_, expect)| matches!(expect, Safe)).count() >= 50);
 }
 
-const RESERVED_WORDS: &[&str] = &["if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in", "function", "select", "time", "coproc"];
+const RESERVED_WORDS: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in", "function", "select", "time", "coproc",
+];
 
 fn single_quoted(command: &str) -> String {
     format!("'{}'", command.replace('\'', r"'\''"))
@@ -414,6 +416,15 @@ fn hardline_stays_hardline_in_every_approval_context() {
     for command in [r"rm -rf /", r"mkfs.ext4 /dev/sda", r":(){ :|:& };:", r"kill -9 -1", r"shutdown now"] {
         assert_eq!(classify(command, &elsewhere).severity(), Severity::Hardline, "{command}");
     }
+}
+
+#[test]
+fn relative_paths_resolve_from_the_working_directory() {
+    let elsewhere = context().with_working_dir("/srv/data");
+    assert!(classify("echo hi > out.txt", &elsewhere).keys().contains(&WRITE_OUTSIDE_WORKSPACE));
+    let inside = context().with_working_dir("/home/u/project/sub");
+    assert_eq!(classify("echo hi > ../out.txt", &inside), Verdict::Safe);
+    assert!(classify("echo hi > ../../out.txt", &inside).keys().contains(&WRITE_OUTSIDE_WORKSPACE));
 }
 
 #[test]

@@ -110,7 +110,9 @@ fn writes_outside_the_workspace_fail_whatever_the_command() {
 fn deleting_outside_the_workspace_fails() {
     let fixture = fixture();
     let (_, sandbox) = fixture.confined(SandboxMode::WorkspaceWrite);
-    for template in ["rm -rf OUT/keep", "rm OUT/keep/precious.txt", "find OUT/keep -delete", "python3 -c 'import shutil; shutil.rmtree(\"OUT/keep\")'"] {
+    for template in
+        ["rm -rf OUT/keep", "rm OUT/keep/precious.txt", "find OUT/keep -delete", "python3 -c 'import shutil; shutil.rmtree(\"OUT/keep\")'"]
+    {
         let output = fixture.run(&sandbox, &script_for(&fixture, template));
         assert!(!output.status.success(), "{template} succeeded under the sandbox");
         assert_eq!(fs::read_to_string(fixture.outside.join("keep/precious.txt")).unwrap(), "precious\n", "{template}");
@@ -121,7 +123,17 @@ fn deleting_outside_the_workspace_fails() {
 fn hermes_home_is_unreadable_even_through_links_in_the_workspace() {
     let fixture = fixture();
     let (policy, sandbox) = fixture.confined(SandboxMode::WorkspaceWrite);
-    for template in ["cat HERMES/.env", "ls HERMES", "base64 HERMES/.env", "rev HERMES/.env", "python3 -c 'print(open(\"HERMES/.env\").read())'", "cp HERMES/.env copy && cat copy", "ln -s HERMES/.env link && cat link", "ln -s HERMES dir-link && cat dir-link/.env", "ln HERMES/.env hard-link"] {
+    for template in [
+        "cat HERMES/.env",
+        "ls HERMES",
+        "base64 HERMES/.env",
+        "rev HERMES/.env",
+        "python3 -c 'print(open(\"HERMES/.env\").read())'",
+        "cp HERMES/.env copy && cat copy",
+        "ln -s HERMES/.env link && cat link",
+        "ln -s HERMES dir-link && cat dir-link/.env",
+        "ln HERMES/.env hard-link",
+    ] {
         let script = script_for(&fixture, template);
         let output = fixture.run(&sandbox, &script);
         assert!(!output.status.success(), "{script} succeeded under the sandbox");
@@ -228,6 +240,7 @@ fn a_workspace_inside_hermes_home_stays_usable_while_the_rest_stays_hidden() {
 #[test]
 fn hermes_home_inside_a_writable_dir_is_refused() {
     let fixture = fixture();
-    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &fixture.workspace, &fixture.private_tmp, fixture.workspace.join(".hermes"));
+    let policy =
+        SandboxPolicy::new(SandboxMode::WorkspaceWrite, &fixture.workspace, &fixture.private_tmp, fixture.workspace.join(".hermes"));
     assert!(matches!(policy.prepare(), Err(SandboxError::UnsafePolicy(_))));
 }

@@ -13,7 +13,9 @@ use super::paths::has_glob;
 use super::scope::Value;
 use super::syntax;
 use crate::keys;
-use brush_parser::word::{self, BraceExpressionMember, BraceExpressionOrText, Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource};
+use brush_parser::word::{
+    self, BraceExpressionMember, BraceExpressionOrText, Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource,
+};
 
 /// Brace expansion beyond this many words is not followed: the fields become dynamic.
 const MAX_BRACE_WORDS: usize = 128;

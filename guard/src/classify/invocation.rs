@@ -67,7 +67,15 @@ impl Invocation {
         let program = argv.remove(0);
         let mut wrappers = self.wrappers.clone();
         wrappers.push(self.name.clone());
-        Some(Invocation { name: program_name(&program.text), program, args: argv, stdin: self.stdin.clone(), background: self.background, wrappers, cwd: self.cwd.clone() })
+        Some(Invocation {
+            name: program_name(&program.text),
+            program,
+            args: argv,
+            stdin: self.stdin.clone(),
+            background: self.background,
+            wrappers,
+            cwd: self.cwd.clone(),
+        })
     }
 
     /// The arguments' texts, dynamic ones included in their source spelling.
@@ -115,7 +123,19 @@ fn wrapper_syntax(name: &str) -> Option<WrapperSyntax> {
         "doas" => syntax("uC", &[], 0, "L"),
         "sudo" => syntax(
             "ughpCDrtUTR",
-            &["--user", "--group", "--host", "--prompt", "--close-from", "--chdir", "--role", "--type", "--other-user", "--command-timeout", "--chroot"],
+            &[
+                "--user",
+                "--group",
+                "--host",
+                "--prompt",
+                "--close-from",
+                "--chdir",
+                "--role",
+                "--type",
+                "--other-user",
+                "--command-timeout",
+                "--chroot",
+            ],
             0,
             "lvkK",
         ),
@@ -208,7 +228,9 @@ fn split_wrapper_args(name: &str, syntax: &WrapperSyntax, args: &[Field]) -> Wra
 }
 
 pub(crate) fn is_assignment(text: &str) -> bool {
-    text.split_once('=').is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.starts_with(|c: char| c.is_ascii_digit()))
+    text.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.starts_with(|c: char| c.is_ascii_digit())
+    })
 }
 
 impl Judge<'_> {
@@ -250,7 +272,12 @@ impl Judge<'_> {
                     }
                 }
                 "flock" => {
-                    if let Some(code) = parsed.options.iter().find(|option| option.flag == "-c" || option.flag == "--command").and_then(|option| option.value.as_ref()) {
+                    if let Some(code) = parsed
+                        .options
+                        .iter()
+                        .find(|option| option.flag == "-c" || option.flag == "--command")
+                        .and_then(|option| option.value.as_ref())
+                    {
                         self.shell_code_argument(code, "flock -c");
                         return None;
                     }
@@ -279,7 +306,8 @@ impl Judge<'_> {
             if matches!(flag, "-S" | "--stdin") && !self.context.sudo_password_configured {
                 self.flag(keys::SUDO_STDIN, "sudo -S without a configured SUDO_PASSWORD");
             }
-            let privileged = matches!(flag, "-S" | "-s" | "-A" | "-a" | "-i" | "-l") || ["--st", "--a", "--sh", "--lo"].iter().any(|prefix| flag.starts_with(prefix));
+            let privileged = matches!(flag, "-S" | "-s" | "-A" | "-a" | "-i" | "-l")
+                || ["--st", "--a", "--sh", "--lo"].iter().any(|prefix| flag.starts_with(prefix));
             if privileged {
                 self.flag(keys::SUDO_PRIVILEGE_FLAG, format!("sudo {flag}"));
             }

@@ -37,8 +37,18 @@ pub(crate) struct Judge<'a> {
 
 impl<'a> Judge<'a> {
     pub(crate) fn new(context: &'a ClassifyContext, findings: &'a mut Findings) -> Self {
-        let scope = Scope::new(context.workspace().to_path_buf());
-        Judge { context, findings, scope, nesting_left: NESTING_BUDGET, work_left: WORK_BUDGET, conditional: 0, defining: Vec::new(), invoked: Vec::new(), stdin: Stdin::Inherited }
+        let scope = Scope::new(context.working_dir().to_path_buf());
+        Judge {
+            context,
+            findings,
+            scope,
+            nesting_left: NESTING_BUDGET,
+            work_left: WORK_BUDGET,
+            conditional: 0,
+            defining: Vec::new(),
+            invoked: Vec::new(),
+            stdin: Stdin::Inherited,
+        }
     }
 
     pub(crate) fn flag(&mut self, key: &'static str, detail: impl Into<String>) {

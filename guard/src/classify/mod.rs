@@ -40,6 +40,8 @@ pub struct ClassifyContext {
     writable: Vec<PathBuf>,
     home: PathBuf,
     hermes_home: PathBuf,
+    /// Where the command starts when not in the workspace (the terminal's `workdir`).
+    working_dir: Option<PathBuf>,
     sudo_password_configured: bool,
 }
 
@@ -53,6 +55,7 @@ impl ClassifyContext {
             writable: Vec::new(),
             hermes_home: home.join(".hermes"),
             home,
+            working_dir: None,
             sudo_password_configured: false,
         }
     }
@@ -68,6 +71,18 @@ impl ClassifyContext {
     pub fn with_writable_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.writable.extend(with_real_path(paths::lexical_normal(&dir.into())));
         self
+    }
+
+    /// The directory the command starts in, when it is not the workspace itself (writes there
+    /// are still judged against the workspace).
+    pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(paths::lexical_normal(&dir.into()));
+        self
+    }
+
+    /// Where the command starts: the working directory if one was set, else the workspace.
+    pub fn working_dir(&self) -> &Path {
+        self.working_dir.as_deref().unwrap_or_else(|| self.workspace())
     }
 
     /// Whether a sudo password is configured (`SUDO_PASSWORD`); without one, `sudo -S` is the

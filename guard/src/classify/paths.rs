@@ -125,7 +125,8 @@ impl ClassifyContext {
             return Place::HermesSecret;
         }
         // A glob names what matches under the directory before its first glob component.
-        let fixed: PathBuf = if glob { path.components().take_while(|c| !has_glob(&c.as_os_str().to_string_lossy())).collect() } else { path.to_path_buf() };
+        let fixed: PathBuf =
+            if glob { path.components().take_while(|c| !has_glob(&c.as_os_str().to_string_lossy())).collect() } else { path.to_path_buf() };
         let writable = self.workspace.iter().chain(&self.writable).any(|root| fixed.starts_with(root));
         if writable { Place::Workspace } else { Place::Outside }
     }
@@ -141,8 +142,27 @@ impl ClassifyContext {
     /// level (`/b*`) may name any of them.
     pub(crate) fn is_system_dir(&self, target: &Target) -> bool {
         const SYSTEM_DIRS: &[&str] = &[
-            "home", "root", "etc", "usr", "var", "bin", "sbin", "boot", "lib", "lib32", "lib64", "opt", "srv", "dev", "proc", "sys",
-            "Users", "System", "Library", "Applications", "private",
+            "home",
+            "root",
+            "etc",
+            "usr",
+            "var",
+            "bin",
+            "sbin",
+            "boot",
+            "lib",
+            "lib32",
+            "lib64",
+            "opt",
+            "srv",
+            "dev",
+            "proc",
+            "sys",
+            "Users",
+            "System",
+            "Library",
+            "Applications",
+            "private",
         ];
         let Some(path) = &target.path else { return false };
         let parts: Vec<_> = path.components().skip(1).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
@@ -157,7 +177,9 @@ impl ClassifyContext {
     pub(crate) fn is_home(&self, target: &Target) -> bool {
         let Some(path) = &target.path else { return false };
         path == &self.home
-            || (target.glob && path.parent() == Some(self.home.as_path()) && path.file_name().is_some_and(|name| name.to_string_lossy().chars().all(|c| c == '*')))
+            || (target.glob
+                && path.parent() == Some(self.home.as_path())
+                && path.file_name().is_some_and(|name| name.to_string_lossy().chars().all(|c| c == '*')))
     }
 }
 
@@ -165,11 +187,17 @@ fn device_place(device: &str) -> Place {
     if HARMLESS_DEVICES.contains(&device) || device.starts_with("fd/") || device.starts_with("pts/") {
         return Place::HarmlessDevice;
     }
-    let numbered_disk = ["disk", "rdisk"].iter().any(|prefix| device.strip_prefix(prefix).is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())));
-    let named_disk = DISK_NAME_PREFIXES.iter().any(|prefix| {
-        device.strip_prefix(prefix).is_some_and(|rest| rest.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
-    });
-    if numbered_disk || named_disk || device.starts_with("mapper/") || device.starts_with("disk/by-") { Place::RawDevice } else { Place::Outside }
+    let numbered_disk = ["disk", "rdisk"]
+        .iter()
+        .any(|prefix| device.strip_prefix(prefix).is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())));
+    let named_disk = DISK_NAME_PREFIXES
+        .iter()
+        .any(|prefix| device.strip_prefix(prefix).is_some_and(|rest| rest.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())));
+    if numbered_disk || named_disk || device.starts_with("mapper/") || device.starts_with("disk/by-") {
+        Place::RawDevice
+    } else {
+        Place::Outside
+    }
 }
 
 #[cfg(test)]

@@ -266,7 +266,8 @@ impl Judge<'_> {
                     (kind, ast::IoFileRedirectTarget::Duplicate(word)) => {
                         let target = self.single(&word.value);
                         // `>&file` (not a descriptor number or `-`) writes the file, like `&>file`.
-                        let names_file = target.dynamic || !(target.text == "-" || target.text.trim_end_matches('-').chars().all(|c| c.is_ascii_digit()));
+                        let names_file = target.dynamic
+                            || !(target.text == "-" || target.text.trim_end_matches('-').chars().all(|c| c.is_ascii_digit()));
                         if matches!(kind, ast::IoFileRedirectKind::DuplicateOutput) && names_file {
                             let cwd = self.scope.cwd.clone();
                             self.written(&target, cwd.as_deref(), Via::Redirect);
@@ -274,7 +275,11 @@ impl Judge<'_> {
                     }
                 },
                 ast::IoRedirect::HereDocument(fd, document) => {
-                    let text = if document.requires_expansion { self.heredoc(&document.doc.value) } else { Field::literal(document.doc.value.clone()) };
+                    let text = if document.requires_expansion {
+                        self.heredoc(&document.doc.value)
+                    } else {
+                        Field::literal(document.doc.value.clone())
+                    };
                     if reads_stdin(fd) {
                         stdin = Some(Stdin::Document(text));
                     }

@@ -37,12 +37,19 @@ impl fmt::Display for Denial {
         let path = self.path.as_ref().map(|path| format!(" ({})", path.display())).unwrap_or_default();
         match self.kind {
             DenialKind::WriteOutsideWorkspace => {
-                write!(f, "the sandbox denied writing outside the workspace{path}; only the workspace and the private temp dir are writable")
+                write!(
+                    f,
+                    "the sandbox denied writing outside the workspace{path}; only the workspace and the private temp dir are writable"
+                )
             }
             DenialKind::ReadOnly => write!(f, "the sandbox is read-only: no file can be written{path}"),
             DenialKind::HermesHome => write!(f, "the sandbox keeps Hermes' own directory (HERMES_HOME) unreadable{path}"),
-            DenialKind::Device => write!(f, "the sandbox only allows /dev/null, /dev/zero, /dev/random, /dev/urandom and the terminal{path}"),
-            DenialKind::Unattributed => write!(f, "permission denied, probably by the sandbox (writes are limited to the workspace and the private temp dir)"),
+            DenialKind::Device => {
+                write!(f, "the sandbox only allows /dev/null, /dev/zero, /dev/random, /dev/urandom and the terminal{path}")
+            }
+            DenialKind::Unattributed => {
+                write!(f, "permission denied, probably by the sandbox (writes are limited to the workspace and the private temp dir)")
+            }
         }
     }
 }
@@ -55,7 +62,8 @@ impl SandboxPolicy {
         if status.success() || self.mode == SandboxMode::Off {
             return None;
         }
-        let refusal_lines: Vec<&str> = stderr.lines().filter(|line| REFUSALS.iter().any(|refusal| line.to_lowercase().contains(refusal))).collect();
+        let refusal_lines: Vec<&str> =
+            stderr.lines().filter(|line| REFUSALS.iter().any(|refusal| line.to_lowercase().contains(refusal))).collect();
         if refusal_lines.is_empty() {
             return None;
         }
@@ -119,7 +127,10 @@ fn paths_in(line: &str) -> Vec<PathBuf> {
         let refusal = pair[1].to_lowercase();
         // `cannot create out.txt` (dash) ends with the path; `out.txt` is one.
         let last_word = pair[0].rsplit(' ').next().unwrap_or("");
-        if REFUSALS.iter().any(|known| refusal.starts_with(known)) && (!pair[0].contains(' ') || last_word.starts_with('/') || pair[0].starts_with("cannot ")) && !last_word.is_empty() {
+        if REFUSALS.iter().any(|known| refusal.starts_with(known))
+            && (!pair[0].contains(' ') || last_word.starts_with('/') || pair[0].starts_with("cannot "))
+            && !last_word.is_empty()
+        {
             paths.push(PathBuf::from(last_word));
         }
     }
@@ -151,7 +162,13 @@ mod tests {
         let denial = write.explain_failure("cat: /home/u/.hermes/.env: Permission denied", &failed());
         assert_eq!(denial.map(|denial| denial.kind), Some(DenialKind::HermesHome));
         let denial = write.explain_failure("PermissionError: [Errno 13] Permission denied: '/srv/out.txt'", &failed());
-        assert_eq!(denial.map(|denial| denial.to_string()), Some("the sandbox denied writing outside the workspace (/srv/out.txt); only the workspace and the private temp dir are writable".to_owned()));
+        assert_eq!(
+            denial.map(|denial| denial.to_string()),
+            Some(
+                "the sandbox denied writing outside the workspace (/srv/out.txt); only the workspace and the private temp dir are writable"
+                    .to_owned()
+            )
+        );
         let denial = policy(SandboxMode::ReadOnly).explain_failure("bash: line 1: out.txt: Permission denied", &failed());
         assert_eq!(denial.map(|denial| denial.kind), Some(DenialKind::ReadOnly));
     }

@@ -17,7 +17,8 @@ const CREATE_RULESET_VERSION: libc::c_uint = 1;
 
 pub(super) fn probe() -> Availability {
     // SAFETY: the version query passes no attribute (null, size 0) and only returns a number.
-    let version = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<libc::c_void>(), 0usize, CREATE_RULESET_VERSION) };
+    let version =
+        unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<libc::c_void>(), 0usize, CREATE_RULESET_VERSION) };
     match u32::try_from(version) {
         Ok(abi) if abi > 0 => Availability::Supported { abi },
         _ if io::Error::last_os_error().raw_os_error() == Some(libc::EOPNOTSUPP) => Availability::NotEnabled,

@@ -84,8 +84,12 @@ impl fmt::Display for Availability {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Availability::Supported { abi } => write!(f, "Landlock is available (ABI {abi})"),
-            Availability::NotEnabled => write!(f, "Landlock is built into this kernel but not enabled (add `landlock` to the `lsm=` boot parameter)"),
-            Availability::NotImplemented => write!(f, "Landlock is not available on this system (Linux 5.13 or later with Landlock is needed)"),
+            Availability::NotEnabled => {
+                write!(f, "Landlock is built into this kernel but not enabled (add `landlock` to the `lsm=` boot parameter)")
+            }
+            Availability::NotImplemented => {
+                write!(f, "Landlock is not available on this system (Linux 5.13 or later with Landlock is needed)")
+            }
         }
     }
 }
@@ -131,7 +135,13 @@ pub struct SandboxPolicy {
 impl SandboxPolicy {
     /// `workspace` and `private_tmp` must exist; `hermes_home` is hidden whether it exists or not.
     pub fn new(mode: SandboxMode, workspace: impl Into<PathBuf>, private_tmp: impl Into<PathBuf>, hermes_home: impl Into<PathBuf>) -> Self {
-        SandboxPolicy { mode, workspace: workspace.into(), private_tmp: private_tmp.into(), hermes_home: hermes_home.into(), extra_writable: Vec::new() }
+        SandboxPolicy {
+            mode,
+            workspace: workspace.into(),
+            private_tmp: private_tmp.into(),
+            hermes_home: hermes_home.into(),
+            extra_writable: Vec::new(),
+        }
     }
 
     /// Another directory commands may write (`WorkspaceWrite` only).
@@ -155,9 +165,10 @@ impl SandboxPolicy {
     /// The directories commands may write, as given.
     pub fn writable_dirs(&self) -> Vec<&Path> {
         match self.mode {
-            SandboxMode::WorkspaceWrite => {
-                [self.workspace.as_path(), self.private_tmp.as_path()].into_iter().chain(self.extra_writable.iter().map(PathBuf::as_path)).collect()
-            }
+            SandboxMode::WorkspaceWrite => [self.workspace.as_path(), self.private_tmp.as_path()]
+                .into_iter()
+                .chain(self.extra_writable.iter().map(PathBuf::as_path))
+                .collect(),
             SandboxMode::ReadOnly | SandboxMode::Off => Vec::new(),
         }
     }

@@ -36,7 +36,11 @@ pub(super) fn compute(policy: &SandboxPolicy) -> Result<Vec<PathRule>, SandboxEr
     for dir in policy.writable_dirs() {
         let real = fs::canonicalize(dir).map_err(|source| SandboxError::Path { path: dir.to_path_buf(), source })?;
         if hermes_home.starts_with(&real) {
-            return Err(SandboxError::UnsafePolicy(format!("HERMES_HOME ({}) lies inside the writable directory {}", hermes_home.display(), real.display())));
+            return Err(SandboxError::UnsafePolicy(format!(
+                "HERMES_HOME ({}) lies inside the writable directory {}",
+                hermes_home.display(),
+                real.display()
+            )));
         }
         rules.push(PathRule { path: real, access: PathAccess::ReadWrite });
     }
@@ -44,7 +48,13 @@ pub(super) fn compute(policy: &SandboxPolicy) -> Result<Vec<PathRule>, SandboxEr
     let mut readable = Vec::new();
     grant_around(Path::new("/"), &hidden, &mut readable);
     rules.extend(readable.into_iter().map(|path| PathRule { path, access: PathAccess::Read }));
-    rules.extend(DEVICES.iter().map(Path::new).filter(|device| device.exists()).map(|device| PathRule { path: device.to_path_buf(), access: PathAccess::Device }));
+    rules.extend(
+        DEVICES
+            .iter()
+            .map(Path::new)
+            .filter(|device| device.exists())
+            .map(|device| PathRule { path: device.to_path_buf(), access: PathAccess::Device }),
+    );
     Ok(rules)
 }
 
@@ -100,14 +110,16 @@ mod tests {
             fs::create_dir_all(base.join(dir)).unwrap_or_else(|error| panic!("mkdir: {error}"));
         }
         fs::write(base.join("home/.bashrc"), "").unwrap_or_else(|error| panic!("write: {error}"));
-        std::os::unix::fs::symlink(base.join("home/.hermes"), base.join("home/link-to-secrets")).unwrap_or_else(|error| panic!("symlink: {error}"));
+        std::os::unix::fs::symlink(base.join("home/.hermes"), base.join("home/link-to-secrets"))
+            .unwrap_or_else(|error| panic!("symlink: {error}"));
         std::os::unix::fs::symlink(&base, base.join("home/link-to-base")).unwrap_or_else(|error| panic!("symlink: {error}"));
         std::os::unix::fs::symlink(base.join("other"), base.join("home/link-to-other")).unwrap_or_else(|error| panic!("symlink: {error}"));
 
         let mut readable = Vec::new();
         grant_around(&base, &[base.join("home/.hermes")], &mut readable);
         readable.sort();
-        let expected: Vec<PathBuf> = ["home/.bashrc", "home/link-to-other", "home/projects", "other"].iter().map(|entry| base.join(entry)).collect();
+        let expected: Vec<PathBuf> =
+            ["home/.bashrc", "home/link-to-other", "home/projects", "other"].iter().map(|entry| base.join(entry)).collect();
         assert_eq!(readable, expected);
     }
 }

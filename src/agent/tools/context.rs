@@ -72,6 +72,8 @@ pub struct ToolSettings {
     pub clarify_timeout: Duration,
     /// Largest file `read_file` returns in one call.
     pub max_read_bytes: usize,
+    /// The sandbox commands run in and the path policy of the file tools.
+    pub confinement: Arc<crate::agent::sandbox::Confinement>,
 }
 
 impl Default for ToolSettings {
@@ -86,6 +88,7 @@ impl Default for ToolSettings {
             user_char_limit: 1_375,
             clarify_timeout: Duration::from_secs(3600),
             max_read_bytes: 512 * 1024,
+            confinement: Arc::default(),
         }
     }
 }
@@ -163,12 +166,14 @@ pub struct ToolContext {
 impl ToolContext {
     /// A context for tests and detached runs.
     pub fn detached(paths: AgentPaths, settings: ToolSettings) -> Self {
+        use crate::agent::approval::GuardPolicy;
+        let context = GuardPolicy::context_for(&paths.workdir, &paths.home, settings.confinement.private_tmp());
         Self {
             scope: SessionScope::default(),
             paths: Arc::new(paths),
             settings: Arc::new(settings),
             host: Arc::new(DetachedHost),
-            approval: Arc::new(crate::agent::approval::BasicPolicy { approvals_off: false }),
+            approval: Arc::new(GuardPolicy::new(false, context)),
             delegation: None,
             cancel: CancellationToken::new(),
             call_id: String::new(),

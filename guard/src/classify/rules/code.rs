@@ -57,7 +57,10 @@ impl Judge<'_> {
                 if ["rcfile", "init-file"].contains(&long) {
                     args.next();
                 }
-            } else if text.len() > 1 && (text.starts_with('-') || text.starts_with('+')) && text[1..].chars().all(|c| c.is_ascii_alphabetic()) {
+            } else if text.len() > 1
+                && (text.starts_with('-') || text.starts_with('+'))
+                && text[1..].chars().all(|c| c.is_ascii_alphabetic())
+            {
                 // Only letters make options (`-lc`, `+x`); anything else is the code or script.
                 command_mode |= text.contains('c');
                 stdin_mode |= text.contains('s');
@@ -130,7 +133,10 @@ impl Judge<'_> {
 
     /// `su [user] -c CODE`, `runuser -c CODE`.
     pub(crate) fn su(&mut self, invocation: &Invocation) {
-        let args = parse_args(&invocation.args, &Syntax { short_values: "cslgG", long_values: &["--command", "--shell", "--group", "--supp-group", "--login"] });
+        let args = parse_args(
+            &invocation.args,
+            &Syntax { short_values: "cslgG", long_values: &["--command", "--shell", "--group", "--supp-group", "--login"] },
+        );
         if let Some(code) = args.value(&["-c", "--command"]) {
             self.shell_code_argument(&code.clone(), &invocation.name);
         }
@@ -214,7 +220,9 @@ fn piped_code_key(producers: &[Producer]) -> (&'static str, String) {
     let flags = |producer: &Producer, wanted: &[&str]| producer.args.iter().any(|field| wanted.contains(&field.text.as_str()));
     let key = if has(&|producer| DOWNLOADERS.contains(&producer.name.as_str())) {
         keys::PIPE_REMOTE_TO_SHELL
-    } else if has(&|producer| ["base64", "base32", "base16", "basenc"].contains(&producer.name.as_str()) && flags(producer, &["-d", "-D", "--decode"])) {
+    } else if has(&|producer| {
+        ["base64", "base32", "base16", "basenc"].contains(&producer.name.as_str()) && flags(producer, &["-d", "-D", "--decode"])
+    }) {
         keys::PIPE_DECODED_TO_SHELL
     } else if has(&|producer| producer.name == "xxd" && flags(producer, &["-r", "-revert", "-rp", "-r -p"])) {
         keys::PIPE_XXD_TO_SHELL
@@ -238,7 +246,10 @@ fn static_output(producers: &[Producer]) -> Option<Field> {
     let texts: Vec<&str> = producer.args.iter().map(|field| field.text.as_str()).collect();
     match producer.name.as_str() {
         "echo" => {
-            let flags = texts.iter().take_while(|text| text.len() > 1 && text.starts_with('-') && text[1..].chars().all(|c| "neE".contains(c))).count();
+            let flags = texts
+                .iter()
+                .take_while(|text| text.len() > 1 && text.starts_with('-') && text[1..].chars().all(|c| "neE".contains(c)))
+                .count();
             let words = texts[flags..].join(" ");
             let escapes = texts[..flags].iter().any(|flag| flag.contains('e'));
             Some(Field::literal(if escapes { decode_ansi_c(&words) } else { words }))

@@ -54,7 +54,11 @@ impl Judge<'_> {
         }
         if target.place.is_outside() {
             // The reference key for an absolute path; the guard's own for `../x`, `~/x`, `$VAR`.
-            let key = if path.text.starts_with('/') && target.place != Place::Unknown { keys::DELETE_IN_ROOT_PATH } else { keys::DELETE_OUTSIDE_WORKSPACE };
+            let key = if path.text.starts_with('/') && target.place != Place::Unknown {
+                keys::DELETE_IN_ROOT_PATH
+            } else {
+                keys::DELETE_OUTSIDE_WORKSPACE
+            };
             self.flag(key, format!("{how} {}", target.shown()));
         }
     }

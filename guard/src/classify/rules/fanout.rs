@@ -13,9 +13,46 @@ use crate::keys;
 
 /// Commands that only read their inputs and print.
 const READ_ONLY: &[&str] = &[
-    "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat", "file", "echo", "printf", "basename", "dirname", "realpath",
-    "readlink", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "du", "diff", "cmp", "true",
-    "false", "test", "[", "sort", "uniq", "cut", "nl", "od", "hexdump", "strings", "jq",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ls",
+    "stat",
+    "file",
+    "echo",
+    "printf",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "du",
+    "diff",
+    "cmp",
+    "true",
+    "false",
+    "test",
+    "[",
+    "sort",
+    "uniq",
+    "cut",
+    "nl",
+    "od",
+    "hexdump",
+    "strings",
+    "jq",
 ];
 
 /// What a fan-out runs, judged as the key to report when the command itself finds nothing.
@@ -27,7 +64,8 @@ enum Runner {
 impl Judge<'_> {
     pub(crate) fn find(&mut self, invocation: &Invocation) {
         let args = &invocation.args;
-        let starts: Vec<&Field> = args.iter().take_while(|field| !field.text.starts_with('-') && !matches!(field.text.as_str(), "(" | "!" | ",")).collect();
+        let starts: Vec<&Field> =
+            args.iter().take_while(|field| !field.text.starts_with('-') && !matches!(field.text.as_str(), "(" | "!" | ",")).collect();
         let mut i = starts.len();
         while i < args.len() {
             let predicate = args[i].text.as_str();
@@ -39,11 +77,17 @@ impl Judge<'_> {
                         let target = self.context.target(&start.text, start.dynamic, start.glob, invocation.cwd.as_deref());
                         self.recursive_delete(&target, "find -delete");
                     }
-                    self.flag(keys::FIND_DELETE, format!("find {} -delete", starts.iter().map(|start| start.text.as_str()).collect::<Vec<_>>().join(" ")));
+                    self.flag(
+                        keys::FIND_DELETE,
+                        format!("find {} -delete", starts.iter().map(|start| start.text.as_str()).collect::<Vec<_>>().join(" ")),
+                    );
                 }
                 "-exec" | "-execdir" | "-ok" | "-okdir" => {
                     let end = args[i..].iter().position(|field| field.text == ";" || field.text == "+").map_or(args.len(), |at| i + at);
-                    let command: Vec<Field> = args[i..end].iter().map(|field| if field.text.contains("{}") { Field::unknown(field.text.clone()) } else { field.clone() }).collect();
+                    let command: Vec<Field> = args[i..end]
+                        .iter()
+                        .map(|field| if field.text.contains("{}") { Field::unknown(field.text.clone()) } else { field.clone() })
+                        .collect();
                     self.fan_out(command, invocation, Runner::Find);
                     i = end + 1;
                 }
@@ -60,7 +104,17 @@ impl Judge<'_> {
 
     pub(crate) fn xargs(&mut self, invocation: &Invocation) {
         const WITH_VALUE: &str = "aEeIiLlnPsd";
-        const LONG_WITH_VALUE: &[&str] = &["--arg-file", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--delimiter", "--process-slot-var"];
+        const LONG_WITH_VALUE: &[&str] = &[
+            "--arg-file",
+            "--eof",
+            "--replace",
+            "--max-lines",
+            "--max-args",
+            "--max-procs",
+            "--max-chars",
+            "--delimiter",
+            "--process-slot-var",
+        ];
         let mut i = 0;
         let args = &invocation.args;
         let mut replace: Option<String> = None;
@@ -86,7 +140,11 @@ impl Judge<'_> {
             }
             let flag = text.chars().nth(1).unwrap_or('-');
             if flag == 'I' {
-                replace = Some(if text.len() > 2 { text[2..].to_owned() } else { args.get(i).map(|value| value.text.clone()).unwrap_or_default() });
+                replace = Some(if text.len() > 2 {
+                    text[2..].to_owned()
+                } else {
+                    args.get(i).map(|value| value.text.clone()).unwrap_or_default()
+                });
             }
             // `-i`/`-e`/`-l` take their value glued only; the others glued or next.
             if WITH_VALUE.contains(flag) && text.len() == 2 && !"iel".contains(flag) {
@@ -95,7 +153,13 @@ impl Judge<'_> {
         }
         let command: Vec<Field> = args[i..]
             .iter()
-            .map(|field| if replace.as_deref().is_some_and(|token| field.text.contains(token)) { Field::unknown(field.text.clone()) } else { field.clone() })
+            .map(|field| {
+                if replace.as_deref().is_some_and(|token| field.text.contains(token)) {
+                    Field::unknown(field.text.clone())
+                } else {
+                    field.clone()
+                }
+            })
             .chain(std::iter::once(Field::unknown("(input)")))
             .collect();
         self.fan_out(command, invocation, Runner::Xargs);
@@ -115,7 +179,10 @@ impl Judge<'_> {
                 Runner::Xargs => keys::XARGS_RM,
             };
             self.flag(key, format!("{} {}", name, inner.texts().collect::<Vec<_>>().join(" ")));
-            let recursive = inner.args.iter().any(|field| field.text.starts_with('-') && !field.text.starts_with("--") && field.text.contains(['r', 'R']));
+            let recursive = inner
+                .args
+                .iter()
+                .any(|field| field.text.starts_with('-') && !field.text.starts_with("--") && field.text.contains(['r', 'R']));
             if recursive {
                 self.flag(keys::RECURSIVE_DELETE, "rm -r on every input");
             }

@@ -22,15 +22,43 @@ pub(crate) enum Family {
 }
 
 /// Calls that delete a directory tree (matched lower-cased).
-const TREE_DELETES: &[&str] = &["rmtree", "remove_tree", "rm_rf", "rm_r(", "rm_r ", "remove_dir_all", "rimraf", "remove_entry_secure", "-recurse"];
+const TREE_DELETES: &[&str] =
+    &["rmtree", "remove_tree", "rm_rf", "rm_r(", "rm_r ", "remove_dir_all", "rimraf", "remove_entry_secure", "-recurse"];
 /// Calls that delete files or empty directories (matched lower-cased).
-const FILE_DELETES: &[&str] =
-    &["os.remove", "os.unlink", "os.rmdir", "removedirs", "unlink", "rmdir", "rmsync", "fs.rm(", "promises.rm(", "removesync", "deno.remove(", "file.delete", "fileutils.rm", "fileutils.remove", "send2trash", "remove-item"];
+const FILE_DELETES: &[&str] = &[
+    "os.remove",
+    "os.unlink",
+    "os.rmdir",
+    "removedirs",
+    "unlink",
+    "rmdir",
+    "rmsync",
+    "fs.rm(",
+    "promises.rm(",
+    "removesync",
+    "deno.remove(",
+    "file.delete",
+    "fileutils.rm",
+    "fileutils.remove",
+    "send2trash",
+    "remove-item",
+];
 
 /// Calls whose string arguments a shell runs, per family.
 fn shell_calls(family: Family) -> &'static [&'static str] {
     match family {
-        Family::Python => &["system", "popen", "Popen", "check_output", "check_call", "getoutput", "getstatusoutput", "subprocess.run", "subprocess.call", "spawn"],
+        Family::Python => &[
+            "system",
+            "popen",
+            "Popen",
+            "check_output",
+            "check_call",
+            "getoutput",
+            "getstatusoutput",
+            "subprocess.run",
+            "subprocess.call",
+            "spawn",
+        ],
         Family::Perl => &["system", "exec"],
         Family::Ruby => &["system", "exec", "spawn", "popen"],
         Family::JavaScript => &["execSync", "exec", "spawnSync", "spawn", "execFileSync", "execFile"],
@@ -43,7 +71,9 @@ fn shell_calls(family: Family) -> &'static [&'static str] {
 impl Judge<'_> {
     pub(crate) fn scan_inline_code(&mut self, family: Family, code: &str) {
         let lower = code.to_lowercase();
-        let deletes_tree = TREE_DELETES.iter().find(|call| lower.contains(**call))
+        let deletes_tree = TREE_DELETES
+            .iter()
+            .find(|call| lower.contains(**call))
             .or_else(|| FILE_DELETES.iter().find(|call| lower.contains(**call)).filter(|_| lower.contains("recursive")));
         if let Some(call) = deletes_tree {
             self.flag(keys::RECURSIVE_DELETE, format!("inline code calls {call}"));

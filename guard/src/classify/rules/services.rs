@@ -6,8 +6,28 @@ use super::super::judge::Judge;
 use crate::keys;
 
 /// Docker and compose global options that take a separate value.
-const DOCKER_GLOBAL_WITH_VALUE: &[&str] =
-    &["-H", "--host", "-c", "--context", "--config", "-l", "--log-level", "--tlscacert", "--tlscert", "--tlskey", "-f", "--file", "-p", "--project-name", "--project-directory", "--env-file", "--profile", "--url", "--connection", "--identity"];
+const DOCKER_GLOBAL_WITH_VALUE: &[&str] = &[
+    "-H",
+    "--host",
+    "-c",
+    "--context",
+    "--config",
+    "-l",
+    "--log-level",
+    "--tlscacert",
+    "--tlscert",
+    "--tlskey",
+    "-f",
+    "--file",
+    "-p",
+    "--project-name",
+    "--project-directory",
+    "--env-file",
+    "--profile",
+    "--url",
+    "--connection",
+    "--identity",
+];
 
 impl Judge<'_> {
     pub(crate) fn hermes(&mut self, invocation: &Invocation) {
@@ -16,13 +36,18 @@ impl Judge<'_> {
         // Global options may carry a value (`hermes -p work gateway stop`), so the subcommand
         // is looked for among the first words rather than at a fixed place.
         let subcommand = |first: &str, second: Option<&str>| {
-            words.iter().take(3).position(|word| *word == first).is_some_and(|at| second.is_none_or(|second| words.get(at + 1) == Some(&second)))
+            words
+                .iter()
+                .take(3)
+                .position(|word| *word == first)
+                .is_some_and(|at| second.is_none_or(|second| words.get(at + 1) == Some(&second)))
         };
         if subcommand("gateway", Some("stop")) || subcommand("gateway", Some("restart")) {
             self.flag(keys::GATEWAY_STOP, shown);
         } else if subcommand("update", None) && words.iter().position(|word| *word == "update").is_some_and(|at| at <= 1) {
             self.flag(keys::HERMES_UPDATE, shown);
-        } else if subcommand("gateway", Some("run")) && (invocation.background || invocation.behind("setsid") || invocation.behind("nohup")) {
+        } else if subcommand("gateway", Some("run")) && (invocation.background || invocation.behind("setsid") || invocation.behind("nohup"))
+        {
             self.flag(keys::GATEWAY_OUTSIDE_SYSTEMD, shown);
         }
     }

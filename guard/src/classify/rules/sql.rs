@@ -9,7 +9,21 @@ use crate::keys;
 use regex::Regex;
 use std::sync::LazyLock;
 
-const CLIENTS: &[&str] = &["psql", "mysql", "mariadb", "sqlite3", "sqlite", "duckdb", "sqlcmd", "clickhouse-client", "clickhouse", "cockroach", "pgcli", "mycli", "litecli"];
+const CLIENTS: &[&str] = &[
+    "psql",
+    "mysql",
+    "mariadb",
+    "sqlite3",
+    "sqlite",
+    "duckdb",
+    "sqlcmd",
+    "clickhouse-client",
+    "clickhouse",
+    "cockroach",
+    "pgcli",
+    "mycli",
+    "litecli",
+];
 
 pub(crate) fn is_client(name: &str) -> bool {
     CLIENTS.contains(&name)
@@ -38,7 +52,9 @@ impl Judge<'_> {
         let mut texts: Vec<String> = invocation.args.iter().map(|field| field.text.clone()).collect();
         match &invocation.stdin {
             Stdin::Document(document) => texts.push(document.text.clone()),
-            Stdin::Pipe(producers) => texts.extend(producers.iter().flat_map(|producer| producer.args.iter().map(|field| field.text.clone()).chain(producer.document.iter().map(|document| document.text.clone())))),
+            Stdin::Pipe(producers) => texts.extend(producers.iter().flat_map(|producer| {
+                producer.args.iter().map(|field| field.text.clone()).chain(producer.document.iter().map(|document| document.text.clone()))
+            })),
             Stdin::Inherited | Stdin::File => {}
         }
         let Some(patterns) = PATTERNS.as_ref() else {

@@ -18,7 +18,8 @@ impl Judge<'_> {
     /// `shred`, `wipefs -a`, `blkdiscard`, `sgdisk --zap-all`, `mkswap` on a raw disk. On a
     /// file, `shred` destroys it like a delete.
     pub(crate) fn wipe(&mut self, invocation: &Invocation) {
-        let args = parse_args(&invocation.args, &Syntax { short_values: "nsot", long_values: &["--iterations", "--size", "--offset", "--types"] });
+        let args =
+            parse_args(&invocation.args, &Syntax { short_values: "nsot", long_values: &["--iterations", "--size", "--offset", "--types"] });
         let dry_run = args.has("-n") && invocation.name == "wipefs" || args.has("--no-act");
         let destructive = match invocation.name.as_str() {
             "wipefs" => args.has("-a") || args.has("--all"),
@@ -60,7 +61,8 @@ impl Judge<'_> {
         let kill_signal = |text: &str| matches!(text.trim_start_matches('-').to_ascii_uppercase().as_str(), "9" | "KILL" | "SIGKILL");
         if invocation.name == "pkill" {
             let forced = texts.iter().enumerate().any(|(at, text)| {
-                (text.starts_with('-') && kill_signal(text)) || ((*text == "--signal" || *text == "-s") && texts.get(at + 1).is_some_and(|next| kill_signal(next)))
+                (text.starts_with('-') && kill_signal(text))
+                    || ((*text == "--signal" || *text == "-s") && texts.get(at + 1).is_some_and(|next| kill_signal(next)))
             });
             if forced {
                 self.flag(keys::FORCE_KILL, shown.clone());
@@ -76,14 +78,20 @@ impl Judge<'_> {
                 self.flag(keys::KILLALL_REGEX, shown.clone());
             }
         }
-        let names_hermes = invocation.args.iter().any(|field| field.dynamic || HERMES_PROCESS_NAMES.iter().any(|name| field.text.to_lowercase().contains(name)));
+        let names_hermes = invocation
+            .args
+            .iter()
+            .any(|field| field.dynamic || HERMES_PROCESS_NAMES.iter().any(|name| field.text.to_lowercase().contains(name)));
         if names_hermes {
             self.flag(keys::SELF_KILL, shown);
         }
     }
 
     pub(crate) fn shutdown(&mut self, invocation: &Invocation) {
-        self.flag(keys::SHUTDOWN, format!("{} {}", invocation.name, invocation.texts().collect::<Vec<_>>().join(" ")).trim_end().to_owned());
+        self.flag(
+            keys::SHUTDOWN,
+            format!("{} {}", invocation.name, invocation.texts().collect::<Vec<_>>().join(" ")).trim_end().to_owned(),
+        );
     }
 
     pub(crate) fn init(&mut self, invocation: &Invocation) {
@@ -95,7 +103,24 @@ impl Judge<'_> {
     }
 
     pub(crate) fn systemctl(&mut self, invocation: &Invocation) {
-        let args = parse_args(&invocation.args, &Syntax { short_values: "HMtpsonP", long_values: &["--host", "--machine", "--type", "--property", "--signal", "--output", "--lines", "--root", "--kill-whom", "--job-mode"] });
+        let args = parse_args(
+            &invocation.args,
+            &Syntax {
+                short_values: "HMtpsonP",
+                long_values: &[
+                    "--host",
+                    "--machine",
+                    "--type",
+                    "--property",
+                    "--signal",
+                    "--output",
+                    "--lines",
+                    "--root",
+                    "--kill-whom",
+                    "--job-mode",
+                ],
+            },
+        );
         let Some(verb) = args.operands.first() else { return };
         let verb_text = verb.text.to_lowercase();
         let shown = format!("systemctl {}", args.operands.iter().map(|field| field.text.as_str()).collect::<Vec<_>>().join(" "));

@@ -21,7 +21,9 @@ pub(crate) enum Via {
     /// `cp`, `install`.
     Copy,
     Move,
-    SedInPlace { long: bool },
+    SedInPlace {
+        long: bool,
+    },
     /// `perl -i`, `ruby -i`.
     ScriptInPlace,
     /// Any other writer, named for the detail.
@@ -98,7 +100,10 @@ impl Judge<'_> {
     }
 
     pub(crate) fn copy(&mut self, invocation: &Invocation) {
-        let args = parse_args(&invocation.args, &Syntax { short_values: "tSmogZ", long_values: &["--target-directory", "--suffix", "--mode", "--owner", "--group"] });
+        let args = parse_args(
+            &invocation.args,
+            &Syntax { short_values: "tSmogZ", long_values: &["--target-directory", "--suffix", "--mode", "--owner", "--group"] },
+        );
         let cwd = invocation.cwd.as_deref();
         if invocation.name == "install" && args.has("-d") {
             for directory in &args.operands {
@@ -184,13 +189,26 @@ impl Judge<'_> {
             (
                 Syntax {
                     short_values: "oDcKdHXuAbeEFrTwxzmyYUCQt",
-                    long_values: &["--output", "--output-dir", "--dump-header", "--cookie-jar", "--data", "--header", "--request", "--user", "--config"],
+                    long_values: &[
+                        "--output",
+                        "--output-dir",
+                        "--dump-header",
+                        "--cookie-jar",
+                        "--data",
+                        "--header",
+                        "--request",
+                        "--user",
+                        "--config",
+                    ],
                 },
                 &["-o", "--output", "--output-dir", "-D", "--dump-header", "-c", "--cookie-jar"],
             )
         } else {
             (
-                Syntax { short_values: "OoaPeUtTwQ", long_values: &["--output-document", "--output-file", "--append-output", "--directory-prefix"] },
+                Syntax {
+                    short_values: "OoaPeUtTwQ",
+                    long_values: &["--output-document", "--output-file", "--append-output", "--directory-prefix"],
+                },
                 &["-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file", "-a", "--append-output"],
             )
         };
@@ -204,7 +222,11 @@ impl Judge<'_> {
 
     /// `rsync`/`scp`: a local destination (no `host:`) is written.
     pub(crate) fn sync(&mut self, invocation: &Invocation) {
-        let syntax = if invocation.name == "scp" { Syntax { short_values: "PioFclSJ", long_values: &[] } } else { Syntax { short_values: "eTf", long_values: &["--rsh", "--temp-dir", "--filter", "--exclude", "--include"] } };
+        let syntax = if invocation.name == "scp" {
+            Syntax { short_values: "PioFclSJ", long_values: &[] }
+        } else {
+            Syntax { short_values: "eTf", long_values: &["--rsh", "--temp-dir", "--filter", "--exclude", "--include"] }
+        };
         let args = parse_args(&invocation.args, &syntax);
         if args.operands.len() < 2 {
             return;
@@ -221,7 +243,10 @@ impl Judge<'_> {
         if let Some(first) = argv.first_mut().filter(|first| !first.text.starts_with('-') && !first.dynamic) {
             first.text.insert(0, '-');
         }
-        let args = parse_args(&argv, &Syntax { short_values: "fCTXgKNV", long_values: &["--file", "--directory", "--files-from", "--exclude-from"] });
+        let args = parse_args(
+            &argv,
+            &Syntax { short_values: "fCTXgKNV", long_values: &["--file", "--directory", "--files-from", "--exclude-from"] },
+        );
         let creates = ["-c", "-r", "-u", "-A", "--create", "--append", "--update"].iter().any(|flag| args.has(flag));
         let cwd = invocation.cwd.as_deref();
         if creates {
