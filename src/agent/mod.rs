@@ -10,6 +10,7 @@ pub mod message;
 pub mod prompt;
 pub mod providers;
 pub mod safety;
+pub mod sandbox;
 pub mod skills;
 pub mod tool_protocol;
 pub mod tools;

@@ -1,9 +1,9 @@
 //! `hermes doctor`: check, one line each, that the configuration is valid, HERMES_HOME is
-//! writable, the state database opens, the model provider answers, and every enabled platform's
-//! endpoint is usable. Exit 0 when everything passed, 1 otherwise, 78 for an invalid config.
+//! writable, the state database opens, the command sandbox can be enforced (Landlock and its
+//! ABI), the model provider answers, and every enabled platform's endpoint is usable. Exit 0 when everything passed, 1 otherwise, 78 for an invalid config.
 
 use super::{Cli, config_failure, resolve};
-use crate::config::{Config, Home};
+use crate::config::{Config, Home, SandboxSetting};
 use crate::gateway::adapters;
 use crate::store::SqliteStore;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
@@ -45,6 +45,7 @@ pub fn run(cli: &Cli) -> ExitCode {
     };
     runtime.block_on(async {
         check_home(&mut report, &resolved.home).await;
+        check_sandbox(&mut report, &resolved.loaded.config);
         check_provider(&mut report, &resolved.loaded.config).await;
         check_platforms(&mut report, &resolved.loaded.config, &resolved.home).await;
     });
@@ -75,6 +76,27 @@ async fn check_home(report: &mut Report, home: &Home) {
     match SqliteStore::open(&home.state_db()).await {
         Ok(_) => report.ok(&format!("state database {} opens", home.state_db().display())),
         Err(e) => report.fail(&format!("state database: {e}"), "move the file aside to start fresh, or restore a backup"),
+    }
+}
+
+/// Landlock's availability, which the `terminal` sandbox needs unless it is off.
+fn check_sandbox(report: &mut Report, config: &Config) {
+    let landlock = hermes_guard::sandbox::availability();
+    match (config.terminal.sandbox, landlock.is_supported()) {
+        (_, true) => report.ok(&format!("command sandbox: {landlock}; terminal.sandbox is {}", sandbox_name(config))),
+        (SandboxSetting::Off, false) => println!("! command sandbox: {landlock}; terminal.sandbox is off anyway"),
+        (_, false) => report.fail(
+            &format!("command sandbox: {landlock}. Commands would run unconfined and every flagged command is refused"),
+            "run on Linux 5.13+ with Landlock enabled (boot with lsm=...,landlock)",
+        ),
+    }
+}
+
+fn sandbox_name(config: &Config) -> &'static str {
+    match config.terminal.sandbox {
+        SandboxSetting::WorkspaceWrite => "workspace-write",
+        SandboxSetting::ReadOnly => "read-only",
+        SandboxSetting::Off => "off",
     }
 }
 

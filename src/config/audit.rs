@@ -1,8 +1,10 @@
 //! `hermes security audit`'s findings: the settings and files of a HERMES_HOME that put the
 //! owner's machine or accounts at risk, each with its severity and the fix. Pure over the
-//! configuration and the home's file modes, so the gateway can also warn at start-up.
+//! configuration, the home's file modes and the kernel's Landlock support (passed in), so the
+//! gateway can also warn at start-up.
 
 use super::{Config, Home};
+use hermes_guard::sandbox::Availability;
 use std::net::IpAddr;
 use std::os::unix::fs::PermissionsExt;
 
@@ -39,12 +41,18 @@ const CHAT_PLATFORMS: &[&str] = &["telegram", "discord", "slack", "matrix", "ema
 /// Files in HERMES_HOME that hold secrets or other users' conversations.
 const PRIVATE_FILES: &[&str] = &[".env", "config.yaml", "state.db", "state.db-wal", "auth.json"];
 
-/// Everything risky about this configuration and home, worst first.
+/// Everything risky about this configuration and home on this kernel, worst first.
 pub fn audit(config: &Config, home: &Home) -> Vec<Finding> {
+    audit_with(config, home, hermes_guard::sandbox::availability())
+}
+
+/// [`audit`] for a kernel whose Landlock support is `landlock`.
+pub fn audit_with(config: &Config, home: &Home, landlock: Availability) -> Vec<Finding> {
     let mut findings = Vec::new();
     listeners(config, &mut findings);
     who_may_talk(config, &mut findings);
     agent_powers(config, &mut findings);
+    sandbox_support(config, landlock, &mut findings);
     files(home, &mut findings);
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.key.cmp(b.key)));
     findings
@@ -141,6 +149,18 @@ fn agent_powers(config: &Config, out: &mut Vec<Finding>) {
     }
 }
 
+/// A sandbox asked for on a kernel that cannot enforce it.
+fn sandbox_support(config: &Config, landlock: Availability, out: &mut Vec<Finding>) {
+    if config.terminal.sandbox != super::SandboxSetting::Off && !landlock.is_supported() {
+        out.push(Finding {
+            severity: Severity::High,
+            key: "terminal.sandbox_unavailable",
+            what: format!("{landlock}: the agent's commands run unconfined (HERMES_HOME readable to them); flagged commands are refused"),
+            fix: "run the gateway on Linux 5.13+ with Landlock enabled (lsm=...,landlock)".into(),
+        });
+    }
+}
+
 /// Toolsets that act on the machine or on other people.
 pub const ACTING_TOOLSETS: &[&str] = &["terminal", "file", "messaging", "memory", "skills", "delegation"];
 
@@ -183,7 +203,19 @@ mod tests {
     fn a_careful_setup_has_no_findings() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert_eq!(audit(&Config::default(), &Home::at(dir.path())), vec![]);
+        assert_eq!(audit_with(&Config::default(), &Home::at(dir.path()), Availability::Supported { abi: 7 }), vec![]);
+    }
+
+    #[test]
+    fn a_sandbox_the_kernel_cannot_enforce_is_a_high_finding() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let findings = audit_with(&Config::default(), &Home::at(dir.path()), Availability::NotEnabled);
+        assert_eq!(keys(&findings), vec!["terminal.sandbox_unavailable"]);
+        assert_eq!(findings[0].severity, Severity::High);
+        let mut off = Config::default();
+        off.terminal.sandbox = crate::config::SandboxSetting::Off;
+        assert_eq!(keys(&audit_with(&off, &Home::at(dir.path()), Availability::NotEnabled)), vec!["terminal.sandbox_off"]);
     }
 
     #[test]

@@ -51,8 +51,9 @@ mod typing;
 const HISTORY_CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 use crate::agent::Agent;
-use crate::agent::approval::BasicPolicy;
+use crate::agent::approval::GuardPolicy;
 use crate::agent::providers::ProviderRouter;
+use crate::agent::sandbox::Confinement;
 use crate::agent::tools::{AgentPaths, ToolSettings};
 use crate::agent::turn::RetryPolicy;
 use crate::config::{Config, Home};
@@ -125,6 +126,28 @@ pub fn tool_settings(config: &Config) -> ToolSettings {
     }
 }
 
+/// The sandbox every command runs in, prepared once from `terminal.sandbox`. No Landlock on this
+/// kernel is a loud warning (commands then run unconfined and flagged ones are refused); a policy
+/// that cannot hide HERMES_HOME (it lies inside `terminal.cwd`) is a configuration error.
+pub fn confinement(config: &Config, home: &Home, paths: &AgentPaths) -> Result<Confinement, GatewayError> {
+    let confinement = Confinement::prepare(config.terminal.sandbox, &paths.workdir, &home.root())
+        .map_err(|e| GatewayError::Config(format!("terminal.sandbox: {e}; choose a terminal.cwd that does not contain HERMES_HOME")))?;
+    match confinement.degraded() {
+        Some(why) => tracing::warn!(
+            reason = %why,
+            "the command sandbox is unavailable: {why}. Commands run unconfined (HERMES_HOME is readable to them) and every flagged command is refused, whatever approvals.mode says"
+        ),
+        None => tracing::info!(mode = ?confinement.mode(), availability = %confinement.availability(), "command sandbox ready"),
+    }
+    Ok(confinement)
+}
+
+/// The classifier-backed approval policy for this gateway's workspace and sandbox.
+pub fn approval_policy(config: &Config, home: &Home, paths: &AgentPaths, confinement: &Confinement) -> GuardPolicy {
+    let context = GuardPolicy::context_for(&paths.workdir, &home.root(), confinement.private_tmp());
+    GuardPolicy::new(config.approvals.mode == "off", context)
+}
+
 pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
     let mut policy =
         AuthPolicy::new(config.gateway.allowed_users.clone(), config.gateway.allow_all_users).with_admins_named(config.admins_named());
@@ -171,7 +194,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
     let paths = Arc::new(agent_paths(&home, &config));
     std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;
-    let tool_settings = Arc::new(ToolSettings { per_user_profiles: auth.serves_several_users(), ..tool_settings(&config) });
+    let confinement = Arc::new(confinement(&config, &home, &paths)?);
+    let approval = Arc::new(approval_policy(&config, &home, &paths, &confinement));
+    let tool_settings = Arc::new(ToolSettings { confinement, per_user_profiles: auth.serves_several_users(), ..tool_settings(&config) });
     let tool_host = Arc::new(tool_host::GatewayToolHost::default());
     let board = Arc::new(HealthBoard::new());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -195,7 +220,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         paths,
         tool_settings,
         tool_host: tool_host.clone(),
-        approval: Arc::new(BasicPolicy { approvals_off: config.approvals.mode == "off" }),
+        approval,
         clarify: clarify::ClarifyBoard::default(),
         global_model: std::sync::RwLock::new(None),
         history: history_cache::HistoryCache::new(HISTORY_CACHE_BYTES),

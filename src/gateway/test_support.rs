@@ -43,7 +43,10 @@ pub async fn services(
         }),
         home,
         tool_host: Arc::new(super::tool_host::GatewayToolHost::default()),
-        approval: Arc::new(crate::agent::approval::BasicPolicy { approvals_off: false }),
+        approval: Arc::new(crate::agent::approval::GuardPolicy::new(
+            false,
+            crate::agent::approval::GuardPolicy::context_for(&dir.path().join("workspace"), dir.path(), None),
+        )),
         clarify: Default::default(),
         global_model: std::sync::RwLock::new(None),
         history: crate::gateway::history_cache::HistoryCache::new(1 << 20),

@@ -9,7 +9,7 @@ use hermes_fakes::{FakeLlm, Reply};
 use serde_json::{Value, json};
 
 /// One chat turn through the API server; `user` picks the conversation `user:<name>`.
-async fn ask(setup: &Setup, conversation: Option<&str>, user: Option<&str>, text: &str) -> String {
+pub(crate) async fn ask(setup: &Setup, conversation: Option<&str>, user: Option<&str>, text: &str) -> String {
     let mut body = json!({"messages": [{"role": "user", "content": text}]});
     if let Some(u) = user {
         body["user"] = json!(u);
@@ -28,7 +28,7 @@ fn system_prompt(request: &hermes_fakes::RecordedRequest) -> String {
     request.messages().into_iter().find(|(role, _)| role == "system").map(|(_, text)| text).unwrap_or_default()
 }
 
-fn tool_results(request: &hermes_fakes::RecordedRequest) -> Vec<String> {
+pub(crate) fn tool_results(request: &hermes_fakes::RecordedRequest) -> Vec<String> {
     request.messages().into_iter().filter(|(role, _)| role == "tool").map(|(_, text)| text).collect()
 }
 

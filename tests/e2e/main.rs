@@ -8,5 +8,6 @@ mod config;
 mod crash;
 mod openai_python;
 mod real_model;
+mod sandbox;
 mod support;
 mod webhook;

@@ -76,6 +76,8 @@ pub struct ToolSettings {
     pub max_read_bytes: usize,
     /// Several people may talk to the agent: each user's `USER.md` is their own.
     pub per_user_profiles: bool,
+    /// The sandbox commands run in and the path policy of the file tools.
+    pub confinement: Arc<crate::agent::sandbox::Confinement>,
 }
 
 impl Default for ToolSettings {
@@ -91,6 +93,7 @@ impl Default for ToolSettings {
             clarify_timeout: Duration::from_secs(3600),
             max_read_bytes: 512 * 1024,
             per_user_profiles: false,
+            confinement: Arc::default(),
         }
     }
 }
@@ -195,13 +198,15 @@ pub struct ToolContext {
 impl ToolContext {
     /// A context for tests and detached runs.
     pub fn detached(paths: AgentPaths, settings: ToolSettings) -> Self {
+        use crate::agent::approval::GuardPolicy;
+        let context = GuardPolicy::context_for(&paths.workdir, &paths.home, settings.confinement.private_tmp());
         Self {
             // A detached run is started by the operator (tests, the CLI), never by a chat user.
             scope: SessionScope { is_admin: true, ..SessionScope::default() },
             paths: Arc::new(paths),
             settings: Arc::new(settings),
             host: Arc::new(DetachedHost),
-            approval: Arc::new(crate::agent::approval::BasicPolicy { approvals_off: false }),
+            approval: Arc::new(GuardPolicy::new(false, context)),
             delegation: None,
             cancel: CancellationToken::new(),
             call_id: String::new(),

@@ -69,15 +69,16 @@ impl Tool for Patch {
             Err(e) => return e,
         };
         let shown = target.display();
-        let content = match tokio::fs::read_to_string(&target).await {
+        let content = match read_text(ctx, &target).await {
             Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(ReadError::Refused(why)) => return ToolOutput::error(why),
+            Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
                 return ToolOutput::error(format!("file not found: {shown}. Check the path, or create the file with write_file."));
             }
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
                 return ToolOutput::error(format!("{shown} is not UTF-8 text; patch only edits text files."));
             }
-            Err(e) => return ToolOutput::error(format!("could not read {shown}: {e}")),
+            Err(ReadError::Io(e)) => return ToolOutput::error(format!("could not read {shown}: {e}")),
         };
 
         // A file with Windows line endings still matches an old_string written with `\n`.
@@ -151,6 +152,30 @@ impl Hunk {
 }
 
 /// 1-based line number of byte offset `pos`.
+/// Why the file to patch could not be read.
+enum ReadError {
+    /// The sandbox's policy, or not a regular file.
+    Refused(String),
+    Io(std::io::Error),
+}
+
+/// The file's text, opened as the sandbox's policy allows (never blocking on a FIFO).
+async fn read_text(ctx: &ToolContext, target: &std::path::Path) -> Result<String, ReadError> {
+    use crate::agent::sandbox::files::Refusal;
+    use tokio::io::AsyncReadExt;
+    if let Err(e) = tokio::fs::metadata(target).await {
+        return Err(ReadError::Io(e));
+    }
+    let mut file = match ctx.settings.confinement.open_for_read(target) {
+        Ok((file, _)) => tokio::fs::File::from_std(file),
+        Err(Refusal::Io { source, .. }) => return Err(ReadError::Io(source)),
+        Err(refusal) => return Err(ReadError::Refused(refusal.to_string())),
+    };
+    let mut content = String::new();
+    file.read_to_string(&mut content).await.map_err(ReadError::Io)?;
+    Ok(content)
+}
+
 fn line_of(content: &str, pos: usize) -> usize {
     content[..pos].matches('\n').count() + 1
 }

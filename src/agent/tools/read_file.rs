@@ -1,6 +1,7 @@
 //! `read_file`: returns a text file's lines numbered `     1|text`, a window of them with
 //! `offset`/`limit`, streaming large files so only the requested lines are held; refuses binary
-//! files and whole reads over the configured size.
+//! files and whole reads over the configured size; reads only what the sandbox's policy allows
+//! (never HERMES_HOME outside the workspace, judged on the canonical path) and only regular files.
 
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
@@ -59,6 +60,10 @@ impl Tool for ReadFile {
         let offset = offset.unwrap_or(1);
         let limit = limit.unwrap_or(DEFAULT_LIMIT);
         let file_path = ctx.paths.resolve(path);
+        let confinement = &ctx.settings.confinement;
+        if let Err(refusal) = confinement.readable(&file_path) {
+            return ToolOutput::error(refusal.to_string());
+        }
 
         let meta = match tokio::fs::metadata(&file_path).await {
             Ok(m) => m,
@@ -78,9 +83,9 @@ impl Tool for ReadFile {
                 file_path.display()
             ));
         }
-        let file = match tokio::fs::File::open(&file_path).await {
-            Ok(f) => f,
-            Err(e) => return ToolOutput::error(format!("could not open {}: {e}", file_path.display())),
+        let file = match confinement.open_for_read(&file_path) {
+            Ok((f, _)) => tokio::fs::File::from_std(f),
+            Err(refusal) => return ToolOutput::error(refusal.to_string()),
         };
         let mut reader = BufReader::new(file);
 

@@ -1,8 +1,12 @@
 //! `search_files`: regex search over a directory tree that honours `.gitignore`/`.ignore` and
 //! skips hidden and binary files, answering `path:line: text` lines with a count and a note when
-//! the results were capped.
+//! the results were capped. What the sandbox keeps unreadable (HERMES_HOME outside the
+//! workspace, judged on canonical paths) is neither searched nor named, and only regular files
+//! are opened (a FIFO would hang the search).
 
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
+use crate::agent::sandbox::Confinement;
+use crate::agent::sandbox::files::Refusal;
 use async_trait::async_trait;
 use ignore::WalkBuilder;
 use ignore::overrides::{Override, OverrideBuilder};
@@ -10,6 +14,7 @@ use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub struct SearchFiles;
@@ -80,6 +85,9 @@ impl Tool for SearchFiles {
             Some(Value::String(p)) => ctx.paths.resolve(p),
             Some(_) => return ToolOutput::error("`path` must be a string."),
         };
+        if let Err(refusal) = ctx.settings.confinement.readable(&root) {
+            return ToolOutput::error(refusal.to_string());
+        }
         if !root.exists() {
             return ToolOutput::error(format!(
                 "path not found: {}. Pass an existing directory or file (relative paths resolve against {}), or leave `path` out.",
@@ -105,7 +113,14 @@ impl Tool for SearchFiles {
             Some(_) => return ToolOutput::error("`glob` must be a string such as `*.rs`."),
         };
 
-        let search = Search { root: root.clone(), workdir: ctx.paths.workdir.clone(), regex, max_results, cancel: ctx.cancel.clone() };
+        let search = Search {
+            root: root.clone(),
+            workdir: ctx.paths.workdir.clone(),
+            regex,
+            max_results,
+            cancel: ctx.cancel.clone(),
+            confinement: ctx.settings.confinement.clone(),
+        };
         let filter = glob.as_ref().map(|(_, o)| o.clone());
         let found = match tokio::task::spawn_blocking(move || search.run(filter)).await {
             Ok(found) => found,
@@ -129,6 +144,13 @@ struct Search {
     regex: Regex,
     max_results: usize,
     cancel: CancellationToken,
+    confinement: Arc<Confinement>,
+}
+
+/// Why a file was left out of the search.
+enum Skip {
+    Hidden,
+    Unreadable,
 }
 
 #[derive(Default)]
@@ -139,6 +161,8 @@ struct Found {
     skipped_large: usize,
     unreadable: usize,
     cancelled: bool,
+    /// Files the sandbox keeps unreadable, skipped without being named.
+    hidden: usize,
 }
 
 impl Search {
@@ -167,9 +191,16 @@ impl Search {
                 found.skipped_large += 1;
                 continue;
             }
-            let Ok(bytes) = std::fs::read(path) else {
-                found.unreadable += 1;
-                continue;
+            let bytes = match self.read(path) {
+                Ok(bytes) => bytes,
+                Err(Skip::Hidden) => {
+                    found.hidden += 1;
+                    continue;
+                }
+                Err(Skip::Unreadable) => {
+                    found.unreadable += 1;
+                    continue;
+                }
             };
             if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
                 continue;
@@ -192,6 +223,18 @@ impl Search {
             found.files += usize::from(matched_here);
         }
         found
+    }
+
+    /// A file's bytes, if the sandbox's policy lets it be read and it is a regular file.
+    fn read(&self, path: &Path) -> Result<Vec<u8>, Skip> {
+        use std::io::Read;
+        let (mut file, _) = self.confinement.open_for_read(path).map_err(|refusal| match refusal {
+            Refusal::HermesHome { .. } => Skip::Hidden,
+            _ => Skip::Unreadable,
+        })?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(|_| Skip::Unreadable)?;
+        Ok(bytes)
     }
 
     /// `path` relative to the working directory when it is inside it, else absolute.
@@ -227,6 +270,9 @@ impl Found {
         }
         if self.unreadable > 0 {
             let _ = write!(out, "\n[{} files or directories could not be read]", self.unreadable);
+        }
+        if self.hidden > 0 {
+            let _ = write!(out, "\n[{} files inside HERMES_HOME were skipped: the sandbox keeps them unreadable]", self.hidden);
         }
         if self.cancelled {
             out.push_str("\n[cancelled: the turn was stopped before the search finished]");

@@ -1,9 +1,12 @@
-//! `terminal`: runs one shell command for the model — approval check first, then `bash -c` (or
-//! `sh -c`) in its own process group with the gateway's secrets stripped from the environment,
-//! a timeout that kills the whole group, and combined output capped head-and-tail.
+//! `terminal`: runs one shell command for the model — the approval policy's verdict first (the
+//! command's syntax tree, classified by `hermes-guard`), then `bash -c` (or `sh -c`) inside the
+//! gateway's sandbox, in its own process group with the gateway's secrets stripped from the
+//! environment, a timeout that kills the whole group, and combined output capped head-and-tail;
+//! when the sandbox stopped the command, the model is told so and what it may do instead.
 
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
-use crate::agent::approval::CommandDecision;
+use crate::agent::approval::{CommandDecision, CommandRequest};
+use crate::agent::sandbox::Confinement;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -89,11 +92,13 @@ impl Tool for Terminal {
         }
 
         // Every command goes through the approval policy before anything runs.
-        if let CommandDecision::Deny(reason) = ctx.approval.check_command(&ctx.scope, command).await {
+        let confinement = &ctx.settings.confinement;
+        let request = CommandRequest { command, workdir: &workdir, sandboxed: confinement.enforced() };
+        if let CommandDecision::Deny(reason) = ctx.approval.check_command(&ctx.scope, &request).await {
             return ToolOutput::error(reason);
         }
 
-        let (mut child, pid, reader) = match spawn(command, &workdir, &ctx.settings.secret_env_names) {
+        let (mut child, pid, reader) = match spawn(command, &workdir, &ctx.settings.secret_env_names, confinement) {
             Ok(spawned) => spawned,
             Err(e) => return ToolOutput::error(format!("could not start the shell {}: {e}", SHELL.display())),
         };
@@ -148,7 +153,10 @@ impl Tool for Terminal {
                 ToolOutput::error(format!("cancelled: the turn was stopped, so the command was killed.\noutput so far:\n{output}"))
             }
             None => match status {
-                Ok(status) => ToolOutput::ok(format!("{}\n{output}{left_open}", describe(status))),
+                Ok(status) => {
+                    let sandbox = confinement.explain(&output, status).map(|why| format!("\n{why}")).unwrap_or_default();
+                    ToolOutput::ok(format!("{}\n{output}{left_open}{sandbox}", describe(status)))
+                }
                 Err(e) => ToolOutput::error(format!("lost track of the command: {e}\noutput:\n{output}")),
             },
         }
@@ -201,10 +209,15 @@ fn command_env(configured: &[String]) -> Vec<(OsString, OsString)> {
     std::env::vars_os().filter(|(k, _)| !is_secret_env(&k.to_string_lossy(), configured)).collect()
 }
 
-/// Start the shell in its own process group with stdout and stderr on one pipe (so their
-/// interleaving is kept, as with `2>&1`). The command (and its copies of the pipe's write end) is
-/// dropped before returning, so the reader sees end-of-file once every writer is gone.
-fn spawn(command: &str, workdir: &Path, secret_names: &[String]) -> std::io::Result<(Child, i32, tokio::net::unix::pipe::Receiver)> {
+/// Start the shell confined, in its own process group with stdout and stderr on one pipe (so
+/// their interleaving is kept, as with `2>&1`). The command (and its copies of the pipe's write
+/// end) is dropped before returning, so the reader sees end-of-file once every writer is gone.
+fn spawn(
+    command: &str,
+    workdir: &Path,
+    secret_names: &[String],
+    confinement: &Confinement,
+) -> std::io::Result<(Child, i32, tokio::net::unix::pipe::Receiver)> {
     let (reader, writer) = std::io::pipe()?;
     let writer_err = writer.try_clone()?;
     let mut cmd = Command::new(&*SHELL);
@@ -219,6 +232,7 @@ fn spawn(command: &str, workdir: &Path, secret_names: &[String]) -> std::io::Res
         .stderr(Stdio::from(writer_err))
         .process_group(0)
         .kill_on_drop(true);
+    confinement.confine(&mut cmd);
     let child = cmd.spawn()?;
     drop(cmd);
     let pid =

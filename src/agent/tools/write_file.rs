@@ -1,6 +1,7 @@
 //! `write_file`: creates or overwrites one whole file atomically (temp file in the same directory,
 //! then rename), creating parent directories; also owns the write guard and the atomic write that
-//! `patch` shares (no writes into the memory store or into a `.git` directory).
+//! `patch` shares (no writes into the memory store or into a `.git` directory, none outside the
+//! sandbox's writable directories judged on the real path, none onto a FIFO or a device).
 
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
@@ -69,13 +70,19 @@ impl Tool for WriteFile {
 
 /// `path` resolved against the working directory (and through a symlink at the final component,
 /// so the link's target is what gets written), or a tool error when writing there is not allowed:
-/// the memory store belongs to the memory tool, and a `.git` directory to git.
+/// outside the sandbox's writable directories (a symlink leading out included), onto something
+/// that is not a regular file, into the memory store (the memory tool's) or a `.git` directory
+/// (git's).
 pub(super) async fn writable_target(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolOutput> {
     let mut target = normalize(&ctx.paths.resolve(path));
     if tokio::fs::symlink_metadata(&target).await.is_ok_and(|m| m.file_type().is_symlink())
         && let Ok(real) = tokio::fs::canonicalize(&target).await
     {
         target = real;
+    }
+    let confinement = &ctx.settings.confinement;
+    if let Err(refusal) = confinement.writable(&target).and_then(|_| crate::agent::sandbox::files::refuse_special(&target)) {
+        return Err(ToolOutput::error(refusal.to_string()));
     }
     let real = real_path(&target).await;
     let memory_dirs = [ctx.paths.home.join("memories"), ctx.paths.memories.clone()];
