@@ -64,6 +64,10 @@ fn starts_with_plain_command_word(command: &str) -> bool {
 
 /// `command` with `''` spliced inside one plain unquoted word, chosen by `selector`.
 fn splice_empty_quotes(command: &str, selector: u8) -> Option<String> {
+    // The tokenizer loops forever on these (hermes-guard refuses them before parsing).
+    if command.contains("<<") && command.contains(['\r', '\u{c}']) {
+        return None;
+    }
     let tokens = brush_parser::tokenize_str(command).ok()?;
     let mut candidates = Vec::new();
     let mut previous = "";

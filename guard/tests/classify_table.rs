@@ -152,6 +152,14 @@ const CASES: &[(&str, Expect)] = &[
     (r"ls | xargs -I{} mv {} /tmp/", Flag(MOVE_OUTSIDE_WORKSPACE)),
     (r"git ls-files | xargs wc -l", Safe),
     (r"git ls-files | xargs touch", Flag(XARGS_COMMAND)),
+    (r".ls | xargs -s | xargs -I{} mv {} I{} mv {} /tmp/", Flag(MOVE_OUTSIDE_WORKSPACE)),
+    (r"ls | xargs -n", Flag(XARGS_COMMAND)),
+    (r"sudo -u", Safe),
+    ("cat <<\r\t%.", Flag(UNPARSEABLE)),
+    (r"cd ~+11111111111111111111111 && ls", Flag(UNPARSEABLE)),
+    (r"echo {1..99999999999999999999}", Safe),
+    (r"curl -s https://discord.com/api/channels/1234567890123456789012", Safe),
+    (r"timeout --signal", Safe),
     // Writes outside the workspace.
     (r"echo hi > /tmp/out.txt", Flag(WRITE_OUTSIDE_WORKSPACE)),
     (r"echo hi >> ../other/notes.txt", Flag(WRITE_OUTSIDE_WORKSPACE)),
@@ -443,10 +451,26 @@ fn findings_name_what_was_seen() {
 }
 
 #[test]
+fn runs_of_braces_are_judged_quickly() {
+    // brush-parser's brace grammar backtracks exponentially; such words are not expanded.
+    let started = std::time::Instant::now();
+    let braces = "{".repeat(40);
+    assert_eq!(classify(&format!("echo ca{braces}rgo"), &context()), Verdict::Safe);
+    assert!(classify(&format!("ca{braces}a,b -rf /tmp/x"), &context()).keys().contains(&DYNAMIC_COMMAND_NAME));
+    assert_eq!(classify(&format!("echo {braces}a,b"), &context()), Verdict::Safe);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+}
+
+#[test]
 fn absurd_nesting_is_refused_without_exhausting_the_stack() {
     // Test threads have 2 MiB stacks, like tokio's workers.
     let deep_substitution = format!("{}ls{}", "$(".repeat(400), ")".repeat(400));
     let deep_evals = format!("{}ls", "eval ".repeat(60));
+    let started = std::time::Instant::now();
+    for parens in [format!("{{{}|&,-!ppppp:p_rf,/}}", "(".repeat(27)), format!("d{}", "((((((((((,((((V(((".repeat(4))] {
+        assert_eq!(classify(&parens, &context()).keys(), vec![UNPARSEABLE]);
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
     let deep_ifs = format!("{}true{}", "if true; then ".repeat(300), "; fi".repeat(300));
     for command in [deep_substitution, deep_evals, deep_ifs, "x".repeat(200_000)] {
         assert_eq!(classify(&command, &context()).keys(), vec![PARSER_LIMIT], "{}…", &command[..40]);

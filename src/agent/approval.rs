@@ -59,7 +59,15 @@ impl GuardPolicy {
     /// The decision for `request`, synchronously.
     pub fn decide(&self, request: &CommandRequest<'_>) -> CommandDecision {
         let context = self.context.clone().with_working_dir(request.workdir);
-        match classify(request.command, &context) {
+        // A panic in the classifier (third-party parsing code) must neither end the turn nor
+        // let the command through.
+        let verdict = std::panic::catch_unwind(|| classify(request.command, &context));
+        let Ok(verdict) = verdict else {
+            return CommandDecision::Deny(
+                "BLOCKED: this command could not be judged safely; do not retry it. Write it more simply.".into(),
+            );
+        };
+        match verdict {
             Verdict::Safe => CommandDecision::Allow,
             Verdict::Hardline(finding) => CommandDecision::Deny(hardline_message(&finding)),
             Verdict::Flagged(_) if self.approvals_off && request.sandboxed => CommandDecision::Allow,

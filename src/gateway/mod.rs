@@ -61,6 +61,7 @@ use crate::store::{SqliteStore, Store};
 use auth::AuthPolicy;
 use health::HealthBoard;
 use hermes_adapter::AdapterContext;
+use hermes_guard::sandbox::SandboxError;
 use session_key::KeyPolicy;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -130,8 +131,12 @@ pub fn tool_settings(config: &Config) -> ToolSettings {
 /// kernel is a loud warning (commands then run unconfined and flagged ones are refused); a policy
 /// that cannot hide HERMES_HOME (it lies inside `terminal.cwd`) is a configuration error.
 pub fn confinement(config: &Config, home: &Home, paths: &AgentPaths) -> Result<Confinement, GatewayError> {
-    let confinement = Confinement::prepare(config.terminal.sandbox, &paths.workdir, &home.root())
-        .map_err(|e| GatewayError::Config(format!("terminal.sandbox: {e}; choose a terminal.cwd that does not contain HERMES_HOME")))?;
+    let confinement = Confinement::prepare(config.terminal.sandbox, &paths.workdir, &home.root()).map_err(|e| match e {
+        SandboxError::UnsafePolicy(_) => {
+            GatewayError::Config(format!("terminal.sandbox: {e}; choose a terminal.cwd that does not contain HERMES_HOME"))
+        }
+        other => GatewayError::Io(format!("cannot prepare the command sandbox: {other}")),
+    })?;
     match confinement.degraded() {
         Some(why) => tracing::warn!(
             reason = %why,

@@ -33,6 +33,17 @@ fn public_api_server_without_a_key_refuses_to_start() {
 }
 
 #[test]
+fn a_working_directory_containing_hermes_home_refuses_to_start() {
+    // The sandbox cannot hide HERMES_HOME inside a directory the agent may write.
+    let setup = Setup::new("http://127.0.0.1:9/v1");
+    let parent = setup.home.path().parent().unwrap().display().to_string();
+    setup.write_config(&format!("terminal:\n  cwd: {parent}\n"));
+    let (status, _, stderr) = setup.run(&["gateway", "run"]);
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("terminal.sandbox") && stderr.contains("HERMES_HOME"), "{stderr}");
+}
+
+#[test]
 fn a_guessable_api_key_refuses_to_start() {
     let mut setup = Setup::new("http://127.0.0.1:9/v1");
     setup.set("API_SERVER_KEY", "change-me");
@@ -96,7 +107,15 @@ async fn doctor_checks_home_provider_and_platforms() {
     let setup = Setup::new(&llm.base_url());
     let (status, stdout, stderr) = setup.run(&["doctor"]);
     assert!(status.success(), "{stdout}\n{stderr}");
-    for expected in ["configuration valid", "is writable", "model provider", "api_server:", "webhook:", "all checks passed"] {
+    for expected in [
+        "configuration valid",
+        "is writable",
+        "command sandbox: Landlock is available (ABI",
+        "model provider",
+        "api_server:",
+        "webhook:",
+        "all checks passed",
+    ] {
         assert!(stdout.contains(expected), "doctor reports {expected:?}:\n{stdout}");
     }
     assert!(llm.requests().is_empty(), "doctor lists models, it does not spend tokens");

@@ -20,6 +20,10 @@ use brush_parser::word::{
 /// Brace expansion beyond this many words is not followed: the fields become dynamic.
 const MAX_BRACE_WORDS: usize = 128;
 
+/// Words with more unquoted `{` than this are not brace-expanded (their fields become dynamic):
+/// parsing them costs time exponential in the count.
+const MAX_BRACE_OPENS: usize = 8;
+
 /// One argument as the command will receive it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Field {
@@ -121,6 +125,9 @@ impl Judge<'_> {
 
     /// The text of an unquoted here-document after expansion (quotes are literal there).
     pub(crate) fn heredoc(&mut self, raw: &str) -> Field {
+        if self.overflows(raw) {
+            return Field::unknown(raw);
+        }
         match word::parse_heredoc(raw, &syntax::options()) {
             Ok(pieces) => {
                 let mut fields = Fields::default();
@@ -137,7 +144,7 @@ impl Judge<'_> {
     /// Classifies the substitutions inside text that is otherwise not a word of its own
     /// (arithmetic, the operands of `${x:-…}`), which bash still runs.
     pub(crate) fn substitutions_in(&mut self, text: &str) {
-        if !text.contains(['$', '`']) {
+        if !text.contains(['$', '`']) || self.overflows(text) {
             return;
         }
         match word::parse_heredoc(text, &syntax::options()) {
@@ -149,7 +156,20 @@ impl Judge<'_> {
         }
     }
 
+    /// Text the word parser would panic on (see [`syntax::has_overflowing_tilde`]): flagged as
+    /// unparseable instead of parsed.
+    fn overflows(&mut self, text: &str) -> bool {
+        let overflows = syntax::has_overflowing_tilde(text);
+        if overflows {
+            self.flag(keys::UNPARSEABLE, "a directory-stack number too long to judge");
+        }
+        overflows
+    }
+
     fn expand(&mut self, raw: &str, splitting: Splitting) -> Vec<Field> {
+        if self.overflows(raw) {
+            return vec![Field::unknown(raw)];
+        }
         match word::parse(raw, &syntax::options()) {
             Ok(pieces) => {
                 let mut fields = Fields::default();
@@ -289,13 +309,46 @@ fn unescape_backquoted(code: &str) -> String {
 
 /// The words brace expansion makes of `raw`; `None` when there would be too many to follow.
 fn brace_alternatives(raw: &str) -> Option<Vec<String>> {
-    if !raw.contains('{') {
+    let braces = unquoted_braces(raw);
+    if braces.opens == 0 || !braces.separator {
+        // Nothing to expand: bash needs a `,` or `..` inside unquoted braces.
         return Some(vec![raw.to_owned()]);
+    }
+    if braces.opens > MAX_BRACE_OPENS || syntax::has_overflowing_number(raw) {
+        // brush-parser's brace grammar backtracks exponentially in the number of `{`, and
+        // panics on sequence bounds beyond `i64`.
+        return None;
     }
     match word::parse_brace_expansions(raw, &syntax::options()) {
         Ok(Some(parts)) => expand_braces(&parts),
         _ => Some(vec![raw.to_owned()]),
     }
+}
+
+/// What brace expansion could see in a word: its unquoted `{` (not `${`) and whether an
+/// unquoted `,` or `..` could separate alternatives.
+struct BraceStats {
+    opens: usize,
+    separator: bool,
+}
+
+fn unquoted_braces(raw: &str) -> BraceStats {
+    let mut stats = BraceStats { opens: 0, separator: false };
+    let (mut single, mut double, mut escaped, mut previous) = (false, false, false, ' ');
+    for c in raw.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if !single => escaped = true,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '{' if !single && !double && previous != '$' => stats.opens += 1,
+            ',' if !single && !double => stats.separator = true,
+            '.' if !single && !double && previous == '.' => stats.separator = true,
+            _ => {}
+        }
+        previous = c;
+    }
+    stats
 }
 
 fn expand_braces(parts: &[BraceExpressionOrText]) -> Option<Vec<String>> {
@@ -424,6 +477,9 @@ mod tests {
         assert_eq!(brace_alternatives("{rm,-rf,/}"), Some(vec!["rm".to_owned(), "-rf".to_owned(), "/".to_owned()]));
         assert_eq!(brace_alternatives("a{1..3}"), Some(vec!["a1".to_owned(), "a2".to_owned(), "a3".to_owned()]));
         assert_eq!(brace_alternatives("{1..100000}"), None);
+        assert_eq!(brace_alternatives("ca{{{{{{{{{{{{{{{{{{{{rgo"), Some(vec!["ca{{{{{{{{{{{{{{{{{{{{rgo".to_owned()]));
+        assert_eq!(brace_alternatives("{{{{{{{{{{{{{{{{{{{{a,b"), None);
+        assert_eq!(brace_alternatives("'{a,b}'"), Some(vec!["'{a,b}'".to_owned()]));
     }
 
     #[test]

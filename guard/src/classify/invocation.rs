@@ -223,7 +223,8 @@ fn split_wrapper_args(name: &str, syntax: &WrapperSyntax, args: &[Field]) -> Wra
     while i < args.len() && is_assignment(&args[i].text) {
         i += 1;
     }
-    parsed.command = args[i..].to_vec();
+    // An option's missing value can leave `i` past the end (`sudo -u`).
+    parsed.command = args.get(i..).unwrap_or_default().to_vec();
     parsed
 }
 

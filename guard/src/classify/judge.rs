@@ -2,7 +2,7 @@
 //! left before the command is refused as too deep to judge.
 
 use super::invocation::{Producer, Stdin};
-use super::normalize::{MAX_COMMAND_BYTES, nesting_depth};
+use super::normalize::{MAX_COMMAND_BYTES, MAX_UNCLOSED_PARENS, nesting_depth, unclosed_parens};
 use super::scope::Scope;
 use super::{ClassifyContext, syntax};
 use crate::keys;
@@ -72,6 +72,12 @@ impl<'a> Judge<'a> {
             return Vec::new();
         }
         self.work_left -= text.len() + 1;
+        if unclosed_parens(text) > MAX_UNCLOSED_PARENS {
+            // Parsing would take exponential time (see `MAX_UNCLOSED_PARENS`); such text is
+            // unparseable in practice, so it is flagged as unparseable without trying.
+            self.flag(keys::UNPARSEABLE, "too many unclosed parentheses to judge");
+            return Vec::new();
+        }
         let cost = 1 + nesting_depth(text);
         if cost > self.nesting_left {
             self.flag(keys::PARSER_LIMIT, "code nested too deeply to judge");

@@ -57,6 +57,20 @@ pub(crate) fn nesting_depth(text: &str) -> usize {
     deepest
 }
 
+/// `(` left unclosed that the parser is given: brush-parser's arithmetic-command grammar
+/// backtracks over each one, so the time doubles with every unclosed `(` after a `((`.
+pub(crate) const MAX_UNCLOSED_PARENS: usize = 12;
+
+/// How many `(` in `text` no `)` closes (quotes are not considered: over-counting only refuses
+/// more).
+pub(crate) fn unclosed_parens(text: &str) -> usize {
+    text.chars().fold(0usize, |open, c| match c {
+        '(' => open + 1,
+        ')' => open.saturating_sub(1),
+        _ => open,
+    })
+}
+
 /// A stateful filter dropping ANSI escape sequences: CSI (`ESC [` … final byte, or the
 /// one-character CSI U+009B), OSC and the other string sequences (`ESC ]` … BEL or `ESC \`), and
 /// two-character escapes. Hand-written because the crates that do this (strip-ansi-escapes)
@@ -135,6 +149,13 @@ mod tests {
         // An escaped backslash before the newline is a backslash, not a continuation.
         assert_eq!(variants("echo a\\\\\nrm x").len(), 1);
         assert_eq!(variants("ls -la"), vec!["ls -la".to_owned()]);
+    }
+
+    #[test]
+    fn unclosed_parentheses_are_counted() {
+        assert_eq!(unclosed_parens("echo $((1 + (2)))"), 0);
+        assert_eq!(unclosed_parens("( ( (x"), 3);
+        assert_eq!(unclosed_parens("a((b)((c"), 3);
     }
 
     #[test]

@@ -151,7 +151,10 @@ impl Judge<'_> {
                 i += 1;
             }
         }
-        let command: Vec<Field> = args[i..]
+        // An option's missing value can leave `i` past the end (`xargs -s`).
+        let command: Vec<Field> = args
+            .get(i..)
+            .unwrap_or_default()
             .iter()
             .map(|field| {
                 if replace.as_deref().is_some_and(|token| field.text.contains(token)) {
