@@ -3,16 +3,14 @@
 
 use super::actor;
 use super::inbox::Inbox;
+use super::test_support::RecordingChat;
 use crate::agent::providers::{ChatProvider, ChatRequest, ChatResponse, ProviderError};
 use crate::agent::{ChatMessage, Role};
 use crate::config::Config;
 use crate::store::InboxState;
 use async_trait::async_trait;
-use hermes_adapter::{
-    AdapterContext, AdapterError, Capabilities, ChatType, InboundEvent, OutboundMessage, Platform, PlatformAdapter, SendError, SendReceipt,
-    SessionSource,
-};
-use std::sync::{Arc, Mutex};
+use hermes_adapter::{ChatType, InboundEvent, Platform, SessionSource};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -28,37 +26,6 @@ impl ChatProvider for FragileModel {
         }
         Ok(ChatResponse { text: "fine".into(), finish_reason: "stop".into(), ..Default::default() })
     }
-}
-
-/// A chat that records what the bot sent.
-struct RecordingChat {
-    platform: Platform,
-    caps: Capabilities,
-    sent: Mutex<Vec<String>>,
-}
-
-#[async_trait]
-impl PlatformAdapter for RecordingChat {
-    fn platform(&self) -> &Platform {
-        &self.platform
-    }
-    fn capabilities(&self) -> &Capabilities {
-        &self.caps
-    }
-    async fn run(&self, _ctx: AdapterContext) -> Result<(), AdapterError> {
-        Ok(())
-    }
-    async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
-        self.sent.lock().unwrap().push(msg.text.clone());
-        Ok(SendReceipt { message_id: Some(format!("m{}", self.sent.lock().unwrap().len())) })
-    }
-}
-
-fn chat() -> Arc<RecordingChat> {
-    let mut caps = Capabilities::http();
-    caps.supports_async_delivery = true;
-    caps.read_live = true;
-    Arc::new(RecordingChat { platform: Platform::new("chat"), caps, sent: Mutex::new(Vec::new()) })
 }
 
 fn event(id: &str, text: &str) -> InboundEvent {
@@ -80,7 +47,7 @@ async fn wait_for(chat: &RecordingChat, what: impl Fn(&[String]) -> bool) -> Vec
 
 #[tokio::test]
 async fn a_panicking_turn_frees_the_session_tells_the_user_and_parks_the_event() {
-    let chat = chat();
+    let chat = RecordingChat::new();
     let (_dir, services) = super::test_support::services(Config::default(), chat.clone(), Arc::new(FragileModel)).await;
     let (idle_tx, _idle_rx) = mpsc::unbounded_channel();
     let session = actor::spawn(services.clone(), "chat:dm:c1".into(), idle_tx);
@@ -106,7 +73,7 @@ async fn a_panicking_turn_frees_the_session_tells_the_user_and_parks_the_event()
 
 #[tokio::test]
 async fn an_event_the_gateway_died_under_three_times_is_parked_not_replayed() {
-    let chat = chat();
+    let chat = RecordingChat::new();
     let (_dir, services) = super::test_support::services(Config::default(), chat, Arc::new(FragileModel)).await;
     let store = &services.store;
     for id in ["crashy", "unlucky"] {

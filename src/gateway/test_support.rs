@@ -54,3 +54,35 @@ pub async fn services(
     });
     (dir, services)
 }
+
+/// A chat read live that records the text of every message the bot sent (platform `chat`).
+pub struct RecordingChat {
+    platform: hermes_adapter::Platform,
+    caps: hermes_adapter::Capabilities,
+    pub sent: std::sync::Mutex<Vec<String>>,
+}
+
+impl RecordingChat {
+    pub fn new() -> Arc<RecordingChat> {
+        let caps = hermes_adapter::Capabilities { supports_async_delivery: true, read_live: true, ..hermes_adapter::Capabilities::http() };
+        Arc::new(RecordingChat { platform: hermes_adapter::Platform::new("chat"), caps, sent: Default::default() })
+    }
+}
+
+#[async_trait::async_trait]
+impl PlatformAdapter for RecordingChat {
+    fn platform(&self) -> &hermes_adapter::Platform {
+        &self.platform
+    }
+    fn capabilities(&self) -> &hermes_adapter::Capabilities {
+        &self.caps
+    }
+    async fn run(&self, _ctx: hermes_adapter::AdapterContext) -> Result<(), hermes_adapter::AdapterError> {
+        Ok(())
+    }
+    async fn send(&self, msg: &hermes_adapter::OutboundMessage) -> Result<hermes_adapter::SendReceipt, hermes_adapter::SendError> {
+        let mut sent = self.sent.lock().unwrap();
+        sent.push(msg.text.clone());
+        Ok(hermes_adapter::SendReceipt { message_id: Some(format!("m{}", sent.len())) })
+    }
+}

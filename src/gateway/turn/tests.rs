@@ -9,13 +9,10 @@ use crate::agent::providers::{ChatProvider, ChatRequest, ChatResponse, ProviderE
 use crate::agent::{Role, SteeringInbox};
 use crate::config::Config;
 use crate::gateway::services::Services;
-use crate::gateway::test_support;
+use crate::gateway::test_support::{self, RecordingChat};
 use async_trait::async_trait;
 use hermes_adapter::untrusted::mark;
-use hermes_adapter::{
-    AdapterContext, AdapterError, Capabilities, ChatTarget, ChatType, InboundEvent, OutboundMessage, Platform, PlatformAdapter, SendError,
-    SendReceipt, SessionSource, StreamStyle,
-};
+use hermes_adapter::{Capabilities, ChatTarget, ChatType, InboundEvent, Platform, SessionSource, StreamStyle};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Semaphore, mpsc};
@@ -35,30 +32,6 @@ impl ChatProvider for ScriptedModel {
     }
 }
 
-struct RecordingChat {
-    platform: Platform,
-    caps: Capabilities,
-    sent: Mutex<Vec<String>>,
-}
-
-#[async_trait]
-impl PlatformAdapter for RecordingChat {
-    fn platform(&self) -> &Platform {
-        &self.platform
-    }
-    fn capabilities(&self) -> &Capabilities {
-        &self.caps
-    }
-    async fn run(&self, _ctx: AdapterContext) -> Result<(), AdapterError> {
-        Ok(())
-    }
-    async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
-        let mut sent = self.sent.lock().unwrap();
-        sent.push(msg.text.clone());
-        Ok(SendReceipt { message_id: Some(format!("m{}", sent.len())) })
-    }
-}
-
 struct Rig {
     _dir: tempfile::TempDir,
     services: Arc<Services>,
@@ -67,10 +40,7 @@ struct Rig {
 }
 
 async fn rig(answer: &str) -> Rig {
-    let mut caps = Capabilities::http();
-    caps.supports_async_delivery = true;
-    caps.read_live = true;
-    let chat = Arc::new(RecordingChat { platform: Platform::new("chat"), caps, sent: Mutex::new(Vec::new()) });
+    let chat = RecordingChat::new();
     let model = Arc::new(ScriptedModel { answer: answer.into(), asked: Mutex::new(Vec::new()) });
     let (dir, services) = test_support::services(Config::default(), chat.clone(), model.clone()).await;
     Rig { _dir: dir, services, chat, model }
