@@ -18,6 +18,10 @@
 //! `scripts/order-hot-code.py` runs it to profile the gateway: `HERMES_BENCH_WRAPPER` is a
 //! command the gateway runs under (e.g. `valgrind --tool=callgrind …`) and
 //! `HERMES_BENCH_STOP_AFTER_IDLE=1` ends the run once the Telegram-only gateway has gone idle.
+//! `HERMES_BENCH_BINARY` runs another `hermes` binary than the one cargo built for the benchmark:
+//! the script profiles a copy of `cargo build --release`'s, the binary users run, whose symbol
+//! names differ from the benchmark build's (dev-dependencies unify other features into shared
+//! crates, which changes their hashes).
 
 #[path = "support.rs"]
 mod support;
@@ -25,7 +29,7 @@ mod support;
 use hermes_fakes::discord::FakeDiscord;
 use hermes_fakes::telegram::{FakeTelegram, SentMessage};
 use hermes_fakes::{FakeLlm, LlmConfig};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{Process, ms, percentile, verdict};
@@ -69,7 +73,9 @@ fn main() {
 }
 
 async fn run() {
-    let binary = Path::new(env!("CARGO_BIN_EXE_hermes"));
+    let chosen = std::env::var_os("HERMES_BENCH_BINARY").map(PathBuf::from);
+    let binary = chosen.as_deref().unwrap_or(Path::new(env!("CARGO_BIN_EXE_hermes")));
+    println!("binary: {}", binary.display());
     let llm = FakeLlm::start_with(LlmConfig { record: false, ..LlmConfig::default() }).await.expect("fake LLM");
     let mut rows: Vec<(String, String, String)> = Vec::new();
 

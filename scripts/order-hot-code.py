@@ -6,20 +6,25 @@ Why: the kernel maps a binary's code 64 kB at a time around each page it touches
 that runs 1.5 MB of code scattered over 12 MB of text keeps ~7.5 MB resident. Placed together,
 the code the gateway runs occupies a few contiguous megabytes.
 
-How: runs the release Telegram benchmark with the gateway under callgrind, twice —
+How: builds the binary users run (`cargo build --release --bin hermes`), copies it aside, and runs
+the Telegram benchmark on that copy (`HERMES_BENCH_BINARY`) with the gateway under callgrind,
+twice —
   1. start with Telegram only and go idle (what an idle gateway runs);
   2. the whole benchmark (answering messages, a burst, Discord too);
 and writes the functions of run 1, then those only run 2 ran, each group sorted by name (which
 keeps a module's functions together). Names are the linker's (mangled), so the file matches
 binaries built by the same rustc from the same Cargo.lock; names that no longer exist are
 skipped by the linker, so a stale file costs memory, never correctness. The names carry hashes
-that cargo derives from each crate's dependencies, so regenerate after changing rustc, Cargo.lock
-or any Cargo.toml (a new dependency of hermes-adapter made every hermes crate's names stale:
-idle RSS 6.4 → 9.9 MB), or after large changes: `python3 scripts/order-hot-code.py`.
+that cargo derives from each crate's dependencies and features, so regenerate after changing
+rustc, Cargo.lock or any Cargo.toml (a new dependency of hermes-adapter made every hermes crate's
+names stale: idle RSS 6.4 → 9.9 MB), or after large changes: `python3 scripts/order-hot-code.py`.
+The benchmark's own build of `hermes` is not profiled: its dev-dependencies unify other features
+into shared crates (tokio's test-util, …), which gives those crates other hashes, so an order taken
+from it matched under half of the release binary's names.
 
 Needs valgrind (Debian: `apt install valgrind`).
 
-`python3 scripts/order-hot-code.py --check BINARY` (run by `.ci/run` on the release binary) fails
+`python3 scripts/order-hot-code.py --check BINARY` (run by `.ci/run` on `cargo build --release`'s binary) fails
 when fewer than 90 % of the listed functions exist in BINARY, so a stale order is caught by CI,
 not months later by someone measuring memory.
 """
@@ -68,12 +73,14 @@ def main() -> int:
         print("valgrind is not installed (Debian: apt install valgrind)", file=sys.stderr)
         return 1
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    binary = target / "release" / "hermes"
-    subprocess.run(["cargo", "bench", "--bench", "telegram", "--no-run"], cwd=ROOT, check=True)
-    defined = defined_functions(binary)
+    subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "hermes"], cwd=ROOT, check=True)
     with tempfile.TemporaryDirectory() as out:
-        idle = profile(valgrind, Path(out), "idle", stop_after_idle=True)
-        full = profile(valgrind, Path(out), "full", stop_after_idle=False)
+        # The benchmark's build writes its own binary over target/release/hermes.
+        binary = Path(out) / "hermes"
+        shutil.copy2(target / "release" / "hermes", binary)
+        defined = defined_functions(binary)
+        idle = profile(valgrind, Path(out), binary, "idle", stop_after_idle=True)
+        full = profile(valgrind, Path(out), binary, "full", stop_after_idle=False)
     idle &= defined
     later = (full & defined) - idle
     if not idle:
@@ -89,12 +96,12 @@ def main() -> int:
     return 0
 
 
-def profile(valgrind: str, out: Path, phase: str, stop_after_idle: bool) -> set[str]:
+def profile(valgrind: str, out: Path, binary: Path, phase: str, stop_after_idle: bool) -> set[str]:
     wrapper = f"{valgrind} --tool=callgrind --demangle=no --callgrind-out-file={out}/{phase}.%p"
-    env = dict(os.environ, HERMES_BENCH_WRAPPER=wrapper)
+    env = dict(os.environ, HERMES_BENCH_WRAPPER=wrapper, HERMES_BENCH_BINARY=str(binary))
     if stop_after_idle:
         env["HERMES_BENCH_STOP_AFTER_IDLE"] = "1"
-    subprocess.run(["cargo", "bench", "--bench", "telegram"], cwd=ROOT, env=env, check=True)
+    subprocess.run(["cargo", "bench", "--locked", "--bench", "telegram"], cwd=ROOT, env=env, check=True)
     names: set[str] = set()
     for dump in out.glob(f"{phase}.*"):
         for line in dump.read_text(errors="replace").splitlines():
