@@ -8,7 +8,7 @@ use super::message::{ChatMessage, Role, ToolCallRequest};
 use super::providers::{ChatProvider, ChatRequest, ChatResponse, ModelSpec, ProviderError};
 use super::tool_protocol::{self, ParsedCall, StreamFilter, ToolProtocol};
 use super::tools::context::Delegation;
-use super::tools::{ToolContext, ToolFilter, ToolOutput, ToolRegistry};
+use super::tools::{ToolContext, ToolFilter, ToolOutput, ToolRegistry, ToolSchema};
 use futures::FutureExt;
 use hermes_adapter::Usage;
 use std::sync::{Arc, Mutex};
@@ -217,12 +217,43 @@ impl Agent {
         Err(ProviderError::Fatal("the agent stopped unexpectedly".into()))
     }
 
+    /// The loop: ask the model, run the tools it asked for, feed the results back, until it
+    /// answers or the iteration budget is spent.
     async fn drive(
         self: &Arc<Self>,
         request: TurnRequest,
         tx: &mpsc::Sender<TurnEvent>,
         cancel: CancellationToken,
     ) -> Result<TurnOutcome, ProviderError> {
+        let mut work = self.begin(request, &cancel);
+        for iteration in 0..=self.max_iterations {
+            let budget_spent = iteration == self.max_iterations;
+            if budget_spent {
+                work.messages.push(ChatMessage::system(BUDGET_NOTE));
+            }
+            if iteration > 0 {
+                self.compress_when_over_threshold(&mut work, &cancel, tx).await;
+            }
+            let (response, used) = self.ask_model(&mut work, budget_spent, &cancel, tx).await?;
+            work.usage.add(&response.usage);
+            let _ = tx.send(TurnEvent::CallUsage { model: used.clone(), usage: response.usage }).await;
+            let (text, calls) = work.calls_in(response.text, response.tool_calls, budget_spent, iteration);
+            if calls.is_empty() || budget_spent {
+                let finish_reason = if calls.is_empty() { response.finish_reason } else { "length".to_string() };
+                let text = if work.text_protocol { tool_protocol::parse(&text, "").0 } else { text };
+                return Ok(TurnOutcome { text, finish_reason, usage: work.usage, api_calls: iteration + 1, model: used });
+            }
+            self.run_tool_round(&mut work, text, &calls, tx).await;
+            work.inject_steering(tx).await;
+        }
+        // The loop always returns on its last iteration (budget_spent); this keeps the function
+        // total without a panic.
+        Err(ProviderError::Fatal("iteration budget exhausted".into()))
+    }
+
+    /// The working state of a turn: its tools bound to this turn (cancellation, sub-agents), the
+    /// tool schemas offered and, for the text protocol, the tools described in the system prompt.
+    fn begin(self: &Arc<Self>, request: TurnRequest, cancel: &CancellationToken) -> TurnWork {
         let TurnRequest { model, fallbacks, mut messages, stream, tools, tool_protocol, steering, compression } = request;
         let mut tools = tools;
         if let Some(t) = tools.as_mut() {
@@ -243,98 +274,83 @@ impl Agent {
         if text_protocol && let Some(first) = messages.first_mut().filter(|m| m.role == Role::System) {
             first.content = format!("{}\n\n{}", first.content, tool_protocol::tools_prompt(&schemas));
         }
-        let mut chain: Vec<ModelSpec> = std::iter::once(model).chain(fallbacks).collect();
-        let mut usage = Usage::default();
-        for iteration in 0..=self.max_iterations {
-            let budget_spent = iteration == self.max_iterations;
-            if budget_spent {
-                messages.push(ChatMessage::system(BUDGET_NOTE));
-            }
-            let offered = if budget_spent || text_protocol { Vec::new() } else { schemas.clone() };
-            let parse_text_calls = !budget_spent && tool_protocol != ToolProtocol::Native && tools.is_some();
-            if let Some(policy) = &compression
-                && iteration > 0
-                && super::compress::estimate_tokens(&messages) as f64 > policy.threshold * policy.context_tokens as f64
-            {
-                self.compress_in_turn(&mut messages, policy, &cancel, tx).await;
-            }
-            let wire_messages = if text_protocol { tool_protocol::to_text_messages(&messages) } else { messages.clone() };
-            let chat = ChatRequest { model: chain[0].clone(), messages: wire_messages, tools: offered.clone(), stream };
-            let (response, used) = match self.call_with_fallback(chat, &mut chain, parse_text_calls, tx).await {
-                // Too long for the model after all: compress once and ask again.
-                Err(ProviderError::ContextOverflow(detail)) => match &compression {
-                    Some(policy) if self.compress_in_turn(&mut messages, policy, &cancel, tx).await => {
-                        let wire_messages = if text_protocol { tool_protocol::to_text_messages(&messages) } else { messages.clone() };
-                        let chat = ChatRequest { model: chain[0].clone(), messages: wire_messages, tools: offered, stream };
-                        self.call_with_fallback(chat, &mut chain, parse_text_calls, tx).await?
-                    }
-                    _ => return Err(ProviderError::ContextOverflow(detail)),
-                },
-                other => other?,
-            };
-            usage.add(&response.usage);
-            let _ = tx.send(TurnEvent::CallUsage { model: used.clone(), usage: response.usage }).await;
-
-            let mut text = response.text;
-            let mut calls: Vec<ParsedCall> = response.tool_calls.into_iter().map(ParsedCall::Call).collect();
-            if calls.is_empty() && parse_text_calls && text.contains("<tool_call>") {
-                let (visible, parsed) = tool_protocol::parse(&text, &format!("call_{iteration}_"));
-                calls = parsed;
-                if !text_protocol {
-                    // A native-protocol model wrote text blocks: keep the history native.
-                    text = visible;
-                }
-            }
-            if calls.is_empty() || budget_spent {
-                let finish_reason = if budget_spent && !calls.is_empty() { "length".to_string() } else { response.finish_reason };
-                let text = if text_protocol { tool_protocol::parse(&text, "").0 } else { text };
-                return Ok(TurnOutcome { text, finish_reason, usage, api_calls: iteration + 1, model: used });
-            }
-
-            let requests: Vec<ToolCallRequest> = calls
-                .iter()
-                .map(|c| match c {
-                    ParsedCall::Call(r) => r.clone(),
-                    ParsedCall::Malformed { id, raw, .. } => {
-                        ToolCallRequest { id: id.clone(), name: "invalid_tool_call".into(), arguments: raw.clone() }
-                    }
-                })
-                .collect();
-            let mut assistant = ChatMessage::assistant(text);
-            assistant.tool_calls = requests.clone();
-            let _ = tx.send(TurnEvent::Persist(assistant.clone())).await;
-            messages.push(assistant);
-            for call in &requests {
-                let _ = tx.send(TurnEvent::ToolCall(call.clone())).await;
-            }
-            // Independent calls of one response run concurrently.
-            let results = futures::future::join_all(calls.iter().map(|c| self.run_call(c, tools.as_ref()))).await;
-            for (call, output) in requests.iter().zip(results) {
-                let _ = tx
-                    .send(TurnEvent::ToolResult {
-                        id: call.id.clone(),
-                        name: call.name.clone(),
-                        content: output.content.clone(),
-                        is_error: output.is_error,
-                    })
-                    .await;
-                let mut tool_msg = ChatMessage::new(Role::Tool, output.content);
-                tool_msg.tool_call_id = Some(call.id.clone());
-                tool_msg.tool_name = Some(call.name.clone());
-                let _ = tx.send(TurnEvent::Persist(tool_msg.clone())).await;
-                messages.push(tool_msg);
-            }
-            if let Some(inbox) = &steering {
-                for text in inbox.take() {
-                    let steer = ChatMessage::user(format!("[The user added, while you were working:] {text}"));
-                    let _ = tx.send(TurnEvent::Persist(steer.clone())).await;
-                    messages.push(steer);
-                }
-            }
+        TurnWork {
+            messages,
+            chain: std::iter::once(model).chain(fallbacks).collect(),
+            usage: Usage::default(),
+            tools,
+            schemas,
+            text_protocol,
+            tool_protocol,
+            stream,
+            steering,
+            compression,
         }
-        // The loop always returns on its last iteration (budget_spent); this keeps the function
-        // total without a panic.
-        Err(ProviderError::Fatal("iteration budget exhausted".into()))
+    }
+
+    /// A long tool loop outgrew the context: summarize its middle before the next call.
+    async fn compress_when_over_threshold(&self, work: &mut TurnWork, cancel: &CancellationToken, tx: &mpsc::Sender<TurnEvent>) {
+        if let Some(policy) = &work.compression
+            && super::compress::estimate_tokens(&work.messages) as f64 > policy.threshold * policy.context_tokens as f64
+        {
+            self.compress_in_turn(&mut work.messages, policy, cancel, tx).await;
+        }
+    }
+
+    /// One model response (through the fallback chain); a context overflow compresses once and
+    /// asks again. On the last iteration no tools are offered.
+    async fn ask_model(
+        &self,
+        work: &mut TurnWork,
+        budget_spent: bool,
+        cancel: &CancellationToken,
+        tx: &mpsc::Sender<TurnEvent>,
+    ) -> Result<(ChatResponse, String), ProviderError> {
+        let parse_text_calls = work.parses_text_calls(budget_spent);
+        match self.call_with_fallback(work.chat_request(budget_spent), &mut work.chain, parse_text_calls, tx).await {
+            Err(ProviderError::ContextOverflow(detail)) => match &work.compression {
+                Some(policy) if self.compress_in_turn(&mut work.messages, policy, cancel, tx).await => {
+                    self.call_with_fallback(work.chat_request(budget_spent), &mut work.chain, parse_text_calls, tx).await
+                }
+                _ => Err(ProviderError::ContextOverflow(detail)),
+            },
+            other => other,
+        }
+    }
+
+    /// Record the assistant's tool calls, run them (independent calls of one response run
+    /// concurrently) and record their results, streaming each to the caller.
+    async fn run_tool_round(&self, work: &mut TurnWork, text: String, calls: &[ParsedCall], tx: &mpsc::Sender<TurnEvent>) {
+        let requests: Vec<ToolCallRequest> = calls
+            .iter()
+            .map(|c| match c {
+                ParsedCall::Call(r) => r.clone(),
+                ParsedCall::Malformed { id, raw, .. } => {
+                    ToolCallRequest { id: id.clone(), name: "invalid_tool_call".into(), arguments: raw.clone() }
+                }
+            })
+            .collect();
+        let mut assistant = ChatMessage::assistant(text);
+        assistant.tool_calls = requests.clone();
+        work.persist(assistant, tx).await;
+        for call in &requests {
+            let _ = tx.send(TurnEvent::ToolCall(call.clone())).await;
+        }
+        let results = futures::future::join_all(calls.iter().map(|c| self.run_call(c, work.tools.as_ref()))).await;
+        for (call, output) in requests.iter().zip(results) {
+            let _ = tx
+                .send(TurnEvent::ToolResult {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: output.content.clone(),
+                    is_error: output.is_error,
+                })
+                .await;
+            let mut tool_msg = ChatMessage::new(Role::Tool, output.content);
+            tool_msg.tool_call_id = Some(call.id.clone());
+            tool_msg.tool_name = Some(call.name.clone());
+            work.persist(tool_msg, tx).await;
+        }
     }
 
     /// Summarize the middle of the working conversation (system prompt kept); true when it
@@ -454,6 +470,63 @@ impl Agent {
                 }
                 Err(e) => return Err((e, forwarded > 0)),
             }
+        }
+    }
+}
+
+/// One turn's working conversation and what it was given to work with.
+struct TurnWork {
+    messages: Vec<ChatMessage>,
+    /// The model, then its fallbacks; a model that fails over is dropped for the rest of the turn.
+    chain: Vec<ModelSpec>,
+    usage: Usage,
+    tools: Option<TurnTools>,
+    schemas: Vec<Arc<ToolSchema>>,
+    /// Tools are described in the system prompt and called in text (`<tool_call>` blocks).
+    text_protocol: bool,
+    tool_protocol: ToolProtocol,
+    stream: bool,
+    steering: Option<SteeringInbox>,
+    compression: Option<InTurnCompression>,
+}
+
+impl TurnWork {
+    /// Whether `<tool_call>` blocks in the model's text are calls (and are kept out of the
+    /// streamed text).
+    fn parses_text_calls(&self, budget_spent: bool) -> bool {
+        !budget_spent && self.tool_protocol != ToolProtocol::Native && self.tools.is_some()
+    }
+
+    fn chat_request(&self, budget_spent: bool) -> ChatRequest {
+        let offered = if budget_spent || self.text_protocol { Vec::new() } else { self.schemas.clone() };
+        let messages = if self.text_protocol { tool_protocol::to_text_messages(&self.messages) } else { self.messages.clone() };
+        ChatRequest { model: self.chain[0].clone(), messages, tools: offered, stream: self.stream }
+    }
+
+    /// The tool calls of a response: native ones, else `<tool_call>` blocks in its text (which a
+    /// native-protocol model's history then keeps out of its text).
+    fn calls_in(&self, mut text: String, native: Vec<ToolCallRequest>, budget_spent: bool, iteration: u32) -> (String, Vec<ParsedCall>) {
+        let mut calls: Vec<ParsedCall> = native.into_iter().map(ParsedCall::Call).collect();
+        if calls.is_empty() && self.parses_text_calls(budget_spent) && text.contains("<tool_call>") {
+            let (visible, parsed) = tool_protocol::parse(&text, &format!("call_{iteration}_"));
+            calls = parsed;
+            if !self.text_protocol {
+                text = visible;
+            }
+        }
+        (text, calls)
+    }
+
+    async fn persist(&mut self, message: ChatMessage, tx: &mpsc::Sender<TurnEvent>) {
+        let _ = tx.send(TurnEvent::Persist(message.clone())).await;
+        self.messages.push(message);
+    }
+
+    /// What the user added while the tools ran (`/steer`) joins the conversation now.
+    async fn inject_steering(&mut self, tx: &mpsc::Sender<TurnEvent>) {
+        let added = self.steering.as_ref().map(SteeringInbox::take).unwrap_or_default();
+        for text in added {
+            self.persist(ChatMessage::user(format!("[The user added, while you were working:] {text}")), tx).await;
         }
     }
 }

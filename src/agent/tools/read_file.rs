@@ -7,7 +7,8 @@ use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use std::path::Path;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 
 pub struct ReadFile;
 
@@ -48,127 +49,156 @@ impl Tool for ReadFile {
     }
 
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
-        let path = match required_str(&arguments, "path") {
-            Ok(p) => p,
-            Err(e) => return e,
-        };
-        let (offset, limit) = match (positive(&arguments, "offset"), positive(&arguments, "limit")) {
-            (Ok(o), Ok(l)) => (o, l),
-            (Err(e), _) | (_, Err(e)) => return e,
-        };
-        let windowed = offset.is_some() || limit.is_some();
-        let offset = offset.unwrap_or(1);
-        let limit = limit.unwrap_or(DEFAULT_LIMIT);
-        let file_path = ctx.paths.resolve(path);
-        let confinement = &ctx.settings.confinement;
-        if let Err(refusal) = confinement.readable(&file_path) {
-            return ToolOutput::error(refusal.to_string());
+        match read(ctx, &arguments).await {
+            Ok(listing) | Err(listing) => listing,
         }
+    }
+}
 
-        let meta = match tokio::fs::metadata(&file_path).await {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return ToolOutput::error(format!(
-                    "file not found: {}. Check the path (relative paths resolve against {}); use search_files or \
-                     `ls` in the terminal to find the right one.",
-                    file_path.display(),
-                    ctx.paths.workdir.display()
-                ));
-            }
-            Err(e) => return ToolOutput::error(format!("could not read {}: {e}", file_path.display())),
-        };
-        if meta.is_dir() {
-            return ToolOutput::error(format!(
-                "{} is a directory, not a file; list it with `ls` in the terminal or search it with search_files.",
-                file_path.display()
-            ));
-        }
-        let file = match confinement.open_for_read(&file_path) {
-            Ok((f, _)) => tokio::fs::File::from_std(f),
-            Err(refusal) => return ToolOutput::error(refusal.to_string()),
-        };
-        let mut reader = BufReader::new(file);
+/// The lines a call asked for.
+struct Window {
+    offset: usize,
+    limit: usize,
+    /// `offset` or `limit` was given: a file over the whole-read size limit may be read.
+    explicit: bool,
+}
 
-        // Binary check on the first bytes; they stay in the reader's buffer for the line pass.
-        let mut sniff = Vec::with_capacity(SNIFF_BYTES);
-        if let Err(e) = (&mut reader).take(SNIFF_BYTES as u64).read_to_end(&mut sniff).await {
-            return ToolOutput::error(format!("could not read {}: {e}", file_path.display()));
-        }
-        if sniff.contains(&0) {
-            return ToolOutput::error(format!(
-                "{} looks like a binary file (it contains NUL bytes); read_file only shows text. Inspect it with the \
-                 terminal instead (e.g. `file`, `xxd | head`, or a tool that understands the format).",
-                file_path.display()
-            ));
-        }
-        let max_bytes = ctx.settings.max_read_bytes;
-        if meta.len() > max_bytes as u64 && !windowed {
-            return ToolOutput::error(format!(
-                "{} is {} bytes, over the {max_bytes}-byte limit for reading a whole file. Read it in windows with \
-                 `offset` and `limit` (e.g. offset=1, limit=500), or find the lines you need with search_files.",
+/// What reading a window found.
+struct Listing {
+    /// The numbered lines.
+    text: String,
+    /// Lines in the file.
+    lines: usize,
+    shown: usize,
+    /// Lines after the window (or after the output byte limit, which cut it short).
+    remaining: usize,
+    /// The output reached its byte limit before the window's end.
+    cut_by_size: bool,
+}
+
+async fn read(ctx: &ToolContext, arguments: &Value) -> Result<ToolOutput, ToolOutput> {
+    let path = required_str(arguments, "path")?;
+    let window = window(arguments)?;
+    let file_path = ctx.paths.resolve(path);
+    let reader = open_text(ctx, &file_path, window.explicit).await?;
+    let max_bytes = ctx.settings.max_read_bytes;
+    let listing = number_lines(reader, &window, max_bytes)
+        .await
+        .map_err(|e| ToolOutput::error(format!("could not read {}: {e}", file_path.display())))?;
+    if listing.lines == 0 {
+        return Ok(ToolOutput::ok(format!("{} is empty.", file_path.display())));
+    }
+    if listing.shown == 0 {
+        let lines = listing.lines;
+        return Err(ToolOutput::error(format!(
+            "offset {} is past the end of {}, which has {lines} lines; pass an offset between 1 and {lines}.",
+            window.offset,
+            file_path.display()
+        )));
+    }
+    let mut out = listing.text;
+    if listing.remaining > 0 {
+        let next = window.offset + listing.shown;
+        let why = if listing.cut_by_size { format!(" (stopped at the {max_bytes}-byte output limit)") } else { String::new() };
+        let _ = write!(out, "… {} more lines{why}; call again with offset={next} to continue.", listing.remaining);
+    }
+    Ok(ToolOutput::ok(out))
+}
+
+fn window(arguments: &Value) -> Result<Window, ToolOutput> {
+    let offset = positive(arguments, "offset")?;
+    let limit = positive(arguments, "limit")?;
+    Ok(Window { explicit: offset.is_some() || limit.is_some(), offset: offset.unwrap_or(1), limit: limit.unwrap_or(DEFAULT_LIMIT) })
+}
+
+/// A reader of `file_path` once it is known to be a readable regular text file (not binary; not
+/// over the whole-read size limit unless a window was asked for), or the tool error saying why
+/// not and what to do instead.
+async fn open_text(ctx: &ToolContext, file_path: &Path, windowed: bool) -> Result<impl AsyncBufRead + Unpin, ToolOutput> {
+    let confinement = &ctx.settings.confinement;
+    confinement.readable(file_path).map_err(|refusal| ToolOutput::error(refusal.to_string()))?;
+    let meta = match tokio::fs::metadata(file_path).await {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ToolOutput::error(format!(
+                "file not found: {}. Check the path (relative paths resolve against {}); use search_files or \
+                 `ls` in the terminal to find the right one.",
                 file_path.display(),
-                meta.len()
-            ));
+                ctx.paths.workdir.display()
+            )));
         }
+        Err(e) => return Err(ToolOutput::error(format!("could not read {}: {e}", file_path.display()))),
+    };
+    if meta.is_dir() {
+        return Err(ToolOutput::error(format!(
+            "{} is a directory, not a file; list it with `ls` in the terminal or search it with search_files.",
+            file_path.display()
+        )));
+    }
+    let file = match confinement.open_for_read(file_path) {
+        Ok((f, _)) => tokio::fs::File::from_std(f),
+        Err(refusal) => return Err(ToolOutput::error(refusal.to_string())),
+    };
+    let mut reader = BufReader::new(file);
 
-        let mut reader = std::io::Cursor::new(sniff).chain(reader);
-        let mut out = String::new();
-        let mut line = Vec::new();
-        let mut number = 0usize;
-        let mut shown = 0usize;
-        // Set when output reached the byte limit before `limit` lines: the line to resume at.
-        let mut stopped_at = None;
-        let mut remaining = 0usize;
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => return ToolOutput::error(format!("could not read {}: {e}", file_path.display())),
-            }
-            number += 1;
-            if number < offset {
-                continue;
-            }
-            if shown >= limit || stopped_at.is_some() {
-                remaining += 1;
-                continue;
-            }
-            if out.len() >= max_bytes {
-                stopped_at = Some(number);
-                remaining += 1;
-                continue;
-            }
-            let text = String::from_utf8_lossy(&line);
-            let text = text.strip_suffix('\n').unwrap_or(&text);
-            let text = text.strip_suffix('\r').unwrap_or(text);
-            let _ = if text.chars().count() > MAX_LINE_CHARS {
-                let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
-                writeln!(out, "{number:>6}|{cut}… [line cut at {MAX_LINE_CHARS} characters]")
-            } else {
-                writeln!(out, "{number:>6}|{text}")
-            };
-            shown += 1;
-        }
+    // Binary check on the first bytes; they are chained back in front for the line pass.
+    let mut sniff = Vec::with_capacity(SNIFF_BYTES);
+    if let Err(e) = (&mut reader).take(SNIFF_BYTES as u64).read_to_end(&mut sniff).await {
+        return Err(ToolOutput::error(format!("could not read {}: {e}", file_path.display())));
+    }
+    if sniff.contains(&0) {
+        return Err(ToolOutput::error(format!(
+            "{} looks like a binary file (it contains NUL bytes); read_file only shows text. Inspect it with the \
+             terminal instead (e.g. `file`, `xxd | head`, or a tool that understands the format).",
+            file_path.display()
+        )));
+    }
+    let max_bytes = ctx.settings.max_read_bytes;
+    if meta.len() > max_bytes as u64 && !windowed {
+        return Err(ToolOutput::error(format!(
+            "{} is {} bytes, over the {max_bytes}-byte limit for reading a whole file. Read it in windows with \
+             `offset` and `limit` (e.g. offset=1, limit=500), or find the lines you need with search_files.",
+            file_path.display(),
+            meta.len()
+        )));
+    }
+    Ok(std::io::Cursor::new(sniff).chain(reader))
+}
 
-        if number == 0 {
-            return ToolOutput::ok(format!("{} is empty.", file_path.display()));
+/// Number the window's lines, streaming: only the window is held, and the output stops growing
+/// at `max_bytes` (the rest is counted, for the note on where to continue).
+async fn number_lines(mut reader: impl AsyncBufRead + Unpin, window: &Window, max_bytes: usize) -> std::io::Result<Listing> {
+    let mut listing = Listing { text: String::new(), lines: 0, shown: 0, remaining: 0, cut_by_size: false };
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).await? == 0 {
+            return Ok(listing);
         }
-        if shown == 0 {
-            return ToolOutput::error(format!(
-                "offset {offset} is past the end of {}, which has {number} lines; pass an offset between 1 and {number}.",
-                file_path.display()
-            ));
+        listing.lines += 1;
+        let number = listing.lines;
+        if number < window.offset {
+            continue;
         }
-        if remaining > 0 {
-            let next = offset + shown;
-            let why = match stopped_at {
-                Some(_) => format!(" (stopped at the {max_bytes}-byte output limit)"),
-                None => String::new(),
-            };
-            let _ = write!(out, "… {remaining} more lines{why}; call again with offset={next} to continue.");
+        if listing.shown >= window.limit || listing.cut_by_size {
+            listing.remaining += 1;
+            continue;
         }
-        ToolOutput::ok(out)
+        if listing.text.len() >= max_bytes {
+            listing.cut_by_size = true;
+            listing.remaining += 1;
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let _ = if text.chars().count() > MAX_LINE_CHARS {
+            let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
+            writeln!(listing.text, "{number:>6}|{cut}… [line cut at {MAX_LINE_CHARS} characters]")
+        } else {
+            writeln!(listing.text, "{number:>6}|{text}")
+        };
+        listing.shown += 1;
     }
 }
 

@@ -43,37 +43,14 @@ pub fn document(markdown: &str) -> Doc {
             skip_through = None;
         }
         match event {
-            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => {
-                w.gap_to(range.start);
-                w.in_code = true;
-                let line_end = markdown[range.start..range.end].find('\n').map_or(range.end, |n| range.start + n + 1);
-                let opening = &markdown[range.start..line_end];
-                if opening.chars().count() <= MAX_MARKUP_CHARS {
-                    w.out.open(fence_frame(opening, opening));
-                    w.pos = line_end;
-                } else {
-                    // Too long to count as markup a part must hold whole: the line is the
-                    // block's first text, and parts reopen the fence with just its language.
-                    w.out.open(fence_frame(opening, ""));
-                    w.emit(line_end, TextKind::Markup);
-                }
-            }
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => w.fenced_code(range),
             Event::Start(Tag::CodeBlock(CodeBlockKind::Indented)) => {
                 w.gap_to(range.start);
                 w.in_code = true;
                 w.out.open(Frame::bare(FrameKind::Code));
                 w.bare_code = true;
             }
-            Event::End(TagEnd::CodeBlock) => {
-                w.in_code = false;
-                if std::mem::take(&mut w.bare_code) {
-                    // A frame without markup: its closing fence, if any, is text like its opening.
-                    w.gap_to(range.end);
-                    w.out.close_with(String::new());
-                } else {
-                    w.close_at(range.end);
-                }
-            }
+            Event::End(TagEnd::CodeBlock) => w.end_code_block(range.end),
             Event::Start(Tag::Heading { .. } | Tag::Table(_)) => {
                 w.gap_to(range.start);
                 w.out.open(Frame::bare(FrameKind::Lines));
@@ -83,36 +60,7 @@ pub fn document(markdown: &str) -> Doc {
                 w.out.close_with(String::new());
             }
             Event::Start(Tag::Emphasis | Tag::Strong | Tag::Strikethrough | Tag::Link { .. } | Tag::Image { .. }) => {
-                w.gap_to(range.start);
-                let open_end = events.get(i + 1).map_or(range.end, |(_, next)| next.start.max(range.start));
-                let end = ends.get(i).copied().flatten().unwrap_or(i);
-                let close_start = if end > i + 1 { events[end - 1].1.end.max(open_end) } else { open_end };
-                let open = &markdown[range.start..open_end];
-                let close = &markdown[close_start.min(range.end)..range.end];
-                if w.inline_frames.len() >= MAX_INLINE_DEPTH {
-                    // Deeper spans stay whole but their markers are written as text and never
-                    // repeated: reopening a dozen nested markers would fill a part.
-                    w.out.open(Frame::bare(FrameKind::Inline { splittable: false }));
-                    w.inline_frames.push(false);
-                    w.emit(open_end, TextKind::Markup);
-                    continue;
-                }
-                if close.chars().count() > MAX_MARKUP_CHARS {
-                    // A link whose address is too long to repeat: markup written as text, and
-                    // what it holds with it.
-                    w.gap_to(range.end);
-                    skip_through = Some(end);
-                    continue;
-                }
-                w.out.open(Frame {
-                    kind: FrameKind::Inline { splittable: false },
-                    open: open.to_string(),
-                    reopen: open.to_string(),
-                    close: close.to_string(),
-                    close_on_own_line: false,
-                });
-                w.inline_frames.push(true);
-                w.pos = open_end;
+                skip_through = w.inline_span(&events, &ends, i);
             }
             Event::End(TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link | TagEnd::Image) => {
                 if w.inline_frames.pop() == Some(false) {
@@ -122,23 +70,7 @@ pub fn document(markdown: &str) -> Doc {
                     w.close_at(range.end);
                 }
             }
-            Event::Code(_) => {
-                w.gap_to(range.start);
-                let span = &markdown[range.clone()];
-                let opening = span.len() - span.trim_start_matches('`').len();
-                let closing = (span.len() - span.trim_end_matches('`').len()).min(span.len() - opening);
-                if opening > MAX_CODE_TICKS {
-                    // Markers too long to repeat: the span is written as it is, kept whole if it fits.
-                    w.out.open(Frame::bare(FrameKind::Inline { splittable: false }));
-                    w.emit(range.end, TextKind::Markup);
-                    w.out.close_with(String::new());
-                    continue;
-                }
-                w.out.open(Frame::symmetric(FrameKind::Inline { splittable: false }, &span[..opening], &span[span.len() - closing..]));
-                w.out.text(&span[opening..span.len() - closing], TextKind::Code);
-                w.out.close();
-                w.pos = range.end;
-            }
+            Event::Code(_) => w.code_span(range),
             Event::Text(_) => {
                 w.gap_to(range.start);
                 let kind = if w.in_code { TextKind::Code } else { TextKind::Prose };
@@ -232,6 +164,92 @@ impl Walker<'_> {
             self.out.text(text, kind);
             self.pos = to;
         }
+    }
+
+    fn fenced_code(&mut self, range: &Range<usize>) {
+        self.gap_to(range.start);
+        self.in_code = true;
+        let src = self.src;
+        let line_end = src[range.start..range.end].find('\n').map_or(range.end, |n| range.start + n + 1);
+        let opening = &src[range.start..line_end];
+        if opening.chars().count() <= MAX_MARKUP_CHARS {
+            self.out.open(fence_frame(opening, opening));
+            self.pos = line_end;
+        } else {
+            // Too long to count as markup a part must hold whole: the line is the block's first
+            // text, and parts reopen the fence with just its language.
+            self.out.open(fence_frame(opening, ""));
+            self.emit(line_end, TextKind::Markup);
+        }
+    }
+
+    fn end_code_block(&mut self, end: usize) {
+        self.in_code = false;
+        if std::mem::take(&mut self.bare_code) {
+            // A frame without markup: its closing fence, if any, is text like its opening.
+            self.gap_to(end);
+            self.out.close_with(String::new());
+        } else {
+            self.close_at(end);
+        }
+    }
+
+    /// An emphasis, strong, strikethrough, link or image span starting at event `i`. Returns the
+    /// index of its end event when the whole span was written as text (its contents' events are
+    /// then skipped).
+    fn inline_span(&mut self, events: &[(Event<'_>, Range<usize>)], ends: &[Option<usize>], i: usize) -> Option<usize> {
+        let range = &events[i].1;
+        self.gap_to(range.start);
+        let open_end = events.get(i + 1).map_or(range.end, |(_, next)| next.start.max(range.start));
+        let end = ends.get(i).copied().flatten().unwrap_or(i);
+        let close_start = if end > i + 1 { events[end - 1].1.end.max(open_end) } else { open_end };
+        let src = self.src;
+        let open = &src[range.start..open_end];
+        let close = &src[close_start.min(range.end)..range.end];
+        if self.inline_frames.len() >= MAX_INLINE_DEPTH {
+            // Deeper spans stay whole but their markers are written as text and never repeated:
+            // reopening a dozen nested markers would fill a part.
+            self.out.open(Frame::bare(FrameKind::Inline { splittable: false }));
+            self.inline_frames.push(false);
+            self.emit(open_end, TextKind::Markup);
+            return None;
+        }
+        if close.chars().count() > MAX_MARKUP_CHARS {
+            // A link whose address is too long to repeat: markup written as text, and what it
+            // holds with it.
+            self.gap_to(range.end);
+            return Some(end);
+        }
+        let frame = Frame {
+            kind: FrameKind::Inline { splittable: false },
+            open: open.to_string(),
+            reopen: open.to_string(),
+            close: close.to_string(),
+            close_on_own_line: false,
+        };
+        self.out.open(frame);
+        self.inline_frames.push(true);
+        self.pos = open_end;
+        None
+    }
+
+    fn code_span(&mut self, range: &Range<usize>) {
+        self.gap_to(range.start);
+        let src = self.src;
+        let span = &src[range.clone()];
+        let opening = span.len() - span.trim_start_matches('`').len();
+        let closing = (span.len() - span.trim_end_matches('`').len()).min(span.len() - opening);
+        if opening > MAX_CODE_TICKS {
+            // Markers too long to repeat: the span is written as it is, kept whole if it fits.
+            self.out.open(Frame::bare(FrameKind::Inline { splittable: false }));
+            self.emit(range.end, TextKind::Markup);
+            self.out.close_with(String::new());
+            return;
+        }
+        self.out.open(Frame::symmetric(FrameKind::Inline { splittable: false }, &span[..opening], &span[span.len() - closing..]));
+        self.out.text(&span[opening..span.len() - closing], TextKind::Code);
+        self.out.close();
+        self.pos = range.end;
     }
 
     /// Close the innermost frame with the source up to `to` as its markup (a closing fence or
