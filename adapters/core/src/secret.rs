@@ -15,6 +15,7 @@ const SHOW_TAIL_FROM_CHARS: usize = 16;
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a secret value.
     pub fn new(value: impl Into<String>) -> Self {
         Self(value.into())
     }
@@ -24,6 +25,7 @@ impl Secret {
         &self.0
     }
 
+    /// Whether the secret is the empty string (which counts as "not set").
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -93,6 +95,6 @@ impl Visitor<'_> for SecretVisitor {
 
 /// For `Option<Secret>` fields: an empty string means "not set", like an empty environment
 /// variable.
-pub(crate) fn optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Secret>, D::Error> {
+pub fn optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Secret>, D::Error> {
     Ok(Option::<Secret>::deserialize(deserializer)?.filter(|s| !s.is_empty()))
 }
