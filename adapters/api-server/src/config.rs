@@ -65,8 +65,8 @@ impl AdapterConfig for ApiServerConfig {
                 )
             })?;
         }
-        let origins =
-            AllowedOrigins::parse(&self.cors_origins).map_err(|e| SettingError::key("cors_origins (API_SERVER_CORS_ORIGINS)", e.to_string()))?;
+        let origins = AllowedOrigins::parse(&self.cors_origins)
+            .map_err(|e| SettingError::key("cors_origins (API_SERVER_CORS_ORIGINS)", e.to_string()))?;
         if origins == AllowedOrigins::Any && self.key.is_none() {
             return Err(SettingError::key(
                 "cors_origins (API_SERVER_CORS_ORIGINS)",
@@ -109,11 +109,35 @@ impl AdapterConfig for ApiServerConfig {
 
 const ENV: &[EnvVar] = &[
     EnvVar { name: "API_SERVER_ENABLED", key: "enabled", kind: EnvKind::Bool, example: "false", description: "serve the API" },
-    EnvVar { name: "API_SERVER_KEY", key: "key", kind: EnvKind::Secret, example: "3c5e8a1f9b2d47e6a0c4f7b18d2e9a53", description: "secret bearer key: make your own with `openssl rand -hex 32`" },
-    EnvVar { name: "API_SERVER_HOST", key: "host", kind: EnvKind::Text, example: "127.0.0.1", description: "bind address; a non-loopback host requires a key" },
+    EnvVar {
+        name: "API_SERVER_KEY",
+        key: "key",
+        kind: EnvKind::Secret,
+        example: "3c5e8a1f9b2d47e6a0c4f7b18d2e9a53",
+        description: "secret bearer key: make your own with `openssl rand -hex 32`",
+    },
+    EnvVar {
+        name: "API_SERVER_HOST",
+        key: "host",
+        kind: EnvKind::Text,
+        example: "127.0.0.1",
+        description: "bind address; a non-loopback host requires a key",
+    },
     EnvVar { name: "API_SERVER_PORT", key: "port", kind: EnvKind::Port, example: "8642", description: "1-65535" },
-    EnvVar { name: "API_SERVER_MODEL_NAME", key: "model_name", kind: EnvKind::Text, example: "hermes-agent", description: "model id advertised by /v1/models" },
-    EnvVar { name: "API_SERVER_CORS_ORIGINS", key: "cors_origins", kind: EnvKind::List, example: "https://a.example,https://b.example", description: "web pages allowed to call, comma-separated" },
+    EnvVar {
+        name: "API_SERVER_MODEL_NAME",
+        key: "model_name",
+        kind: EnvKind::Text,
+        example: "hermes-agent",
+        description: "model id advertised by /v1/models",
+    },
+    EnvVar {
+        name: "API_SERVER_CORS_ORIGINS",
+        key: "cors_origins",
+        kind: EnvKind::List,
+        example: "https://a.example,https://b.example",
+        description: "web pages allowed to call, comma-separated",
+    },
 ];
 
 const EXAMPLE: &str = "    enabled: false                     # API_SERVER_ENABLED

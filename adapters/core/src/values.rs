@@ -193,6 +193,9 @@ impl serde::Serialize for Extra {
 impl<'de> serde::Deserialize<'de> for Extra {
     /// A mapping, or null (`extra:` with nothing under it).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(Self(<Option<std::collections::BTreeMap<String, serde_json::Value>> as serde::Deserialize>::deserialize(deserializer)?.unwrap_or_default()))
+        Ok(Self(
+            <Option<std::collections::BTreeMap<String, serde_json::Value>> as serde::Deserialize>::deserialize(deserializer)?
+                .unwrap_or_default(),
+        ))
     }
 }

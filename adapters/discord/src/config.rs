@@ -27,12 +27,48 @@ pub struct DiscordConfig {
 impl AdapterConfig for DiscordConfig {}
 
 const ENV: &[EnvVar] = &[
-    EnvVar { name: "DISCORD_BOT_TOKEN", key: "token", kind: EnvKind::Secret, example: "MTIz...", description: "setting it enables Discord" },
-    EnvVar { name: "DISCORD_HOME_CHANNEL", key: "home_channel", kind: EnvKind::Text, example: "123456789012345678", description: "channel for cron output and notifications" },
-    EnvVar { name: "DISCORD_API_BASE_URL", key: "api_base_url", kind: EnvKind::Text, example: "http://127.0.0.1:3000", description: "replaces https://discord.com for REST" },
-    EnvVar { name: "DISCORD_REQUIRE_MENTION", key: "require_mention", kind: EnvKind::Bool, example: "true", description: "guild channels: answer only when mentioned" },
-    EnvVar { name: "DISCORD_FREE_RESPONSE_CHATS", key: "free_response_chats", kind: EnvKind::List, example: "123456789012345678", description: "channels answered without a mention, comma-separated" },
-    EnvVar { name: "DISCORD_FREE_RESPONSE_CHANNELS", key: "free_response_chats", kind: EnvKind::List, example: "123456789012345678", description: "the same, Hermes' other spelling (wins)" },
+    EnvVar {
+        name: "DISCORD_BOT_TOKEN",
+        key: "token",
+        kind: EnvKind::Secret,
+        example: "MTIz...",
+        description: "setting it enables Discord",
+    },
+    EnvVar {
+        name: "DISCORD_HOME_CHANNEL",
+        key: "home_channel",
+        kind: EnvKind::Text,
+        example: "123456789012345678",
+        description: "channel for cron output and notifications",
+    },
+    EnvVar {
+        name: "DISCORD_API_BASE_URL",
+        key: "api_base_url",
+        kind: EnvKind::Text,
+        example: "http://127.0.0.1:3000",
+        description: "replaces https://discord.com for REST",
+    },
+    EnvVar {
+        name: "DISCORD_REQUIRE_MENTION",
+        key: "require_mention",
+        kind: EnvKind::Bool,
+        example: "true",
+        description: "guild channels: answer only when mentioned",
+    },
+    EnvVar {
+        name: "DISCORD_FREE_RESPONSE_CHATS",
+        key: "free_response_chats",
+        kind: EnvKind::List,
+        example: "123456789012345678",
+        description: "channels answered without a mention, comma-separated",
+    },
+    EnvVar {
+        name: "DISCORD_FREE_RESPONSE_CHANNELS",
+        key: "free_response_chats",
+        kind: EnvKind::List,
+        example: "123456789012345678",
+        description: "the same, Hermes' other spelling (wins)",
+    },
 ];
 
 const EXAMPLE: &str = "    enabled: null                      # null: enabled when a token is set; false switches it off

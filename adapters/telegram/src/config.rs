@@ -29,12 +29,48 @@ pub struct TelegramConfig {
 impl AdapterConfig for TelegramConfig {}
 
 const ENV: &[EnvVar] = &[
-    EnvVar { name: "TELEGRAM_BOT_TOKEN", key: "token", kind: EnvKind::Secret, example: "123456:ABC...", description: "setting it enables Telegram" },
-    EnvVar { name: "TELEGRAM_HOME_CHANNEL", key: "home_channel", kind: EnvKind::Text, example: "-1001234567890", description: "chat for cron output and notifications" },
-    EnvVar { name: "TELEGRAM_API_BASE_URL", key: "api_base_url", kind: EnvKind::Text, example: "http://127.0.0.1:8081", description: "a self-hosted Bot API server" },
-    EnvVar { name: "TELEGRAM_REQUIRE_MENTION", key: "require_mention", kind: EnvKind::Bool, example: "false", description: "groups: answer only when mentioned" },
-    EnvVar { name: "TELEGRAM_FREE_RESPONSE_CHATS", key: "free_response_chats", kind: EnvKind::List, example: "-100123", description: "group chats answered without a mention, comma-separated" },
-    EnvVar { name: "TELEGRAM_FREE_RESPONSE_CHANNELS", key: "free_response_chats", kind: EnvKind::List, example: "-100123", description: "the same, Hermes' other spelling (wins)" },
+    EnvVar {
+        name: "TELEGRAM_BOT_TOKEN",
+        key: "token",
+        kind: EnvKind::Secret,
+        example: "123456:ABC...",
+        description: "setting it enables Telegram",
+    },
+    EnvVar {
+        name: "TELEGRAM_HOME_CHANNEL",
+        key: "home_channel",
+        kind: EnvKind::Text,
+        example: "-1001234567890",
+        description: "chat for cron output and notifications",
+    },
+    EnvVar {
+        name: "TELEGRAM_API_BASE_URL",
+        key: "api_base_url",
+        kind: EnvKind::Text,
+        example: "http://127.0.0.1:8081",
+        description: "a self-hosted Bot API server",
+    },
+    EnvVar {
+        name: "TELEGRAM_REQUIRE_MENTION",
+        key: "require_mention",
+        kind: EnvKind::Bool,
+        example: "false",
+        description: "groups: answer only when mentioned",
+    },
+    EnvVar {
+        name: "TELEGRAM_FREE_RESPONSE_CHATS",
+        key: "free_response_chats",
+        kind: EnvKind::List,
+        example: "-100123",
+        description: "group chats answered without a mention, comma-separated",
+    },
+    EnvVar {
+        name: "TELEGRAM_FREE_RESPONSE_CHANNELS",
+        key: "free_response_chats",
+        kind: EnvKind::List,
+        example: "-100123",
+        description: "the same, Hermes' other spelling (wins)",
+    },
 ];
 
 const EXAMPLE: &str = "    enabled: null                      # null: enabled when a token is set; false switches it off

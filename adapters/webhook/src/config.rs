@@ -10,13 +10,13 @@ use hermes_adapter::secret::{self, Secret};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter};
 use hermes_http_guard::check_secret;
-use std::sync::Arc;
-use std::time::Duration;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The prompt of a route that sets none: the route name and the raw body, so the agent always
 /// sees what arrived. Same text as the webhook adapter's built-in default, which it also uses for
@@ -47,14 +47,7 @@ pub struct WebhookConfig {
 
 impl Default for WebhookConfig {
     fn default() -> Self {
-        Self {
-            host: None,
-            port: 8644,
-            secret: None,
-            rate_limit_per_minute: 30,
-            routes: BTreeMap::new(),
-            extra: WebhookExtra::default(),
-        }
+        Self { host: None, port: 8644, secret: None, rate_limit_per_minute: 30, routes: BTreeMap::new(), extra: WebhookExtra::default() }
     }
 }
 
@@ -191,7 +184,8 @@ impl WebhookConfig {
             return host;
         }
         let global = self.secret.as_ref().map(Secret::expose);
-        let unsigned = self.routes.values().any(|r| r.secret.as_ref().map(Secret::expose).or(global).is_none_or(|s| s.trim() == INSECURE_NO_AUTH));
+        let unsigned =
+            self.routes.values().any(|r| r.secret.as_ref().map(Secret::expose).or(global).is_none_or(|s| s.trim() == INSECURE_NO_AUTH));
         if unsigned { DEFAULT_HOST_UNSIGNED } else { DEFAULT_HOST_SIGNED }
     }
 }
@@ -274,7 +268,13 @@ impl AdapterConfig for WebhookConfig {
 const ENV: &[EnvVar] = &[
     EnvVar { name: "WEBHOOK_ENABLED", key: "enabled", kind: EnvKind::Bool, example: "false", description: "serve the webhook listener" },
     EnvVar { name: "WEBHOOK_PORT", key: "port", kind: EnvKind::Port, example: "8644", description: "1-65535" },
-    EnvVar { name: "WEBHOOK_SECRET", key: "secret", kind: EnvKind::Secret, example: "8b1d6f0e3a9c47d2b5e8f1a4c7d0e3b6", description: "fallback HMAC secret: `openssl rand -hex 32`" },
+    EnvVar {
+        name: "WEBHOOK_SECRET",
+        key: "secret",
+        kind: EnvKind::Secret,
+        example: "8b1d6f0e3a9c47d2b5e8f1a4c7d0e3b6",
+        description: "fallback HMAC secret: `openssl rand -hex 32`",
+    },
 ];
 
 const EXAMPLE: &str = "    enabled: false                     # WEBHOOK_ENABLED
