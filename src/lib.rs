@@ -31,8 +31,12 @@
 //!
 //! # Where to add
 //!
-//! - An adapter: a crate under `adapters/` implementing [`hermes_adapter::PlatformAdapter`], plus
-//!   its entry in [`gateway::adapters`].
+//! - An adapter: one crate plus one registration. The crate under `adapters/` implements
+//!   [`hermes_adapter::PlatformAdapter`] and exports a [`hermes_adapter::Registration`] (its
+//!   typed config block, environment variables, documented example, build function); the line
+//!   that adds it to [`registry::Registry::builtin`] sits behind a cargo feature of its own. Run
+//!   `HERMES_BLESS=1 cargo test --lib generated_examples` to regenerate the example config and
+//!   `.env.example`.
 //! - A slash command: one file in `src/gateway/commands/` and its line in `commands::registry`.
 //! - A tool: one file in `src/agent/tools/` and its line in `tools::builtin`.
 
@@ -42,4 +46,5 @@ pub mod config;
 pub mod fs_atomic;
 pub mod gateway;
 pub mod observe;
+pub mod registry;
 pub mod store;

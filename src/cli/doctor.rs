@@ -134,27 +134,21 @@ async fn check_platforms(report: &mut Report, config: &Config, home: &Home) {
         report.fail(&format!("platform settings: {e}"), "fix the setting named above");
         return;
     }
-    let p = &config.platforms;
     let mut any = false;
-    if p.api_server.enabled {
-        any = true;
-        check_listener(report, "api_server", &p.api_server.host, p.api_server.port, "/health").await;
-    }
-    if p.webhook.enabled {
-        any = true;
-        check_listener(report, "webhook", &p.webhook.host, p.webhook.port, "/health").await;
-    }
-    for (name, platform) in &p.others {
+    for (name, platform) in &config.platforms.others {
         if !platform.is_enabled() {
             continue;
         }
-        if crate::gateway::adapters::is_supported(name) {
-            any = true;
-        } else {
+        if !crate::gateway::adapters::is_supported(name) {
             report.fail(
                 &format!("platform {name} is enabled but not supported by this build"),
                 &format!("remove platforms.{name} or upgrade hermes"),
             );
+            continue;
+        }
+        any = true;
+        if let Some((host, port)) = platform.settings.as_ref().and_then(|s| s.listener()) {
+            check_listener(report, name, &host, port, "/health").await;
         }
     }
     if !any {

@@ -52,7 +52,8 @@ fn run_gateway(resolved: super::Resolved, replace: bool) -> ExitCode {
     if credential_lock_dir.is_none() {
         tracing::warn!("neither HOME, XDG_STATE_HOME nor HERMES_GATEWAY_LOCK_DIR is set: running without the one-gateway-per-token guard");
     }
-    let outcome = runtime.block_on(gateway::run(resolved.home, config, RunOptions { replace, credential_lock_dir }));
+    let outcome =
+        runtime.block_on(gateway::run(resolved.home, config, RunOptions { replace, credential_lock_dir, ..RunOptions::default() }));
     // Adapters' background tasks must not keep a stopped gateway alive.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     match outcome {

@@ -5,7 +5,6 @@
 
 use super::{Config, Home};
 use hermes_guard::sandbox::Availability;
-use std::net::IpAddr;
 use std::os::unix::fs::PermissionsExt;
 
 /// How bad a finding is; `High` makes the audit exit non-zero.
@@ -58,39 +57,14 @@ pub fn audit_with(config: &Config, home: &Home, landlock: Availability) -> Vec<F
     findings
 }
 
-fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost") || host.trim_matches(['[', ']']).parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
+/// The adapters' own judgement of their listeners (a public API without a key, an unsigned
+/// public webhook route).
 fn listeners(config: &Config, out: &mut Vec<Finding>) {
-    let api = &config.platforms.api_server;
-    if api.enabled && !is_loopback(&api.host) && (api.key.is_none() || api.allow_no_auth) {
-        out.push(Finding {
-            severity: Severity::High,
-            key: "api_server.public_without_auth",
-            what: format!("the API server listens on {} without a key: anyone who reaches it runs the agent", api.host),
-            fix: "set API_SERVER_KEY (at least 16 random characters), or bind platforms.api_server.host to 127.0.0.1".into(),
-        });
-    }
-    if api.enabled && api.allow_no_auth && is_loopback(&api.host) {
-        out.push(Finding {
-            severity: Severity::Medium,
-            key: "api_server.no_auth",
-            what: "the API server accepts requests without a key (allow_no_auth): any local process can run the agent".into(),
-            fix: "set API_SERVER_KEY and remove platforms.api_server.allow_no_auth".into(),
-        });
-    }
-    let webhook = &config.platforms.webhook;
-    if webhook.enabled && !is_loopback(&webhook.host) {
-        for (name, route) in &webhook.routes {
-            if route.secret.is_none() && webhook.secret.is_none() {
-                out.push(Finding {
-                    severity: Severity::High,
-                    key: "webhook.public_route_without_secret",
-                    what: format!("webhook route `{name}` is reachable on {} without an HMAC secret", webhook.host),
-                    fix: format!("set platforms.webhook.routes.{name}.secret (or WEBHOOK_SECRET)"),
-                });
-            }
+    for block in config.platforms.others.values() {
+        let Some(settings) = &block.settings else { continue };
+        for risk in settings.risks(block.is_enabled()) {
+            let severity = if risk.high { Severity::High } else { Severity::Medium };
+            out.push(Finding { severity, key: risk.key, what: risk.what, fix: risk.fix });
         }
     }
 }
@@ -136,15 +110,17 @@ fn agent_powers(config: &Config, out: &mut Vec<Finding>) {
             fix: "set terminal.sandbox: workspace-write".into(),
         });
     }
-    for (name, route) in &config.platforms.webhook.routes {
-        let acting: Vec<&str> = route.toolsets.iter().map(String::as_str).filter(|s| ACTING_TOOLSETS.contains(s)).collect();
-        if config.platforms.webhook.enabled && !acting.is_empty() {
-            out.push(Finding {
-                severity: Severity::Medium,
-                key: "webhook.acting_toolsets",
-                what: format!("webhook route `{name}` lets whoever can send it a signed payload use {}", acting.join(", ")),
-                fix: format!("remove them from platforms.webhook.routes.{name}.toolsets unless the payload is fully trusted"),
-            });
+    for (name, block) in config.platforms.others.iter().filter(|(_, b)| b.is_enabled()) {
+        for (key, sets) in block.settings.iter().flat_map(|s| s.toolsets()) {
+            let acting: Vec<&str> = sets.iter().map(String::as_str).filter(|s| ACTING_TOOLSETS.contains(s)).collect();
+            if !acting.is_empty() {
+                out.push(Finding {
+                    severity: Severity::Medium,
+                    key: "platform.acting_toolsets",
+                    what: format!("platforms.{name}.{key} lets whoever can send {name} a payload use {}", acting.join(", ")),
+                    fix: format!("remove them from platforms.{name}.{key} unless the payload is fully trusted"),
+                });
+            }
         }
     }
 }
@@ -219,14 +195,14 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "api-server")]
     fn risky_settings_and_files_are_named_with_their_fix() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::write(dir.path().join(".env"), "TELEGRAM_BOT_TOKEN=1:x\n").unwrap();
         std::fs::set_permissions(dir.path().join(".env"), std::fs::Permissions::from_mode(0o644)).unwrap();
-        let mut config = Config::default();
-        config.platforms.api_server.enabled = true;
-        config.platforms.api_server.host = "0.0.0.0".into();
+        let yaml = "platforms:\n  api_server:\n    enabled: true\n    host: 0.0.0.0\n";
+        let mut config = crate::config::load_str(yaml, std::path::Path::new("config.yaml"), &crate::config::Env::default()).unwrap().config;
         config.approvals.mode = "off".into();
         let findings = audit(&config, &Home::at(dir.path()));
         let found = keys(&findings);

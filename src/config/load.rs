@@ -5,6 +5,7 @@ use super::env::Env;
 use super::error::ConfigError;
 use super::home::Home;
 use super::schema::Config;
+use crate::registry::Registry;
 use std::path::Path;
 
 /// A loaded configuration and what the operator should be told about it (unknown keys).
@@ -17,19 +18,30 @@ pub struct Loaded {
 /// Loads `{home}/config.yaml` (a missing file means all defaults), then applies `env` and
 /// validates. `env` is normally `Env::layered(&home.env_file(), Env::from_process())`.
 pub fn load(home: &Home, env: &Env) -> Result<Loaded, ConfigError> {
+    load_with(home, env, &Registry::builtin())
+}
+
+/// [`load`] with the platform blocks of `registry` (the built-in adapters plus any others).
+pub fn load_with(home: &Home, env: &Env, registry: &Registry) -> Result<Loaded, ConfigError> {
     let path = home.config_file();
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(source) => return Err(ConfigError::Io { path, source }),
     };
-    load_str(&text, &path, env)
+    load_str_with(&text, &path, env, registry)
 }
 
 /// [`load`] for YAML already in memory; `source` names it in messages.
 pub fn load_str(text: &str, source: &Path, env: &Env) -> Result<Loaded, ConfigError> {
-    let (mut config, warnings) = parse_yaml(text, source)?;
+    load_str_with(text, source, env, &Registry::builtin())
+}
+
+/// [`load_str`] with the platform blocks of `registry`.
+pub fn load_str_with(text: &str, source: &Path, env: &Env, registry: &Registry) -> Result<Loaded, ConfigError> {
+    let (mut config, mut warnings) = parse_yaml(text, source)?;
     config.apply_env(env)?;
+    config.platforms.resolve(registry, env, &file_label(source), &mut warnings)?;
     config.validate()?;
     Ok(Loaded { config, warnings })
 }
@@ -59,9 +71,13 @@ pub fn parse_yaml(text: &str, source: &Path) -> Result<(Config, Vec<String>), Co
         ConfigError::Invalid { key, message }
     })?;
 
-    let label = source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let label = file_label(source);
     let warnings = unknown.iter().map(|key| format!("{label}: unknown key `{key}` (ignored)")).collect();
     Ok((config, warnings))
+}
+
+fn file_label(source: &Path) -> String {
+    source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// serde_yaml_ng prefixes messages with its own copy of the path (`gateway.x: invalid type…`),
@@ -73,23 +89,7 @@ fn strip_yaml_path(key: &str, message: String) -> String {
     }
 }
 
-/// `platforms.webhook.routez`. serde_ignored's own Display marks every `Option` level with `?`
-/// (`platforms.?.webhook…`), which means nothing to someone editing the file.
-fn dotted(path: &serde_ignored::Path<'_>) -> String {
-    use serde_ignored::Path;
-    let (parent, own) = match path {
-        Path::Root => return String::new(),
-        Path::Seq { parent, index } => (*parent, index.to_string()),
-        Path::Map { parent, key } => (*parent, key.clone()),
-        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => {
-            return dotted(parent);
-        }
-    };
-    match dotted(parent) {
-        prefix if prefix.is_empty() => own,
-        prefix => format!("{prefix}.{own}"),
-    }
-}
+use hermes_adapter::registration::dotted;
 
 fn syntax_error(source: &Path, err: &serde_yaml_ng::Error) -> ConfigError {
     let (line, column) = err.location().map_or((0, 0), |l| (l.line(), l.column()));

@@ -23,6 +23,7 @@ mod de;
 mod display;
 mod env;
 mod error;
+pub mod examples;
 mod extra;
 mod gateway;
 mod home;
@@ -35,9 +36,8 @@ mod schema;
 mod secret;
 mod sections;
 mod validate;
-mod webhook;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "telegram", feature = "webhook", feature = "api-server"))]
 mod tests;
 
 pub use agent_sections::{
@@ -69,11 +69,11 @@ pub use error::ConfigError;
 pub use extra::Extra;
 pub use gateway::{GatewayConfig, MediaCacheConfig, StreamingConfig};
 pub use home::Home;
-pub use load::{Loaded, load, load_str, parse_yaml};
+pub use load::{Loaded, load, load_str, load_str_with, load_with, parse_yaml};
 pub use model::ModelConfig;
+pub use overrides::CORE_ENV_VARS;
 pub use persist::write_model_default;
-pub use platforms::{ApiServerConfig, PlatformConfig, Platforms, SendBudgetConfig};
+pub use platforms::{PlatformConfig, Platforms};
 pub use schema::Config;
 pub use secret::Secret;
 pub use sections::{AgentConfig, ApprovalsConfig, CronConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig, SessionResetConfig};
-pub use webhook::{DEFAULT_ROUTE_PROMPT, WebhookConfig, WebhookExtra, WebhookRoute};

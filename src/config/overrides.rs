@@ -10,15 +10,34 @@ use super::error::ConfigError;
 use super::schema::Config;
 use super::secret::Secret;
 
+/// Every variable the gateway reads itself (the platforms' are listed by their registrations;
+/// `<PLATFORM>_ALLOWED_USERS`, `_ALLOW_ALL_USERS` and `_ADMIN_USERS` exist for every platform).
+/// The generated `.env.example` must document each of them.
+pub const CORE_ENV_VARS: &[&str] = &[
+    "HERMES_HOME",
+    "LLM_MODEL",
+    "LLM_PROVIDER",
+    "LLM_BASE_URL",
+    "OPENAI_BASE_URL",
+    "LLM_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GATEWAY_ALLOWED_USERS",
+    "GATEWAY_ALLOW_ALL_USERS",
+    "GATEWAY_ADMIN_USERS",
+    "HERMES_GATEWAY_BUSY_INPUT_MODE",
+    "HERMES_MAX_ITERATIONS",
+    "HERMES_AGENT_TIMEOUT",
+    "HERMES_REDACT_SECRETS",
+    "SESSION_IDLE_MINUTES",
+    "SESSION_RESET_HOUR",
+];
+
 impl Config {
-    /// Applies every supported environment variable (see `env.example`).
+    /// Applies the gateway's own environment variables ([`CORE_ENV_VARS`]); the platforms' come
+    /// with their registrations and are applied by `Platforms::resolve`.
     pub fn apply_env(&mut self, env: &Env) -> Result<(), ConfigError> {
         self.apply_model(env);
-        self.apply_api_server(env)?;
-        self.apply_webhook(env)?;
-        for (platform, prefix) in CHAT_PLATFORM_ENV {
-            self.apply_chat_platform(env, platform, prefix)?;
-        }
         if let Some(v) = env.get("GATEWAY_ALLOWED_USERS") {
             self.gateway.allowed_users = split_list(v);
         }
@@ -90,77 +109,6 @@ impl Config {
             }
         }
     }
-
-    fn apply_api_server(&mut self, env: &Env) -> Result<(), ConfigError> {
-        let api = &mut self.platforms.api_server;
-        if let Some(v) = env.get("API_SERVER_ENABLED") {
-            api.enabled = parse_bool("API_SERVER_ENABLED", v)?;
-        }
-        if let Some(v) = env.get("API_SERVER_KEY") {
-            api.key = Some(Secret::new(v.trim()));
-        }
-        if let Some(v) = env.get("API_SERVER_HOST") {
-            api.host = v.trim().to_string();
-        }
-        if let Some(v) = env.get("API_SERVER_PORT") {
-            api.port = parse_port("API_SERVER_PORT", v)?;
-        }
-        if let Some(v) = env.get("API_SERVER_MODEL_NAME") {
-            api.model_name = v.trim().to_string();
-        }
-        if let Some(v) = env.get("API_SERVER_CORS_ORIGINS") {
-            api.cors_origins = split_list(v);
-        }
-        Ok(())
-    }
-
-    fn apply_webhook(&mut self, env: &Env) -> Result<(), ConfigError> {
-        let webhook = &mut self.platforms.webhook;
-        if let Some(v) = env.get("WEBHOOK_ENABLED") {
-            webhook.enabled = parse_bool("WEBHOOK_ENABLED", v)?;
-        }
-        if let Some(v) = env.get("WEBHOOK_PORT") {
-            webhook.port = parse_port("WEBHOOK_PORT", v)?;
-        }
-        if let Some(v) = env.get("WEBHOOK_SECRET") {
-            webhook.secret = Some(Secret::new(v.trim()));
-        }
-        Ok(())
-    }
-}
-
-/// Chat platforms configured by `<PREFIX>_BOT_TOKEN`, `<PREFIX>_HOME_CHANNEL`,
-/// `<PREFIX>_API_BASE_URL`, `<PREFIX>_REQUIRE_MENTION` and `<PREFIX>_FREE_RESPONSE_CHATS`.
-const CHAT_PLATFORM_ENV: [(&str, &str); 2] = [("telegram", "TELEGRAM"), ("discord", "DISCORD")];
-
-impl Config {
-    fn apply_chat_platform(&mut self, env: &Env, platform: &str, prefix: &str) -> Result<(), ConfigError> {
-        let var = |suffix: &str| format!("{prefix}_{suffix}");
-        let names = ["BOT_TOKEN", "HOME_CHANNEL", "API_BASE_URL", "REQUIRE_MENTION", "FREE_RESPONSE_CHATS", "FREE_RESPONSE_CHANNELS"];
-        if names.iter().all(|suffix| env.get(&var(suffix)).is_none()) {
-            return Ok(());
-        }
-        let block = self.platforms.others.entry(platform.to_string()).or_default();
-        if let Some(v) = env.get(&var("BOT_TOKEN")) {
-            block.token = Some(Secret::new(v.trim()));
-        }
-        if let Some(v) = env.get(&var("HOME_CHANNEL")) {
-            block.home_channel = Some(v.trim().to_string());
-        }
-        if let Some(v) = env.get(&var("API_BASE_URL")) {
-            block.api_base_url = Some(v.trim().to_string());
-        }
-        let name = var("REQUIRE_MENTION");
-        if let Some(v) = env.get(&name) {
-            block.require_mention = Some(parse_bool(&name, v)?);
-        }
-        for suffix in ["FREE_RESPONSE_CHATS", "FREE_RESPONSE_CHANNELS"] {
-            if let Some(v) = env.get(&var(suffix)) {
-                block.free_response_chats = split_list(v);
-            }
-        }
-        Ok(())
-    }
 }
 
 fn env_invalid(name: &str, message: String) -> ConfigError {
@@ -169,19 +117,7 @@ fn env_invalid(name: &str, message: String) -> ConfigError {
 
 /// `true/false/1/0/yes/no/on/off`, any case.
 pub(crate) fn parse_bool(name: &str, value: &str) -> Result<bool, ConfigError> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err(env_invalid(name, format!("expected a boolean (true/false, 1/0, yes/no, on/off), found {value:?}"))),
-    }
-}
-
-/// A TCP port; 0 is refused because "pick any port" is never what an operator means here.
-pub(crate) fn parse_port(name: &str, value: &str) -> Result<u16, ConfigError> {
-    match value.trim().parse::<u16>() {
-        Ok(port) if port != 0 => Ok(port),
-        _ => Err(env_invalid(name, format!("expected a port number 1-65535, found {value:?}"))),
-    }
+    hermes_adapter::registration::parse_bool(value).map_err(|message| env_invalid(name, message))
 }
 
 fn parse_number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {

@@ -84,16 +84,12 @@ impl Config {
     /// Every configured secret value, for the log redactor: these strings never reach a log line.
     pub fn secret_values(&self) -> Vec<String> {
         let p = &self.platforms;
-        let mut all = vec![
-            self.model.api_key.as_ref(),
-            p.api_server.key.as_ref(),
-            p.webhook.secret.as_ref(),
-            self.auxiliary.compression.api_key.as_ref(),
-        ];
+        let mut all = vec![self.model.api_key.as_ref(), self.auxiliary.compression.api_key.as_ref()];
         all.extend(self.fallback_providers.iter().map(|f| f.api_key.as_ref()));
-        all.extend(p.webhook.routes.values().map(|r| r.secret.as_ref()));
         all.extend(p.others.values().flat_map(|o| [o.token.as_ref(), o.api_key.as_ref()]));
-        all.into_iter().flatten().filter(|s| !s.is_empty()).map(|s| s.expose().to_string()).collect()
+        let mut out: Vec<String> = all.into_iter().flatten().filter(|s| !s.is_empty()).map(|s| s.expose().to_string()).collect();
+        out.extend(p.others.values().filter_map(|o| o.settings.as_ref()).flat_map(|s| s.secrets()).filter(|s| !s.is_empty()));
+        out
     }
 
     /// The resolved configuration as YAML, every secret masked (`hermes config check`).

@@ -1,15 +1,9 @@
 //! Semantic checks that types alone cannot express (ranges, enumerated strings, URL schemes,
-//! route names). Run after the environment is applied, so overrides are checked too.
+//! toolsets the platforms' configs name; each adapter checks the rest of its own block). Run after the environment is applied, so overrides are checked too.
 
 use super::error::ConfigError;
 use super::schema::Config;
-use super::secret::Secret;
 use super::sections::{APPROVAL_MODES, CRON_APPROVAL_MODES};
-use hermes_http_guard::{AllowedOrigins, check_secret};
-
-/// The secret that turns a webhook route's signature check off (loopback only; the adapter
-/// checks the host).
-const INSECURE_NO_AUTH: &str = "INSECURE_NO_AUTH";
 
 const STREAMING_TRANSPORTS: [&str; 4] = ["auto", "draft", "edit", "off"];
 
@@ -17,8 +11,6 @@ impl Config {
     /// Returns the first problem found, naming its key. Lower-cases the enumerated strings it
     /// accepts case-insensitively (`approvals.mode: Smart`).
     pub fn validate(&mut self) -> Result<(), ConfigError> {
-        check_port("platforms.api_server.port", self.platforms.api_server.port)?;
-        check_port("platforms.webhook.port", self.platforms.webhook.port)?;
         if let Some(port) = self.gateway.admin_port {
             check_port("gateway.admin_port", port)?;
         }
@@ -76,59 +68,18 @@ impl Config {
                 ));
             }
         }
-        for (name, route) in &self.platforms.webhook.routes {
-            if let Some(set) = route.toolsets.iter().find(|s| !crate::agent::tools::TOOLSETS.contains(&s.as_str())) {
-                return Err(ConfigError::invalid(
-                    format!("platforms.webhook.routes.{name}.toolsets"),
-                    format!("unknown toolset {set:?}; known: {}", crate::agent::tools::TOOLSETS.join(", ")),
-                ));
-            }
-        }
-        for name in self.platforms.webhook.routes.keys() {
-            if !valid_route_name(name) {
-                return Err(ConfigError::invalid(
-                    format!("platforms.webhook.routes.{name}"),
-                    "a route name may contain only letters, digits, '_' and '-' (it becomes the URL path /webhooks/<name>)",
-                ));
-            }
-        }
-        self.validate_http_secrets()
-    }
-
-    /// The enabled HTTP listeners' keys and secrets must not be guessable, and the API's CORS
-    /// origins must be origins (the adapters check the same again when they start).
-    fn validate_http_secrets(&self) -> Result<(), ConfigError> {
-        let api = &self.platforms.api_server;
-        if api.enabled {
-            strong("platforms.api_server.key (API_SERVER_KEY)", api.key.as_ref())?;
-            let origins = AllowedOrigins::parse(&api.cors_origins)
-                .map_err(|e| ConfigError::invalid("platforms.api_server.cors_origins (API_SERVER_CORS_ORIGINS)", e.to_string()))?;
-            if origins == AllowedOrigins::Any && api.key.is_none() {
-                return Err(ConfigError::invalid(
-                    "platforms.api_server.cors_origins (API_SERVER_CORS_ORIGINS)",
-                    "`*` lets every web page drive the agent, and the server has no key; list the pages' origins or set API_SERVER_KEY",
-                ));
-            }
-        }
-        let webhook = &self.platforms.webhook;
-        if webhook.enabled {
-            strong("platforms.webhook.secret (WEBHOOK_SECRET)", webhook.secret.as_ref())?;
-            for (name, route) in &webhook.routes {
-                strong(&format!("platforms.webhook.routes.{name}.secret"), route.secret.as_ref())?;
+        for (name, block) in &self.platforms.others {
+            for (key, sets) in block.settings.iter().flat_map(|s| s.toolsets()) {
+                if let Some(set) = sets.iter().find(|s| !crate::agent::tools::TOOLSETS.contains(&s.as_str())) {
+                    return Err(ConfigError::invalid(
+                        format!("platforms.{name}.{key}"),
+                        format!("unknown toolset {set:?}; known: {}", crate::agent::tools::TOOLSETS.join(", ")),
+                    ));
+                }
             }
         }
         Ok(())
     }
-}
-
-/// A configured key or secret must not be one a guesser tries first; unset is checked elsewhere.
-fn strong(key: &str, secret: Option<&Secret>) -> Result<(), ConfigError> {
-    let Some(secret) = secret.map(|s| s.expose().trim()).filter(|s| !s.is_empty() && *s != INSECURE_NO_AUTH) else {
-        return Ok(());
-    };
-    check_secret(secret).map_err(|reason| {
-        ConfigError::invalid(key, format!("guessable: {reason}; generate one, e.g. with `openssl rand -hex 32`, and use it on both sides"))
-    })
 }
 
 fn check_port(key: &str, port: u16) -> Result<(), ConfigError> {
@@ -145,8 +96,4 @@ fn one_of(key: &str, value: &mut String, allowed: &[&str]) -> Result<(), ConfigE
     }
     *value = normalized;
     Ok(())
-}
-
-fn valid_route_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }

@@ -100,6 +100,8 @@ pub struct RunOptions {
     /// The machine-wide directory of credential locks ([`credential_lock`]); `None` runs without
     /// the one-gateway-per-token guard.
     pub credential_lock_dir: Option<std::path::PathBuf>,
+    /// The adapters the gateway may build: the built-in ones, plus any a caller adds.
+    pub registry: crate::registry::Registry,
 }
 
 /// Where the agent's files live: memories and skills under the home, commands run in
@@ -182,7 +184,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     media_sweep::sweep(&media_cache, media_limits).await;
 
     let config = Arc::new(config);
-    let adapters = adapters::build_enabled(&config, &home).map_err(GatewayError::Config)?;
+    let adapters = adapters::build_enabled_with(&config, &home, &options.registry).map_err(|e| GatewayError::Config(e.to_string()))?;
     if adapters.is_empty() {
         tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
     }

@@ -7,6 +7,7 @@
 //! [`hermes_adapter::PlatformAdapter::send`] and is written out as JSON or Server-Sent Events.
 //!
 //! Modules:
+//! - `config`: the `platforms.api_server` block, its variables and checks, the [`REGISTRATION`].
 //! - `settings`: settings and the refusal to serve an unauthenticated public API.
 //! - `adapter`: the `PlatformAdapter` implementation.
 //! - `server`: routes, the order of the guards, health and discovery, serving until shutdown.
@@ -24,6 +25,7 @@
 mod adapter;
 mod auth;
 mod chat;
+mod config;
 mod conversation;
 mod error;
 mod guard;
@@ -36,4 +38,5 @@ mod sse;
 mod turn;
 
 pub use adapter::ApiServerAdapter;
+pub use config::{ApiServerConfig, REGISTRATION};
 pub use settings::{ApiServerError, ApiServerSettings};

@@ -141,7 +141,7 @@ fn strip_brackets(host: &str) -> &str {
 
 /// Whether `host` only accepts connections from this machine. Names other than `localhost` are
 /// treated as public: what they resolve to is not ours to trust.
-fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     let host = strip_brackets(host.trim());
     if host.eq_ignore_ascii_case("localhost") {
         return true;

@@ -19,6 +19,10 @@
 //! - [`media`]: `MEDIA:<path>` tags in answers, and the files they become.
 //! - [`untrusted`]: marks for text from outside (payloads, quoted messages) inside an event.
 //! - [`media_cache`]: the private, bounded folder inbound attachments are saved in.
+//! - [`registration`]: what the gateway knows of an adapter before it exists (its config block,
+//!   environment variables, documentation, how to build it); each adapter crate exports one.
+//! - [`secret`] and [`values`]: the value types of configuration blocks ([`Secret`], which never
+//!   prints; lenient lists and ids; the free-form [`Extra`] map).
 
 pub mod capabilities;
 pub mod chunk;
@@ -29,9 +33,12 @@ pub mod inbound;
 pub mod media;
 pub mod media_cache;
 pub mod outbound;
+pub mod registration;
 pub mod render;
+pub mod secret;
 pub mod source;
 pub mod untrusted;
+pub mod values;
 
 pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};
 pub use context::{
@@ -43,7 +50,10 @@ pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
 pub use media::{FileKind, OutboundFile};
 pub use media_cache::{CacheLimits, MediaCache};
 pub use outbound::{Button, ChatTarget, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
+pub use registration::{AdapterConfig, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, SettingError};
+pub use secret::Secret;
 pub use source::{ChatType, Platform, SessionSource};
+pub use values::Extra;
 
 use async_trait::async_trait;
 

@@ -9,16 +9,19 @@
 //! * [`inbound`]: messages and button presses → events (DMs, guild channels, threads, mention
 //!   gating).
 //! * [`errors`]: Discord failures → what the gateway does next.
+//! * [`config`]: the `platforms.discord` block, its variables and the [`REGISTRATION`].
 //! * [`allowlist`]: which allowlist entries can name a Discord user (ids only).
 
 pub mod adapter;
 pub mod allowlist;
 pub(crate) mod backfill;
 pub(crate) mod commands;
+pub mod config;
 pub mod errors;
 pub mod gateway;
 pub mod inbound;
 pub mod settings;
 
 pub use adapter::{DiscordAdapter, DiscordError};
+pub use config::{DiscordConfig, REGISTRATION};
 pub use settings::DiscordSettings;

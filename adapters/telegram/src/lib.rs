@@ -8,6 +8,7 @@
 //! * [`budget`]: Telegram's flood limits kept on our side.
 //! * [`media`]: inbound photos and documents saved to the cache.
 //! * [`errors`]: Telegram failures → what the gateway does next.
+//! * [`config`]: the `platforms.telegram` block, its variables and the [`REGISTRATION`].
 //! * [`allowlist`]: which allowlist entries can name a Telegram user (ids and usernames).
 //!
 //! Answers arrive already rendered to Telegram HTML and split by the gateway
@@ -16,6 +17,7 @@
 pub mod adapter;
 pub mod allowlist;
 pub mod budget;
+pub mod config;
 pub mod errors;
 pub mod inbound;
 pub mod media;
@@ -23,4 +25,5 @@ pub mod poll;
 pub mod settings;
 
 pub use adapter::{TelegramAdapter, TelegramError};
+pub use config::{REGISTRATION, TelegramConfig};
 pub use settings::{SendBudget, TelegramSettings};

@@ -7,7 +7,8 @@ use std::time::Duration;
 /// Telegram's documented limits: about 30 messages a second overall, one a second per chat (short
 /// bursts tolerated) and 20 a minute in a group. Zero switches a limit off (a self-hosted Bot API
 /// server without limits, or a benchmark against a fake).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SendBudget {
     pub global_per_second: f64,
     pub per_chat_per_second: f64,

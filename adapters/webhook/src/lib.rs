@@ -65,12 +65,14 @@
 //! Redirects are not followed, so neither the answer nor credentials in the URL ever reach
 //! another host.
 //!
-//! Modules: [`settings`] (configuration and validation), [`signature`], [`payload`] (the body
+//! Modules: [`config`] (the `platforms.webhook` block and the [`REGISTRATION`]), [`settings`]
+//! (the listener's resolved settings and their validation), [`signature`], [`payload`] (the body
 //! and event type), `dedupe` ([`content_key`]), `template` ([`render_prompt`]), `rate_limit`,
 //! `server` (HTTP handlers), `outbound` (answers), `deliver` (the `deliver` setting), `ids`
 //! (fresh ids for unsigned deliveries). `signature`, `payload`, `content_key` and
 //! `render_prompt` are pure and public for the fuzz target.
 
+pub mod config;
 mod dedupe;
 mod deliver;
 mod ids;
@@ -82,6 +84,7 @@ pub mod settings;
 pub mod signature;
 mod template;
 
+pub use config::{DEFAULT_ROUTE_PROMPT, REGISTRATION, WebhookConfig, WebhookExtra, WebhookRoute};
 pub use dedupe::content_key;
 pub use server::MAX_BODY_BYTES;
 pub use settings::{INSECURE_NO_AUTH, RouteSettings, WebhookError, WebhookSettings};

@@ -28,10 +28,11 @@ pub struct WebhookSettings {
 }
 
 impl Default for WebhookSettings {
-    /// The reference gateway's defaults: all interfaces, port 8644, 30 deliveries a minute.
+    /// The reference gateway's defaults: all interfaces, port 8644, 30 deliveries a minute (no
+    /// routes, so nothing unsigned: see [`crate::WebhookConfig::effective_host`]).
     fn default() -> Self {
         Self {
-            host: "0.0.0.0".to_string(),
+            host: crate::config::DEFAULT_HOST_SIGNED.to_string(),
             port: 8644,
             global_secret: None,
             rate_limit_per_minute: 30,
@@ -126,7 +127,7 @@ pub(crate) struct Route {
 }
 
 /// Used when a route has no prompt: the agent still sees what arrived.
-const DEFAULT_PROMPT: &str = "Webhook delivery on route {route}:\n\n{__raw__}";
+const DEFAULT_PROMPT: &str = crate::config::DEFAULT_ROUTE_PROMPT;
 
 pub(crate) fn is_loopback_host(host: &str) -> bool {
     let bare = host.trim().trim_start_matches('[').trim_end_matches(']');

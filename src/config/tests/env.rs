@@ -1,7 +1,7 @@
 //! Environment: `.env` layering and the overrides of `config.yaml` values.
 
 use super::super::{BusyInputMode, ConfigError, Env};
-use super::{EXAMPLE_ENV, config, env, error};
+use super::{EXAMPLE_ENV, api_server, config, env, error, webhook};
 use std::io::Write;
 
 #[test]
@@ -26,7 +26,7 @@ fn env_overrides_file() {
             ("API_SERVER_KEY", "env-api-k3y-5d8e0c2f"),
         ],
     );
-    assert_eq!(c.platforms.api_server.port, 9100);
+    assert_eq!(api_server(&c).port, 9100);
     assert_eq!(c.model.default, "env-model");
     assert_eq!(c.model.base_url, "https://llm.example/v1", "LLM_* wins over OPENAI_*");
     assert_eq!(c.model.api_key.as_ref().map(|k| k.expose()), Some("sk-llm"));
@@ -34,8 +34,8 @@ fn env_overrides_file() {
     assert_eq!(c.agent.max_turns, 12);
     assert_eq!(c.session_reset.idle_minutes, 30);
     assert_eq!(c.session_reset.at_hour, 23);
-    assert!(c.platforms.webhook.enabled && c.platforms.api_server.enabled);
-    assert_eq!(c.platforms.webhook.secret.as_ref().map(|s| s.expose()), Some("whsec-9f2c71e4a0b3"));
+    assert!(c.platforms.get("webhook").unwrap().is_enabled() && c.platforms.get("api_server").unwrap().is_enabled());
+    assert_eq!(webhook(&c).secret.as_ref().map(|s| s.expose()), Some("whsec-9f2c71e4a0b3"));
 
     let only_openai = config("", &[("OPENAI_BASE_URL", "https://openai.example/v1")]);
     assert_eq!(only_openai.model.base_url, "https://openai.example/v1");
@@ -44,7 +44,7 @@ fn env_overrides_file() {
 #[test]
 fn empty_env_values_count_as_unset() {
     let c = config("platforms:\n  api_server:\n    port: 9000\n", &[("API_SERVER_PORT", ""), ("LLM_MODEL", "")]);
-    assert_eq!(c.platforms.api_server.port, 9000);
+    assert_eq!(api_server(&c).port, 9000);
     assert_eq!(c.model.default, "gpt-4o-mini");
 }
 
@@ -95,8 +95,8 @@ fn dotenv_is_read_and_process_env_wins() {
 
     let c = super::super::load_str("", &dir.path().join("config.yaml"), &layered).unwrap().config;
     assert_eq!(c.model.default, "from-process");
-    assert_eq!(c.platforms.api_server.port, 9001);
-    assert_eq!(c.platforms.webhook.port, 9002);
+    assert_eq!(api_server(&c).port, 9001);
+    assert_eq!(webhook(&c).port, 9002);
 }
 
 #[test]
@@ -150,7 +150,7 @@ fn env_example_values_are_valid() {
     let example = Env::from_pairs(pairs);
     let c = super::super::load_str("", std::path::Path::new("config.yaml"), &example).unwrap().config;
     assert_eq!(c.model.default, "gpt-4o-mini");
-    assert_eq!(c.platforms.api_server.cors_origins, ["https://a.example", "https://b.example"]);
+    assert_eq!(api_server(&c).cors_origins, ["https://a.example", "https://b.example"]);
     assert_eq!(c.allowed_users("telegram"), ["123", "456"]);
 }
 

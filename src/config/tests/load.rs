@@ -1,7 +1,9 @@
 //! `config.yaml` parsing: defaults, shapes Hermes accepts, unknown keys, error paths.
 
-use super::super::{BusyInputMode, Config, ConfigError, DEFAULT_ROUTE_PROMPT, Home, ResetMode, StreamingConfig, ToolProgress, load};
+use super::super::{BusyInputMode, Config, ConfigError, Home, ResetMode, StreamingConfig, ToolProgress, load};
 use super::{EXAMPLE_YAML, config, error, load_yaml};
+use super::{api_server, webhook};
+use hermes_webhook::DEFAULT_ROUTE_PROMPT;
 
 #[test]
 fn no_file_gives_defaults() {
@@ -13,10 +15,10 @@ fn no_file_gives_defaults() {
     assert_eq!(c.model.default, "gpt-4o-mini");
     assert_eq!(c.model.base_url, "https://api.openai.com/v1");
     assert_eq!(c.model.request_timeout_secs, 120);
-    assert_eq!(c.platforms.api_server.port, 8642);
-    assert_eq!(c.platforms.api_server.model_name, "hermes-agent");
-    assert_eq!(c.platforms.webhook.port, 8644);
-    assert_eq!(c.platforms.webhook.rate_limit_per_minute, 30);
+    assert_eq!(api_server(&c).port, 8642);
+    assert_eq!(api_server(&c).model_name, "hermes-agent");
+    assert_eq!(webhook(&c).port, 8644);
+    assert_eq!(webhook(&c).rate_limit_per_minute, 30);
     assert_eq!(c.gateway.drain_timeout_secs, 30);
     assert!(c.gateway.group_sessions_per_user && !c.gateway.thread_sessions_per_user);
     assert_eq!(c.gateway.admin_port, None);
@@ -68,15 +70,19 @@ fn example_file_parses_without_warnings_and_documents_the_defaults() {
     let (c, d) = (loaded.config, Config::default());
     // Everything but the sample route and platform block is the default.
     assert_eq!(c.model, d.model);
-    assert_eq!(c.platforms.api_server, d.platforms.api_server);
-    let mut webhook = c.platforms.webhook.clone();
-    webhook.routes.clear();
-    assert_eq!(webhook, d.platforms.webhook);
-    assert_eq!(c.platforms.get("telegram"), Some(&Default::default()));
+    assert_eq!(api_server(&c), api_server(&d));
+    let mut hook = webhook(&c);
+    hook.routes.clear();
+    assert_eq!(hook, webhook(&d));
+    let telegram = c.platforms.get("telegram").unwrap();
+    assert_eq!(c.platforms.settings::<hermes_telegram::TelegramConfig>("telegram"), Some(&Default::default()));
+    let core_keys = super::super::PlatformConfig { settings: None, ..telegram.clone() };
+    assert_eq!(core_keys, Default::default());
     assert_eq!((&c.gateway, &c.display, &c.streaming), (&d.gateway, &d.display, &d.streaming));
     assert_eq!((&c.session_reset, &c.approvals, &c.cron), (&d.session_reset, &d.approvals, &d.cron));
     assert_eq!((&c.agent, &c.logging, &c.security, &c.timezone), (&d.agent, &d.logging, &d.security, &d.timezone));
-    let route = &c.platforms.webhook.routes["github"];
+    let hooks = webhook(&c);
+    let route = &hooks.routes["github"];
     assert_eq!(route.deliver, "log");
     assert_eq!(route.events, ["pull_request", "issues"]);
 }
@@ -119,7 +125,7 @@ compression:
         ]
     );
     // Free-form `extra` is not reported, and kept.
-    let telegram = loaded.config.platforms.get("telegram").unwrap();
+    let telegram = loaded.config.platforms.settings::<hermes_telegram::TelegramConfig>("telegram").unwrap();
     assert_eq!(telegram.extra.get("anything").and_then(|v| v.as_str()), Some("goes"));
 }
 
@@ -235,12 +241,13 @@ fn legacy_webhook_routes_merge() {
         "platforms:\n  webhook:\n    routes:\n      a: {deliver: log}\n    extra:\n      routes:\n        b: {deliver: 'telegram:1'}\n      port_hint: 1\n",
         &[],
     );
-    let routes = &c.platforms.webhook.routes;
+    let hooks = webhook(&c);
+    let routes = &hooks.routes;
     assert_eq!(routes.keys().collect::<Vec<_>>(), ["a", "b"]);
     assert_eq!(routes["b"].deliver, "telegram:1");
     assert_eq!(routes["b"].prompt, DEFAULT_ROUTE_PROMPT);
-    assert!(c.platforms.webhook.extra.routes.is_empty());
-    assert!(c.platforms.webhook.extra.other.get("port_hint").is_some());
+    assert!(hooks.extra.routes.is_empty());
+    assert!(hooks.extra.other.get("port_hint").is_some());
 
     let e = error("platforms:\n  webhook:\n    routes:\n      a: {}\n    extra:\n      routes:\n        a: {}\n", &[]);
     match e {

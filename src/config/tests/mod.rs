@@ -2,6 +2,7 @@
 
 mod auth;
 mod env;
+mod examples;
 mod home;
 mod load;
 mod secret;
@@ -35,4 +36,14 @@ fn error(text: &str, pairs: &[(&str, &str)]) -> ConfigError {
         Ok(loaded) => panic!("expected an error, got {:?}", loaded.config),
         Err(e) => e,
     }
+}
+
+/// The API server's block, or its defaults when the file has none.
+fn api_server(c: &Config) -> hermes_api_server::ApiServerConfig {
+    c.platforms.settings::<hermes_api_server::ApiServerConfig>("api_server").cloned().unwrap_or_default()
+}
+
+/// The webhook block, or its defaults when the file has none.
+fn webhook(c: &Config) -> hermes_webhook::WebhookConfig {
+    c.platforms.settings::<hermes_webhook::WebhookConfig>("webhook").cloned().unwrap_or_default()
 }

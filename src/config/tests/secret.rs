@@ -52,5 +52,5 @@ platforms:
 #[test]
 fn empty_secret_is_unset() {
     let c = config("platforms:\n  api_server:\n    key: \"\"\n", &[]);
-    assert!(c.platforms.api_server.key.is_none());
+    assert!(super::api_server(&c).key.is_none());
 }
