@@ -289,7 +289,7 @@ impl Agent {
     }
 
     /// A long tool loop outgrew the context: summarize its middle before the next call.
-    async fn compress_when_over_threshold(&self, work: &mut TurnWork, cancel: &CancellationToken, tx: &mpsc::Sender<TurnEvent>) {
+    async fn compress_when_over_threshold(self: &Arc<Self>, work: &mut TurnWork, cancel: &CancellationToken, tx: &mpsc::Sender<TurnEvent>) {
         if let Some(policy) = &work.compression
             && super::compress::estimate_tokens(&work.messages) as f64 > policy.threshold * policy.context_tokens as f64
         {
@@ -300,7 +300,7 @@ impl Agent {
     /// One model response (through the fallback chain); a context overflow compresses once and
     /// asks again. On the last iteration no tools are offered.
     async fn ask_model(
-        &self,
+        self: &Arc<Self>,
         work: &mut TurnWork,
         budget_spent: bool,
         cancel: &CancellationToken,
