@@ -26,15 +26,48 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
     };
     // getMe runs alongside the first poll instead of before it: start-up latency is one round
     // trip, and updates are classified only once the bot's name is known.
-    let mut identity = Some(tokio::spawn(identify(adapter.bot.clone())));
-    let mut me: Option<Identity> = None;
-    let mut offset: i32 = 0;
-    let mut conflicts: u32 = 0;
+    let mut poller = Poller { identity: Some(tokio::spawn(identify(adapter.bot.clone()))), me: None, offset: 0, conflicts: 0 };
     loop {
+        let updates = match poller.next_batch(adapter, &ctx).await? {
+            Batch::Updates(updates) => updates,
+            Batch::Again => continue,
+            Batch::Stopped => return Ok(()),
+        };
+        poller.connected(adapter, &ctx).await?;
+        let Some(me) = poller.me.as_ref() else { continue };
+        if let Some(last) = store_batch(adapter, &ctx, me, &gate, &updates).await? {
+            poller.offset = last as i32 + 1;
+        }
+    }
+}
+
+/// Where the long poll stands.
+struct Poller {
+    /// The getMe started with the first poll, until it answered.
+    identity: Option<tokio::task::JoinHandle<Result<Identity, AdapterError>>>,
+    me: Option<Identity>,
+    /// The next update wanted; sending it confirms everything before it to Telegram.
+    offset: i32,
+    /// 409 Conflicts in a row (another process polling this token).
+    conflicts: u32,
+}
+
+/// What one `getUpdates` came back with.
+enum Batch {
+    Updates(Vec<Update>),
+    /// A failure that was dealt with (a wait, a webhook deleted): poll again.
+    Again,
+    /// The gateway is shutting down; what was stored has been confirmed.
+    Stopped,
+}
+
+impl Poller {
+    /// One long poll, while the first getMe may still be answering.
+    async fn next_batch(&mut self, adapter: &TelegramAdapter, ctx: &AdapterContext) -> Result<Batch, AdapterError> {
         let request = adapter
             .poll_bot
             .get_updates()
-            .offset(offset)
+            .offset(self.offset)
             .limit(100)
             .timeout(adapter.settings.poll_timeout.as_secs() as u32)
             .allowed_updates([AllowedUpdate::Message, AllowedUpdate::EditedMessage, AllowedUpdate::CallbackQuery]);
@@ -43,101 +76,117 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
             tokio::select! {
                 r = &mut request => break r,
                 _ = ctx.shutdown.cancelled() => {
-                    confirm(adapter, offset).await;
-                    return Ok(());
+                    confirm(adapter, self.offset).await;
+                    return Ok(Batch::Stopped);
                 }
                 // With nothing to deliver the first long poll lasts its whole timeout; a bot whose
                 // token was accepted and whose poll is waiting is connected meanwhile.
                 identified = async {
-                    match identity.as_mut() {
+                    match self.identity.as_mut() {
                         Some(pending) => pending.await,
                         None => std::future::pending().await,
                     }
-                }, if identity.is_some() => {
-                    identity = None;
-                    me = Some(identified.map_err(|e| AdapterError::retryable("telegram_getme", format!("getMe task failed: {e}")))??);
+                }, if self.identity.is_some() => {
+                    self.identity = None;
+                    self.me = Some(identified.map_err(|e| AdapterError::retryable("telegram_getme", format!("getMe task failed: {e}")))??);
                     publish_commands(adapter);
                     ctx.health.mark_connected();
                 }
             }
         };
-        let updates = match result {
-            Ok(updates) => updates,
-            Err(RequestError::Api(ApiError::TerminatedByOtherGetUpdates)) => {
-                conflicts += 1;
-                let wait = Duration::from_secs(1u64 << conflicts.min(6)).min(MAX_CONFLICT_BACKOFF);
+        match result {
+            Ok(updates) => Ok(Batch::Updates(updates)),
+            Err(e) => self.poll_failed(e, adapter, ctx).await,
+        }
+    }
+
+    /// A failed poll: the failures this loop survives are waited out or repaired; the rest end
+    /// the run for the supervisor to retry (or give up on a rejected token).
+    async fn poll_failed(&mut self, error: RequestError, adapter: &TelegramAdapter, ctx: &AdapterContext) -> Result<Batch, AdapterError> {
+        let waited = |stopped: bool| if stopped { Batch::Stopped } else { Batch::Again };
+        match error {
+            RequestError::Api(ApiError::TerminatedByOtherGetUpdates) => {
+                self.conflicts += 1;
+                let wait = Duration::from_secs(1u64 << self.conflicts.min(6)).min(MAX_CONFLICT_BACKOFF);
                 tracing::warn!(
-                    attempt = conflicts,
+                    attempt = self.conflicts,
                     wait_s = wait.as_secs(),
                     "another process is polling this bot token (409 Conflict); retrying"
                 );
                 ctx.health.set_degraded(Some("another process is polling this bot token (409 Conflict)".to_string()));
                 ctx.health.progress();
-                if sleep_or_stop(&ctx, wait).await {
-                    return Ok(());
-                }
-                continue;
+                Ok(waited(sleep_or_stop(ctx, wait).await))
             }
-            Err(RequestError::Api(ApiError::CantGetUpdates)) => {
+            RequestError::Api(ApiError::CantGetUpdates) => {
                 tracing::warn!("a webhook is set for this bot; deleting it to use long polling");
                 if let Err(e) = adapter.poll_bot.delete_webhook().drop_pending_updates(false).await {
                     return Err(AdapterError::retryable("telegram_webhook", format!("could not delete the webhook: {e}")));
                 }
-                continue;
+                Ok(Batch::Again)
             }
-            Err(RequestError::Api(ApiError::InvalidToken)) => {
-                return Err(AdapterError::fatal("telegram_token", "Telegram rejected the bot token; check TELEGRAM_BOT_TOKEN"));
+            RequestError::Api(ApiError::InvalidToken) => {
+                Err(AdapterError::fatal("telegram_token", "Telegram rejected the bot token; check TELEGRAM_BOT_TOKEN"))
             }
-            Err(RequestError::RetryAfter(wait)) => {
-                if sleep_or_stop(&ctx, wait.duration()).await {
-                    return Ok(());
-                }
-                continue;
-            }
-            Err(e) => return Err(AdapterError::retryable("telegram_poll", format!("getUpdates failed: {e}"))),
-        };
-        if conflicts > 0 {
-            conflicts = 0;
+            RequestError::RetryAfter(wait) => Ok(waited(sleep_or_stop(ctx, wait.duration()).await)),
+            e => Err(AdapterError::retryable("telegram_poll", format!("getUpdates failed: {e}"))),
+        }
+    }
+
+    /// A poll succeeded: a conflict is over, and the bot's identity is known before its updates
+    /// are classified.
+    async fn connected(&mut self, adapter: &TelegramAdapter, ctx: &AdapterContext) -> Result<(), AdapterError> {
+        if self.conflicts > 0 {
+            self.conflicts = 0;
             ctx.health.set_degraded(None);
         }
         ctx.health.mark_connected();
-        if let Some(pending) = identity.take() {
-            me = Some(match pending.await {
+        if let Some(pending) = self.identity.take() {
+            self.me = Some(match pending.await {
                 Ok(result) => result?,
                 Err(e) => return Err(AdapterError::retryable("telegram_getme", format!("getMe task failed: {e}"))),
             });
             publish_commands(adapter);
         }
-        let Some(me) = me.as_ref() else { continue };
-        let Some(last) = updates.last().map(|u| u.id.0) else { continue };
-        let mut events = Vec::with_capacity(updates.len());
-        let mut presses = Vec::new();
-        for update in &updates {
-            match prepare(adapter, &ctx, me, &gate, update).await {
-                Prepared::Event(event) => events.push(*event),
-                Prepared::Press { event, query_id } => {
-                    events.push(*event);
-                    presses.push(query_id);
-                }
-                Prepared::Ignored => {}
+        Ok(())
+    }
+}
+
+/// Store a batch in the inbox in one write and answer its button presses; the id of its last
+/// update once stored (the offset may then move past it), `None` for an empty batch.
+async fn store_batch(
+    adapter: &TelegramAdapter,
+    ctx: &AdapterContext,
+    me: &Identity,
+    gate: &Gate,
+    updates: &[Update],
+) -> Result<Option<u32>, AdapterError> {
+    let Some(last) = updates.last().map(|u| u.id.0) else { return Ok(None) };
+    let mut events = Vec::with_capacity(updates.len());
+    let mut presses = Vec::new();
+    for update in updates {
+        match prepare(adapter, ctx, me, gate, update).await {
+            Prepared::Event(event) => events.push(*event),
+            Prepared::Press { event, query_id } => {
+                events.push(*event);
+                presses.push(query_id);
             }
-        }
-        // The whole batch in one write; confirmed (the offset moves past it) only once stored.
-        if let Err(e) = ctx.accept_all(events).await {
-            // Not confirmed: Telegram sends the batch again next time (duplicates are dropped).
-            return Err(AdapterError::retryable("telegram_inbox", format!("the inbox refused updates up to {last}: {e}")));
-        }
-        offset = last as i32 + 1;
-        for query_id in presses {
-            // Only stops the button's spinner; failing it loses nothing.
-            let bot = adapter.bot.clone();
-            tokio::spawn(async move {
-                if let Err(e) = bot.answer_callback_query(CallbackQueryId(query_id)).await {
-                    tracing::debug!("answerCallbackQuery failed: {e}");
-                }
-            });
+            Prepared::Ignored => {}
         }
     }
+    if let Err(e) = ctx.accept_all(events).await {
+        // Not confirmed: Telegram sends the batch again next time (duplicates are dropped).
+        return Err(AdapterError::retryable("telegram_inbox", format!("the inbox refused updates up to {last}: {e}")));
+    }
+    for query_id in presses {
+        // Only stops the button's spinner; failing it loses nothing.
+        let bot = adapter.bot.clone();
+        tokio::spawn(async move {
+            if let Err(e) = bot.answer_callback_query(CallbackQueryId(query_id)).await {
+                tracing::debug!("answerCallbackQuery failed: {e}");
+            }
+        });
+    }
+    Ok(Some(last))
 }
 
 async fn identify(bot: teloxide::Bot) -> Result<Identity, AdapterError> {
