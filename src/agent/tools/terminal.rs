@@ -66,100 +66,129 @@ impl Tool for Terminal {
     }
 
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
-        let command = match required_str(&arguments, "command") {
-            Ok(c) => c,
-            Err(e) => return e,
+        let invocation = match Invocation::from_arguments(ctx, &arguments) {
+            Ok(invocation) => invocation,
+            Err(refusal) => return refusal,
         };
-        if command.trim().is_empty() {
-            return ToolOutput::error("`command` is empty; pass the shell command line to run.");
-        }
-        let max = ctx.settings.terminal_timeout;
-        let timeout = match requested_timeout(&arguments) {
-            Ok(Some(t)) => t.min(max),
-            Ok(None) => max,
-            Err(e) => return e,
-        };
-        let workdir = match arguments.get("workdir") {
-            None | Some(Value::Null) => ctx.paths.workdir.clone(),
-            Some(Value::String(w)) => ctx.paths.resolve(w),
-            Some(_) => return ToolOutput::error("`workdir` must be a string path."),
-        };
-        if !workdir.is_dir() {
-            return ToolOutput::error(format!(
-                "working directory {} does not exist or is not a directory; pass an existing directory as `workdir` or leave it out.",
-                workdir.display()
-            ));
-        }
-
         // Every command goes through the approval policy before anything runs.
         let confinement = &ctx.settings.confinement;
-        let request = CommandRequest { command, workdir: &workdir, sandboxed: confinement.enforced() };
+        let request = CommandRequest { command: invocation.command, workdir: &invocation.workdir, sandboxed: confinement.enforced() };
         if let CommandDecision::Deny(reason) = ctx.approval.check_command(&ctx.scope, &request).await {
             return ToolOutput::error(reason);
         }
-
-        let (mut child, pid, reader) = match spawn(command, &workdir, &ctx.settings.secret_env_names, confinement) {
-            Ok(spawned) => spawned,
-            Err(e) => return ToolOutput::error(format!("could not start the shell {}: {e}", SHELL.display())),
-        };
-        let mut guard = GroupGuard { pid, armed: true };
-        let capture = Arc::new(Mutex::new(Capture::new(ctx.settings.terminal_output_cap.saturating_mul(4).max(1024))));
-        let mut drain = tokio::spawn(drain(reader, capture.clone()));
-
-        enum Stopped {
-            TimedOut,
-            Cancelled,
+        match run(ctx, &invocation).await {
+            Ok(finished) => report(ctx, &invocation, finished),
+            Err(e) => ToolOutput::error(format!("could not start the shell {}: {e}", SHELL.display())),
         }
-        let (status, stopped) = tokio::select! {
-            status = child.wait() => (status, None),
-            _ = tokio::time::sleep(timeout) => (Err(std::io::Error::other("timed out")), Some(Stopped::TimedOut)),
-            _ = ctx.cancel.cancelled() => (Err(std::io::Error::other("cancelled")), Some(Stopped::Cancelled)),
-        };
-        let status = match stopped {
-            // The shell is done; processes it left in the background keep running.
-            None => {
-                guard.armed = false;
-                status
-            }
-            Some(_) => {
-                guard.kill();
-                child.wait().await
-            }
-        };
-        let drained = tokio::time::timeout(DRAIN_GRACE, &mut drain).await.is_ok();
-        if !drained {
-            drain.abort();
-        }
-        let output = match capture.lock() {
-            Ok(c) => c.render(ctx.settings.terminal_output_cap),
-            Err(poisoned) => poisoned.into_inner().render(ctx.settings.terminal_output_cap),
-        };
-        let output = if output.is_empty() { "(no output)".to_string() } else { output };
-        let left_open = if drained {
-            ""
-        } else {
-            "\n[a background process still holds the output open; output after the command exited was not captured]"
-        };
+    }
+}
 
-        match stopped {
-            Some(Stopped::TimedOut) => ToolOutput::error(format!(
-                "command timed out after {} and was killed together with every process it started. \
-                 Run long jobs in the background with output redirected to a file, or pass a larger `timeout` (at most {}).\n\
-                 output before the timeout:\n{output}",
-                secs(timeout),
-                secs(max)
-            )),
-            Some(Stopped::Cancelled) => {
-                ToolOutput::error(format!("cancelled: the turn was stopped, so the command was killed.\noutput so far:\n{output}"))
-            }
-            None => match status {
-                Ok(status) => {
-                    let sandbox = confinement.explain(&output, status).map(|why| format!("\n{why}")).unwrap_or_default();
-                    ToolOutput::ok(format!("{}\n{output}{left_open}{sandbox}", describe(status)))
-                }
-                Err(e) => ToolOutput::error(format!("lost track of the command: {e}\noutput:\n{output}")),
-            },
+/// What the model asked to run, checked.
+struct Invocation<'a> {
+    command: &'a str,
+    workdir: PathBuf,
+    /// The requested timeout, capped by `terminal.timeout`.
+    timeout: Duration,
+}
+
+impl<'a> Invocation<'a> {
+    fn from_arguments(ctx: &ToolContext, arguments: &'a Value) -> Result<Self, ToolOutput> {
+        let command = required_str(arguments, "command")?;
+        if command.trim().is_empty() {
+            return Err(ToolOutput::error("`command` is empty; pass the shell command line to run."));
         }
+        let max = ctx.settings.terminal_timeout;
+        let timeout = requested_timeout(arguments)?.map_or(max, |t| t.min(max));
+        let workdir = match arguments.get("workdir") {
+            None | Some(Value::Null) => ctx.paths.workdir.clone(),
+            Some(Value::String(w)) => ctx.paths.resolve(w),
+            Some(_) => return Err(ToolOutput::error("`workdir` must be a string path.")),
+        };
+        if !workdir.is_dir() {
+            return Err(ToolOutput::error(format!(
+                "working directory {} does not exist or is not a directory; pass an existing directory as `workdir` or leave it out.",
+                workdir.display()
+            )));
+        }
+        Ok(Self { command, workdir, timeout })
+    }
+}
+
+/// Why a command did not finish by itself.
+enum Stopped {
+    TimedOut,
+    Cancelled,
+}
+
+/// How a command's run ended.
+struct Finished {
+    status: std::io::Result<ExitStatus>,
+    stopped: Option<Stopped>,
+    output: String,
+    /// Everything the command wrote was read (no background process held the output open).
+    drained: bool,
+}
+
+/// Run the command confined, until it exits, times out or the turn is stopped (then its whole
+/// process group is killed), capturing its output.
+async fn run(ctx: &ToolContext, invocation: &Invocation<'_>) -> std::io::Result<Finished> {
+    let confinement = &ctx.settings.confinement;
+    let (mut child, pid, reader) = spawn(invocation.command, &invocation.workdir, &ctx.settings.secret_env_names, confinement)?;
+    let mut guard = GroupGuard { pid, armed: true };
+    let capture = Arc::new(Mutex::new(Capture::new(ctx.settings.terminal_output_cap.saturating_mul(4).max(1024))));
+    let mut drain = tokio::spawn(drain(reader, capture.clone()));
+    let (status, stopped) = tokio::select! {
+        status = child.wait() => (status, None),
+        _ = tokio::time::sleep(invocation.timeout) => (Err(std::io::Error::other("timed out")), Some(Stopped::TimedOut)),
+        _ = ctx.cancel.cancelled() => (Err(std::io::Error::other("cancelled")), Some(Stopped::Cancelled)),
+    };
+    let status = match stopped {
+        // The shell is done; processes it left in the background keep running.
+        None => {
+            guard.armed = false;
+            status
+        }
+        Some(_) => {
+            guard.kill();
+            child.wait().await
+        }
+    };
+    let drained = tokio::time::timeout(DRAIN_GRACE, &mut drain).await.is_ok();
+    if !drained {
+        drain.abort();
+    }
+    let output = match capture.lock() {
+        Ok(c) => c.render(ctx.settings.terminal_output_cap),
+        Err(poisoned) => poisoned.into_inner().render(ctx.settings.terminal_output_cap),
+    };
+    let output = if output.is_empty() { "(no output)".to_string() } else { output };
+    Ok(Finished { status, stopped, output, drained })
+}
+
+/// What the model is told: the exit status and output, or why the command was stopped, and
+/// what the sandbox refused.
+fn report(ctx: &ToolContext, invocation: &Invocation<'_>, finished: Finished) -> ToolOutput {
+    let Finished { status, stopped, output, drained } = finished;
+    let left_open =
+        if drained { "" } else { "\n[a background process still holds the output open; output after the command exited was not captured]" };
+    match stopped {
+        Some(Stopped::TimedOut) => ToolOutput::error(format!(
+            "command timed out after {} and was killed together with every process it started. \
+             Run long jobs in the background with output redirected to a file, or pass a larger `timeout` (at most {}).\n\
+             output before the timeout:\n{output}",
+            secs(invocation.timeout),
+            secs(ctx.settings.terminal_timeout)
+        )),
+        Some(Stopped::Cancelled) => {
+            ToolOutput::error(format!("cancelled: the turn was stopped, so the command was killed.\noutput so far:\n{output}"))
+        }
+        None => match status {
+            Ok(status) => {
+                let sandbox = ctx.settings.confinement.explain(&output, status).map(|why| format!("\n{why}")).unwrap_or_default();
+                ToolOutput::ok(format!("{}\n{output}{left_open}{sandbox}", describe(status)))
+            }
+            Err(e) => ToolOutput::error(format!("lost track of the command: {e}\noutput:\n{output}")),
+        },
     }
 }
 
