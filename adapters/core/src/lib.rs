@@ -20,6 +20,12 @@
 //! - [`untrusted`]: marks for text from outside (payloads, quoted messages) inside an event.
 //! - [`media_cache`]: the private, bounded folder inbound attachments are saved in.
 
+// This crate is the contract adapter authors write against, so every public item says what it
+// is for. The lint lives here rather than in `[lints]` because a member using
+// `[lints] workspace = true` cannot add lints of its own, and copying the whole workspace table
+// into this Cargo.toml would let the two drift apart.
+#![warn(missing_docs)]
+
 pub mod capabilities;
 pub mod chunk;
 pub mod context;
