@@ -58,7 +58,11 @@ use async_trait::async_trait;
 /// session actors concurrently.
 #[async_trait]
 pub trait PlatformAdapter: Send + Sync + 'static {
+    /// The platform this adapter speaks for; it names the sessions it creates and picks the
+    /// adapter when the gateway delivers to a [`ChatTarget`].
     fn platform(&self) -> &Platform;
+    /// What the platform can do; the core renders, splits and streams by these instead of
+    /// branching on the platform's name.
     fn capabilities(&self) -> &Capabilities;
 
     /// Connect and receive until the connection ends or `ctx.shutdown` fires. Every update goes
