@@ -71,7 +71,7 @@ pub use gateway::{GatewayConfig, MediaCacheConfig, StreamingConfig};
 pub use home::Home;
 pub use load::{Loaded, load, load_str, parse_yaml};
 pub use model::ModelConfig;
-pub use persist::write_model_default;
+pub use persist::{PersistError, write_model_default};
 pub use platforms::{ApiServerConfig, PlatformConfig, Platforms, SendBudgetConfig};
 pub use schema::Config;
 pub use secret::Secret;

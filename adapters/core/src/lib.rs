@@ -48,7 +48,7 @@ pub use error::AdapterError;
 pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
 pub use media::{FileKind, OutboundFile};
 pub use media_cache::{CacheLimits, MediaCache};
-pub use outbound::{Button, ChatTarget, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
+pub use outbound::{Button, ChatTarget, ChatTargetError, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
 pub use source::{ChatType, Platform, SessionSource};
 
 use async_trait::async_trait;

@@ -20,12 +20,12 @@ impl ChatTarget {
     /// Parse `platform:chat_id[:thread_id]` (delivery targets in config, cron and tools); the error
     /// says what is wrong with the value. Matrix room ids (`!room:server`, `#alias:server`) contain
     /// colons themselves, so for them everything after the platform is the chat id.
-    pub fn parse(text: &str) -> Result<ChatTarget, String> {
+    pub fn parse(text: &str) -> Result<ChatTarget, ChatTargetError> {
         let Some((platform, rest)) = text.trim().split_once(':') else {
-            return Err("expected `platform:chat_id[:thread_id]`".to_string());
+            return Err(ChatTargetError::NoColon);
         };
         if platform.is_empty() || !platform.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("`{platform}` is not a platform name (letters, digits and '_')"));
+            return Err(ChatTargetError::BadPlatform(platform.to_string()));
         }
         let (chat_id, thread_id) = if rest.starts_with('!') || rest.starts_with('#') {
             (rest, None)
@@ -36,13 +36,31 @@ impl ChatTarget {
             }
         };
         if chat_id.is_empty() {
-            return Err("the chat id is empty".to_string());
+            return Err(ChatTargetError::EmptyChat);
         }
         if thread_id.is_some_and(|t| t.is_empty() || t.contains(':')) {
-            return Err("the thread id is empty or contains ':'".to_string());
+            return Err(ChatTargetError::BadThread);
         }
         Ok(ChatTarget { platform: Platform::new(platform), chat_id: chat_id.to_string(), thread_id: thread_id.map(str::to_string) })
     }
+}
+
+/// What is wrong with a `platform:chat_id[:thread_id]` value; callers add which setting or
+/// argument held it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChatTargetError {
+    /// There is no `:` at all, so no platform.
+    #[error("expected `platform:chat_id[:thread_id]`")]
+    NoColon,
+    /// The part before the first `:` is empty or has characters no platform name has.
+    #[error("`{0}` is not a platform name (letters, digits and '_')")]
+    BadPlatform(String),
+    /// Nothing follows the platform.
+    #[error("the chat id is empty")]
+    EmptyChat,
+    /// A third part is present but empty, or there is a fourth.
+    #[error("the thread id is empty or contains ':'")]
+    BadThread,
 }
 
 #[cfg(test)]
