@@ -1,6 +1,10 @@
 //! The sandbox confining real child processes, in temporary directories: a fake workspace, a
 //! private temp dir, a fake HERMES_HOME with a `.env`, and a directory outside both.
 
+// A test crate: its helpers run only under tests, where a panic is how a test fails
+// (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
+#![allow(clippy::unwrap_used)]
+
 use hermes_guard::sandbox::{self, Availability, DenialKind, PreparedSandbox, SandboxError, SandboxMode, SandboxPolicy};
 use std::fs;
 use std::path::{Path, PathBuf};

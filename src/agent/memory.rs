@@ -210,7 +210,7 @@ fn clean(content: &str) -> Result<String, MemoryError> {
     if content.contains('§') {
         return Err(MemoryError::Refused("the entry may not contain the § separator".into()));
     }
-    crate::agent::safety::screen(content).map_err(MemoryError::Refused)?;
+    crate::agent::safety::screen(content).map_err(|why| MemoryError::Refused(why.to_string()))?;
     Ok(content.to_string())
 }
 

@@ -137,7 +137,7 @@ pub fn files(skill: &SkillInfo) -> Vec<String> {
 }
 
 fn screened(text: &str) -> Result<(), SkillError> {
-    crate::agent::safety::screen(text).map_err(SkillError::Refused)
+    crate::agent::safety::screen(text).map_err(|why| SkillError::Refused(why.to_string()))
 }
 
 fn compose(name: &str, description: &str, body: &str) -> String {

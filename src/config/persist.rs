@@ -1,24 +1,45 @@
 //! Writing changes back to `config.yaml` (`/model --global`): the file is read as plain YAML,
 //! only the keys being changed are touched, and the result replaces the file atomically.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why `config.yaml` could not be updated; the message names the file and is shown to the user
+/// who asked for the change.
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    /// The file exists but could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// The file is not YAML, so it is left alone rather than overwritten.
+    #[error("{} is not valid YAML: {source}", path.display())]
+    Yaml { path: PathBuf, source: serde_yaml_ng::Error },
+    /// The file is YAML but not a mapping of settings.
+    #[error("{} does not hold a mapping at the top level", path.display())]
+    NotMapping { path: PathBuf },
+    /// The changed configuration could not be written out as YAML.
+    #[error("cannot render the configuration: {0}")]
+    Render(serde_yaml_ng::Error),
+    /// The new file could not replace the old one.
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+}
 
 /// Set `model.default` (and `model.provider` when given) in the config file at `path`, turning a
 /// `model: <name>` string into a mapping when needed.
-pub fn write_model_default(path: &Path, model: &str, provider: Option<&str>) -> Result<(), String> {
+pub fn write_model_default(path: &Path, model: &str, provider: Option<&str>) -> Result<(), PersistError> {
     use serde_yaml_ng::{Mapping, Value};
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => return Err(PersistError::Read { path: path.to_path_buf(), source }),
     };
     let mut root: Value = if text.trim().is_empty() {
         Value::Mapping(Mapping::new())
     } else {
-        serde_yaml_ng::from_str(&text).map_err(|e| format!("{} is not valid YAML: {e}", path.display()))?
+        serde_yaml_ng::from_str(&text).map_err(|source| PersistError::Yaml { path: path.to_path_buf(), source })?
     };
     let Some(map) = root.as_mapping_mut() else {
-        return Err(format!("{} does not hold a mapping at the top level", path.display()));
+        return Err(PersistError::NotMapping { path: path.to_path_buf() });
     };
     let key = Value::String("model".into());
     let mut model_map = match map.remove(&key) {
@@ -31,8 +52,8 @@ pub fn write_model_default(path: &Path, model: &str, provider: Option<&str>) -> 
         model_map.insert(Value::String("provider".into()), Value::String(p.into()));
     }
     map.insert(key, Value::Mapping(model_map));
-    let out = serde_yaml_ng::to_string(&root).map_err(|e| format!("cannot render the configuration: {e}"))?;
-    crate::fs_atomic::write(path, out.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let out = serde_yaml_ng::to_string(&root).map_err(PersistError::Render)?;
+    crate::fs_atomic::write(path, out.as_bytes()).map_err(|source| PersistError::Write { path: path.to_path_buf(), source })
 }
 
 #[cfg(test)]

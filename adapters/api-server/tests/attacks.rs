@@ -2,6 +2,10 @@
 //! listener on loopback with a fake gateway behind it. "No turn ran" means the inbox recorded no
 //! event: every turn starts there.
 
+// A test crate: its helpers run only under tests, where a panic is how a test fails
+// (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use hermes_api_server::{ApiServerAdapter, ApiServerError, ApiServerSettings};

@@ -1,5 +1,9 @@
 //! The API server over real loopback HTTP, with a fake gateway answering through the adapter.
 
+// A test crate: its helpers run only under tests, where a panic is how a test fails
+// (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use hermes_adapter::{ChatTarget, ChatType, OutboundMessage, Platform, PlatformAdapter, SendError, StreamEvent};

@@ -10,12 +10,15 @@ pub enum LengthUnit {
 }
 
 impl LengthUnit {
+    /// The length of `text` as the platform counts it against its message limit.
     pub fn measure(self, text: &str) -> usize {
         match self {
             LengthUnit::Chars => text.chars().count(),
             LengthUnit::Utf16 => text.encode_utf16().count(),
         }
     }
+    /// How much of the message limit one character uses up (1, or 2 for a UTF-16 surrogate
+    /// pair), so a splitter can count as it walks the text.
     pub fn of_char(self, c: char) -> usize {
         match self {
             LengthUnit::Chars => 1,
@@ -47,15 +50,28 @@ pub enum StreamStyle {
     Events,
 }
 
+/// Everything the core needs to know about a platform to deliver to it: limits, markup, streaming
+/// and optional features. An adapter returns one from [`crate::PlatformAdapter::capabilities`].
 #[derive(Debug, Clone)]
 pub struct Capabilities {
+    /// The longest message the platform accepts, counted in [`Self::length_unit`]; longer
+    /// answers are split (see [`Self::splits_long_messages`]).
     pub max_message_len: usize,
+    /// How [`Self::max_message_len`] is counted.
     pub length_unit: LengthUnit,
+    /// The markup the agent's Markdown is rendered into before it is sent.
     pub dialect: MarkdownDialect,
+    /// How an answer is shown while it is still being written.
     pub streaming: StreamStyle,
+    /// Sent messages can be edited ([`crate::PlatformAdapter::edit`] works).
     pub supports_edit: bool,
+    /// Messages can carry [`crate::Button`]s; elsewhere the choices are written out as text.
     pub supports_buttons: bool,
+    /// A "typing…" indicator can be shown while the agent works
+    /// ([`crate::PlatformAdapter::typing`]).
     pub supports_typing: bool,
+    /// Chats have threads or topics, which the adapter reports in [`crate::SessionSource`] and
+    /// expects back in [`crate::ChatTarget::thread_id`].
     pub supports_threads: bool,
     /// Can receive messages nobody asked for right now (cron results, background answers).
     pub supports_async_delivery: bool,

@@ -15,8 +15,10 @@ use tokio_util::sync::CancellationToken;
 /// The inbox could not take the event; the adapter must not acknowledge the platform.
 #[derive(Debug, thiserror::Error)]
 pub enum AcceptError {
+    /// The gateway is stopping; the platform will redeliver the update to the next run.
     #[error("the gateway is shutting down and accepts no new work")]
     ShuttingDown,
+    /// The store failed to write the event (the store's own error, as text).
     #[error("the inbox could not store the event: {0}")]
     Storage(String),
 }
@@ -24,6 +26,8 @@ pub enum AcceptError {
 /// The durable inbox, as seen from an adapter.
 #[async_trait]
 pub trait InboundSink: Send + Sync + 'static {
+    /// Store one event durably (or recognise it as a duplicate); the adapter acknowledges the
+    /// platform only after this returns `Ok`.
     async fn accept(&self, event: InboundEvent) -> Result<AcceptOutcome, AcceptError>;
 
     /// Store several events, in order, all or none: what a platform delivered in one batch (a
@@ -41,15 +45,21 @@ pub trait InboundSink: Send + Sync + 'static {
 /// A stored message of a conversation, as exposed by HTTP surfaces.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredMessage {
+    /// Who wrote it, as the transcript records it (`user`, `assistant`, `tool`, ...).
     pub role: String,
+    /// The message text as stored.
     pub content: String,
+    /// For a tool result, the tool that produced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// When the message was stored.
     pub timestamp: DateTime<Utc>,
 }
 
+/// Why a [`SessionDirectory`] call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionDirectoryError {
+    /// The session store failed (its own error, as text); HTTP surfaces answer with a 5xx.
     #[error("session store failure: {0}")]
     Storage(String),
 }
@@ -71,6 +81,7 @@ pub trait SessionDirectory: Send + Sync + 'static {
 /// nothing; the gateway still authorizes every accepted event itself. It sees only the
 /// [`SessionSource`]: no session, no store.
 pub trait SenderPolicy: Send + Sync + 'static {
+    /// Whether the gateway's allowlists would let the sender of a message from `source` in.
     fn allows(&self, source: &SessionSource) -> bool;
 }
 
@@ -111,6 +122,7 @@ pub struct HealthReporter {
 }
 
 impl HealthReporter {
+    /// A reporter for a connection that is not up yet and has made no progress.
     pub fn new() -> Self {
         Self::default()
     }
@@ -119,6 +131,7 @@ impl HealthReporter {
         self.inner.connected.store(true, Ordering::Release);
         self.progress();
     }
+    /// The connection dropped; the supervisor reports the adapter down until it reconnects.
     pub fn mark_disconnected(&self) {
         self.inner.connected.store(false, Ordering::Release);
     }
@@ -132,6 +145,7 @@ impl HealthReporter {
             *slot = reason;
         }
     }
+    /// Whether the adapter last said its connection was up.
     pub fn is_connected(&self) -> bool {
         self.inner.connected.load(Ordering::Acquire)
     }
@@ -139,6 +153,7 @@ impl HealthReporter {
     pub fn last_progress_ms(&self) -> i64 {
         self.inner.last_progress_ms.load(Ordering::Acquire)
     }
+    /// Why the connection is impaired, if the adapter said it is (see [`Self::set_degraded`]).
     pub fn degraded_reason(&self) -> Option<String> {
         self.inner.degraded.lock().ok().and_then(|slot| slot.clone())
     }
@@ -150,11 +165,14 @@ pub struct AdapterContext {
     inbox: Arc<dyn InboundSink>,
     sessions: Arc<dyn SessionDirectory>,
     senders: Arc<dyn SenderPolicy>,
+    /// Where the adapter reports connection state and progress to the supervisor.
     pub health: HealthReporter,
+    /// Cancelled when the gateway stops; `run` returns `Ok(())` soon after.
     pub shutdown: CancellationToken,
 }
 
 impl AdapterContext {
+    /// A context that admits no sender until [`Self::with_sender_policy`] gives it a policy.
     pub fn new(
         inbox: Arc<dyn InboundSink>,
         sessions: Arc<dyn SessionDirectory>,
@@ -194,6 +212,7 @@ impl AdapterContext {
         Ok(outcomes)
     }
 
+    /// The conversations, for surfaces that let their clients open, read and close them.
     pub fn sessions(&self) -> &Arc<dyn SessionDirectory> {
         &self.sessions
     }

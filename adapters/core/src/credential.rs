@@ -23,6 +23,7 @@ impl CredentialId {
         CredentialId { kind: kind.to_string(), digest: hex::encode(hasher.finalize()) }
     }
 
+    /// The credential's name for people ("Telegram bot token"), for messages about a clash.
     pub fn kind(&self) -> &str {
         &self.kind
     }

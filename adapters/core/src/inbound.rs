@@ -9,14 +9,22 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum MessageKind {
+    /// Plain text (also the kind of anything with no better fit).
     #[default]
     Text,
+    /// An image; the file is in `media_paths`, any caption in `text`.
     Photo,
+    /// A file sent as a document; the file is in `media_paths`.
     Document,
+    /// A music or audio file.
     Audio,
+    /// A voice note recorded in the chat app.
     Voice,
+    /// A video or video note.
     Video,
+    /// A shared location, described in `text`.
     Location,
+    /// A sticker, described in `text`.
     Sticker,
     /// A button under one of the bot's messages was pressed; the text is the button's data.
     ButtonPress,
@@ -26,7 +34,9 @@ pub enum MessageKind {
 /// request). Used to seed a conversation that has no stored history yet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextMessage {
+    /// The OpenAI role it had in the request (`user`, `assistant`, ...).
     pub role: String,
+    /// Its text.
     pub content: String,
 }
 
@@ -36,15 +46,20 @@ pub struct InboundEvent {
     /// Platform-unique, stable across redeliveries (e.g. `telegram:<bot id>:<update_id>`). The
     /// inbox deduplicates on it.
     pub event_id: String,
+    /// Where it came from: which platform, chat, thread and sender; picks the session.
     pub source: SessionSource,
     /// The platform's id of this message, used to route a reply to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
+    /// What the user wrote (or the caption, or a description of a non-text message).
     pub text: String,
+    /// What kind of message it was.
     #[serde(default)]
     pub kind: MessageKind,
+    /// Local paths of the attachments the adapter saved (in the [`crate::MediaCache`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub media_paths: Vec<String>,
+    /// When the adapter received it.
     pub received_at: DateTime<Utc>,
     /// Earlier conversation supplied by the client, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -69,6 +84,7 @@ pub struct InboundEvent {
 }
 
 impl InboundEvent {
+    /// A plain text message received now, with every optional field empty.
     pub fn text(event_id: impl Into<String>, source: SessionSource, text: impl Into<String>) -> Self {
         Self {
             event_id: event_id.into(),

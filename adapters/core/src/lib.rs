@@ -24,6 +24,12 @@
 //! - [`secret`] and [`values`]: the value types of configuration blocks ([`Secret`], which never
 //!   prints; lenient lists and ids; the free-form [`Extra`] map).
 
+// This crate is the contract adapter authors write against, so every public item says what it
+// is for. The lint lives here rather than in `[lints]` because a member using
+// `[lints] workspace = true` cannot add lints of its own, and copying the whole workspace table
+// into this Cargo.toml would let the two drift apart.
+#![warn(missing_docs)]
+
 pub mod capabilities;
 pub mod chunk;
 pub mod context;
@@ -49,7 +55,7 @@ pub use error::AdapterError;
 pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
 pub use media::{FileKind, OutboundFile};
 pub use media_cache::{CacheLimits, MediaCache};
-pub use outbound::{Button, ChatTarget, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
+pub use outbound::{Button, ChatTarget, ChatTargetError, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
 pub use registration::{AdapterConfig, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, SettingError};
 pub use secret::Secret;
 pub use source::{ChatType, Platform, SessionSource};
@@ -62,7 +68,11 @@ use async_trait::async_trait;
 /// session actors concurrently.
 #[async_trait]
 pub trait PlatformAdapter: Send + Sync + 'static {
+    /// The platform this adapter speaks for; it names the sessions it creates and picks the
+    /// adapter when the gateway delivers to a [`ChatTarget`].
     fn platform(&self) -> &Platform;
+    /// What the platform can do; the core renders, splits and streams by these instead of
+    /// branching on the platform's name.
     fn capabilities(&self) -> &Capabilities;
 
     /// Connect and receive until the connection ends or `ctx.shutdown` fires. Every update goes

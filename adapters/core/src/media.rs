@@ -21,8 +21,11 @@ pub enum FileKind {
 /// A file to send with (or instead of) text; the path was checked by the gateway.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutboundFile {
+    /// Where the file is on this machine; the adapter reads and uploads it.
     pub path: PathBuf,
+    /// The name the recipient sees (the path's last component).
     pub file_name: String,
+    /// Whether it is shown as a picture or offered as a download.
     pub kind: FileKind,
 }
 
@@ -40,7 +43,9 @@ impl OutboundFile {
 /// A `MEDIA:` tag found in an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MediaTag {
+    /// The path exactly as the agent wrote it, not yet checked.
     pub path: String,
+    /// The agent added `[[as_document]]`: send it as a download even if it is an image.
     pub as_document: bool,
 }
 

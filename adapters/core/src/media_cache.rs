@@ -23,7 +23,9 @@ const PRIVATE_FILE_MODE: u32 = 0o600;
 /// How much the cache may keep. A zero limit is no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheLimits {
+    /// Total size of the kept files; the oldest go first when it is exceeded.
     pub max_bytes: u64,
+    /// Files older than this are removed.
     pub max_age: Duration,
 }
 
@@ -34,19 +36,33 @@ impl Default for CacheLimits {
     }
 }
 
+/// Why the cache folder could not be prepared or written.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
+    /// A filesystem call failed.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file or folder the call was about.
+        path: PathBuf,
+        /// What the filesystem said.
+        source: io::Error,
+    },
+    /// The folder exists but others could read it or swap it, so attachments are not put there.
     #[error("{} is not a private folder (a symlink, a file, or another user's folder); attachments are not kept there", path.display())]
-    NotPrivate { path: PathBuf },
+    NotPrivate {
+        /// The folder that failed the check.
+        path: PathBuf,
+    },
 }
 
 /// What one [`MediaCache::prune`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PruneReport {
+    /// Files removed for age or size.
     pub removed_files: usize,
+    /// Bytes those files took.
     pub freed_bytes: u64,
+    /// Bytes still in the cache afterwards.
     pub kept_bytes: u64,
     /// Files that should have gone but could not be removed.
     pub failed_removals: usize,
@@ -59,10 +75,12 @@ pub struct MediaCache {
 }
 
 impl MediaCache {
+    /// The cache at `root`; nothing is created until it is first prepared.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
     }
 
+    /// The folder attachments are saved in.
     pub fn root(&self) -> &Path {
         &self.root
     }

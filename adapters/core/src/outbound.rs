@@ -7,8 +7,11 @@ use std::time::Duration;
 /// A chat to send to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ChatTarget {
+    /// Which adapter delivers it.
     pub platform: Platform,
+    /// The platform's id of the chat, as the adapter put it in [`crate::SessionSource::chat_id`].
     pub chat_id: String,
+    /// A thread or topic inside the chat, on platforms that have them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
 }
@@ -17,12 +20,12 @@ impl ChatTarget {
     /// Parse `platform:chat_id[:thread_id]` (delivery targets in config, cron and tools); the error
     /// says what is wrong with the value. Matrix room ids (`!room:server`, `#alias:server`) contain
     /// colons themselves, so for them everything after the platform is the chat id.
-    pub fn parse(text: &str) -> Result<ChatTarget, String> {
+    pub fn parse(text: &str) -> Result<ChatTarget, ChatTargetError> {
         let Some((platform, rest)) = text.trim().split_once(':') else {
-            return Err("expected `platform:chat_id[:thread_id]`".to_string());
+            return Err(ChatTargetError::NoColon);
         };
         if platform.is_empty() || !platform.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("`{platform}` is not a platform name (letters, digits and '_')"));
+            return Err(ChatTargetError::BadPlatform(platform.to_string()));
         }
         let (chat_id, thread_id) = if rest.starts_with('!') || rest.starts_with('#') {
             (rest, None)
@@ -33,13 +36,31 @@ impl ChatTarget {
             }
         };
         if chat_id.is_empty() {
-            return Err("the chat id is empty".to_string());
+            return Err(ChatTargetError::EmptyChat);
         }
         if thread_id.is_some_and(|t| t.is_empty() || t.contains(':')) {
-            return Err("the thread id is empty or contains ':'".to_string());
+            return Err(ChatTargetError::BadThread);
         }
         Ok(ChatTarget { platform: Platform::new(platform), chat_id: chat_id.to_string(), thread_id: thread_id.map(str::to_string) })
     }
+}
+
+/// What is wrong with a `platform:chat_id[:thread_id]` value; callers add which setting or
+/// argument held it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChatTargetError {
+    /// There is no `:` at all, so no platform.
+    #[error("expected `platform:chat_id[:thread_id]`")]
+    NoColon,
+    /// The part before the first `:` is empty or has characters no platform name has.
+    #[error("`{0}` is not a platform name (letters, digits and '_')")]
+    BadPlatform(String),
+    /// Nothing follows the platform.
+    #[error("the chat id is empty")]
+    EmptyChat,
+    /// A third part is present but empty, or there is a fourth.
+    #[error("the thread id is empty or contains ':'")]
+    BadThread,
 }
 
 #[cfg(test)]
@@ -65,7 +86,9 @@ mod target_tests {
 /// One message, already rendered to the platform's dialect and chunked to its limit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutboundMessage {
+    /// The chat it goes to.
     pub target: ChatTarget,
+    /// The text, in the platform's dialect and within its length limit.
     pub text: String,
     /// The inbound message this answers, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,6 +120,7 @@ pub struct OutboundMessage {
 /// press means exactly what typing that text would.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Button {
+    /// What the button shows.
     pub label: String,
     /// At most 64 bytes (Telegram's `callback_data` limit).
     pub data: String,
@@ -105,7 +129,9 @@ pub struct Button {
 /// Token usage of one turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Tokens sent to the model, summed over the turn's calls.
     pub prompt_tokens: u64,
+    /// Tokens the model generated, summed over the turn's calls.
     pub completion_tokens: u64,
     /// Prompt tokens read from the provider's cache (included in `prompt_tokens`).
     #[serde(default)]
@@ -128,6 +154,7 @@ impl Usage {
         self.cache_write_tokens += other.cache_write_tokens;
     }
 
+    /// Prompt plus completion tokens (cache counts are part of the prompt already).
     pub fn total(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }
@@ -146,22 +173,51 @@ pub struct SendReceipt {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent {
-    Token { text: String },
-    ToolCall { id: String, name: String, arguments: String },
-    ToolResult { id: String, name: String, content: String },
+    /// More of the answer's text.
+    Token {
+        /// The new text, to append to what came before.
+        text: String,
+    },
+    /// The agent called a tool.
+    ToolCall {
+        /// The call's id, which its [`StreamEvent::ToolResult`] repeats.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments, as the model wrote them (JSON text).
+        arguments: String,
+    },
+    /// A tool call finished.
+    ToolResult {
+        /// The id of the [`StreamEvent::ToolCall`] this answers.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// What the tool returned to the model.
+        content: String,
+    },
 }
 
 /// Why a send failed; it decides what the outbound path does next.
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
+    /// The platform refused for now (HTTP 429); the message was not taken, so waiting and
+    /// resending is always safe.
     #[error("rate limited by the platform; retry after {retry_after:?}")]
-    RateLimited { retry_after: Duration },
+    RateLimited {
+        /// How long the platform asked to wait.
+        retry_after: Duration,
+    },
+    /// The text is over the platform's limit (chunking should prevent this).
     #[error("message too long for the platform")]
     TooLong,
+    /// The platform could not parse the markup; the gateway resends the same words as plain text.
     #[error("the platform rejected the formatting: {0}")]
     BadFormat(String),
+    /// The bot may not post there (removed from the chat, blocked by the user).
     #[error("not allowed to post in this chat: {0}")]
     Forbidden(String),
+    /// The chat, or the message being edited or replied to, no longer exists.
     #[error("chat or message not found: {0}")]
     NotFound(String),
     /// Failed before the platform could have acted on it (connect refused, 5xx); safe to retry.
@@ -173,8 +229,10 @@ pub enum SendError {
     /// Nobody is waiting for this message any more (an HTTP client went away).
     #[error("the recipient is gone: {0}")]
     Gone(String),
+    /// The adapter has no such operation (the name of it: `edit`, `typing`, ...).
     #[error("this adapter does not support {0}")]
     Unsupported(&'static str),
+    /// Anything else the platform said; not retried.
     #[error("{0}")]
     Other(String),
 }

@@ -10,9 +10,11 @@ use std::fmt;
 pub struct Platform(String);
 
 impl Platform {
+    /// The platform called `name`, lower-cased so `Telegram` and `telegram` are one platform.
     pub fn new(name: impl Into<String>) -> Self {
         Self(name.into().to_ascii_lowercase())
     }
+    /// The lower-case name, as used in config keys, session keys and `platform:chat_id` targets.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -34,15 +36,22 @@ impl From<&str> for Platform {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChatType {
+    /// A one-to-one conversation with the bot.
     Dm,
+    /// A chat with several people; by default each member has their own session in it.
     Group,
+    /// A broadcast channel.
     Channel,
+    /// A thread inside a group or channel (`thread_id` says which).
     Thread,
+    /// A topic of a forum-style group (`thread_id` says which).
     Forum,
+    /// Not a chat: an HTTP delivery (webhook route, API request) whose answer goes to a program.
     Webhook,
 }
 
 impl ChatType {
+    /// The lower-case name used in session keys and stored origins.
     pub fn as_str(self) -> &'static str {
         match self {
             ChatType::Dm => "dm",
@@ -84,8 +93,11 @@ impl fmt::Display for ChatType {
 /// Chat, guild and channel names are display data too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionSource {
+    /// The platform the message arrived on.
     pub platform: Platform,
+    /// The platform's id of the chat; answers go back to it.
     pub chat_id: String,
+    /// What kind of chat it is; it shapes the session key and the prompt.
     pub chat_type: ChatType,
     /// The chat's title, or the other person's name in a DM: display only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -106,16 +118,20 @@ pub struct SessionSource {
     /// list in `user_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id_alt: Option<String>,
+    /// The thread or topic inside the chat, where the platform has them; it is part of the
+    /// session key and of the reply's [`crate::ChatTarget`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
     /// Guild or workspace id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_id: Option<String>,
+    /// The sender is a bot account; the gateway never answers bots (two bots could loop).
     #[serde(default)]
     pub is_bot: bool,
 }
 
 impl SessionSource {
+    /// A source with the chat filled in and every sender field empty.
     pub fn new(platform: Platform, chat_id: impl Into<String>, chat_type: ChatType) -> Self {
         Self {
             platform,

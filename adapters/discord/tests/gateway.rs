@@ -2,6 +2,10 @@
 //! against the fake Discord over loopback: what reaches the gateway's inbox, what reaches the
 //! channel, and how the connection survives drops, zombie heartbeats and bad tokens.
 
+// A test crate: its helpers run only under tests, where a panic is how a test fails
+// (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
+#![allow(clippy::unwrap_used)]
+
 use hermes_adapter::{
     AdapterContext, AdapterError, Button, ChatTarget, ChatType, HealthReporter, InboundEvent, MessageKind, OutboundMessage, Platform,
     PlatformAdapter, SendError,

@@ -1,6 +1,10 @@
 //! The Telegram adapter driven through the real teloxide client against the fake Bot API over
 //! loopback: what reaches the gateway's inbox, what reaches the chat, and how failures end.
 
+// A test crate: its helpers run only under tests, where a panic is how a test fails
+// (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
+#![allow(clippy::unwrap_used)]
+
 use hermes_adapter::{
     AcceptError, AdapterContext, AdapterError, Button, ChatTarget, ChatType, HealthReporter, InboundEvent, MessageKind, OutboundMessage,
     Platform, PlatformAdapter, SendError, SessionSource,

@@ -44,7 +44,8 @@ impl Deliver {
         if platform.eq_ignore_ascii_case("webhook") {
             return Err("a webhook route cannot deliver to the webhook platform itself".to_string());
         }
-        ChatTarget::parse(spec).map(Deliver::Chat)
+        // The caller reports the value's problem as text next to the config key.
+        ChatTarget::parse(spec).map(Deliver::Chat).map_err(|e| e.to_string())
     }
 }
 

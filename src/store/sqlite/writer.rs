@@ -44,6 +44,8 @@ impl Writer {
                     (Ok(_), Some(e)) => Err(StoreError::NotCommitted(e.to_string())),
                     (r, _) => r,
                 };
+                // The caller stopped waiting (its task was cancelled); the write's outcome is
+                // already in the database either way.
                 let _ = tx.send(answer);
             });
             (ok, reply)
@@ -89,7 +91,11 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
         match outcome {
             Ok((true, reply)) => {
                 replies.push(reply);
-                let _ = control(conn, "RELEASE op");
+                if let Err(e) = control(conn, "RELEASE op") {
+                    // The write stays in the transaction and commits with it; only the savepoint
+                    // bookkeeping failed, but a store that cannot release one is worth knowing about.
+                    tracing::warn!(error = %e, "store: could not release a write's savepoint");
+                }
             }
             Ok((false, reply)) => {
                 replies.push(reply);
@@ -102,8 +108,12 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
         }
     }
     let commit = control(conn, "COMMIT").map_err(StoreError::Sql);
-    if commit.is_err() {
-        let _ = control(conn, "ROLLBACK");
+    if let Err(e) = &commit {
+        // Every caller of the batch gets `NotCommitted` below; this says why the rollback that
+        // should follow did not happen either.
+        if let Err(rollback) = control(conn, "ROLLBACK") {
+            tracing::error!(commit_error = %e, error = %rollback, "store: a failed batch (inbox/outbox/session writes) could not be rolled back");
+        }
     }
     let commit_error = commit.err();
     for reply in replies {
@@ -117,6 +127,12 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 fn roll_back_savepoint(conn: &Connection) {
-    let _ = control(conn, "ROLLBACK TO op");
-    let _ = control(conn, "RELEASE op");
+    // A failed rollback would let part of a failed write (an inbox or outbox row) commit with
+    // the rest of the batch: log it, naming what may have been kept.
+    if let Err(e) = control(conn, "ROLLBACK TO op") {
+        tracing::error!(error = %e, "store: could not roll back a failed write; part of it may be committed with its batch");
+    }
+    if let Err(e) = control(conn, "RELEASE op") {
+        tracing::warn!(error = %e, "store: could not release a failed write's savepoint");
+    }
 }

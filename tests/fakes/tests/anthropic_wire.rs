@@ -2,6 +2,10 @@
 //! use, Anthropic error envelopes, request validation, the simulated prompt cache, and the script
 //! and recording it shares with the OpenAI route.
 
+// A test crate: its helpers run only under tests, where a panic is how a test fails
+// (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
+#![allow(clippy::unwrap_used)]
+
 use hermes_fakes::{FakeLlm, Reply, ToolCall};
 use serde_json::{Value, json};
 use std::time::Duration;

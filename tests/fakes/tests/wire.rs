@@ -1,6 +1,10 @@
 //! The fakes over real HTTP, as the gateway's tests rely on them: OpenAI's JSON and SSE shapes,
 //! tool calls, errors, hangs, the echo default, and the receiver's recording and injected failures.
 
+// A test crate: its helpers run only under tests, where a panic is how a test fails
+// (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
+#![allow(clippy::unwrap_used)]
+
 use hermes_fakes::{FakeLlm, Receiver, Reply, ToolCall};
 use serde_json::{Value, json};
 use std::time::Duration;

@@ -30,12 +30,17 @@ pub enum FrameKind {
     Lines,
     /// Inline formatting. `splittable: false` (links, code spans, markdown emphasis whose
     /// markers must meet their partner) is cut only when the span alone is longer than a part.
-    Inline { splittable: bool },
+    Inline {
+        /// Whether a part may end inside the span (bold, italic in HTML) or only when nothing
+        /// else fits (links, code spans, markdown emphasis).
+        splittable: bool,
+    },
 }
 
 /// Markup around some text, and how a part that ends inside it closes and reopens it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
+    /// How the text inside may be cut.
     pub kind: FrameKind,
     /// The opening markup as written where the frame starts.
     pub open: String,
@@ -66,9 +71,12 @@ impl Frame {
 pub enum Piece {
     /// Visible text, before the dialect's escaping.
     Text {
+        /// The text, unescaped.
         text: String,
+        /// Where a cut may fall inside it.
         kind: TextKind,
     },
+    /// Starts a frame; everything up to the matching [`Piece::Close`] is inside it.
     Open(Frame),
     /// Ends the innermost open frame, with its markup as written.
     Close(String),
@@ -84,6 +92,7 @@ pub enum Escape {
 }
 
 impl Escape {
+    /// `text` as the dialect writes it; borrowed when nothing needs escaping.
     pub fn apply<'a>(self, text: &'a str) -> Cow<'a, str> {
         match self {
             Escape::None => Cow::Borrowed(text),
@@ -108,7 +117,9 @@ impl Escape {
 /// A rendered answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Doc {
+    /// The text runs and frames, in order.
     pub pieces: Vec<Piece>,
+    /// How text runs are written out.
     pub escape: Escape,
     /// Markup counts toward the platform's length limit (markdown, which the platform counts as
     /// typed); HTML tags do not (Telegram counts the text after parsing).
@@ -153,10 +164,12 @@ pub struct DocBuilder {
 }
 
 impl DocBuilder {
+    /// An empty document; the arguments become the [`Doc`]'s fields of the same names.
     pub fn new(escape: Escape, markup_counts: bool, raw_markdown: bool) -> Self {
         Self { doc: Doc { pieces: Vec::new(), escape, markup_counts, raw_markdown }, open: Vec::new() }
     }
 
+    /// Append visible text, merged into the last run when that run is of the same kind.
     pub fn text(&mut self, text: &str, kind: TextKind) {
         if text.is_empty() {
             return;
@@ -170,6 +183,7 @@ impl DocBuilder {
         self.doc.pieces.push(Piece::Text { text: text.to_string(), kind });
     }
 
+    /// Start a frame; it stays open until [`Self::close`] or [`Self::close_with`].
     pub fn open(&mut self, frame: Frame) {
         self.open.push(self.doc.pieces.len());
         self.doc.pieces.push(Piece::Open(frame));
@@ -189,6 +203,7 @@ impl DocBuilder {
         }
     }
 
+    /// The frame the next text would be inside, if any.
     pub fn innermost(&self) -> Option<&Frame> {
         match self.open.last().and_then(|&i| self.doc.pieces.get(i)) {
             Some(Piece::Open(frame)) => Some(frame),
@@ -223,6 +238,7 @@ impl DocBuilder {
         }
     }
 
+    /// Nothing has been written yet (no text and no frames).
     pub fn is_empty(&self) -> bool {
         self.doc.pieces.is_empty()
     }
@@ -258,6 +274,7 @@ impl DocBuilder {
         self.doc
     }
 
+    /// The document as written, untrimmed; frames still open stay open.
     pub fn finish(self) -> Doc {
         self.doc
     }

@@ -4,10 +4,14 @@
 use super::doc::{Doc, DocBuilder, Escape, Frame, FrameKind, TextKind};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
+/// The answer as readable plain text, for platforms that show no markup (and as the fallback
+/// when a platform rejects its own markup).
 pub fn to_plain(markdown: &str) -> String {
     document(markdown).to_text()
 }
 
+/// The plain-text rendering as a [`Doc`], so the chunker can split it without cutting code
+/// blocks in the wrong place.
 pub fn document(markdown: &str) -> Doc {
     let mut out = DocBuilder::new(Escape::None, true, false);
     let mut link_urls: Vec<String> = Vec::new();
