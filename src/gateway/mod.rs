@@ -169,22 +169,7 @@ pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
 }
 
 pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
-    if let Err(e) = process_guard::make_undumpable() {
-        tracing::warn!(error = %e, "could not make the gateway non-dumpable; its environment is readable by its own commands");
-    }
-    home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
-    // The single-instance lock comes before any heavy initialization.
-    let _lock = instance_lock::acquire(&home.lock_file(), &home.pid_file(), options.replace)?;
-    let marker = home.clean_shutdown_marker();
-    if !marker.exists() && home.state_db().exists() {
-        tracing::warn!("the last run did not stop cleanly; unfinished messages will be replayed");
-    }
-    // Written back only by a clean stop; if it is absent at the next start, this run crashed.
-    if let Err(e) = std::fs::remove_file(&marker)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        tracing::warn!(error = %e, "cannot remove the clean-shutdown marker; a crash of this run will not be noticed");
-    }
+    let (_lock, marker) = claim_home(&home, options.replace)?;
     let media_cache = media_sweep::open(&home).map_err(GatewayError::Io)?;
     let media_limits = config.gateway.media_cache.limits();
     media_sweep::sweep(&media_cache, media_limits).await;
@@ -242,17 +227,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     limits.running.set_draining();
     inbox.stop_accepting();
     drain_turns(&limits, Duration::from_secs(config.gateway.drain_timeout_secs)).await;
-    adapters_stop.cancel();
-    for s in supervisors {
-        if tokio::time::timeout(Duration::from_secs(5), s).await.is_err() {
-            tracing::warn!("an adapter did not stop within 5 s");
-        }
-    }
-    admin_stop.cancel();
-    status_task.abort();
-    housekeeping.abort();
-    media_sweeper.abort();
-    router.abort();
+    let running = Running { adapters_stop, supervisors, admin_stop, side_tasks: vec![status_task, housekeeping, media_sweeper, router] };
+    running.stop().await;
     status.apply(&board.snapshot(), limits.running.active());
     status.gateway_state = "stopped".into();
     status.exit_reason = Some(match reason {
@@ -267,6 +243,53 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     }
     tracing::info!("gateway stopped");
     Ok(reason)
+}
+
+/// What runs beside the turns once the gateway is up, stopped in this order at shutdown.
+struct Running {
+    adapters_stop: CancellationToken,
+    supervisors: Vec<tokio::task::JoinHandle<()>>,
+    admin_stop: CancellationToken,
+    /// The status writer, inbox pruning, the media sweeper and the router: nothing to finish.
+    side_tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stop the adapters (each gets 5 s), then the admin listener and the side tasks.
+    async fn stop(self) {
+        self.adapters_stop.cancel();
+        for s in self.supervisors {
+            if tokio::time::timeout(Duration::from_secs(5), s).await.is_err() {
+                tracing::warn!("an adapter did not stop within 5 s");
+            }
+        }
+        self.admin_stop.cancel();
+        for task in self.side_tasks {
+            task.abort();
+        }
+    }
+}
+
+/// Make the process undumpable, create HERMES_HOME and take its single-instance lock (held until
+/// the returned lock drops); returns the clean-shutdown marker, now removed.
+fn claim_home(home: &Home, replace: bool) -> Result<(instance_lock::InstanceLock, std::path::PathBuf), GatewayError> {
+    if let Err(e) = process_guard::make_undumpable() {
+        tracing::warn!(error = %e, "could not make the gateway non-dumpable; its environment is readable by its own commands");
+    }
+    home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
+    // The single-instance lock comes before any heavy initialization.
+    let lock = instance_lock::acquire(&home.lock_file(), &home.pid_file(), replace)?;
+    let marker = home.clean_shutdown_marker();
+    if !marker.exists() && home.state_db().exists() {
+        tracing::warn!("the last run did not stop cleanly; unfinished messages will be replayed");
+    }
+    // Written back only by a clean stop; if it is absent at the next start, this run crashed.
+    if let Err(e) = std::fs::remove_file(&marker)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(error = %e, "cannot remove the clean-shutdown marker; a crash of this run will not be noticed");
+    }
+    Ok((lock, marker))
 }
 
 /// The agent and what its tools run with.

@@ -143,6 +143,18 @@ async fn deliver_inner(
             last.buttons = buttons.to_vec();
         }
     }
+    send_in_order(deliverer, adapter.as_ref(), target, messages, key_base).await
+}
+
+/// Send `messages` one after another, each claimed in the outbox first (a chunk already sent is
+/// skipped, one that may have arrived is not resent); the first that fails ends the delivery.
+async fn send_in_order(
+    deliverer: &Deliverer,
+    adapter: &dyn PlatformAdapter,
+    target: &ChatTarget,
+    messages: Vec<OutboundMessage>,
+    key_base: &str,
+) -> Delivery {
     let target_json = serde_json::to_string(target).unwrap_or_default();
     let mut outcome = Delivery::Delivered;
     for mut message in messages {
@@ -175,13 +187,13 @@ async fn deliver_inner(
                 tracing::error!(error = %e, outbox_key = %key, "outbox unavailable; sending without a record");
             }
         }
-        match send_chunk(deliverer, adapter.as_ref(), message, attempt_recorded).await {
+        match send_chunk(deliverer, adapter, message, attempt_recorded).await {
             ChunkResult::Sent => {}
             ChunkResult::Ambiguous => outcome = Delivery::InDoubt,
             ChunkResult::Gone => return Delivery::Failed,
             ChunkResult::Failed { notify } => {
-                if notify && caps.supports_async_delivery {
-                    notify_failure(deliverer, adapter.as_ref(), target, key_base).await;
+                if notify && adapter.capabilities().supports_async_delivery {
+                    notify_failure(deliverer, adapter, target, key_base).await;
                 }
                 return Delivery::Failed;
             }
