@@ -22,12 +22,33 @@
 //! 2. [`gateway::router`] decides who may talk ([`gateway::auth`]) and which session the event
 //!    belongs to ([`gateway::session_key`]), and hands it to that session's actor
 //!    ([`gateway::actor`]): one at a time per session, commands ([`gateway::commands`]) first.
-//! 3. [`gateway::turn`] runs the turn as named steps: admit (slot, destination) → prepare
-//!    (store the message, history, frozen prompt) → run the agent ([`agent::Agent`], tools from
+//! 3. [`gateway::turn`] runs the turn as named steps, each taking only the handles it uses:
+//!    admit (turn slot from [`gateway::turn_limits`], destination from
+//!    [`gateway::deliverer`]) → prepare (store the message, history, frozen prompt and
+//!    compaction from [`gateway::sessions`], the model from [`gateway::models`], the tool filter
+//!    from [`gateway::tool_access`]) → run the agent ([`agent::Agent`], tools from
 //!    [`agent::tools`]) → settle (store the answer, deliver it through the output strategy the
 //!    platform's capabilities choose) → close the inbox row.
 //! 4. [`gateway::outbound`] renders the answer into the platform's markup, chunks it, records
-//!    each part in the outbox with an idempotency key and sends it through the adapter.
+//!    each part in the outbox with an idempotency key and sends it through the adapter held by
+//!    the [`gateway::deliverer::Deliverer`].
+//!
+//! # The gateway's handles
+//!
+//! [`gateway::wiring`] builds each handle once at start-up, in an order without cycles, and hands
+//! out only what each part uses; nothing holds a back-pointer to the whole.
+//! - [`gateway::models::Models`]: the configured model, the `/model --global` choice, fallbacks,
+//!   the compression model, context window and prices.
+//! - [`gateway::deliverer::Deliverer`]: the adapters by platform, the outbox, the folders files
+//!   may be attached from.
+//! - [`gateway::sessions::Sessions`]: the store, the recent-history cache, frozen prompts and
+//!   compaction.
+//! - [`gateway::tool_access::ToolAccess`]: tool filters per platform, the agent's folders and
+//!   limits, the approval policy and the [`gateway::tool_host`] the outward tools call.
+//! - [`gateway::turn_limits::TurnLimits`]: turn slots, the drain abort and count, background
+//!   slots.
+//! - Bundles of these for those that need several: `turn::TurnHandles` (a whole turn),
+//!   `commands::CommandHandles` (slash commands), `actor::ActorHandles` (session actors).
 //!
 //! # Where to add
 //!

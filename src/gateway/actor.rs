@@ -1,13 +1,16 @@
 //! Session actors: one per session key. An actor runs its session's events in order, one turn at
 //! a time; while a turn runs it answers commands at once, hands the next message to a pending
 //! `clarify` question, and applies the busy policy (interrupt, queue or steer) to new messages.
+//! Every actor shares one [`ActorHandles`]: the turn's handles, the commands', the clarify board.
 
-use super::commands::{self, CommandContext, CommandOutcome};
+use super::clarify::ClarifyBoard;
+use super::commands::{self, CommandContext, CommandHandles, CommandOutcome};
+use super::deliverer::Deliverer;
 use super::outbound::{self, Finish};
-use super::services::Services;
-use super::turn;
+use super::turn::{self, TurnHandles};
 use crate::agent::SteeringInbox;
-use crate::config::BusyInputMode;
+use crate::config::{BusyInputMode, Config};
+use crate::store::Store;
 use hermes_adapter::{ChatTarget, InboundEvent};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,6 +24,34 @@ use tokio_util::sync::CancellationToken;
 pub const QUEUE_CAP: usize = 32;
 /// Busy acknowledgements are sent at most this often per session.
 const BUSY_ACK_EVERY: Duration = Duration::from_secs(30);
+
+/// What every session actor works with, built once at start-up.
+pub struct ActorHandles {
+    pub turns: TurnHandles,
+    pub commands: CommandHandles,
+    /// Questions the agent asked (`clarify`), answered by the session's next message.
+    pub clarify: Arc<ClarifyBoard>,
+    pub behaviour: Behaviour,
+}
+
+/// How a session treats its users' messages (`gateway.idle_session_secs`, `display.*`).
+#[derive(Debug, Clone, Copy)]
+pub struct Behaviour {
+    /// An actor with nothing to do retires after this long.
+    pub idle_after: Duration,
+    pub busy_input_mode: BusyInputMode,
+    pub busy_ack_enabled: bool,
+}
+
+impl Behaviour {
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            idle_after: Duration::from_secs(config.gateway.idle_session_secs.max(1)),
+            busy_input_mode: config.display.busy_input_mode,
+            busy_ack_enabled: config.display.busy_ack_enabled,
+        }
+    }
+}
 
 /// An actor reporting that it is idle; `processed` lets the router check nothing is in flight.
 pub struct ActorExit {
@@ -39,7 +70,8 @@ struct RunningTurn {
 
 /// A session's live state, as commands see it.
 pub struct SessionState {
-    services: Arc<Services>,
+    /// The inbox, where dropped queued messages are closed.
+    store: Store,
     running: Option<RunningTurn>,
     queue: VecDeque<InboundEvent>,
     /// Messages steered into the running turn, in order; the ones it did not take are queued
@@ -81,7 +113,7 @@ impl SessionState {
     pub async fn clear_queue(&mut self) -> usize {
         let dropped: Vec<InboundEvent> = self.queue.drain(..).collect();
         for ev in &dropped {
-            if let Err(e) = self.services.store.inbox_mark_done(&ev.event_id).await {
+            if let Err(e) = self.store.inbox_mark_done(&ev.event_id).await {
                 tracing::warn!(error = %e, "could not close a dropped queued message");
             }
         }
@@ -107,11 +139,16 @@ impl SessionState {
 }
 
 /// Start an actor for `session_key`; returns the sender the router feeds it through.
-pub fn spawn(services: Arc<Services>, session_key: String, idle: mpsc::UnboundedSender<ActorExit>) -> mpsc::UnboundedSender<InboundEvent> {
+pub fn spawn(
+    handles: Arc<ActorHandles>,
+    session_key: String,
+    idle: mpsc::UnboundedSender<ActorExit>,
+) -> mpsc::UnboundedSender<InboundEvent> {
     let (tx, rx) = mpsc::unbounded_channel();
+    let store = handles.turns.sessions.store.clone();
     let actor = SessionActor {
-        state: SessionState { services: services.clone(), running: None, queue: VecDeque::new(), steered: Vec::new(), last_busy_ack: None },
-        services,
+        state: SessionState { store, running: None, queue: VecDeque::new(), steered: Vec::new(), last_busy_ack: None },
+        handles,
         session_key,
         idle,
     };
@@ -120,7 +157,7 @@ pub fn spawn(services: Arc<Services>, session_key: String, idle: mpsc::Unbounded
 }
 
 struct SessionActor {
-    services: Arc<Services>,
+    handles: Arc<ActorHandles>,
     session_key: String,
     state: SessionState,
     idle: mpsc::UnboundedSender<ActorExit>,
@@ -129,7 +166,7 @@ struct SessionActor {
 impl SessionActor {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<InboundEvent>) {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
-        let idle_after = Duration::from_secs(self.services.config.gateway.idle_session_secs.max(1));
+        let idle_after = self.handles.behaviour.idle_after;
         let mut processed: u64 = 0;
         loop {
             let idle = self.state.running.is_none() && self.state.queue.is_empty();
@@ -166,12 +203,16 @@ impl SessionActor {
     async fn reply_and_close(&self, event: &InboundEvent, text: &str) {
         let target = Self::target_of(event);
         let reply_to = if event.reply_target.is_some() { None } else { event.message_id.as_deref() };
-        outbound::deliver(&self.services, &target, reply_to, text, &format!("{}:reply", event.event_id), Some(Finish::stop())).await;
+        outbound::deliver(self.deliverer(), &target, reply_to, text, &format!("{}:reply", event.event_id), Some(Finish::stop())).await;
         self.close(event).await;
     }
 
+    fn deliverer(&self) -> &Deliverer {
+        &self.handles.turns.deliverer
+    }
+
     async fn close(&self, event: &InboundEvent) {
-        if let Err(e) = self.services.store.inbox_mark_done(&event.event_id).await {
+        if let Err(e) = self.state.store.inbox_mark_done(&event.event_id).await {
             tracing::warn!(error = %e, event_id = %event.event_id, "could not mark an inbox row done");
         }
     }
@@ -181,7 +222,7 @@ impl SessionActor {
             self.on_message(event, done).await;
             return;
         };
-        let Some(command) = self.services.commands.find(&parsed.name) else {
+        let Some(command) = self.handles.commands.registry.find(&parsed.name) else {
             self.reply_and_close(&event, &commands::unknown_command_reply(&parsed.name)).await;
             return;
         };
@@ -189,9 +230,10 @@ impl SessionActor {
             self.reply_and_close(&event, &commands::busy_refusal(&parsed.name)).await;
             return;
         }
-        let services = self.services.clone();
+        let handles = self.handles.clone();
         let outcome = {
-            let mut ctx = CommandContext { services: &services, event: &event, session_key: &self.session_key, session: &mut self.state };
+            let mut ctx =
+                CommandContext { handles: &handles.commands, event: &event, session_key: &self.session_key, session: &mut self.state };
             command.run(&mut ctx, &parsed.args).await
         };
         match outcome {
@@ -200,14 +242,14 @@ impl SessionActor {
                 let target = Self::target_of(&event);
                 let reply_to = if event.reply_target.is_some() { None } else { event.message_id.as_deref() };
                 let key = format!("{}:reply", event.event_id);
-                outbound::deliver_with_buttons(&self.services, &target, reply_to, &text, &buttons, &key, Some(Finish::stop())).await;
+                outbound::deliver_with_buttons(self.deliverer(), &target, reply_to, &text, &buttons, &key, Some(Finish::stop())).await;
                 self.close(&event).await;
             }
             CommandOutcome::Silent => self.close(&event).await,
             CommandOutcome::ReplyAndRun { reply, prompt } => {
                 if let Some(text) = reply {
                     let target = Self::target_of(&event);
-                    outbound::deliver(&self.services, &target, None, &text, &format!("{}:notice", event.event_id), None).await;
+                    outbound::deliver(self.deliverer(), &target, None, &text, &format!("{}:notice", event.event_id), None).await;
                 }
                 let mut as_prompt = event;
                 as_prompt.text = prompt;
@@ -232,7 +274,7 @@ impl SessionActor {
 
     async fn on_message(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
         // A question the agent asked (`clarify`) takes the next message as its answer.
-        if self.state.is_running() && self.services.clarify.answer(&self.session_key, &event.text) {
+        if self.state.is_running() && self.handles.clarify.answer(&self.session_key, &event.text) {
             self.close(&event).await;
             return;
         }
@@ -240,7 +282,7 @@ impl SessionActor {
             self.start_turn(event, done);
             return;
         }
-        let mode = self.services.config.display.busy_input_mode;
+        let mode = self.handles.behaviour.busy_input_mode;
         let (queued, ack) = match mode {
             BusyInputMode::Interrupt => {
                 let queued = self.state.enqueue_front(event.clone());
@@ -267,19 +309,18 @@ impl SessionActor {
     /// Tell the user their message was seen, at most once per 30 s, on chat platforms only (a
     /// request/response client gets its answer, not an ack).
     async fn busy_ack(&mut self, event: &InboundEvent, text: &str) {
-        if !self.services.config.display.busy_ack_enabled {
+        if !self.handles.behaviour.busy_ack_enabled {
             return;
         }
         if self.state.last_busy_ack.is_some_and(|t| t.elapsed() < BUSY_ACK_EVERY) {
             return;
         }
         let target = Self::target_of(event);
-        let async_ok = self.services.adapter(target.platform.as_str()).is_some_and(|a| a.capabilities().supports_async_delivery);
-        if !async_ok {
+        if !self.deliverer().reaches_later(target.platform.as_str()) {
             return;
         }
         self.state.last_busy_ack = Some(Instant::now());
-        outbound::deliver(&self.services, &target, None, text, &format!("{}:ack", event.event_id), None).await;
+        outbound::deliver(self.deliverer(), &target, None, text, &format!("{}:ack", event.event_id), None).await;
     }
 
     fn start_next(&mut self, done: &mpsc::UnboundedSender<String>) {
@@ -292,12 +333,12 @@ impl SessionActor {
     }
 
     fn start_turn(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
-        if self.services.turns.is_draining() {
+        if self.handles.turns.limits.running.is_draining() {
             // Left in the inbox as accepted: it runs after the restart.
             tracing::info!(event_id = %event.event_id, "draining: message kept for after the restart");
             return;
         }
-        let interrupt = self.services.turns_abort.child_token();
+        let interrupt = self.handles.turns.limits.abort.child_token();
         let started = Arc::new(AtomicBool::new(false));
         let steering = SteeringInbox::default();
         self.state.running = Some(RunningTurn {
@@ -306,17 +347,18 @@ impl SessionActor {
             interrupt: interrupt.clone(),
             started: started.clone(),
         });
-        let services = self.services.clone();
+        let turns = self.handles.turns.clone();
         let key = self.session_key.clone();
         let done = done.clone();
         tokio::spawn(async move {
             let event_id = event.event_id.clone();
             let target = Self::target_of(&event);
-            let turn = tokio::spawn(turn::run(services.clone(), key, event, interrupt, started, steering, turn::TurnMode::default()));
+            let (store, deliverer) = (turns.sessions.store.clone(), turns.deliverer.clone());
+            let turn = tokio::spawn(turn::run(turns, key, event, interrupt, started, steering, turn::TurnMode::default()));
             if let Err(crash) = turn.await
                 && crash.is_panic()
             {
-                crashed_turn(&services, &event_id, &target, crash.into_panic()).await;
+                crashed_turn(&store, &deliverer, &event_id, &target, crash.into_panic()).await;
             }
             // The actor may be gone during shutdown; nothing to tell then.
             let _ = done.send(event_id);
@@ -327,15 +369,15 @@ impl SessionActor {
 /// A turn panicked: the session stays usable (the actor hears the turn ended), the user hears
 /// of an internal error with an incident id the log also carries, and the event is parked so it
 /// is never replayed into the same panic.
-async fn crashed_turn(services: &Services, event_id: &str, target: &ChatTarget, panic: Box<dyn std::any::Any + Send>) {
+async fn crashed_turn(store: &Store, deliverer: &Deliverer, event_id: &str, target: &ChatTarget, panic: Box<dyn std::any::Any + Send>) {
     let incident = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let message =
         panic.downcast_ref::<String>().map(String::as_str).or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or("(no message)");
     tracing::error!(incident, event_id, panic = %crate::observe::redact::redact_patterns(message), "a turn panicked");
     let reason = format!("poisoned: the turn panicked (incident {incident})");
-    if let Err(e) = services.store.inbox_mark_poisoned(event_id, &reason).await {
+    if let Err(e) = store.inbox_mark_poisoned(event_id, &reason).await {
         tracing::warn!(error = %e, event_id, "could not park the event");
     }
     let text = format!("⚠️ Internal error (incident {incident}). Your message was not processed; please try again or rephrase it.");
-    outbound::deliver(services, target, None, &text, &format!("{event_id}:internal-error"), Some(Finish::stop())).await;
+    outbound::deliver(deliverer, target, None, &text, &format!("{event_id}:internal-error"), Some(Finish::stop())).await;
 }

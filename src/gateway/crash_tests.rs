@@ -48,13 +48,13 @@ async fn wait_for(chat: &RecordingChat, what: impl Fn(&[String]) -> bool) -> Vec
 #[tokio::test]
 async fn a_panicking_turn_frees_the_session_tells_the_user_and_parks_the_event() {
     let chat = RecordingChat::new();
-    let (_dir, services) = super::test_support::services(Config::default(), chat.clone(), Arc::new(FragileModel)).await;
+    let (_dir, gateway) = super::test_support::gateway(Config::default(), chat.clone(), Arc::new(FragileModel)).await;
     let (idle_tx, _idle_rx) = mpsc::unbounded_channel();
-    let session = actor::spawn(services.clone(), "chat:dm:c1".into(), idle_tx);
+    let session = actor::spawn(gateway.actors.clone(), "chat:dm:c1".into(), idle_tx);
     // One at a time: a second message arriving mid-turn would interrupt the first before it panics.
     for (id, text, reply) in [("e1", "boom please", "Internal error (incident "), ("e2", "and now?", "fine")] {
         let e = event(id, text);
-        services.store.inbox_accept(id, "chat", &serde_json::to_string(&e).unwrap()).await.unwrap();
+        gateway.store.inbox_accept(id, "chat", &serde_json::to_string(&e).unwrap()).await.unwrap();
         session.send(e).unwrap();
         wait_for(&chat, |s| s.iter().any(|m| m.contains(reply))).await;
     }
@@ -65,17 +65,17 @@ async fn a_panicking_turn_frees_the_session_tells_the_user_and_parks_the_event()
         .unwrap_or_else(|| panic!("the user hears of the internal error: {sent:?}"));
     assert!(!notice.contains("sk-live"), "the panic message stays in the (redacted) log: {notice}");
     assert_eq!(sent.last().map(String::as_str), Some("fine"), "the next message in the same session is answered");
-    let parked = services.store.inbox_get("e1").await.unwrap().unwrap();
+    let parked = gateway.store.inbox_get("e1").await.unwrap().unwrap();
     assert_eq!(parked.state, InboxState::Poisoned);
     assert!(parked.error.as_deref().is_some_and(|e| e.contains("panicked (incident")), "{:?}", parked.error);
-    assert_eq!(services.store.inbox_poisoned(10).await.unwrap().len(), 1);
+    assert_eq!(gateway.store.inbox_poisoned(10).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
 async fn an_event_the_gateway_died_under_three_times_is_parked_not_replayed() {
     let chat = RecordingChat::new();
-    let (_dir, services) = super::test_support::services(Config::default(), chat, Arc::new(FragileModel)).await;
-    let store = &services.store;
+    let (_dir, gateway) = super::test_support::gateway(Config::default(), chat, Arc::new(FragileModel)).await;
+    let store = &gateway.store;
     for id in ["crashy", "unlucky"] {
         store.inbox_accept(id, "chat", &serde_json::to_string(&event(id, "hello")).unwrap()).await.unwrap();
     }

@@ -1,34 +1,25 @@
 //! Conversations addressed by source, for HTTP surfaces that expose sessions to their clients.
+//!
+//! The directory is handed to the adapters when they start, so it must not reach them back: it
+//! holds the store, the session-key policy and the [`Models`] (for a new session's model), which
+//! are all built before the adapters run.
 
-use super::services::Services;
-use super::session_key::session_key;
+use super::models::Models;
+use super::session_key::{KeyPolicy, session_key};
+use crate::store::Store;
 use async_trait::async_trait;
 use hermes_adapter::{SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-/// Holds the services weakly: the services own the adapters, which own this directory.
 pub struct StoreDirectory {
-    services: std::sync::OnceLock<Weak<Services>>,
+    store: Store,
+    key_policy: KeyPolicy,
+    models: Arc<Models>,
 }
 
 impl StoreDirectory {
-    pub fn new() -> Self {
-        Self { services: std::sync::OnceLock::new() }
-    }
-
-    pub fn bind(&self, services: &Arc<Services>) {
-        // Bound once at start-up; a second bind would be a wiring bug and is ignored.
-        let _ = self.services.set(Arc::downgrade(services));
-    }
-
-    fn services(&self) -> Result<Arc<Services>, SessionDirectoryError> {
-        self.services.get().and_then(Weak::upgrade).ok_or_else(|| SessionDirectoryError::Storage("the gateway is not running".into()))
-    }
-}
-
-impl Default for StoreDirectory {
-    fn default() -> Self {
-        Self::new()
+    pub fn new(store: Store, key_policy: KeyPolicy, models: Arc<Models>) -> Self {
+        Self { store, key_policy, models }
     }
 }
 
@@ -39,20 +30,18 @@ fn storage(e: crate::store::StoreError) -> SessionDirectoryError {
 #[async_trait]
 impl SessionDirectory for StoreDirectory {
     async fn open(&self, source: &SessionSource) -> Result<String, SessionDirectoryError> {
-        let services = self.services()?;
-        let key = session_key(source, services.key_policy);
-        let model = services.default_model();
-        let route = services.store.route_get_or_create(&key, source, &model.model).await.map_err(storage)?;
+        let key = session_key(source, self.key_policy);
+        let model = self.models.default_model();
+        let route = self.store.route_get_or_create(&key, source, &model.model).await.map_err(storage)?;
         Ok(route.session_id)
     }
 
     async fn history(&self, source: &SessionSource, limit: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
-        let services = self.services()?;
-        let key = session_key(source, services.key_policy);
-        let Some(route) = services.store.route_get(&key).await.map_err(storage)? else {
+        let key = session_key(source, self.key_policy);
+        let Some(route) = self.store.route_get(&key).await.map_err(storage)? else {
             return Ok(None);
         };
-        let rows = services.store.messages(&route.session_id, Some(limit)).await.map_err(storage)?;
+        let rows = self.store.messages(&route.session_id, Some(limit)).await.map_err(storage)?;
         Ok(Some(
             rows.into_iter()
                 .map(|m| StoredMessage { role: m.role, content: m.content, tool_name: m.tool_name, timestamp: m.timestamp })
@@ -61,8 +50,7 @@ impl SessionDirectory for StoreDirectory {
     }
 
     async fn close(&self, source: &SessionSource) -> Result<bool, SessionDirectoryError> {
-        let services = self.services()?;
-        let key = session_key(source, services.key_policy);
-        services.store.session_close(&key, "closed_by_client").await.map_err(storage)
+        let key = session_key(source, self.key_policy);
+        self.store.session_close(&key, "closed_by_client").await.map_err(storage)
     }
 }

@@ -1,6 +1,10 @@
 //! The gateway: wires the store, the inbox, the router, session actors, supervised adapters and
 //! the admin listener together, runs until a signal, then drains.
 //!
+//! - [`wiring`]: builds every handle once and hands each part the ones it uses: [`models`]
+//!   (which model, at what cost), [`deliverer`] (adapters, outbox, file roots), [`sessions`]
+//!   (store, history cache, prompts, compaction), [`tool_access`] (tools, approval, tool host),
+//!   [`turn_limits`] (slots, abort, drain count, background slots).
 //! - [`supervisor`] and [`backoff`]: one task per adapter, restarts with backoff, parking.
 //! - [`instance_lock`] and [`credential_lock`]: one gateway per HERMES_HOME, one per bot token.
 //! - [`health`], [`admin`], [`status_file`]: what operators see.
@@ -18,23 +22,26 @@ pub mod admin;
 pub mod auth;
 pub mod background_slots;
 pub mod backoff;
+pub mod chores;
 pub mod clarify;
 pub mod commands;
 pub mod compaction;
 #[cfg(test)]
 mod crash_tests;
 pub mod credential_lock;
+pub mod deliverer;
 pub mod directory;
 pub mod health;
 pub mod history_cache;
 pub mod inbox;
 pub mod instance_lock;
 pub mod media_sweep;
+pub mod models;
 pub mod outbound;
 pub mod process_guard;
 pub mod router;
-pub mod services;
 pub mod session_key;
+pub mod sessions;
 pub mod status_file;
 pub mod stream_edit;
 #[cfg(test)]
@@ -42,10 +49,13 @@ mod stream_edit_tests;
 pub mod supervisor;
 #[cfg(test)]
 mod test_support;
+pub mod tool_access;
 pub mod tool_host;
 pub mod turn;
+pub mod turn_limits;
 pub mod turns;
 mod typing;
+pub mod wiring;
 
 /// Message text kept in memory between turns (recent sessions' history).
 const HISTORY_CACHE_BYTES: usize = 4 * 1024 * 1024;
@@ -59,17 +69,13 @@ use crate::agent::turn::RetryPolicy;
 use crate::config::{Config, Home};
 use crate::store::{SqliteStore, Store};
 use auth::AuthPolicy;
-use health::HealthBoard;
 use hermes_adapter::AdapterContext;
 use hermes_guard::sandbox::SandboxError;
-use session_key::KeyPolicy;
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 use supervisor::{Supervised, SupervisorPolicy};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// Why the gateway stopped.
@@ -164,21 +170,8 @@ pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
     policy
 }
 
-/// Parked (poisoned) inbox events the status file lists.
-const PARKED_SHOWN: usize = 20;
-
 pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
-    if let Err(e) = process_guard::make_undumpable() {
-        tracing::warn!(error = %e, "could not make the gateway non-dumpable; its environment is readable by its own commands");
-    }
-    home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
-    // The single-instance lock comes before any heavy initialization.
-    let _lock = instance_lock::acquire(&home.lock_file(), &home.pid_file(), options.replace)?;
-    let marker = home.clean_shutdown_marker();
-    if !marker.exists() && home.state_db().exists() {
-        tracing::warn!("the last run did not stop cleanly; unfinished messages will be replayed");
-    }
-    let _ = std::fs::remove_file(&marker);
+    let (_lock, marker) = claim_home(&home, options.replace)?;
     let media_cache = media_sweep::open(&home).map_err(GatewayError::Io)?;
     let media_limits = config.gateway.media_cache.limits();
     media_sweep::sweep(&media_cache, media_limits).await;
@@ -197,155 +190,48 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     }
 
     let store: Store = Arc::new(SqliteStore::open(&home.state_db()).await?);
-    let provider = ProviderRouter::new(Duration::from_secs(config.model.request_timeout_secs.max(1)));
-    let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
-    let paths = Arc::new(agent_paths(&home, &config));
-    std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;
-    let confinement = Arc::new(confinement(&config, &home, &paths)?);
-    let approval = Arc::new(approval_policy(&config, &home, &paths, &confinement));
-    let tool_settings = Arc::new(ToolSettings { confinement, per_user_profiles: auth.serves_several_users(), ..tool_settings(&config) });
-    let tool_host = Arc::new(tool_host::GatewayToolHost::default());
-    let board = Arc::new(HealthBoard::new());
-    let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
-    let directory = Arc::new(directory::StoreDirectory::new());
-    let services = Arc::new(services::Services {
-        store: store.clone(),
+    let agent = agent_parts(&config, &home, &auth)?;
+    let wiring = wiring::Wiring::build(wiring::Parts {
         config: config.clone(),
-        agent,
-        adapters: adapters.iter().map(|a| (a.platform().to_string(), a.clone())).collect::<HashMap<_, _>>(),
-        health: board.clone(),
-        commands: commands::registry(),
-        auth: auth.clone(),
-        key_policy: KeyPolicy {
-            group_sessions_per_user: config.gateway.group_sessions_per_user,
-            thread_sessions_per_user: config.gateway.thread_sessions_per_user,
-        },
-        turn_slots: config.gateway.max_concurrent_sessions.map(|n| Arc::new(Semaphore::new(n.max(1)))),
-        turns_abort: CancellationToken::new(),
-        turns: turns::TurnTracker::new(),
         home: home.clone(),
-        paths,
-        tool_settings,
-        tool_host: tool_host.clone(),
-        approval,
-        clarify: clarify::ClarifyBoard::default(),
-        global_model: std::sync::RwLock::new(None),
-        history: history_cache::HistoryCache::new(HISTORY_CACHE_BYTES),
-        background: Default::default(),
+        store: store.clone(),
+        adapters: &adapters,
+        auth: auth.clone(),
+        agent: agent.agent,
+        paths: agent.paths,
+        tool_settings: agent.tool_settings,
+        approval: agent.approval,
+        history_bytes: HISTORY_CACHE_BYTES,
     });
-    directory.bind(&services);
-    tool_host.bind(&services);
+    let (board, limits) = (wiring.health.clone(), wiring.limits().clone());
+    let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
     let inbox = Arc::new(inbox::Inbox::new(store.clone(), router_tx));
-    let router = router::spawn(services.clone(), router_rx);
+    let router = router::spawn(wiring.routing(), router_rx);
     inbox.replay_unfinished().await?;
 
     let adapters_stop = CancellationToken::new();
-    let policy = SupervisorPolicy {
-        backoff_base: Duration::from_secs(2),
-        backoff_cap: Duration::from_secs(config.gateway.backoff_cap_secs.max(1)),
-        reset_after: Duration::from_secs(config.gateway.backoff_reset_after_secs),
-    };
-    let mut supervisors = Vec::new();
-    for adapter in &adapters {
-        let (inbox, directory, stop, senders) = (inbox.clone(), directory.clone(), adapters_stop.clone(), auth.clone());
-        let supervised = Supervised {
-            adapter: adapter.clone(),
-            make_context: Box::new(move |health| {
-                AdapterContext::new(inbox.clone(), directory.clone(), health, stop.clone()).with_sender_policy(senders.clone())
-            }),
-            credential_locks: options
-                .credential_lock_dir
-                .clone()
-                .map(|dir| supervisor::CredentialLocks { dir, home: home.root().to_path_buf() }),
-        };
-        supervisors.push(supervisor::spawn(supervised, board.clone(), policy, adapters_stop.clone()));
-    }
+    let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
+    let locks = options.credential_lock_dir.clone().map(|dir| supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
+    let supervisors = supervise_adapters(&adapters, &contexts, locks, &board, supervisor_policy(&config));
 
     let admin_stop = CancellationToken::new();
-    let mut listeners = serde_json::Map::new();
-    if let Some(port) = config.gateway.admin_port {
-        let host: IpAddr = config.gateway.admin_host.parse().map_err(|_| {
-            GatewayError::Config(format!("`gateway.admin_host`: expected an IP address, found {:?}", config.gateway.admin_host))
-        })?;
-        let bound = admin::serve(SocketAddr::new(host, port), board.clone(), admin_stop.clone())
-            .await
-            .map_err(|e| GatewayError::Io(format!("cannot bind the admin listener on {host}:{port}: {e}")))?;
-        tracing::info!(%bound, "admin listener ready (/health, /readyz)");
-        listeners.insert("admin".into(), serde_json::json!(bound.to_string()));
-    }
-
-    let status_path = home.status_file();
     let mut status = status_file::StatusFile::new(chrono::Utc::now());
-    status.listeners = listeners.into();
-    let status_task = {
-        let (board, services, path, mut status) = (board.clone(), services.clone(), status_path.clone(), status.clone());
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(2));
-            loop {
-                tick.tick().await;
-                status.apply(&board.snapshot(), services.turns.active());
-                match services.store.inbox_poisoned(PARKED_SHOWN).await {
-                    Ok(rows) => {
-                        status.poisoned = rows
-                            .into_iter()
-                            .map(|r| status_file::ParkedEvent {
-                                event_id: r.event_id,
-                                platform: r.platform,
-                                reason: r.error.unwrap_or_default(),
-                                received_at: r.received_at,
-                            })
-                            .collect()
-                    }
-                    Err(e) => tracing::warn!(error = %e, "cannot list parked events for the status file"),
-                }
-                if let Err(e) = status.write(&path) {
-                    tracing::warn!(error = %e, "cannot write the status file");
-                }
-            }
-        })
-    };
-    let housekeeping = {
-        let store = store.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(3600));
-            loop {
-                tick.tick().await;
-                // Finished inbox rows are kept a day: redeliveries within that window are dropped.
-                if let Err(e) = store.inbox_prune(Duration::from_secs(24 * 3600)).await {
-                    tracing::warn!(error = %e, "inbox pruning failed");
-                }
-            }
-        })
-    };
+    status.listeners = start_admin(&config, &board, &admin_stop).await?.into();
+    let status_path = home.status_file();
+    let status_task = chores::spawn_status_writer(status.clone(), status_path.clone(), board.clone(), limits.clone(), store.clone());
+    let housekeeping = chores::spawn_inbox_pruning(store.clone());
     let media_sweeper = media_sweep::spawn(media_cache, media_limits);
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
     let reason = wait_for_signal().await?;
     tracing::info!(?reason, "stopping: no new messages are accepted; finishing running turns");
     board.set_draining();
-    services.turns.set_draining();
+    limits.running.set_draining();
     inbox.stop_accepting();
-    let drain = Duration::from_secs(config.gateway.drain_timeout_secs);
-    if tokio::time::timeout(drain, services.turns.wait_idle()).await.is_err() {
-        tracing::warn!(
-            running = services.turns.active(),
-            "drain timeout: interrupting the remaining turns; they are replayed after the restart"
-        );
-        services.turns_abort.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(5), services.turns.wait_idle()).await;
-    }
-    adapters_stop.cancel();
-    for s in supervisors {
-        if tokio::time::timeout(Duration::from_secs(5), s).await.is_err() {
-            tracing::warn!("an adapter did not stop within 5 s");
-        }
-    }
-    admin_stop.cancel();
-    status_task.abort();
-    housekeeping.abort();
-    media_sweeper.abort();
-    router.abort();
-    status.apply(&board.snapshot(), services.turns.active());
+    drain_turns(&limits, Duration::from_secs(config.gateway.drain_timeout_secs)).await;
+    let running = Running { adapters_stop, supervisors, admin_stop, side_tasks: vec![status_task, housekeeping, media_sweeper, router] };
+    running.stop().await;
+    status.apply(&board.snapshot(), limits.running.active());
     status.gateway_state = "stopped".into();
     status.exit_reason = Some(match reason {
         ExitReason::Stopped => "signal".into(),
@@ -359,6 +245,150 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     }
     tracing::info!("gateway stopped");
     Ok(reason)
+}
+
+/// What runs beside the turns once the gateway is up, stopped in this order at shutdown.
+struct Running {
+    adapters_stop: CancellationToken,
+    supervisors: Vec<tokio::task::JoinHandle<()>>,
+    admin_stop: CancellationToken,
+    /// The status writer, inbox pruning, the media sweeper and the router: nothing to finish.
+    side_tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stop the adapters (each gets 5 s), then the admin listener and the side tasks.
+    async fn stop(self) {
+        self.adapters_stop.cancel();
+        for s in self.supervisors {
+            if tokio::time::timeout(Duration::from_secs(5), s).await.is_err() {
+                tracing::warn!("an adapter did not stop within 5 s");
+            }
+        }
+        self.admin_stop.cancel();
+        for task in self.side_tasks {
+            task.abort();
+        }
+    }
+}
+
+/// Make the process undumpable, create HERMES_HOME and take its single-instance lock (held until
+/// the returned lock drops); returns the clean-shutdown marker, now removed.
+fn claim_home(home: &Home, replace: bool) -> Result<(instance_lock::InstanceLock, std::path::PathBuf), GatewayError> {
+    if let Err(e) = process_guard::make_undumpable() {
+        tracing::warn!(error = %e, "could not make the gateway non-dumpable; its environment is readable by its own commands");
+    }
+    home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
+    // The single-instance lock comes before any heavy initialization.
+    let lock = instance_lock::acquire(&home.lock_file(), &home.pid_file(), replace)?;
+    let marker = home.clean_shutdown_marker();
+    if !marker.exists() && home.state_db().exists() {
+        tracing::warn!("the last run did not stop cleanly; unfinished messages will be replayed");
+    }
+    // Written back only by a clean stop; if it is absent at the next start, this run crashed.
+    if let Err(e) = std::fs::remove_file(&marker)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(error = %e, "cannot remove the clean-shutdown marker; a crash of this run will not be noticed");
+    }
+    Ok((lock, marker))
+}
+
+/// The agent and what its tools run with.
+struct AgentParts {
+    agent: Arc<Agent>,
+    paths: Arc<AgentPaths>,
+    tool_settings: Arc<ToolSettings>,
+    approval: Arc<GuardPolicy>,
+}
+
+/// Build the agent, its working folder, the command sandbox and the approval policy.
+fn agent_parts(config: &Config, home: &Home, auth: &AuthPolicy) -> Result<AgentParts, GatewayError> {
+    let provider = ProviderRouter::new(Duration::from_secs(config.model.request_timeout_secs.max(1)));
+    let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
+    let paths = Arc::new(agent_paths(home, config));
+    std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;
+    let confinement = Arc::new(confinement(config, home, &paths)?);
+    let approval = Arc::new(approval_policy(config, home, &paths, &confinement));
+    let tool_settings = Arc::new(ToolSettings { confinement, per_user_profiles: auth.serves_several_users(), ..tool_settings(config) });
+    Ok(AgentParts { agent, paths, tool_settings, approval })
+}
+
+/// What every adapter's context is made of.
+struct Contexts {
+    inbox: Arc<inbox::Inbox>,
+    directory: Arc<directory::StoreDirectory>,
+    /// Asked by adapters before they fetch a sender's attachments.
+    senders: Arc<AuthPolicy>,
+    stop: CancellationToken,
+}
+
+fn supervisor_policy(config: &Config) -> SupervisorPolicy {
+    SupervisorPolicy {
+        backoff_base: Duration::from_secs(2),
+        backoff_cap: Duration::from_secs(config.gateway.backoff_cap_secs.max(1)),
+        reset_after: Duration::from_secs(config.gateway.backoff_reset_after_secs),
+    }
+}
+
+/// One supervising task per adapter; each (re)builds its adapter's context from `contexts`.
+fn supervise_adapters(
+    adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
+    contexts: &Contexts,
+    locks: Option<supervisor::CredentialLocks>,
+    board: &Arc<health::HealthBoard>,
+    policy: SupervisorPolicy,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut supervisors = Vec::new();
+    for adapter in adapters {
+        let (inbox, directory, stop, senders) =
+            (contexts.inbox.clone(), contexts.directory.clone(), contexts.stop.clone(), contexts.senders.clone());
+        let supervised = Supervised {
+            adapter: adapter.clone(),
+            make_context: Box::new(move |health| {
+                AdapterContext::new(inbox.clone(), directory.clone(), health, stop.clone()).with_sender_policy(senders.clone())
+            }),
+            credential_locks: locks.clone(),
+        };
+        supervisors.push(supervisor::spawn(supervised, board.clone(), policy, contexts.stop.clone()));
+    }
+    supervisors
+}
+
+/// Start the admin listener when `gateway.admin_port` is set; returns the listeners the status
+/// file names.
+async fn start_admin(
+    config: &Config,
+    board: &Arc<health::HealthBoard>,
+    stop: &CancellationToken,
+) -> Result<serde_json::Map<String, serde_json::Value>, GatewayError> {
+    let mut listeners = serde_json::Map::new();
+    if let Some(port) = config.gateway.admin_port {
+        let host: IpAddr = config.gateway.admin_host.parse().map_err(|_| {
+            GatewayError::Config(format!("`gateway.admin_host`: expected an IP address, found {:?}", config.gateway.admin_host))
+        })?;
+        let bound = admin::serve(SocketAddr::new(host, port), board.clone(), stop.clone())
+            .await
+            .map_err(|e| GatewayError::Io(format!("cannot bind the admin listener on {host}:{port}: {e}")))?;
+        tracing::info!(%bound, "admin listener ready (/health, /readyz)");
+        listeners.insert("admin".into(), serde_json::json!(bound.to_string()));
+    }
+    Ok(listeners)
+}
+
+/// Let running turns finish within `timeout`; then interrupt them (they stay in the inbox and
+/// are replayed after the restart) and give them 5 s to stop.
+async fn drain_turns(limits: &turn_limits::TurnLimits, timeout: Duration) {
+    if tokio::time::timeout(timeout, limits.running.wait_idle()).await.is_err() {
+        tracing::warn!(
+            running = limits.running.active(),
+            "drain timeout: interrupting the remaining turns; they are replayed after the restart"
+        );
+        limits.abort.cancel();
+        if tokio::time::timeout(Duration::from_secs(5), limits.running.wait_idle()).await.is_err() {
+            tracing::warn!(running = limits.running.active(), "some turns did not stop within 5 s of the interrupt");
+        }
+    }
 }
 
 async fn wait_for_signal() -> Result<ExitReason, GatewayError> {

@@ -2,7 +2,7 @@
 //! the outbox under an idempotency key, and send with retries classified by error kind. A chunk
 //! whose earlier send may have reached the platform is never blindly resent.
 
-use super::services::Services;
+use super::deliverer::Deliverer;
 use crate::store::OutboxReservation;
 use hermes_adapter::media::extract_media_tags;
 use hermes_adapter::{Button, Capabilities, ChatTarget, OutboundFile, OutboundMessage, PlatformAdapter, SendError, Usage, chunk, render};
@@ -47,27 +47,27 @@ pub enum Delivery {
 /// Deliver `markdown` to `target`. `key_base` must be stable for the same logical message (turn id
 /// plus purpose) so that a replay after a crash finds the chunks already sent.
 pub async fn deliver(
-    services: &Services,
+    deliverer: &Deliverer,
     target: &ChatTarget,
     reply_to: Option<&str>,
     markdown_text: &str,
     key_base: &str,
     finish: Option<Finish>,
 ) -> Delivery {
-    deliver_with_buttons(services, target, reply_to, markdown_text, &[], key_base, finish).await
+    deliver_with_buttons(deliverer, target, reply_to, markdown_text, &[], key_base, finish).await
 }
 
 /// One message already rendered in the platform's dialect and within its limit (a part of an
 /// answer being streamed, a tool progress line): sent as it is, under `{key_base}:0`. `MEDIA:`
 /// tags stay text (the turn sends the files once, when the answer is complete).
 pub async fn deliver_streamed_part(
-    services: &Services,
+    deliverer: &Deliverer,
     target: &ChatTarget,
     reply_to: Option<&str>,
     rendered: &str,
     key_base: &str,
 ) -> Delivery {
-    deliver_inner(services, target, reply_to, Body::Rendered(rendered), &[], key_base, None).await
+    deliver_inner(deliverer, target, reply_to, Body::Rendered(rendered), &[], key_base, None).await
 }
 
 /// What a delivery carries.
@@ -83,7 +83,7 @@ enum Body<'a> {
 /// [`deliver`], with buttons under the last message where the platform has buttons (elsewhere
 /// the text must already say what the buttons would do).
 pub async fn deliver_with_buttons(
-    services: &Services,
+    deliverer: &Deliverer,
     target: &ChatTarget,
     reply_to: Option<&str>,
     markdown_text: &str,
@@ -91,11 +91,11 @@ pub async fn deliver_with_buttons(
     key_base: &str,
     finish: Option<Finish>,
 ) -> Delivery {
-    deliver_inner(services, target, reply_to, Body::Markdown(markdown_text), buttons, key_base, finish).await
+    deliver_inner(deliverer, target, reply_to, Body::Markdown(markdown_text), buttons, key_base, finish).await
 }
 
 async fn deliver_inner(
-    services: &Services,
+    deliverer: &Deliverer,
     target: &ChatTarget,
     reply_to: Option<&str>,
     body: Body<'_>,
@@ -103,7 +103,7 @@ async fn deliver_inner(
     key_base: &str,
     finish: Option<Finish>,
 ) -> Delivery {
-    let Some(adapter) = services.adapter(target.platform.as_str()) else {
+    let Some(adapter) = deliverer.adapter(target.platform.as_str()) else {
         tracing::error!(platform = %target.platform, "cannot deliver: platform `{}` is not enabled", target.platform);
         return Delivery::Failed;
     };
@@ -111,7 +111,7 @@ async fn deliver_inner(
     let (mut chunks, files) = match body {
         Body::Rendered(text) => (vec![text.to_string()], Vec::new()),
         Body::Markdown(markdown_text) => {
-            let (markdown_text, files) = attachments(services, markdown_text, caps.supports_files);
+            let (markdown_text, files) = attachments(deliverer, markdown_text, caps.supports_files);
             (render_for(caps, &markdown_text), files)
         }
     };
@@ -143,13 +143,25 @@ async fn deliver_inner(
             last.buttons = buttons.to_vec();
         }
     }
+    send_in_order(deliverer, adapter.as_ref(), target, messages, key_base).await
+}
+
+/// Send `messages` one after another, each claimed in the outbox first (a chunk already sent is
+/// skipped, one that may have arrived is not resent); the first that fails ends the delivery.
+async fn send_in_order(
+    deliverer: &Deliverer,
+    adapter: &dyn PlatformAdapter,
+    target: &ChatTarget,
+    messages: Vec<OutboundMessage>,
+    key_base: &str,
+) -> Delivery {
     let target_json = serde_json::to_string(target).unwrap_or_default();
     let mut outcome = Delivery::Delivered;
     for mut message in messages {
         let key = message.idempotency_key.clone();
         // What the outbox remembers: the text, or the file's path.
         let body = message.file.as_ref().map(|f| f.path.to_string_lossy().into_owned()).unwrap_or_else(|| message.text.clone());
-        let claimed = services.store.outbox_claim(&key, &target_json, &body, sends_now).await;
+        let claimed = deliverer.store.outbox_claim(&key, &target_json, &body, sends_now).await;
         let attempt_recorded = matches!(&claimed, Ok(r) if sends_now(r));
         match claimed {
             Ok(OutboxReservation::AlreadySent { .. }) => continue,
@@ -175,13 +187,13 @@ async fn deliver_inner(
                 tracing::error!(error = %e, outbox_key = %key, "outbox unavailable; sending without a record");
             }
         }
-        match send_chunk(services, adapter.as_ref(), message, attempt_recorded).await {
+        match send_chunk(deliverer, adapter, message, attempt_recorded).await {
             ChunkResult::Sent => {}
             ChunkResult::Ambiguous => outcome = Delivery::InDoubt,
             ChunkResult::Gone => return Delivery::Failed,
             ChunkResult::Failed { notify } => {
-                if notify && caps.supports_async_delivery {
-                    notify_failure(services, adapter.as_ref(), target, key_base).await;
+                if notify && adapter.capabilities().supports_async_delivery {
+                    notify_failure(deliverer, adapter, target, key_base).await;
                 }
                 return Delivery::Failed;
             }
@@ -217,12 +229,12 @@ fn sends_now(reservation: &OutboxReservation) -> bool {
 
 /// `attempt_recorded`: the outbox already holds the first attempt as `sending` (claimed with it).
 async fn send_chunk(
-    services: &Services,
+    deliverer: &Deliverer,
     adapter: &dyn PlatformAdapter,
     mut message: OutboundMessage,
     attempt_recorded: bool,
 ) -> ChunkResult {
-    let store = &services.store;
+    let store = &deliverer.store;
     let key = message.idempotency_key.clone();
     let mut plain_fallback_used = false;
     let mut rate_limit_waited = Duration::ZERO;
@@ -310,13 +322,13 @@ const MAX_FILE_BYTES: u64 = 50 * 1024 * 1024;
 /// The answer without its `MEDIA:` tags, and the files they name that may be sent. A file that
 /// may not (missing, too large, outside the allowed folders, or a platform without files) is
 /// named in the answer instead, so nothing disappears silently.
-fn attachments(services: &Services, markdown_text: &str, supports_files: bool) -> (String, Vec<OutboundFile>) {
+fn attachments(deliverer: &Deliverer, markdown_text: &str, supports_files: bool) -> (String, Vec<OutboundFile>) {
     let (mut text, tags) = extract_media_tags(markdown_text);
     let mut files = Vec::new();
     for tag in tags {
         let name =
             std::path::Path::new(&tag.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| tag.path.clone());
-        let checked = if supports_files { attachable(services, &tag.path) } else { Err("this chat cannot receive files".to_string()) };
+        let checked = if supports_files { attachable(deliverer, &tag.path) } else { Err("this chat cannot receive files".to_string()) };
         match checked {
             Ok(path) => files.push(OutboundFile::new(path, tag.as_document)),
             Err(why) => {
@@ -330,7 +342,7 @@ fn attachments(services: &Services, markdown_text: &str, supports_files: bool) -
 
 /// Files may come from the cache (downloads, generated files), the system temp folder and the
 /// agent's working folder — never from elsewhere in `HERMES_HOME` (config, `.env`, the database).
-fn attachable(services: &Services, path: &str) -> Result<std::path::PathBuf, String> {
+fn attachable(deliverer: &Deliverer, path: &str) -> Result<std::path::PathBuf, String> {
     let path = std::path::Path::new(path);
     if !path.is_absolute() {
         return Err("the path is not absolute".to_string());
@@ -344,10 +356,10 @@ fn attachable(services: &Services, path: &str) -> Result<std::path::PathBuf, Str
         return Err(format!("larger than {} MB", MAX_FILE_BYTES / (1024 * 1024)));
     }
     let canonical = |p: std::path::PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
-    let home = canonical(services.home.root());
-    let in_cache = real.starts_with(canonical(services.home.cache_dir()));
+    let home = canonical(deliverer.files.home.root());
+    let in_cache = real.starts_with(canonical(deliverer.files.home.cache_dir()));
     let in_work_or_temp =
-        [std::env::temp_dir(), services.paths.workdir.clone()].into_iter().map(canonical).any(|root| real.starts_with(root));
+        [std::env::temp_dir(), deliverer.files.workdir.clone()].into_iter().map(canonical).any(|root| real.starts_with(root));
     let allowed = in_cache || (in_work_or_temp && !real.starts_with(&home));
     if !allowed {
         return Err("it is outside the folders files may be sent from (the cache, the temp folder, the working folder)".to_string());
@@ -356,9 +368,9 @@ fn attachable(services: &Services, path: &str) -> Result<std::path::PathBuf, Str
 }
 
 /// One best-effort notice that the answer could not be delivered.
-async fn notify_failure(services: &Services, adapter: &dyn PlatformAdapter, target: &ChatTarget, key_base: &str) {
+async fn notify_failure(deliverer: &Deliverer, adapter: &dyn PlatformAdapter, target: &ChatTarget, key_base: &str) {
     let key = format!("{key_base}:delivery-failed");
-    match services.store.outbox_reserve(&key, "", DELIVERY_FAILED_NOTICE).await {
+    match deliverer.store.outbox_reserve(&key, "", DELIVERY_FAILED_NOTICE).await {
         Ok(OutboxReservation::New) => {}
         // Sent (or tried) before: one notice at most.
         Ok(_) => return,
@@ -382,8 +394,8 @@ async fn notify_failure(services: &Services, adapter: &dyn PlatformAdapter, targ
     };
     let result = adapter.send(&message).await;
     let recorded = match result {
-        Ok(r) => services.store.outbox_mark_sent(&key, r.message_id.as_deref()).await,
-        Err(e) => services.store.outbox_mark_failed(&key, &e.to_string()).await,
+        Ok(r) => deliverer.store.outbox_mark_sent(&key, r.message_id.as_deref()).await,
+        Err(e) => deliverer.store.outbox_mark_failed(&key, &e.to_string()).await,
     };
     if let Err(e) = recorded {
         tracing::error!(outbox_key = %key, error = %e, "could not record the delivery-failed notice's outcome in the outbox");

@@ -1,10 +1,10 @@
 //! The router: authorizes each inbound event, derives its session key and hands it to that
 //! session's actor, creating actors on demand and retiring idle ones.
 
-use super::actor::{self, ActorExit};
-use super::auth::AuthDecision;
-use super::services::Services;
-use super::session_key::session_key;
+use super::actor::{self, ActorExit, ActorHandles};
+use super::auth::{AuthDecision, AuthPolicy};
+use super::session_key::{KeyPolicy, session_key};
+use crate::store::Store;
 use hermes_adapter::InboundEvent;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,18 +18,27 @@ struct ActorEntry {
     sent: u64,
 }
 
-pub fn spawn(services: Arc<Services>, inbox: mpsc::UnboundedReceiver<InboundEvent>) -> JoinHandle<()> {
-    tokio::spawn(route_events(services, inbox))
+/// What the router decides with, and what it starts actors with.
+pub struct Routing {
+    pub auth: Arc<AuthPolicy>,
+    pub key_policy: KeyPolicy,
+    /// The inbox, where refused events are closed.
+    pub store: Store,
+    pub actors: Arc<ActorHandles>,
 }
 
-async fn route_events(services: Arc<Services>, mut inbox: mpsc::UnboundedReceiver<InboundEvent>) {
+pub fn spawn(routing: Routing, inbox: mpsc::UnboundedReceiver<InboundEvent>) -> JoinHandle<()> {
+    tokio::spawn(route_events(routing, inbox))
+}
+
+async fn route_events(routing: Routing, mut inbox: mpsc::UnboundedReceiver<InboundEvent>) {
     let mut actors: HashMap<String, ActorEntry> = HashMap::new();
     let (idle_tx, mut idle_rx) = mpsc::unbounded_channel::<ActorExit>();
     loop {
         tokio::select! {
             event = inbox.recv() => {
                 let Some(event) = event else { break };
-                route_one(&services, &mut actors, &idle_tx, event).await;
+                route_one(&routing, &mut actors, &idle_tx, event).await;
             }
             Some(idle) = idle_rx.recv() => {
                 if actors.get(&idle.session_key).is_some_and(|e| e.sent == idle.processed) {
@@ -42,12 +51,12 @@ async fn route_events(services: Arc<Services>, mut inbox: mpsc::UnboundedReceive
 }
 
 async fn route_one(
-    services: &Arc<Services>,
+    routing: &Routing,
     actors: &mut HashMap<String, ActorEntry>,
     idle_tx: &mpsc::UnboundedSender<ActorExit>,
     event: InboundEvent,
 ) {
-    if let AuthDecision::Denied { direct } = services.auth.decide(&event) {
+    if let AuthDecision::Denied { direct } = routing.auth.decide(&event) {
         // Groups are ignored silently; DMs too until pairing exists. Either way the user id is
         // logged so the owner can add it to an allowlist.
         tracing::info!(
@@ -58,12 +67,12 @@ async fn route_one(
             "message from an unauthorized user ignored (add the id to {}_ALLOWED_USERS to allow it)",
             event.source.platform.as_str().to_ascii_uppercase()
         );
-        if let Err(e) = services.store.inbox_mark_done(&event.event_id).await {
+        if let Err(e) = routing.store.inbox_mark_done(&event.event_id).await {
             tracing::warn!(error = %e, "could not close an unauthorized inbox row");
         }
         return;
     }
-    let key = session_key(&event.source, services.key_policy);
+    let key = session_key(&event.source, routing.key_policy);
     let mut event = Some(event);
     // At most two tries: a retired actor's channel is closed, so the event comes back and a new
     // actor takes it.
@@ -71,7 +80,7 @@ async fn route_one(
         let Some(ev) = event.take() else { return };
         let entry = actors
             .entry(key.clone())
-            .or_insert_with(|| ActorEntry { tx: actor::spawn(services.clone(), key.clone(), idle_tx.clone()), sent: 0 });
+            .or_insert_with(|| ActorEntry { tx: actor::spawn(routing.actors.clone(), key.clone(), idle_tx.clone()), sent: 0 });
         match entry.tx.send(ev) {
             Ok(()) => {
                 entry.sent += 1;

@@ -7,9 +7,9 @@
 //! when the stream already shows it, the final edit just removes the cursor; when edits failed
 //! (flood control), only what the chat does not show yet is sent.
 
+use super::deliverer::Deliverer;
 use super::outbound::{self, Delivery};
-use super::services::Services;
-use crate::config::ToolProgress;
+use crate::config::{Config, StreamingConfig, ToolProgress};
 use hermes_adapter::{Capabilities, ChatTarget, PlatformAdapter, SendError, chunk, render};
 use std::collections::HashSet;
 use std::ops::Range;
@@ -40,8 +40,27 @@ struct Progress {
     markdown: String,
 }
 
+/// How answers are shown while they are written (`streaming.*`, `display.tool_progress`).
+#[derive(Debug, Clone)]
+pub struct StreamSettings {
+    pub streaming: StreamingConfig,
+    pub tool_progress: ToolProgress,
+}
+
+impl StreamSettings {
+    pub fn from_config(config: &Config) -> Self {
+        Self { streaming: config.streaming.clone(), tool_progress: config.display.tool_progress }
+    }
+
+    /// Whether the adapter and configuration call for edit-in-place streaming.
+    pub fn edits_wanted(&self, caps: &Capabilities) -> bool {
+        let s = &self.streaming;
+        s.enabled && s.transport != "off" && caps.supports_edit && caps.supports_async_delivery
+    }
+}
+
 pub struct StreamEditor {
-    services: Arc<Services>,
+    deliverer: Arc<Deliverer>,
     adapter: Arc<dyn PlatformAdapter>,
     caps: Capabilities,
     target: ChatTarget,
@@ -69,21 +88,22 @@ pub struct StreamEditor {
 
 impl StreamEditor {
     pub fn new(
-        services: Arc<Services>,
+        deliverer: Arc<Deliverer>,
+        settings: &StreamSettings,
         adapter: Arc<dyn PlatformAdapter>,
         target: ChatTarget,
         reply_to: Option<String>,
         key_base: String,
     ) -> Self {
         let caps = adapter.capabilities().clone();
-        let cfg = &services.config.streaming;
+        let cfg = &settings.streaming;
         let cursor = render::escape(&cfg.cursor, caps.dialect);
         let safe_limit = caps.max_message_len.saturating_sub(caps.length_unit.measure(&cursor) + 100).max(500);
         Self {
             interval: Duration::from_secs_f64(cfg.edit_interval.max(0.0)),
             threshold: cfg.buffer_threshold.max(1),
-            progress_mode: services.config.display.tool_progress,
-            services,
+            progress_mode: settings.tool_progress,
+            deliverer,
             adapter,
             caps,
             target,
@@ -101,12 +121,6 @@ impl StreamEditor {
             progress: None,
             tools_seen: HashSet::new(),
         }
-    }
-
-    /// Whether the adapter and configuration call for edit-in-place streaming.
-    pub fn wanted(services: &Services, caps: &Capabilities) -> bool {
-        let s = &services.config.streaming;
-        s.enabled && s.transport != "off" && caps.supports_edit && caps.supports_async_delivery
     }
 
     /// Some streamed text arrived.
@@ -171,14 +185,14 @@ impl StreamEditor {
     async fn post(&mut self, rendered: &str) -> Option<Option<String>> {
         let key = format!("{}:stream{}", self.key_base, self.posted);
         self.posted += 1;
-        let delivered = outbound::deliver_streamed_part(&self.services, &self.target, self.reply_to.as_deref(), rendered, &key).await;
+        let delivered = outbound::deliver_streamed_part(&self.deliverer, &self.target, self.reply_to.as_deref(), rendered, &key).await;
         if delivered != Delivery::Delivered {
             self.edits_disabled = true;
             return None;
         }
         // Replies thread under the user's message once; later messages follow it.
         self.reply_to = None;
-        match self.services.store.outbox_get(&format!("{key}:0")).await {
+        match self.deliverer.store.outbox_get(&format!("{key}:0")).await {
             Ok(Some(row)) => Some(row.platform_message_id),
             _ => Some(None),
         }
@@ -272,7 +286,7 @@ impl StreamEditor {
         for part in chunk::split_parts(&doc, covered, self.safe_limit, self.caps.length_unit) {
             let key = format!("{}:tail{}", self.key_base, self.posted);
             self.posted += 1;
-            outbound::deliver_streamed_part(&self.services, &self.target, self.reply_to.as_deref(), &part.text, &key).await;
+            outbound::deliver_streamed_part(&self.deliverer, &self.target, self.reply_to.as_deref(), &part.text, &key).await;
             self.reply_to = None;
         }
     }

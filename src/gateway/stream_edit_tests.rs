@@ -1,8 +1,8 @@
 //! The stream editor against an in-process chat adapter that records what it was sent and how
 //! each message was edited, and can refuse edits the way a platform under flood control does.
 
-use super::services::Services;
-use super::stream_edit::StreamEditor;
+use super::stream_edit::{StreamEditor, StreamSettings};
+use super::wiring::Wiring;
 use crate::config::Config;
 use async_trait::async_trait;
 use hermes_adapter::render::oracle;
@@ -89,18 +89,20 @@ impl PlatformAdapter for EditingChat {
     }
 }
 
-async fn services(chat: Arc<EditingChat>) -> (tempfile::TempDir, Arc<Services>) {
+async fn gateway(chat: Arc<EditingChat>) -> (tempfile::TempDir, Wiring) {
     let mut config = Config::default();
     config.streaming.enabled = true;
     config.streaming.edit_interval = 0.0;
     config.streaming.buffer_threshold = 1;
     let provider = crate::agent::providers::openai::OpenAiCompatible::new(Duration::from_secs(1));
-    super::test_support::services(config, chat, Arc::new(provider)).await
+    super::test_support::gateway(config, chat, Arc::new(provider)).await
 }
 
-fn editor(services: &Arc<Services>, chat: &Arc<EditingChat>, key: &str) -> StreamEditor {
+fn editor(gateway: &Wiring, chat: &Arc<EditingChat>, key: &str) -> StreamEditor {
     let target = ChatTarget { platform: Platform::new("chat"), chat_id: "c1".into(), thread_id: None };
-    StreamEditor::new(services.clone(), chat.clone(), target, None, key.into())
+    let turns = gateway.turns();
+    let settings: &StreamSettings = &turns.stream;
+    StreamEditor::new(turns.deliverer.clone(), settings, chat.clone(), target, None, key.into())
 }
 
 const DELTAS: [&str; 5] = ["Hello there, ", "this is ", "a streamed ", "answer that ", "grows."];
@@ -108,8 +110,8 @@ const DELTAS: [&str; 5] = ["Hello there, ", "this is ", "a streamed ", "answer t
 #[tokio::test]
 async fn the_chat_sees_one_message_edited_in_place_and_no_duplicate_final() {
     let chat = EditingChat::new(4096, false);
-    let (_dir, services) = services(chat.clone()).await;
-    let mut ed = editor(&services, &chat, "turn1:answer");
+    let (_dir, gateway) = gateway(chat.clone()).await;
+    let mut ed = editor(&gateway, &chat, "turn1:answer");
     for d in DELTAS {
         ed.on_delta(d).await;
     }
@@ -124,8 +126,8 @@ async fn the_chat_sees_one_message_edited_in_place_and_no_duplicate_final() {
 #[tokio::test]
 async fn with_edits_refused_the_unsent_tail_arrives_once() {
     let chat = EditingChat::new(4096, true);
-    let (_dir, services) = services(chat.clone()).await;
-    let mut ed = editor(&services, &chat, "turn2:answer");
+    let (_dir, gateway) = gateway(chat.clone()).await;
+    let mut ed = editor(&gateway, &chat, "turn2:answer");
     for d in DELTAS {
         ed.on_delta(d).await;
     }
@@ -140,8 +142,8 @@ async fn with_edits_refused_the_unsent_tail_arrives_once() {
 #[tokio::test]
 async fn a_long_answer_continues_in_a_new_message_before_the_limit() {
     let chat = EditingChat::new(600, false);
-    let (_dir, services) = services(chat.clone()).await;
-    let mut ed = editor(&services, &chat, "turn3:answer");
+    let (_dir, gateway) = gateway(chat.clone()).await;
+    let mut ed = editor(&gateway, &chat, "turn3:answer");
     let words: Vec<String> = (0..300).map(|i| format!("word{i} ")).collect();
     for w in &words {
         ed.on_delta(w).await;
@@ -183,8 +185,8 @@ async fn a_streamed_answer_ends_up_as_the_answer_sent_without_streaming() {
         (MarkdownDialect::Plain, LengthUnit::Chars, 1500),
     ] {
         let chat = EditingChat::speaking(dialect, unit, max_len, false);
-        let (_dir, services) = services(chat.clone()).await;
-        let mut ed = editor(&services, &chat, "turn5:answer");
+        let (_dir, gateway) = gateway(chat.clone()).await;
+        let mut ed = editor(&gateway, &chat, "turn5:answer");
         let chars: Vec<char> = answer.chars().collect();
         for delta in chars.chunks(37) {
             ed.on_delta(&delta.iter().collect::<String>()).await;
@@ -202,8 +204,8 @@ async fn a_streamed_answer_ends_up_as_the_answer_sent_without_streaming() {
 #[tokio::test]
 async fn tool_progress_lines_and_text_after_tools_start_new_messages() {
     let chat = EditingChat::new(4096, false);
-    let (_dir, services) = services(chat.clone()).await;
-    let mut ed = editor(&services, &chat, "turn4:answer");
+    let (_dir, gateway) = gateway(chat.clone()).await;
+    let mut ed = editor(&gateway, &chat, "turn4:answer");
     ed.on_delta("Let me look that up for you.").await;
     ed.on_tool_call("search_files", r#"{"pattern":"TODO"}"#).await;
     ed.on_tool_call("read_file", r#"{"path":"notes.md"}"#).await;

@@ -1,58 +1,42 @@
-//! In-process gateway services for tests: a real store in a temp dir, the real command registry
-//! and tool set, an agent over the provider the test chooses, and one chat adapter the test owns.
+//! An in-process gateway for tests: a real store in a temp dir, the real command registry and
+//! tool set, an agent over the provider the test chooses, and one chat adapter the test owns,
+//! wired as `gateway::run` wires them.
 
-use super::services::Services;
+use super::wiring::{Parts, Wiring};
 use crate::agent::providers::ChatProvider;
 use crate::config::{Config, Home};
 use crate::store::{SqliteStore, Store};
 use hermes_adapter::PlatformAdapter;
-use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Services with `adapter` registered under its platform name; the temp dir owns the home.
-pub async fn services(
-    config: Config,
-    adapter: Arc<dyn PlatformAdapter>,
-    provider: Arc<dyn ChatProvider>,
-) -> (tempfile::TempDir, Arc<Services>) {
+/// The gateway's handles with `adapter` as its only platform; the temp dir owns the home.
+pub async fn gateway(config: Config, adapter: Arc<dyn PlatformAdapter>, provider: Arc<dyn ChatProvider>) -> (tempfile::TempDir, Wiring) {
     let dir = tempfile::tempdir().unwrap();
     let config = Arc::new(config);
     let store: Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
     let home = Home::at(dir.path());
     let agent = Arc::new(crate::agent::Agent::new(provider, crate::agent::tools::builtin(), 3, Default::default()));
     let platform = adapter.platform().as_str().to_string();
-    let mut adapters: HashMap<String, Arc<dyn PlatformAdapter>> = HashMap::new();
-    adapters.insert(platform.clone(), adapter);
     let auth = Arc::new(super::auth_policy(&config, std::slice::from_ref(&platform)));
-    let services = Arc::new(Services {
-        store,
-        config: config.clone(),
-        agent,
-        adapters,
-        health: Arc::new(super::health::HealthBoard::new()),
-        commands: super::commands::registry(),
-        auth: auth.clone(),
-        key_policy: super::session_key::KeyPolicy { group_sessions_per_user: true, thread_sessions_per_user: false },
-        turn_slots: None,
-        turns_abort: tokio_util::sync::CancellationToken::new(),
-        turns: super::turns::TurnTracker::new(),
+    let tool_settings =
+        Arc::new(crate::agent::tools::ToolSettings { per_user_profiles: auth.serves_several_users(), ..super::tool_settings(&config) });
+    let approval = Arc::new(crate::agent::approval::GuardPolicy::new(
+        false,
+        crate::agent::approval::GuardPolicy::context_for(&dir.path().join("workspace"), dir.path(), None),
+    ));
+    let wiring = Wiring::build(Parts {
         paths: Arc::new(super::agent_paths(&home, &config)),
-        tool_settings: Arc::new(crate::agent::tools::ToolSettings {
-            per_user_profiles: auth.serves_several_users(),
-            ..super::tool_settings(&config)
-        }),
+        config,
         home,
-        tool_host: Arc::new(super::tool_host::GatewayToolHost::default()),
-        approval: Arc::new(crate::agent::approval::GuardPolicy::new(
-            false,
-            crate::agent::approval::GuardPolicy::context_for(&dir.path().join("workspace"), dir.path(), None),
-        )),
-        clarify: Default::default(),
-        global_model: std::sync::RwLock::new(None),
-        history: crate::gateway::history_cache::HistoryCache::new(1 << 20),
-        background: Default::default(),
+        store,
+        adapters: &[adapter],
+        auth,
+        agent,
+        tool_settings,
+        approval,
+        history_bytes: 1 << 20,
     });
-    (dir, services)
+    (dir, wiring)
 }
 
 /// A chat read live that records the text of every message the bot sent (platform `chat`).

@@ -1,30 +1,47 @@
 //! The gateway's side of the tools that reach outward ([`ToolHost`]): session search scoped to the
 //! asking user's own conversations, `send_message` through the outbound path (outbox, chunking,
 //! idempotency), and `clarify` questions answered by the user's next message.
+//!
+//! The host holds strong handles to exactly what it uses — the store, the [`Deliverer`], the
+//! clarify board and the home channels — none of which own the agent whose tools call it, so it
+//! is built before the agent's turns run and needs no back-pointer.
 
+use super::clarify::ClarifyBoard;
+use super::deliverer::Deliverer;
 use super::outbound::{self, Delivery};
-use super::services::Services;
 use crate::agent::tools::{HostError, PastMessage, SessionScope, ToolHost};
-use crate::store::SearchScope;
+use crate::config::Config;
+use crate::store::{SearchScope, Store};
 use async_trait::async_trait;
 use hermes_adapter::{ChatTarget, Platform};
-use std::sync::{Arc, OnceLock, Weak};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Holds the services weakly: the services own the agent, whose tools call this host.
-#[derive(Default)]
 pub struct GatewayToolHost {
-    services: OnceLock<Weak<Services>>,
+    store: Store,
+    deliverer: Arc<Deliverer>,
+    clarify: Arc<ClarifyBoard>,
+    homes: HomeChannels,
 }
 
 impl GatewayToolHost {
-    pub fn bind(&self, services: &Arc<Services>) {
-        // Bound once at start-up; a second bind would be a wiring bug and is ignored.
-        let _ = self.services.set(Arc::downgrade(services));
+    pub fn new(store: Store, deliverer: Arc<Deliverer>, clarify: Arc<ClarifyBoard>, homes: HomeChannels) -> Self {
+        Self { store, deliverer, clarify, homes }
+    }
+}
+
+/// Each platform's configured home channel (`platforms.<name>.home_channel`).
+#[derive(Debug, Clone, Default)]
+pub struct HomeChannels(HashMap<String, String>);
+
+impl HomeChannels {
+    pub fn from_config(config: &Config) -> Self {
+        Self(config.platforms.others.iter().filter_map(|(name, p)| Some((name.clone(), p.home_channel.clone()?))).collect())
     }
 
-    fn services(&self) -> Result<Arc<Services>, HostError> {
-        self.services.get().and_then(Weak::upgrade).ok_or(HostError::ShuttingDown)
+    fn get(&self, platform: &str) -> Option<&String> {
+        self.0.get(platform)
     }
 }
 
@@ -40,7 +57,12 @@ pub enum TargetKind {
 }
 
 /// Resolve a `send_message` target against the asking conversation.
-pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -> Result<(ChatTarget, TargetKind), HostError> {
+pub fn resolve_target(
+    homes: &HomeChannels,
+    deliverer: &Deliverer,
+    scope: &SessionScope,
+    target: &str,
+) -> Result<(ChatTarget, TargetKind), HostError> {
     let target = target.trim();
     let origin = || ChatTarget {
         platform: Platform::new(scope.platform.clone()),
@@ -48,7 +70,7 @@ pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -
         thread_id: scope.thread_id.clone(),
     };
     let home_of = |platform: &str| -> Result<ChatTarget, HostError> {
-        let home = services.config.platforms.others.get(platform).and_then(|p| p.home_channel.clone()).ok_or_else(|| {
+        let home = homes.get(platform).ok_or_else(|| {
             HostError::BadTarget(format!("no home channel is set for {platform}; use an explicit `{platform}:<chat_id>` target"))
         })?;
         ChatTarget::parse(&format!("{platform}:{home}"))
@@ -76,7 +98,7 @@ pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -
             (parsed, kind)
         }
     };
-    if services.adapter(resolved.0.platform.as_str()).is_none() {
+    if deliverer.adapter(resolved.0.platform.as_str()).is_none() {
         return Err(HostError::BadTarget(format!("the platform `{}` is not connected", resolved.0.platform)));
     }
     Ok(resolved)
@@ -85,7 +107,7 @@ pub fn resolve_target(services: &Services, scope: &SessionScope, target: &str) -
 /// Whether the asking user may have a message sent to `target`: their own chat and the home
 /// channels always; another chat only if they have talked to the bot there themselves (so the
 /// agent cannot be used to post into chats its user is not part of).
-async fn may_send_to(services: &Services, scope: &SessionScope, target: &ChatTarget, kind: &TargetKind) -> Result<(), HostError> {
+async fn may_send_to(store: &Store, scope: &SessionScope, target: &ChatTarget, kind: &TargetKind) -> Result<(), HostError> {
     if *kind != TargetKind::Other {
         return Ok(());
     }
@@ -96,7 +118,7 @@ async fn may_send_to(services: &Services, scope: &SessionScope, target: &ChatTar
         ))
     };
     let Some(user) = scope.user_id.as_deref() else { return Err(refused()) };
-    match services.store.user_talked_in(target.platform.as_str(), &target.chat_id, user).await {
+    match store.user_talked_in(target.platform.as_str(), &target.chat_id, user).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(refused()),
         Err(e) => Err(HostError::Store(e.to_string())),
@@ -106,12 +128,11 @@ async fn may_send_to(services: &Services, scope: &SessionScope, target: &ChatTar
 #[async_trait]
 impl ToolHost for GatewayToolHost {
     async fn search_sessions(&self, scope: &SessionScope, query: &str, limit: usize) -> Result<Vec<PastMessage>, HostError> {
-        let services = self.services()?;
         // The asking user's conversations in this chat only; without a user id (webhooks), only
         // this session key's history.
         let search_scope =
             SearchScope::Origin { platform: scope.platform.clone(), chat_id: scope.chat_id.clone(), user_id: scope.user_id.clone() };
-        let hits = services.store.search_messages(query, search_scope, limit).await.map_err(|e| HostError::Store(e.to_string()))?;
+        let hits = self.store.search_messages(query, search_scope, limit).await.map_err(|e| HostError::Store(e.to_string()))?;
         Ok(hits
             .into_iter()
             .map(|h| PastMessage { session_id: h.session_id, role: h.role, snippet: h.snippet, timestamp: h.timestamp.timestamp_millis() })
@@ -119,15 +140,16 @@ impl ToolHost for GatewayToolHost {
     }
 
     async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, key: &str) -> Result<String, HostError> {
-        let services = self.services()?;
-        let (resolved, kind) = resolve_target(&services, scope, target)?;
-        may_send_to(&services, scope, &resolved, &kind).await?;
-        let adapter =
-            services.adapter(resolved.platform.as_str()).ok_or_else(|| HostError::BadTarget("the platform is not connected".into()))?;
+        let (resolved, kind) = resolve_target(&self.homes, &self.deliverer, scope, target)?;
+        may_send_to(&self.store, scope, &resolved, &kind).await?;
+        let adapter = self
+            .deliverer
+            .adapter(resolved.platform.as_str())
+            .ok_or_else(|| HostError::BadTarget("the platform is not connected".into()))?;
         if !adapter.capabilities().supports_async_delivery {
             return Err(HostError::Unavailable(format!("`{}` cannot receive messages outside a request", resolved.platform)));
         }
-        match outbound::deliver(&services, &resolved, None, text, key, None).await {
+        match outbound::deliver(&self.deliverer, &resolved, None, text, key, None).await {
             Delivery::Delivered => Ok(format!("Sent to {}:{}.", resolved.platform, resolved.chat_id)),
             Delivery::InDoubt => Ok("The platform did not confirm the delivery; it may have arrived. Do not send it again.".into()),
             Delivery::Failed => Err(HostError::Delivery("the platform refused or could not be reached (see the gateway log)".into())),
@@ -135,21 +157,20 @@ impl ToolHost for GatewayToolHost {
     }
 
     async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, HostError> {
-        let services = self.services()?;
         let target = ChatTarget {
             platform: Platform::new(scope.platform.clone()),
             chat_id: scope.chat_id.clone(),
             thread_id: scope.thread_id.clone(),
         };
-        let answer = services.clarify.ask(&scope.session_key);
+        let answer = self.clarify.ask(&scope.session_key);
         let mut text = format!("❓ {question}");
         for (i, c) in choices.iter().enumerate() {
             text.push_str(&format!("\n{}. {c}", i + 1));
         }
         text.push_str("\n\n_Reply to answer._");
         let key = format!("clarify:{}:{}", scope.session_id, uuid::Uuid::new_v4());
-        if outbound::deliver(&services, &target, None, &text, &key, None).await == Delivery::Failed {
-            services.clarify.cancel(&scope.session_key);
+        if outbound::deliver(&self.deliverer, &target, None, &text, &key, None).await == Delivery::Failed {
+            self.clarify.cancel(&scope.session_key);
             return Err(HostError::Delivery("the question could not be delivered".into()));
         }
         match tokio::time::timeout(timeout, answer).await {
@@ -160,7 +181,7 @@ impl ToolHost for GatewayToolHost {
             }
             Ok(Err(_)) => Err(HostError::NoAnswer("the question was withdrawn".into())),
             Err(_) => {
-                services.clarify.cancel(&scope.session_key);
+                self.clarify.cancel(&scope.session_key);
                 Err(HostError::NoAnswer(format!("the user did not answer within {} s", timeout.as_secs())))
             }
         }

@@ -29,12 +29,12 @@ impl SlashCommand for Background {
         if prompt.is_empty() {
             return CommandOutcome::Reply("Usage: /background <prompt>".into());
         }
-        let services = ctx.services.clone();
+        let turns = ctx.handles.turns.clone();
         let platform = ctx.event.source.platform.clone();
-        if !services.adapter(platform.as_str()).is_some_and(|a| a.capabilities().supports_async_delivery) {
+        if !turns.deliverer.reaches_later(platform.as_str()) {
             return CommandOutcome::Reply("Background tasks need a chat that can receive messages later; this one cannot.".into());
         }
-        let Some(slot) = services.background.try_take(ctx.session_key) else {
+        let Some(slot) = turns.limits.background.try_take(ctx.session_key) else {
             return CommandOutcome::Reply(format!(
                 "⏳ {} background tasks are already running here; wait for one to finish.",
                 crate::gateway::background_slots::PER_SESSION
@@ -50,9 +50,9 @@ impl SlashCommand for Background {
             Some(ChatTarget { platform, chat_id: event.source.chat_id.clone(), thread_id: event.source.thread_id.clone() });
         let key = format!("{}:{task_id}", ctx.session_key);
         let mode = TurnMode { answer_prefix: Some(format!("🔄 Background task `{task_id}` finished:\n\n")) };
-        let cancel = services.turns_abort.child_token();
+        let cancel = turns.limits.abort.child_token();
         tokio::spawn(async move {
-            turn::run(services, key, event, cancel, Arc::new(AtomicBool::new(false)), SteeringInbox::default(), mode).await;
+            turn::run(turns, key, event, cancel, Arc::new(AtomicBool::new(false)), SteeringInbox::default(), mode).await;
             drop(slot);
         });
         let preview: String = prompt.chars().take(60).collect();

@@ -15,7 +15,7 @@ impl SlashCommand for Help {
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
         let mut text = String::from("📖 **Hermes Commands**\n\n");
-        for spec in ctx.services.commands.specs() {
+        for spec in ctx.handles.registry.specs() {
             text.push_str(&describe(spec));
             text.push('\n');
         }

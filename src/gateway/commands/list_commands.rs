@@ -21,7 +21,7 @@ impl SlashCommand for Commands {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        let specs: Vec<_> = ctx.services.commands.specs().collect();
+        let specs: Vec<_> = ctx.handles.registry.specs().collect();
         let pages = specs.len().div_ceil(PER_PAGE).max(1);
         let page = match args.trim() {
             "" => 1,

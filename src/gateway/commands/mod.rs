@@ -1,5 +1,6 @@
 //! Slash commands: parsing, the registry, and dispatch. Each command is one file in this folder
-//! exporting a unit struct that implements [`SlashCommand`]; [`registry`] lists them.
+//! exporting a unit struct that implements [`SlashCommand`]; [`registry`] lists them. A command
+//! sees its event, its session's live state and the [`CommandHandles`].
 
 mod background;
 mod compress;
@@ -18,7 +19,11 @@ mod usage;
 mod whoami;
 
 use crate::gateway::actor::SessionState;
-use crate::gateway::services::Services;
+use crate::gateway::auth::AuthPolicy;
+use crate::gateway::health::HealthBoard;
+use crate::gateway::models::Models;
+use crate::gateway::turn::TurnHandles;
+use crate::store::Store;
 use async_trait::async_trait;
 use hermes_adapter::{Button, InboundEvent};
 use std::sync::Arc;
@@ -48,9 +53,23 @@ pub enum CommandOutcome {
     Silent,
 }
 
+/// What commands may use beyond their session: built once at start-up.
+pub struct CommandHandles {
+    pub store: Store,
+    pub models: Arc<Models>,
+    /// Who is an admin (`/model --global`).
+    pub auth: Arc<AuthPolicy>,
+    /// The adapters' states (`/status`).
+    pub health: Arc<HealthBoard>,
+    /// Every command (`/help`, `/commands`).
+    pub registry: Arc<CommandRegistry>,
+    /// What a turn runs with: `/background` starts one, `/compress` compacts as one does.
+    pub turns: TurnHandles,
+}
+
 /// What a running command may see and touch.
 pub struct CommandContext<'a> {
-    pub services: &'a Arc<Services>,
+    pub handles: &'a CommandHandles,
     pub event: &'a InboundEvent,
     pub session_key: &'a str,
     pub session: &'a mut SessionState,

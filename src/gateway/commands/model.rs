@@ -3,7 +3,7 @@
 //! `--global` (admins only, see `gateway::auth`) changes the default for every chat and writes it to config.yaml. Refused while a
 //! turn runs (the registry's mid-turn rule).
 
-use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 use hermes_adapter::Button;
 use serde_json::json;
@@ -47,24 +47,21 @@ impl SlashCommand for Model {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        let services = ctx.services;
+        let CommandHandles { store, models, auth, .. } = ctx.handles;
         let switch = match parse(args) {
             Ok(s) => s,
             Err(e) => return CommandOutcome::Reply(format!("⚠️ {e}.\nUsage: /model [name] [--provider P] [--session | --global]")),
         };
-        let route = services.store.route_get(ctx.session_key).await.ok().flatten();
+        let route = store.route_get(ctx.session_key).await.ok().flatten();
         let Some(model) = switch.model else {
-            let current = services.model_for(route.as_ref().map(|r| &r.overrides));
+            let current = models.model_for(route.as_ref().map(|r| &r.overrides));
             let session_override = route.as_ref().is_some_and(|r| r.overrides.get("model_override").is_some());
             let mut text = format!("🤖 **Current model:** `{}`", current.model);
             if let Some(p) = &current.provider {
                 text.push_str(&format!(" ({p})"));
             }
             text.push_str(if session_override { "\n_(this session's choice)_" } else { "\n_(the configured default)_" });
-            let mut choices = vec![services.default_model().model];
-            choices.extend(services.fallbacks().into_iter().map(|f| f.model));
-            choices.extend(services.config.model.choices.iter().cloned());
-            choices.dedup();
+            let choices = models.choices();
             text.push_str("\n\n**Choices:**\n");
             for c in &choices {
                 text.push_str(&format!("- `{c}`\n"));
@@ -79,25 +76,24 @@ impl SlashCommand for Model {
                 .collect();
             return CommandOutcome::ReplyWithButtons(text, buttons);
         };
-        let is_admin = services.auth.is_admin(ctx.event);
+        let is_admin = auth.is_admin(ctx.event);
         if switch.global == Some(true) && !is_admin {
             return CommandOutcome::Reply(
                 "⚠️ Only an admin may change the model for every chat (`--global`). Use `/model <name>` to switch this session.".into(),
             );
         }
         // A non-admin's switch stays in their session even where switches persist by default.
-        let global = switch.global.unwrap_or(services.config.model.persist_switch_by_default && is_admin);
+        let global = switch.global.unwrap_or(models.switches_persist_by_default() && is_admin);
         if global {
-            if let Err(e) = crate::config::write_model_default(&services.home.config_file(), &model, switch.provider.as_deref()) {
+            if let Err(e) = models.switch_global(&model, switch.provider.as_deref()) {
                 return CommandOutcome::Reply(format!("⚠️ config.yaml could not be updated: {e}"));
             }
-            services.set_global_model(&model, switch.provider.as_deref());
             // This session follows the new default.
             let mut kept_override = String::new();
             if let Some(mut r) = route
                 && let Some(o) = r.overrides.as_object_mut()
                 && o.remove("model_override").is_some()
-                && let Err(e) = services.store.route_set_overrides(ctx.session_key, &r.overrides).await
+                && let Err(e) = store.route_set_overrides(ctx.session_key, &r.overrides).await
             {
                 tracing::error!(error = %e, "could not clear this session's own model after a global switch");
                 kept_override = format!("\n⚠️ This chat keeps its own model switch: the session store is unavailable ({e}).");
@@ -108,7 +104,7 @@ impl SlashCommand for Model {
         }
         let route = match route {
             Some(r) => r,
-            None => match services.store.route_get_or_create(ctx.session_key, &ctx.event.source, &services.default_model().model).await {
+            None => match store.route_get_or_create(ctx.session_key, &ctx.event.source, &models.default_model().model).await {
                 Ok(r) => r,
                 Err(e) => return CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
             },
@@ -122,7 +118,7 @@ impl SlashCommand for Model {
             entry["provider"] = json!(p);
         }
         overrides["model_override"] = entry;
-        match services.store.route_set_overrides(ctx.session_key, &overrides).await {
+        match store.route_set_overrides(ctx.session_key, &overrides).await {
             Ok(true) => {
                 let provider = switch.provider.map(|p| format!("\nProvider: {p}")).unwrap_or_default();
                 CommandOutcome::Reply(format!("Model switched to `{model}`{provider}\n_(session only — add `--global` to persist)_"))

@@ -22,8 +22,8 @@ impl SlashCommand for New {
         // A running turn and queued input belong to the old conversation.
         ctx.session.interrupt();
         ctx.session.clear_queue().await;
-        let model = ctx.services.default_model();
-        let store = &ctx.services.store;
+        let model = ctx.handles.models.default_model();
+        let store = &ctx.handles.store;
         match store.session_reset(ctx.session_key, &ctx.event.source, &model.model, "session_reset").await {
             Ok(route) => {
                 // A fresh conversation starts without the old one's per-session overrides.

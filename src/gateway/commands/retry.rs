@@ -14,7 +14,7 @@ impl SlashCommand for Retry {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        let store = &ctx.services.store;
+        let store = &ctx.handles.store;
         let Some(route) = store.route_get(ctx.session_key).await.ok().flatten() else {
             return CommandOutcome::Reply("No previous message to retry.".into());
         };

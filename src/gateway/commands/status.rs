@@ -1,6 +1,6 @@
 //! `/status`: this conversation's session, model, usage and the gateway's platforms.
 
-use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
 use crate::gateway::health::AdapterState;
 use async_trait::async_trait;
 
@@ -20,14 +20,14 @@ impl SlashCommand for Status {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        let services = ctx.services;
+        let CommandHandles { store, models, health, .. } = ctx.handles;
         let mut text = String::from("📊 **Hermes Gateway Status**\n\n");
-        let route = services.store.route_get(ctx.session_key).await.ok().flatten();
-        let model = services.model_for(route.as_ref().map(|r| &r.overrides));
+        let route = store.route_get(ctx.session_key).await.ok().flatten();
+        let model = models.model_for(route.as_ref().map(|r| &r.overrides));
         match &route {
             Some(route) => {
-                let session = services.store.session_get(&route.session_id).await.ok().flatten();
-                let usage = services.store.session_usage(&route.session_id).await.ok();
+                let session = store.session_get(&route.session_id).await.ok().flatten();
+                let usage = store.session_usage(&route.session_id).await.ok();
                 text.push_str(&format!("**Session ID:** `{}`\n", route.session_id));
                 if let Some(s) = &session {
                     text.push_str(&format!("**Title:** {}\n", s.title.clone().unwrap_or_else(|| "(untitled)".into())));
@@ -40,10 +40,10 @@ impl SlashCommand for Status {
                         "**Tokens:** {} in / {} out ({} cached), {} API call(s)\n",
                         u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.api_calls
                     ));
-                    text.push_str(&format!("**Cost:** {}\n", super::usage::format_cost(u.cost_usd, &u.models, services)));
+                    text.push_str(&format!("**Cost:** {}\n", super::usage::format_cost(u.cost_usd, &u.models, models)));
                 }
-                let (last_prompt, _) = services.store.session_prompt_tokens(&route.session_id).await.unwrap_or((0, 0));
-                let window = services.context_length(&model.model);
+                let (last_prompt, _) = store.session_prompt_tokens(&route.session_id).await.unwrap_or((0, 0));
+                let window = models.context_length(&model.model);
                 text.push_str(&format!(
                     "**Context:** {last_prompt} / {window} tokens ({}%)\n",
                     (last_prompt * 100).checked_div(window).unwrap_or(0)
@@ -58,7 +58,7 @@ impl SlashCommand for Status {
         let running = if ctx.session.is_running() { "Yes ⚡" } else { "No" };
         text.push_str(&format!("**Agent Running:** {running}\n"));
         text.push_str(&format!("**Queued:** {}\n", ctx.session.queued()));
-        let snapshot = services.health.snapshot();
+        let snapshot = health.snapshot();
         let platforms: Vec<String> = snapshot
             .adapters
             .iter()

@@ -16,7 +16,7 @@ impl SlashCommand for Title {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        let store = &ctx.services.store;
+        let store = &ctx.handles.store;
         let Some(route) = store.route_get(ctx.session_key).await.ok().flatten() else {
             return CommandOutcome::Reply("No session yet — send a message to start one.".into());
         };

@@ -27,7 +27,7 @@ impl SlashCommand for Undo {
                 _ => return CommandOutcome::Reply("Usage: /undo [N] — N is how many of your turns to remove (1-100, default 1).".into()),
             },
         };
-        let store = &ctx.services.store;
+        let store = &ctx.handles.store;
         let Some(route) = store.route_get(ctx.session_key).await.ok().flatten() else {
             return CommandOutcome::Reply("Nothing to undo.".into());
         };

@@ -1,7 +1,8 @@
 //! `/usage`: this session's tokens (input, cached, output), API calls, cost, context fill and
 //! compressions, per model.
 
-use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::models::Models;
 use async_trait::async_trait;
 
 pub struct UsageCommand;
@@ -20,17 +21,17 @@ impl SlashCommand for UsageCommand {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        let services = ctx.services;
-        let Some(route) = services.store.route_get(ctx.session_key).await.ok().flatten() else {
+        let CommandHandles { store, models, .. } = ctx.handles;
+        let Some(route) = store.route_get(ctx.session_key).await.ok().flatten() else {
             return CommandOutcome::Reply("No session yet — send a message to start one.".into());
         };
-        let model = services.model_for(Some(&route.overrides));
-        let u = match services.store.session_usage(&route.session_id).await {
+        let model = models.model_for(Some(&route.overrides));
+        let u = match store.session_usage(&route.session_id).await {
             Ok(u) => u,
             Err(e) => return CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
         };
-        let (last_prompt, compressions) = services.store.session_prompt_tokens(&route.session_id).await.unwrap_or((0, 0));
-        let window = services.context_length(&model.model);
+        let (last_prompt, compressions) = store.session_prompt_tokens(&route.session_id).await.unwrap_or((0, 0));
+        let window = models.context_length(&model.model);
         let mut text = String::from("📊 **Session Token Usage**\n\n");
         text.push_str(&format!("**Model:** `{}`\n", model.model));
         text.push_str(&format!("**Input tokens:** {}\n", u.prompt_tokens));
@@ -38,7 +39,7 @@ impl SlashCommand for UsageCommand {
         text.push_str(&format!("**Output tokens:** {}\n", u.completion_tokens));
         text.push_str(&format!("**Total:** {}\n", u.prompt_tokens + u.completion_tokens));
         text.push_str(&format!("**API calls:** {}\n", u.api_calls));
-        text.push_str(&format!("**Cost:** {}\n", format_cost(u.cost_usd, &u.models, services)));
+        text.push_str(&format!("**Cost:** {}\n", format_cost(u.cost_usd, &u.models, models)));
         text.push_str(&format!(
             "**Context:** {last_prompt} / {window} tokens ({}%)\n",
             (last_prompt * 100).checked_div(window).unwrap_or(0)
@@ -52,9 +53,8 @@ impl SlashCommand for UsageCommand {
 }
 
 /// The cost, or why it is unknown.
-pub fn format_cost(cost: f64, models: &[String], services: &crate::gateway::services::Services) -> String {
-    let priced = models.iter().all(|m| services.config.model.pricing.contains_key(m));
-    if !priced {
+pub fn format_cost(cost: f64, used: &[String], models: &Models) -> String {
+    if !models.all_priced(used) {
         return format!("${cost:.4} (no price configured for some models: set model.pricing.<model>)");
     }
     format!("${cost:.4}")

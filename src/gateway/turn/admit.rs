@@ -3,8 +3,9 @@
 //! [`AnswerTo`] every later step uses to reach the user.
 
 use super::TurnEnd;
+use crate::gateway::deliverer::Deliverer;
 use crate::gateway::outbound::{self, Finish};
-use crate::gateway::services::Services;
+use crate::gateway::turn_limits::TurnLimits;
 use hermes_adapter::{Capabilities, ChatTarget, InboundEvent, PlatformAdapter};
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
@@ -19,13 +20,15 @@ pub(super) struct AnswerTo {
     pub caps: Capabilities,
     /// Idempotency key of the answer; its parts and progress lines derive from it.
     pub key: String,
+    /// What every message of the turn leaves through.
+    pub deliverer: Arc<Deliverer>,
 }
 
 impl AnswerTo {
     /// Tell the user the turn failed (the text names what to do), as the turn's answer.
-    pub async fn fail(&self, services: &Services, text: &str) {
+    pub async fn fail(&self, text: &str) {
         let finish = Some(Finish { usage: Default::default(), finish_reason: "error".into() });
-        outbound::deliver(services, &self.target, self.reply_to.as_deref(), text, &self.key, finish).await;
+        outbound::deliver(&self.deliverer, &self.target, self.reply_to.as_deref(), text, &self.key, finish).await;
     }
 }
 
@@ -37,11 +40,16 @@ pub(super) struct Admitted {
 
 /// Wait for a slot and resolve the answer's destination. `Err` ends the turn: stopped while
 /// waiting, or the answer's platform is not running (nothing could ever deliver it).
-pub(super) async fn admit(services: &Services, event: &InboundEvent, interrupt: &CancellationToken) -> Result<Admitted, TurnEnd> {
-    let slot = match &services.turn_slots {
+pub(super) async fn admit(
+    limits: &TurnLimits,
+    deliverer: &Arc<Deliverer>,
+    event: &InboundEvent,
+    interrupt: &CancellationToken,
+) -> Result<Admitted, TurnEnd> {
+    let slot = match &limits.slots {
         Some(slots) => tokio::select! {
             permit = slots.clone().acquire_owned() => permit.ok(),
-            _ = interrupt.cancelled() => return Err(TurnEnd::stopped(services)),
+            _ = interrupt.cancelled() => return Err(TurnEnd::stopped(limits)),
         },
         None => None,
     };
@@ -52,11 +60,11 @@ pub(super) async fn admit(services: &Services, event: &InboundEvent, interrupt: 
     });
     // A reply to another chat is not a reply to this message.
     let reply_to = if event.reply_target.is_some() { None } else { event.message_id.clone() };
-    let Some(adapter) = services.adapter(target.platform.as_str()).cloned() else {
+    let Some(adapter) = deliverer.adapter(target.platform.as_str()).cloned() else {
         tracing::error!(platform = %target.platform, event_id = %event.event_id, "the answer's platform is not enabled; dropping the turn");
         return Err(TurnEnd::Closed);
     };
     let caps = adapter.capabilities().clone();
-    let answer = AnswerTo { target, reply_to, adapter, caps, key: format!("{}:answer", event.event_id) };
+    let answer = AnswerTo { target, reply_to, adapter, caps, key: format!("{}:answer", event.event_id), deliverer: deliverer.clone() };
     Ok(Admitted { answer, _slot: slot })
 }

@@ -6,12 +6,13 @@ use super::admit::AnswerTo;
 use super::messages::new_message;
 use super::output::Output;
 use super::prepare::Prepared;
-use crate::agent::tools::{SessionScope, ToolContext};
-use crate::agent::turn::InTurnCompression;
-use crate::agent::{ProviderError, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
-use crate::gateway::services::Services;
-use crate::store::CallUsage;
-use hermes_adapter::InboundEvent;
+use crate::agent::tools::SessionScope;
+use crate::agent::{Agent, ProviderError, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
+use crate::gateway::compaction::Compactor;
+use crate::gateway::models::Models;
+use crate::gateway::tool_access::ToolAccess;
+use crate::store::{CallUsage, RouteEntry, Store};
+use hermes_adapter::{Capabilities, InboundEvent};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
@@ -33,19 +34,27 @@ pub(super) struct RunControls<'a> {
     pub steering: &'a SteeringInbox,
 }
 
+/// Where the turn writes as it runs: tool messages, and each model call's usage at its price.
+pub(super) struct Ledger<'a> {
+    pub store: &'a Store,
+    pub models: &'a Models,
+    pub session_id: &'a str,
+    pub event_id: &'a str,
+}
+
 pub(super) async fn run_agent(
-    services: &Arc<Services>,
-    event: &InboundEvent,
-    prepared: &mut Prepared,
+    agent: &Arc<Agent>,
+    ledger: Ledger<'_>,
+    mut request: TurnRequest,
+    session_key: &str,
     answer: &AnswerTo,
     controls: RunControls<'_>,
     output: &mut Output,
 ) -> Ran {
-    let mut request = request(services, event, prepared, answer, &controls);
     request.stream = output.streams();
     controls.started.store(true, Ordering::Release);
-    let mut events = services.agent.run_turn(request, controls.interrupt.clone());
-    let session_id = &prepared.route.session_id;
+    let mut events = agent.run_turn(request, controls.interrupt.clone());
+    let session_id = ledger.session_id;
     let mut streamed = String::new();
     let mut unrecorded: Vec<CallUsage> = Vec::new();
     let outcome = loop {
@@ -59,25 +68,25 @@ pub(super) async fn run_agent(
             }
             TurnEvent::ToolCall(call) => {
                 streamed.clear();
-                output.tool_call(services, answer, call.id, call.name, call.arguments).await;
+                output.tool_call(answer, call.id, call.name, call.arguments).await;
             }
             TurnEvent::ToolResult { id, name, content, .. } => output.tool_result(answer, id, name, content).await,
             TurnEvent::Persist(m) => {
-                let message = new_message(session_id, &event.event_id, &m, None);
-                if let Err(e) = services.store.turn_record(session_id, vec![message], std::mem::take(&mut unrecorded)).await {
+                let message = new_message(session_id, ledger.event_id, &m, None);
+                if let Err(e) = ledger.store.turn_record(session_id, vec![message], std::mem::take(&mut unrecorded)).await {
                     tracing::warn!(error = %e, "could not store a tool message");
                 }
             }
             TurnEvent::CallUsage { model, usage } => {
                 // Recorded with the next message the turn stores (one write instead of three).
-                let cost_usd = services.cost_of(&model, &usage);
+                let cost_usd = ledger.models.cost_of(&model, &usage);
                 unrecorded.push(CallUsage { model, usage, cost_usd });
             }
             TurnEvent::Compressed { tokens_before, tokens_after } => {
-                tracing::info!(session_key = %prepared.route.session_key, tokens_before, tokens_after, "compressed inside the turn");
+                tracing::info!(session_key, tokens_before, tokens_after, "compressed inside the turn");
             }
             TurnEvent::FellBack { from, to, reason } => {
-                tracing::warn!(%from, %to, %reason, session_key = %prepared.route.session_key, "continuing on a fallback model");
+                tracing::warn!(%from, %to, %reason, session_key, "continuing on a fallback model");
             }
             TurnEvent::Done(o) => break Ok(o),
             TurnEvent::Failed(e) => break Err(e),
@@ -86,51 +95,38 @@ pub(super) async fn run_agent(
     Ran { outcome, streamed, unrecorded }
 }
 
-/// The model request: the prepared messages, this event's tools in this session's scope.
-fn request(
-    services: &Arc<Services>,
-    event: &InboundEvent,
-    prepared: &mut Prepared,
-    answer: &AnswerTo,
-    controls: &RunControls<'_>,
-) -> TurnRequest {
+/// The conversation the turn's tools act for.
+pub(super) fn scope(event: &InboundEvent, route: &RouteEntry, caps: &Capabilities, is_admin: bool) -> SessionScope {
     let source = &event.source;
-    let scope = SessionScope {
-        session_id: prepared.route.session_id.clone(),
-        session_key: prepared.route.session_key.clone(),
+    SessionScope {
+        session_id: route.session_id.clone(),
+        session_key: route.session_key.clone(),
         platform: source.platform.to_string(),
         chat_id: source.chat_id.clone(),
         chat_name: source.chat_name.clone(),
         thread_id: source.thread_id.clone(),
         user_id: source.user_id.clone(),
-        interactive: answer.caps.supports_async_delivery && answer.caps.read_live,
-        is_admin: services.auth.is_admin(event),
-    };
-    let context = ToolContext {
-        scope,
-        paths: services.paths.clone(),
-        settings: services.tool_settings.clone(),
-        host: services.tool_host.clone(),
-        approval: services.approval.clone(),
-        delegation: None,
-        cancel: controls.interrupt.clone(),
-        call_id: String::new(),
-        turn_id: event.event_id.clone(),
-        fence: prepared.fence.clone(),
-    };
+        interactive: caps.supports_async_delivery && caps.read_live,
+        is_admin,
+    }
+}
+
+/// The model request: the prepared messages, this event's tools in this session's scope.
+pub(super) fn request(
+    models: &Models,
+    tools: &ToolAccess,
+    compactor: &Compactor,
+    scope: SessionScope,
+    event: &InboundEvent,
+    prepared: &mut Prepared,
+    controls: &RunControls<'_>,
+) -> TurnRequest {
+    let context = tools.context(scope, &event.event_id, prepared.fence.clone(), controls.interrupt.clone());
     let mut request = TurnRequest::new(prepared.model.clone(), std::mem::take(&mut prepared.messages));
-    request.fallbacks = services.fallbacks();
+    request.fallbacks = models.fallbacks();
     request.tools = Some(TurnTools { filter: prepared.filter.clone(), context });
-    request.tool_protocol = services.config.model.tool_protocol;
+    request.tool_protocol = models.tool_protocol();
     request.steering = Some(controls.steering.clone());
-    let c = &services.config.compression;
-    request.compression = c.enabled.then(|| InTurnCompression {
-        context_tokens: services.context_length(&prepared.model.model),
-        threshold: c.threshold,
-        protect_first: c.protect_first_n,
-        protect_last: c.protect_last_n,
-        target_ratio: c.target_ratio,
-        summarizer: services.compression_model(&prepared.model),
-    });
+    request.compression = compactor.in_turn(&prepared.model);
     request
 }

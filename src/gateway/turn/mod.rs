@@ -10,6 +10,9 @@
 //!    turn ended.
 //! 5. `run` closes the inbox row only when the turn really ended, so a turn cut off by a crash
 //!    or a drain is replayed after the restart, and one that crashed stays parked.
+//!
+//! [`TurnHandles`] carries what a whole turn may touch; [`run`] hands each step only the handles
+//! it uses, so a step's signature says what it reads and writes.
 
 mod admit;
 mod agent_run;
@@ -22,12 +25,18 @@ mod settle;
 mod tests;
 
 pub use messages::{new_message, to_chat_message};
-pub use prompt::frozen_prompt;
+pub use prompt::Prompts;
 pub use settle::is_silence;
 
-use super::services::Services;
-use crate::agent::SteeringInbox;
-use agent_run::RunControls;
+use super::auth::AuthPolicy;
+use super::deliverer::Deliverer;
+use super::models::Models;
+use super::sessions::Sessions;
+use super::stream_edit::StreamSettings;
+use super::tool_access::ToolAccess;
+use super::turn_limits::TurnLimits;
+use crate::agent::{Agent, SteeringInbox};
+use agent_run::{Ledger, RunControls};
 use hermes_adapter::InboundEvent;
 use output::Output;
 use settle::Settling;
@@ -53,9 +62,23 @@ enum TurnEnd {
 impl TurnEnd {
     /// A turn stopped before it ran: kept for replay when the gateway is shutting down,
     /// otherwise (the user stopped it) done with.
-    fn stopped(services: &Services) -> TurnEnd {
-        if services.turns_abort.is_cancelled() { TurnEnd::Aborted } else { TurnEnd::Closed }
+    fn stopped(limits: &TurnLimits) -> TurnEnd {
+        if limits.aborting() { TurnEnd::Aborted } else { TurnEnd::Closed }
     }
+}
+
+/// What a turn may touch, built once at start-up and cloned per turn (every field is shared).
+#[derive(Clone)]
+pub struct TurnHandles {
+    pub sessions: Arc<Sessions>,
+    pub models: Arc<Models>,
+    pub deliverer: Arc<Deliverer>,
+    pub tools: Arc<ToolAccess>,
+    pub agent: Arc<Agent>,
+    pub limits: Arc<TurnLimits>,
+    /// Whether the asking user is an admin (their tools may change what every user shares).
+    pub auth: Arc<AuthPolicy>,
+    pub stream: Arc<StreamSettings>,
 }
 
 /// Variations of a turn.
@@ -67,7 +90,7 @@ pub struct TurnMode {
 
 /// Run the turn for `event` and close its inbox row unless it was aborted by shutdown.
 pub async fn run(
-    services: Arc<Services>,
+    handles: TurnHandles,
     session_key: String,
     event: InboundEvent,
     interrupt: CancellationToken,
@@ -75,29 +98,33 @@ pub async fn run(
     steering: SteeringInbox,
     mode: TurnMode,
 ) {
-    let _running = services.turns.begin();
+    let _running = handles.limits.running.begin();
     let controls = RunControls { interrupt: &interrupt, started: &started, steering: &steering };
-    let end = drive(&services, &session_key, &event, controls, &mode).await;
+    let end = drive(&handles, &session_key, &event, controls, &mode).await;
     if end == TurnEnd::Closed
-        && let Err(e) = services.store.inbox_mark_done(&event.event_id).await
+        && let Err(e) = handles.sessions.store.inbox_mark_done(&event.event_id).await
     {
         tracing::error!(error = %e, event_id = %event.event_id, "could not close the inbox row; the event may be replayed");
     }
 }
 
-async fn drive(services: &Arc<Services>, session_key: &str, event: &InboundEvent, controls: RunControls<'_>, mode: &TurnMode) -> TurnEnd {
-    let admitted = match admit::admit(services, event, controls.interrupt).await {
+/// The steps in order; each gets only the handles it uses.
+async fn drive(h: &TurnHandles, session_key: &str, event: &InboundEvent, controls: RunControls<'_>, mode: &TurnMode) -> TurnEnd {
+    let admitted = match admit::admit(&h.limits, &h.deliverer, event, controls.interrupt).await {
         Ok(admitted) => admitted,
         Err(end) => return end,
     };
     let answer = &admitted.answer;
-    let mut prepared = match prepare::prepare(services, session_key, event, answer, controls.interrupt).await {
+    let mut prepared = match prepare::prepare(&h.sessions, &h.models, &h.tools, session_key, event, answer, controls.interrupt).await {
         Ok(prepared) => prepared,
         Err(end) => return end,
     };
-    let mut output = Output::choose(services, answer);
+    let mut output = Output::choose(&h.deliverer, &h.stream, answer);
     let _typing = super::typing::TypingGuard::start(answer.adapter.clone(), answer.target.clone());
-    let ran = agent_run::run_agent(services, event, &mut prepared, answer, controls, &mut output).await;
+    let scope = agent_run::scope(event, &prepared.route, &answer.caps, h.auth.is_admin(event));
+    let request = agent_run::request(&h.models, &h.tools, &h.sessions.compactor, scope, event, &mut prepared, &controls);
+    let ledger = Ledger { store: &h.sessions.store, models: &h.models, session_id: &prepared.route.session_id, event_id: &event.event_id };
+    let ran = agent_run::run_agent(&h.agent, ledger, request, &prepared.route.session_key, answer, controls, &mut output).await;
     let turn = Settling { session_key, event, mode, route: &prepared.route };
-    settle::settle(services, turn, answer, &mut output, ran).await
+    settle::settle(&h.sessions.store, &h.limits, &h.tools.settings.secrets, turn, answer, &mut output, ran).await
 }

@@ -4,9 +4,10 @@
 //! or chat type they serve.
 
 use super::admit::AnswerTo;
+use crate::config::ToolProgress;
+use crate::gateway::deliverer::Deliverer;
 use crate::gateway::outbound::{self, Finish};
-use crate::gateway::services::Services;
-use crate::gateway::stream_edit::StreamEditor;
+use crate::gateway::stream_edit::{StreamEditor, StreamSettings};
 use hermes_adapter::media::extract_media_tags;
 use hermes_adapter::{SendError, StreamEvent, StreamStyle};
 use std::collections::HashSet;
@@ -20,7 +21,7 @@ pub(super) enum Output {
     Events { gone: bool },
     /// A line per tool used, then the answer (chats read live that cannot edit, or with
     /// streaming off).
-    ProgressLines { sent: usize, seen: HashSet<String> },
+    ProgressLines { sent: usize, seen: HashSet<String>, mode: ToolProgress },
     /// Only the final answer (a webhook callback, a request/response client).
     FinalOnly,
 }
@@ -35,7 +36,8 @@ pub(super) enum Strategy {
 }
 
 impl Strategy {
-    /// `edits_wanted`: streaming by edits is on for this platform (see [`StreamEditor::wanted`]).
+    /// `edits_wanted`: streaming by edits is on for this platform (see
+    /// [`StreamSettings::edits_wanted`]).
     pub fn for_caps(caps: &hermes_adapter::Capabilities, edits_wanted: bool) -> Strategy {
         match caps.streaming {
             StreamStyle::Events => Strategy::Events,
@@ -47,17 +49,18 @@ impl Strategy {
 }
 
 impl Output {
-    pub fn choose(services: &Arc<Services>, answer: &AnswerTo) -> Output {
-        match Strategy::for_caps(&answer.caps, StreamEditor::wanted(services, &answer.caps)) {
+    pub fn choose(deliverer: &Arc<Deliverer>, settings: &StreamSettings, answer: &AnswerTo) -> Output {
+        match Strategy::for_caps(&answer.caps, settings.edits_wanted(&answer.caps)) {
             Strategy::EditInPlace => Output::EditInPlace(Box::new(StreamEditor::new(
-                services.clone(),
+                deliverer.clone(),
+                settings,
                 answer.adapter.clone(),
                 answer.target.clone(),
                 answer.reply_to.clone(),
                 answer.key.clone(),
             ))),
             Strategy::Events => Output::Events { gone: false },
-            Strategy::ProgressLines => Output::ProgressLines { sent: 0, seen: HashSet::new() },
+            Strategy::ProgressLines => Output::ProgressLines { sent: 0, seen: HashSet::new(), mode: settings.tool_progress },
             Strategy::FinalOnly => Output::FinalOnly,
         }
     }
@@ -75,13 +78,13 @@ impl Output {
         }
     }
 
-    pub async fn tool_call(&mut self, services: &Services, answer: &AnswerTo, id: String, name: String, arguments: String) {
+    pub async fn tool_call(&mut self, answer: &AnswerTo, id: String, name: String, arguments: String) {
         match self {
             Output::EditInPlace(editor) => editor.on_tool_call(&name, &arguments).await,
-            Output::ProgressLines { sent, seen } => {
-                if services.config.display.tool_progress.shows(seen.insert(name.clone())) {
+            Output::ProgressLines { sent, seen, mode } => {
+                if mode.shows(seen.insert(name.clone())) {
                     let key = format!("{}:progress{sent}", answer.key);
-                    outbound::deliver(services, &answer.target, None, &format!("🔧 {name}"), &key, None).await;
+                    outbound::deliver(&answer.deliverer, &answer.target, None, &format!("🔧 {name}"), &key, None).await;
                     *sent += 1;
                 }
             }
@@ -106,23 +109,23 @@ impl Output {
 
     /// Deliver the final answer. Where it was streamed into an edited message, that message
     /// shows the words and files named by `MEDIA:` tags follow it.
-    pub async fn answer(&mut self, services: &Services, answer: &AnswerTo, text: &str, finish: Finish) {
+    pub async fn answer(&mut self, answer: &AnswerTo, text: &str, finish: Finish) {
         if let Output::EditInPlace(editor) = self {
             let (words, tags) = extract_media_tags(text);
             if editor.finish(&words).await {
                 if !tags.is_empty() {
                     let only_tags: String = tags.iter().map(|t| format!("{t}\n")).collect();
-                    outbound::deliver(services, &answer.target, None, &only_tags, &format!("{}:media", answer.key), None).await;
+                    outbound::deliver(&answer.deliverer, &answer.target, None, &only_tags, &format!("{}:media", answer.key), None).await;
                 }
                 return;
             }
         }
-        outbound::deliver(services, &answer.target, answer.reply_to.as_deref(), text, &answer.key, Some(finish)).await;
+        outbound::deliver(&answer.deliverer, &answer.target, answer.reply_to.as_deref(), text, &answer.key, Some(finish)).await;
     }
 
     /// The user stopped the turn: an edited message keeps what was written; a client waiting for
     /// the answer gets it, cut short.
-    pub async fn interrupted(&mut self, services: &Services, answer: &AnswerTo, streamed: &str) {
+    pub async fn interrupted(&mut self, answer: &AnswerTo, streamed: &str) {
         if let Output::EditInPlace(editor) = self
             && !streamed.is_empty()
         {
@@ -130,7 +133,7 @@ impl Output {
         }
         if !answer.caps.supports_async_delivery {
             let finish = Finish { usage: Default::default(), finish_reason: "interrupted".into() };
-            outbound::deliver(services, &answer.target, answer.reply_to.as_deref(), streamed, &answer.key, Some(finish)).await;
+            outbound::deliver(&answer.deliverer, &answer.target, answer.reply_to.as_deref(), streamed, &answer.key, Some(finish)).await;
         }
     }
 }

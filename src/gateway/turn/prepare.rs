@@ -5,16 +5,16 @@
 
 use super::admit::AnswerTo;
 use super::messages::{new_message, seed_message, to_chat_message};
-use super::prompt::freeze_prompt;
 use super::{HISTORY_LIMIT, OUTSIDE_TEXT, TurnEnd};
 use crate::agent::fence::Fence;
 use crate::agent::prompt::with_message_instructions;
 use crate::agent::providers::ModelSpec;
 use crate::agent::tools::ToolFilter;
 use crate::agent::{ChatMessage, compress};
-use crate::gateway::compaction;
 use crate::gateway::history_cache::SessionHistory;
-use crate::gateway::services::Services;
+use crate::gateway::models::Models;
+use crate::gateway::sessions::Sessions;
+use crate::gateway::tool_access::ToolAccess;
 use crate::store::{HistoryUpdate, OpenedTurn, RouteEntry, TurnOpening};
 use hermes_adapter::InboundEvent;
 use std::sync::Arc;
@@ -34,55 +34,55 @@ pub(super) struct Prepared {
 const STORE_DOWN: &str = "Sorry, I encountered an error (StorageError).\nThe session store is unavailable.\nTry again in a moment.";
 
 pub(super) async fn prepare(
-    services: &Arc<Services>,
+    sessions: &Sessions,
+    models: &Models,
+    tools: &ToolAccess,
     session_key: &str,
     event: &InboundEvent,
     answer: &AnswerTo,
     interrupt: &CancellationToken,
 ) -> Result<Prepared, TurnEnd> {
     let fence = Arc::new(Fence::new());
-    let cached = services.history.take(session_key);
-    let opening = opening(services, session_key, event, &fence);
-    let opened = match services.store.turn_open(opening, cached.as_ref().map(|h| h.known.clone())).await {
+    let cached = sessions.history.take(session_key);
+    let opening = opening(models, session_key, event, &fence);
+    let opened = match sessions.store.turn_open(opening, cached.as_ref().map(|h| h.known.clone())).await {
         Ok(opened) => opened,
         Err(e) => {
             tracing::error!(error = %e, "could not store the user's message");
-            answer
-                .fail(services, "Sorry, I encountered an error (StorageError).\nYour message could not be stored.\nTry again in a moment.")
-                .await;
+            answer.fail("Sorry, I encountered an error (StorageError).\nYour message could not be stored.\nTry again in a moment.").await;
             return Err(TurnEnd::Closed);
         }
     };
     let OpenedTurn { route, history, system_prompt, last_prompt_tokens, .. } = opened;
-    let model = services.model_for(Some(&route.overrides));
-    let filter = services.tool_filter(event.source.platform.as_str(), event.toolsets.as_deref());
-    let loaded = load_history(services, session_key, &route, cached, history).await;
+    let model = models.model_for(Some(&route.overrides));
+    let filter = tools.tool_filter(event.source.platform.as_str(), event.toolsets.as_deref());
+    let loaded = load_history(sessions, session_key, &route, cached, history).await;
     let frozen = match system_prompt {
         Some(prompt) => Ok(prompt),
-        None => freeze_prompt(services, &route.session_id, &event.source, &services.toolsets_allowed(&filter)).await,
+        None => sessions.prompts.freeze(&route.session_id, &event.source, &tools.toolsets_allowed(&filter)).await,
     };
     let (mut chat_history, frozen) = match (loaded, frozen) {
         (Ok(history), Ok(frozen)) => (history, frozen),
         (Err(e), _) | (_, Err(e)) => {
             tracing::error!(error = %e, "session store unavailable");
-            answer.fail(services, STORE_DOWN).await;
+            answer.fail(STORE_DOWN).await;
             return Err(TurnEnd::Closed);
         }
     };
     let mut route = route;
-    compress_if_needed(services, &mut route, &mut chat_history, &model, &frozen, last_prompt_tokens, interrupt).await;
+    compress_if_needed(sessions, &mut route, &mut chat_history, &model, &frozen, last_prompt_tokens, interrupt).await;
     let mut messages = vec![ChatMessage::system(with_message_instructions(&frozen, event.channel_prompt.as_deref()))];
     messages.extend(chat_history);
     Ok(Prepared { route, model, filter, messages, fence })
 }
 
 /// The user's message as stored: text an adapter marked as from outside is fenced.
-fn opening(services: &Services, session_key: &str, event: &InboundEvent, fence: &Fence) -> TurnOpening {
+fn opening(models: &Models, session_key: &str, event: &InboundEvent, fence: &Fence) -> TurnOpening {
     TurnOpening {
         event_id: event.event_id.clone(),
         session_key: session_key.to_string(),
         source: event.source.clone(),
-        default_model: services.default_model().model,
+        default_model: models.default_model().model,
         user_message: new_message("", &event.event_id, &ChatMessage::user(fence.fence_marked(OUTSIDE_TEXT, &event.text)), None),
         seed: event.context.iter().map(|m| new_message("", "", &seed_message(m), None)).collect(),
     }
@@ -91,7 +91,7 @@ fn opening(services: &Services, session_key: &str, event: &InboundEvent, fence: 
 /// The conversation so far: the cached history extended by what the store added, or read whole
 /// from the store. The cache keeps the result for the next turn.
 async fn load_history(
-    services: &Services,
+    sessions: &Sessions,
     session_key: &str,
     route: &RouteEntry,
     cached: Option<SessionHistory>,
@@ -103,13 +103,13 @@ async fn load_history(
             Some(kept)
         }
         _ => {
-            let context = services.store.turn_context(&route.session_id, HISTORY_LIMIT).await?;
+            let context = sessions.store.turn_context(&route.session_id, HISTORY_LIMIT).await?;
             SessionHistory::from_rows(&context.history, context.known, HISTORY_LIMIT, to_chat_message)
         }
     };
     let messages = history.as_ref().map(|h| h.messages.iter().cloned().collect()).unwrap_or_default();
     if let Some(h) = history {
-        services.history.put(session_key, h);
+        sessions.history.put(session_key, h);
     }
     Ok(messages)
 }
@@ -118,7 +118,7 @@ async fn load_history(
 /// `history` become the new (child) session's. When compression fails the turn goes on with the
 /// full history.
 async fn compress_if_needed(
-    services: &Arc<Services>,
+    sessions: &Sessions,
     route: &mut RouteEntry,
     history: &mut Vec<ChatMessage>,
     model: &ModelSpec,
@@ -127,14 +127,14 @@ async fn compress_if_needed(
     interrupt: &CancellationToken,
 ) {
     let estimated = compress::estimate_tokens(history) + compress::estimate_tokens(&[ChatMessage::system(frozen.to_string())]);
-    let Some(reason) = compaction::needs_compression(services, &model.model, estimated, last_prompt_tokens, history.len()) else {
+    let Some(reason) = sessions.compactor.needs_compression(&model.model, estimated, last_prompt_tokens, history.len()) else {
         return;
     };
     tracing::info!(session_key = %route.session_key, reason, estimated, "compressing the session before the turn");
-    match compaction::compress_session(services, route, model, frozen, None, interrupt.child_token()).await {
+    match sessions.compactor.compress_session(route, model, frozen, None, interrupt.child_token()).await {
         Ok(done) => {
             *route = done.route;
-            match services.store.messages(&route.session_id, Some(HISTORY_LIMIT)).await {
+            match sessions.store.messages(&route.session_id, Some(HISTORY_LIMIT)).await {
                 Ok(rows) => *history = rows.iter().filter_map(to_chat_message).collect(),
                 // Never a turn without its history: the uncompressed one is still right, if long.
                 Err(e) => tracing::warn!(error = %e, "could not read the compressed session; continuing with the full history"),

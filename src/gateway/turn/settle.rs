@@ -10,8 +10,9 @@ use super::messages::new_message;
 use super::output::Output;
 use crate::agent::{ChatMessage, ProviderError};
 use crate::gateway::outbound::Finish;
-use crate::gateway::services::Services;
-use crate::store::RouteEntry;
+use crate::gateway::turn_limits::TurnLimits;
+use crate::observe::secret_forms::SecretScrubber;
+use crate::store::{RouteEntry, Store};
 use hermes_adapter::{Capabilities, InboundEvent};
 
 /// Answers that mean "say nothing": stored, not delivered.
@@ -48,52 +49,61 @@ pub(super) struct Settling<'a> {
     pub route: &'a RouteEntry,
 }
 
-pub(super) async fn settle(services: &Services, turn: Settling<'_>, answer: &AnswerTo, output: &mut Output, ran: Ran) -> TurnEnd {
+/// `secrets`: scrubbed from a provider's error before the user sees it.
+pub(super) async fn settle(
+    store: &Store,
+    limits: &TurnLimits,
+    secrets: &SecretScrubber,
+    turn: Settling<'_>,
+    answer: &AnswerTo,
+    output: &mut Output,
+    ran: Ran,
+) -> TurnEnd {
     let Ran { outcome, streamed, unrecorded } = ran;
     let session_id = &turn.route.session_id;
     let stored = outcome
         .as_ref()
         .ok()
         .map(|o| new_message(session_id, &turn.event.event_id, &ChatMessage::assistant(o.text.clone()), Some(&o.finish_reason)));
-    if let Err(e) = services.store.turn_record(session_id, stored.into_iter().collect(), unrecorded).await {
+    if let Err(e) = store.turn_record(session_id, stored.into_iter().collect(), unrecorded).await {
         tracing::error!(error = %e, "could not store the answer and the turn's usage");
     }
     match outcome {
         Ok(o) => {
             match answer_text(&o.text, turn.mode, &answer.caps) {
-                Some(text) => output.answer(services, answer, &text, Finish { usage: o.usage, finish_reason: o.finish_reason }).await,
+                Some(text) => output.answer(answer, &text, Finish { usage: o.usage, finish_reason: o.finish_reason }).await,
                 None => tracing::info!(event_id = %turn.event.event_id, "silent answer stored, not delivered"),
             }
             if turn.event.one_shot
-                && let Err(e) = services.store.session_close(turn.session_key, "one_shot_complete").await
+                && let Err(e) = store.session_close(turn.session_key, "one_shot_complete").await
             {
                 tracing::warn!(error = %e, "could not close a one-shot session");
             }
             TurnEnd::Closed
         }
-        Err(ProviderError::Cancelled) if services.turns_abort.is_cancelled() => TurnEnd::Aborted,
+        Err(ProviderError::Cancelled) if limits.aborting() => TurnEnd::Aborted,
         Err(ProviderError::Cancelled) => {
-            output.interrupted(services, answer, &streamed).await;
+            output.interrupted(answer, &streamed).await;
             TurnEnd::Closed
         }
         Err(ProviderError::Crashed { incident }) => {
             // The agent panicked: parked, so a replay can never run into the same panic.
             let reason = format!("poisoned: the agent panicked (incident {incident})");
-            if let Err(e) = services.store.inbox_mark_poisoned(&turn.event.event_id, &reason).await {
+            if let Err(e) = store.inbox_mark_poisoned(&turn.event.event_id, &reason).await {
                 tracing::warn!(error = %e, "could not park the event");
             }
             let text = format!("⚠️ Internal error (incident {incident}). Your message was not processed; please try again or rephrase it.");
-            answer.fail(services, &text).await;
+            answer.fail(&text).await;
             TurnEnd::Parked
         }
         Err(e) => {
             tracing::warn!(error = %e, session_key = turn.session_key, "turn failed");
             // A provider's error body may echo a key or a token: never into the chat as is.
-            let redacted = crate::observe::redact::redact_patterns(&services.tool_settings.secrets.scrub(&e.to_string()));
+            let redacted = crate::observe::redact::redact_patterns(&secrets.scrub(&e.to_string()));
             let detail: String = redacted.chars().take(300).collect();
             let text =
                 format!("Sorry, I encountered an error ({}).\n{detail}\nTry again or use /reset to start a fresh session.", e.kind());
-            answer.fail(services, &text).await;
+            answer.fail(&text).await;
             TurnEnd::Closed
         }
     }

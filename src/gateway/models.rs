@@ -1,59 +1,28 @@
-//! The gateway's shared services, handed to the router, session actors and commands.
+//! [`Models`]: which model a conversation talks to. It owns the configured model, the default
+//! `/model --global` chose since the start, the fallbacks, the compression model, the context
+//! window and the prices; every "which model, at what cost" question is answered here.
 
-use super::auth::AuthPolicy;
-use super::clarify::ClarifyBoard;
-use super::commands::CommandRegistry;
-use super::health::HealthBoard;
-use super::session_key::KeyPolicy;
-use super::tool_host::GatewayToolHost;
-use super::turns::TurnTracker;
-use crate::agent::approval::ApprovalPolicy;
-use crate::agent::tools::{AgentPaths, ToolFilter, ToolSettings};
-use crate::agent::{Agent, ModelSpec};
+use crate::agent::ModelSpec;
 use crate::config::Config;
-use crate::config::Home;
-use crate::store::Store;
-use hermes_adapter::PlatformAdapter;
 use hermes_adapter::Usage;
-use std::collections::HashMap;
-use std::sync::Arc;
-use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
 
-pub struct Services {
-    pub store: Store,
-    pub config: Arc<Config>,
-    pub agent: Arc<Agent>,
-    pub adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
-    pub health: Arc<HealthBoard>,
-    pub commands: CommandRegistry,
-    /// Shared with the adapters, which ask it before fetching attachments.
-    pub auth: Arc<AuthPolicy>,
-    pub key_policy: KeyPolicy,
-    /// Bounds how many turns run at once (`gateway.max_concurrent_sessions`); `None` = unbounded.
-    pub turn_slots: Option<Arc<Semaphore>>,
-    /// Cancelled when the drain timeout runs out: running turns stop and stay in the inbox to be
-    /// replayed after the restart.
-    pub turns_abort: CancellationToken,
-    pub turns: TurnTracker,
-    pub home: Home,
-    pub paths: Arc<AgentPaths>,
-    pub tool_settings: Arc<ToolSettings>,
-    pub tool_host: Arc<GatewayToolHost>,
-    pub approval: Arc<dyn ApprovalPolicy>,
-    pub clarify: ClarifyBoard,
+/// A model a chat switched to: the name and, when given, its provider.
+type Choice = (String, Option<String>);
+
+pub struct Models {
+    config: Arc<Config>,
+    /// `config.yaml`, where `/model --global` writes the new default.
+    config_file: PathBuf,
     /// Set by `/model --global`: the default model for every chat until the next restart (which
     /// reads it back from config.yaml).
-    pub global_model: std::sync::RwLock<Option<(String, Option<String>)>>,
-    /// Recent history of the sessions that talked last, so a turn reads only what is new.
-    pub history: super::history_cache::HistoryCache,
-    /// `/background` tasks running per session.
-    pub background: super::background_slots::BackgroundSlots,
+    global: RwLock<Option<Choice>>,
 }
 
-impl Services {
-    pub fn adapter(&self, platform: &str) -> Option<&Arc<dyn PlatformAdapter>> {
-        self.adapters.get(platform)
+impl Models {
+    pub fn new(config: Arc<Config>, config_file: PathBuf) -> Self {
+        Self { config, config_file, global: RwLock::new(None) }
     }
 
     /// The configured model (or the one `/model --global` chose since).
@@ -65,7 +34,7 @@ impl Services {
             base_url: m.base_url.clone(),
             api_key: m.api_key.as_ref().map(|k| k.expose().to_string()),
         };
-        if let Ok(guard) = self.global_model.read()
+        if let Ok(guard) = self.global.read()
             && let Some((model, provider)) = guard.as_ref()
         {
             spec.model = model.clone();
@@ -76,10 +45,14 @@ impl Services {
         spec
     }
 
-    pub fn set_global_model(&self, model: &str, provider: Option<&str>) {
-        if let Ok(mut guard) = self.global_model.write() {
+    /// Make `model` the default of every chat: written to config.yaml (so a restart keeps it),
+    /// then used at once.
+    pub fn switch_global(&self, model: &str, provider: Option<&str>) -> Result<(), String> {
+        crate::config::write_model_default(&self.config_file, model, provider)?;
+        if let Ok(mut guard) = self.global.write() {
             *guard = Some((model.to_string(), provider.map(str::to_string)));
         }
+        Ok(())
     }
 
     /// The configured fallback models, in order.
@@ -95,6 +68,20 @@ impl Services {
                 api_key: f.api_key.as_ref().map(|k| k.expose().to_string()).or_else(|| primary.api_key.clone()),
             })
             .collect()
+    }
+
+    /// The models `/model` offers: the default, the fallbacks, then `model.choices`.
+    pub fn choices(&self) -> Vec<String> {
+        let mut choices = vec![self.default_model().model];
+        choices.extend(self.fallbacks().into_iter().map(|f| f.model));
+        choices.extend(self.config.model.choices.iter().cloned());
+        choices.dedup();
+        choices
+    }
+
+    /// Whether a switch by an admin changes every chat unless they say `--session`.
+    pub fn switches_persist_by_default(&self) -> bool {
+        self.config.model.persist_switch_by_default
     }
 
     /// The model that summarizes conversations (`auxiliary.compression`, else the session's).
@@ -116,30 +103,9 @@ impl Services {
         spec
     }
 
-    /// Which tools a turn on `platform` may use; `event_toolsets`, when the event's source
-    /// restricts them (a webhook route), narrows that further.
-    pub fn tool_filter(&self, platform: &str, event_toolsets: Option<&[String]>) -> ToolFilter {
-        let mut filter = ToolFilter::default();
-        if let Some(sets) = self.config.platform_toolsets.get(platform) {
-            filter.enabled_toolsets = Some(sets.iter().cloned().collect());
-        }
-        if let Some(sets) = event_toolsets {
-            let allowed: std::collections::BTreeSet<String> = sets.iter().cloned().collect();
-            filter.enabled_toolsets = Some(match filter.enabled_toolsets.take() {
-                Some(platform_sets) => platform_sets.intersection(&allowed).cloned().collect(),
-                None => allowed,
-            });
-        }
-        filter.disabled_toolsets.extend(self.config.agent.disabled_toolsets.iter().cloned());
-        if !self.config.memory.enabled {
-            filter.disabled_toolsets.insert("memory".into());
-        }
-        filter
-    }
-
-    /// The toolsets `filter` lets through (for prompt guidance).
-    pub fn toolsets_allowed(&self, filter: &ToolFilter) -> Vec<String> {
-        crate::agent::tools::TOOLSETS.iter().filter(|s| filter.allows_toolset(s)).map(|s| s.to_string()).collect()
+    /// How tool calls are put to the model (`model.tool_protocol`).
+    pub fn tool_protocol(&self) -> crate::agent::tool_protocol::ToolProtocol {
+        self.config.model.tool_protocol
     }
 
     /// The context window of `model` in tokens (configured, else a conservative default).
@@ -155,6 +121,11 @@ impl Services {
             .get(model)
             .map(|p| p.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, usage.cache_write_tokens))
             .unwrap_or(0.0)
+    }
+
+    /// Whether every one of `models` has a configured price (else a cost shown is a lower bound).
+    pub fn all_priced(&self, models: &[String]) -> bool {
+        models.iter().all(|m| self.config.model.pricing.contains_key(m))
     }
 
     /// The model for a session: the configured one, with the session's `model_override`

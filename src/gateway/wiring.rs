@@ -1,0 +1,134 @@
+//! Start-up wiring: every handle is built once here, in an order without cycles, and each part
+//! of the gateway is handed the handles it uses. The order is what removes the back-pointers:
+//!
+//! 1. [`Models`], the [`Deliverer`] (adapters, outbox, file roots) and the [`ClarifyBoard`]
+//!    own nothing that needs them back.
+//! 2. The [`GatewayToolHost`] gets the store, the deliverer, the clarify board and the home
+//!    channels; the agent's tools reach it through each turn's tool context, and nothing it
+//!    holds owns the agent.
+//! 3. The [`StoreDirectory`] (handed to the adapters when they start) gets the store, the key
+//!    policy and the models — not the adapters.
+//! 4. The turn's, the commands' and the actors' handles are assembled from the above.
+//!
+//! [`Wiring`] is the one value that holds everything; only `gateway::run` (and the tests'
+//! in-process gateway) keep it, and they hand out its parts.
+
+use super::actor::{ActorHandles, Behaviour};
+use super::auth::AuthPolicy;
+use super::clarify::ClarifyBoard;
+use super::commands::{self, CommandHandles};
+use super::compaction::Compactor;
+use super::deliverer::{Deliverer, FileRoots};
+use super::directory::StoreDirectory;
+use super::health::HealthBoard;
+use super::history_cache::HistoryCache;
+use super::models::Models;
+use super::router::Routing;
+use super::session_key::KeyPolicy;
+use super::sessions::Sessions;
+use super::stream_edit::StreamSettings;
+use super::tool_access::ToolAccess;
+use super::tool_host::{GatewayToolHost, HomeChannels};
+use super::turn::{Prompts, TurnHandles};
+use super::turn_limits::TurnLimits;
+use crate::agent::Agent;
+use crate::agent::approval::ApprovalPolicy;
+use crate::agent::tools::{AgentPaths, ToolSettings};
+use crate::config::{Config, Home};
+use crate::store::Store;
+use hermes_adapter::PlatformAdapter;
+use std::sync::Arc;
+
+/// What the wiring is built from: the parts `gateway::run` prepares first (they can fail, or
+/// tests choose them).
+pub struct Parts<'a> {
+    pub config: Arc<Config>,
+    pub home: Home,
+    pub store: Store,
+    pub adapters: &'a [Arc<dyn PlatformAdapter>],
+    pub auth: Arc<AuthPolicy>,
+    pub agent: Arc<Agent>,
+    pub paths: Arc<AgentPaths>,
+    pub tool_settings: Arc<ToolSettings>,
+    pub approval: Arc<dyn ApprovalPolicy>,
+    /// Message text kept in memory between turns (recent sessions' history).
+    pub history_bytes: usize,
+}
+
+pub struct Wiring {
+    pub store: Store,
+    pub health: Arc<HealthBoard>,
+    pub key_policy: KeyPolicy,
+    pub actors: Arc<ActorHandles>,
+    /// Sessions for the adapters' HTTP surfaces.
+    pub directory: Arc<StoreDirectory>,
+}
+
+impl Wiring {
+    pub fn build(parts: Parts<'_>) -> Wiring {
+        let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, approval, history_bytes } = parts;
+        let models = Arc::new(Models::new(config.clone(), home.config_file()));
+        let files = FileRoots { home, workdir: paths.workdir.clone() };
+        let deliverer = Arc::new(Deliverer::new(adapters, store.clone(), files));
+        let clarify = Arc::new(ClarifyBoard::default());
+        let host = GatewayToolHost::new(store.clone(), deliverer.clone(), clarify.clone(), HomeChannels::from_config(&config));
+        let tools = Arc::new(ToolAccess::new(&config, paths.clone(), tool_settings.clone(), Arc::new(host), approval));
+        let prompts = Prompts::new(
+            store.clone(),
+            paths,
+            config.memory.clone(),
+            tool_settings.per_user_profiles,
+            config.agent.system_prompt.clone(),
+            deliverer.chat_platforms(),
+        );
+        let compactor = Compactor::new(config.compression.clone(), agent.clone(), models.clone(), store.clone());
+        let sessions = Arc::new(Sessions { store: store.clone(), history: HistoryCache::new(history_bytes), prompts, compactor });
+        let turns = TurnHandles {
+            sessions,
+            models: models.clone(),
+            deliverer,
+            tools,
+            agent,
+            limits: Arc::new(TurnLimits::new(config.gateway.max_concurrent_sessions)),
+            auth: auth.clone(),
+            stream: Arc::new(StreamSettings::from_config(&config)),
+        };
+        let health = Arc::new(HealthBoard::new());
+        let commands = CommandHandles {
+            store: store.clone(),
+            models: models.clone(),
+            auth,
+            health: health.clone(),
+            registry: Arc::new(commands::registry()),
+            turns: turns.clone(),
+        };
+        let behaviour = Behaviour::from_config(&config);
+        let actors = Arc::new(ActorHandles { turns, commands, clarify, behaviour });
+        let key_policy = KeyPolicy {
+            group_sessions_per_user: config.gateway.group_sessions_per_user,
+            thread_sessions_per_user: config.gateway.thread_sessions_per_user,
+        };
+        let directory = Arc::new(StoreDirectory::new(store.clone(), key_policy, models));
+        Wiring { store, health, key_policy, actors, directory }
+    }
+
+    /// What the router works with.
+    pub fn routing(&self) -> Routing {
+        Routing {
+            auth: self.actors.turns.auth.clone(),
+            key_policy: self.key_policy,
+            store: self.store.clone(),
+            actors: self.actors.clone(),
+        }
+    }
+
+    /// The turn slots, the drain count and the abort.
+    pub fn limits(&self) -> &Arc<TurnLimits> {
+        &self.actors.turns.limits
+    }
+
+    /// What a turn runs with.
+    pub fn turns(&self) -> &TurnHandles {
+        &self.actors.turns
+    }
+}
