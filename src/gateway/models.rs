@@ -47,7 +47,7 @@ impl Models {
 
     /// Make `model` the default of every chat: written to config.yaml (so a restart keeps it),
     /// then used at once.
-    pub fn switch_global(&self, model: &str, provider: Option<&str>) -> Result<(), String> {
+    pub fn switch_global(&self, model: &str, provider: Option<&str>) -> Result<(), crate::config::PersistError> {
         crate::config::write_model_default(&self.config_file, model, provider)?;
         if let Ok(mut guard) = self.global.write() {
             *guard = Some((model.to_string(), provider.map(str::to_string)));
