@@ -117,7 +117,7 @@ fn env_invalid(name: &str, message: String) -> ConfigError {
 
 /// `true/false/1/0/yes/no/on/off`, any case.
 pub(crate) fn parse_bool(name: &str, value: &str) -> Result<bool, ConfigError> {
-    hermes_adapter::registration::parse_bool(value).map_err(|message| env_invalid(name, message))
+    hermes_adapter::registration::parse_bool(value).map_err(|e| env_invalid(name, e.to_string()))
 }
 
 fn parse_number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {

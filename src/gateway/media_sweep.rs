@@ -14,18 +14,24 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(600);
 
 /// The cache, made private. An error (the folder is a symlink or another user's) stops the
 /// gateway: attachments must not land where someone else can read or replace them.
-pub fn open(home: &Home) -> Result<MediaCache, String> {
+pub fn open(home: &Home) -> Result<MediaCache, MediaCacheError> {
     let cache = MediaCache::new(home.cache_dir());
-    let owner = cache.owner().map_err(|e| e.to_string())?;
+    let owner = cache.owner()?;
     // SAFETY: geteuid(2) takes no arguments, touches no memory and cannot fail.
     let me = unsafe { libc::geteuid() };
     if owner != me {
-        return Err(format!(
-            "{} belongs to user {owner}, not to the user running the gateway ({me}); remove it or fix its owner",
-            cache.root().display()
-        ));
+        return Err(MediaCacheError::NotOurs { root: cache.root().to_path_buf(), owner, me });
     }
     Ok(cache)
+}
+
+/// Why the attachment cache cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MediaCacheError {
+    #[error(transparent)]
+    Unusable(#[from] hermes_adapter::media_cache::CacheError),
+    #[error("{} belongs to user {owner}, not to the user running the gateway ({me}); remove it or fix its owner", root.display())]
+    NotOurs { root: std::path::PathBuf, owner: u32, me: u32 },
 }
 
 /// Prune once, off the async threads; what was removed is logged.
@@ -80,7 +86,7 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         let linked = tempfile::tempdir().unwrap();
         symlink(elsewhere.path(), linked.path().join("cache")).unwrap();
-        let err = open(&Home::at(linked.path())).unwrap_err();
+        let err = open(&Home::at(linked.path())).unwrap_err().to_string();
         assert!(err.contains("not a private folder"), "{err}");
     }
 

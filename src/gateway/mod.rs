@@ -98,6 +98,8 @@ pub enum GatewayError {
     Store(#[from] crate::store::StoreError),
     #[error("{0}")]
     Io(String),
+    #[error(transparent)]
+    MediaCache(#[from] media_sweep::MediaCacheError),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -172,7 +174,7 @@ pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
 
 pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
     let (_lock, marker) = claim_home(&home, options.replace)?;
-    let media_cache = media_sweep::open(&home).map_err(GatewayError::Io)?;
+    let media_cache = media_sweep::open(&home)?;
     let media_limits = config.gateway.media_cache.limits();
     media_sweep::sweep(&media_cache, media_limits).await;
 

@@ -108,7 +108,7 @@ pub enum EnvKind {
 impl EnvKind {
     /// The JSON value `raw` stands for, or why it does not parse (the message quotes the value
     /// except for secrets).
-    pub fn to_value(self, raw: &str) -> Result<serde_json::Value, String> {
+    pub fn to_value(self, raw: &str) -> Result<serde_json::Value, EnvValueError> {
         use serde_json::Value;
         let trimmed = raw.trim();
         match self {
@@ -116,7 +116,7 @@ impl EnvKind {
             EnvKind::Bool => parse_bool(raw).map(Value::Bool),
             EnvKind::Port => match trimmed.parse::<u16>() {
                 Ok(port) if port != 0 => Ok(Value::from(port)),
-                _ => Err(format!("expected a port number 1-65535, found {raw:?}")),
+                _ => Err(EnvValueError::NotPort { found: raw.to_string() }),
             },
             EnvKind::List => Ok(Value::Array(crate::values::split_list(raw).into_iter().map(Value::String).collect())),
         }
@@ -124,12 +124,29 @@ impl EnvKind {
 }
 
 /// `true/false/1/0/yes/no/on/off`, any case; the error quotes the value.
-pub fn parse_bool(raw: &str) -> Result<bool, String> {
+pub fn parse_bool(raw: &str) -> Result<bool, EnvValueError> {
     match raw.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
         "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err(format!("expected a boolean (true/false, 1/0, yes/no, on/off), found {raw:?}")),
+        _ => Err(EnvValueError::NotBool { found: raw.to_string() }),
     }
+}
+
+/// An environment variable's value that is not of its [`EnvKind`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvValueError {
+    /// Not one of the boolean spellings.
+    #[error("expected a boolean (true/false, 1/0, yes/no, on/off), found {found:?}")]
+    NotBool {
+        /// The value as set.
+        found: String,
+    },
+    /// Not a TCP port.
+    #[error("expected a port number 1-65535, found {found:?}")]
+    NotPort {
+        /// The value as set.
+        found: String,
+    },
 }
 
 /// What [`Registration::parse`] is given.
@@ -294,7 +311,7 @@ pub fn parse<T: AdapterConfig>(input: &BlockInput<'_>) -> Result<Parsed, Setting
     };
     for var in input.vars.iter().filter(|v| !CORE_KEYS.contains(&v.key)) {
         let Some(raw) = (input.env)(var.name).filter(|v| !v.is_empty()) else { continue };
-        let value = var.kind.to_value(&raw).map_err(|message| SettingError::Env { name: var.name.to_string(), message })?;
+        let value = var.kind.to_value(&raw).map_err(|e| SettingError::Env { name: var.name.to_string(), message: e.to_string() })?;
         // A block that is not a mapping is reported by deserialization below.
         if let Some(map) = block.as_object_mut() {
             map.insert(var.key.to_string(), value);
