@@ -4,34 +4,34 @@
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-pub fn verdict(met: bool, target: &str) -> String {
+pub(crate) fn verdict(met: bool, target: &str) -> String {
     format!("{target} {}", if met { "met" } else { "NOT met" })
 }
 
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
 /// `sorted` must be sorted and non-empty.
-pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
     sorted[rank.min(sorted.len() - 1)]
 }
 
 /// A running `hermes` child process; killed when dropped.
-pub struct Process {
+pub(crate) struct Process {
     child: Option<Child>,
     pub spawned: Instant,
 }
 
 impl Process {
     /// `spawned` is taken just before the spawn by the caller, so start-up timings include it.
-    pub fn new(child: Child, spawned: Instant) -> Self {
+    pub(crate) fn new(child: Child, spawned: Instant) -> Self {
         Self { child: Some(child), spawned }
     }
 
     /// (VmRSS, VmHWM) in kB.
-    pub fn memory_kb(&self) -> (u64, u64) {
+    pub(crate) fn memory_kb(&self) -> (u64, u64) {
         let pid = self.child.as_ref().map(Child::id).unwrap_or(0);
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         let field = |name: &str| {
@@ -41,7 +41,7 @@ impl Process {
     }
 
     /// SIGTERM and wait, as systemd would stop it.
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         if let Some(mut child) = self.child.take() {
             // SAFETY: kill(2) on our own child's pid.
             unsafe {

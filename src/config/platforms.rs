@@ -68,7 +68,8 @@ impl Platforms {
         let Some(block) = self.others.get_mut(name) else { return Ok(()) };
         for var in registration.env.iter().filter(set) {
             let Some(raw) = env.get(var.name) else { continue };
-            let invalid = |e: hermes_adapter::registration::EnvValueError| ConfigError::invalid(format!("{} (environment)", var.name), e.to_string());
+            let invalid =
+                |e: hermes_adapter::registration::EnvValueError| ConfigError::invalid(format!("{} (environment)", var.name), e.to_string());
             let value = var.kind.to_value(raw).map_err(invalid)?;
             match var.key {
                 "enabled" => block.enabled = value.as_bool(),

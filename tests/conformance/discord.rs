@@ -11,7 +11,7 @@ use std::time::Duration;
 /// Discord's message flag that switches link embeds off.
 const SUPPRESS_EMBEDS: u64 = 1 << 2;
 
-pub struct DiscordPeer {
+pub(crate) struct DiscordPeer {
     pub fake: FakeDiscord,
     /// The shared guild channel and its two threads.
     pub general: u64,
@@ -20,16 +20,16 @@ pub struct DiscordPeer {
 }
 
 impl DiscordPeer {
-    pub fn dc_user(&self, n: u32) -> DcUser {
+    pub(crate) fn dc_user(&self, n: u32) -> DcUser {
         self.fake.user(2000 + u64::from(n), &format!("user{n}"))
     }
 
-    pub fn allowed_users() -> String {
+    pub(crate) fn allowed_users() -> String {
         (1..=50).map(|n| (2000 + n).to_string()).collect::<Vec<_>>().join(",")
     }
 
     /// Users write once the bot has a session (events then reach it, at once or on RESUME).
-    pub async fn session(&self) {
+    pub(crate) async fn session(&self) {
         assert!(self.fake.wait_until(Duration::from_secs(30), |f| f.has_session()).await, "the bot identified to the gateway");
     }
 

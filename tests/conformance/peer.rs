@@ -5,14 +5,14 @@ use crate::support::Setup;
 
 /// Where a conversation happens (and where the bot's answers must appear).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chat {
+pub(crate) struct Chat {
     pub chat_id: String,
     pub thread_id: Option<String>,
 }
 
 /// A message the bot posted, as the user sees it now.
 #[derive(Debug, Clone)]
-pub struct Posted {
+pub(crate) struct Posted {
     pub id: String,
     /// The text as displayed (formatting markup parsed away where the platform parses it).
     pub text: String,
@@ -26,7 +26,7 @@ pub struct Posted {
 }
 
 #[allow(async_fn_in_trait)]
-pub trait ChatPeer: Sized + Send + Sync + 'static {
+pub(crate) trait ChatPeer: Sized + Send + Sync + 'static {
     const PLATFORM: &'static str;
     /// The platform's message limit, in [`ChatPeer::measure`] units.
     const MAX_LEN: usize;

@@ -8,16 +8,16 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// The shared forum supergroup and its two topics.
-pub const GROUP: i64 = -1_001_000;
+pub(crate) const GROUP: i64 = -1_001_000;
 const TOPICS: [i64; 2] = [11, 12];
 
-pub struct TelegramPeer {
+pub(crate) struct TelegramPeer {
     pub fake: FakeTelegram,
     last_update: Mutex<Option<i64>>,
 }
 
 impl TelegramPeer {
-    pub fn tg_user(&self, n: u32) -> TgUser {
+    pub(crate) fn tg_user(&self, n: u32) -> TgUser {
         self.fake.user(1000 + i64::from(n), &format!("user{n}"))
     }
 
@@ -25,7 +25,7 @@ impl TelegramPeer {
         *self.last_update.lock().unwrap() = Some(update_id);
     }
 
-    pub fn allowed_users() -> String {
+    pub(crate) fn allowed_users() -> String {
         (1..=50).map(|n| (1000 + n).to_string()).collect::<Vec<_>>().join(",")
     }
 }

@@ -7,17 +7,17 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-pub const API_KEY: &str = "e2e-api-key-0123456789";
-pub const WEBHOOK_SECRET: &str = "e2e-webhook-secret-0123";
-pub const LLM_KEY: &str = "sk-e2e-provider-key-0123456789";
+pub(crate) const API_KEY: &str = "e2e-api-key-0123456789";
+pub(crate) const WEBHOOK_SECRET: &str = "e2e-webhook-secret-0123";
+pub(crate) const LLM_KEY: &str = "sk-e2e-provider-key-0123456789";
 
 /// A port nobody listens on right now.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
 
 /// A HERMES_HOME with its config, and the environment the gateway runs with.
-pub struct Setup {
+pub(crate) struct Setup {
     pub home: tempfile::TempDir,
     pub api_port: u16,
     pub webhook_port: u16,
@@ -26,7 +26,7 @@ pub struct Setup {
 
 impl Setup {
     /// Both adapters on free ports, the provider pointed at `llm_base_url`.
-    pub fn new(llm_base_url: &str) -> Setup {
+    pub(crate) fn new(llm_base_url: &str) -> Setup {
         let home = tempfile::tempdir().expect("temp dir");
         let (api_port, webhook_port) = (free_port(), free_port());
         let env = [
@@ -45,30 +45,30 @@ impl Setup {
         Setup { home, api_port, webhook_port, env }
     }
 
-    pub fn set(&mut self, key: &str, value: &str) -> &mut Self {
+    pub(crate) fn set(&mut self, key: &str, value: &str) -> &mut Self {
         self.env.retain(|(k, _)| k != key);
         self.env.push((key.to_string(), value.to_string()));
         self
     }
 
-    pub fn write_config(&self, yaml: &str) {
+    pub(crate) fn write_config(&self, yaml: &str) {
         std::fs::write(self.home.path().join("config.yaml"), yaml).expect("write config.yaml");
     }
 
-    pub fn api(&self, path: &str) -> String {
+    pub(crate) fn api(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.api_port)
     }
 
-    pub fn webhook(&self, path: &str) -> String {
+    pub(crate) fn webhook(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.webhook_port)
     }
 
-    pub fn state_db(&self) -> PathBuf {
+    pub(crate) fn state_db(&self) -> PathBuf {
         self.home.path().join("state.db")
     }
 
     /// `hermes <args>` with this home and environment, and nothing from the caller's.
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
         cmd.args(args).env_clear().env("HERMES_HOME", self.home.path()).env("HOME", self.home.path()).env("RUST_LOG", "info,hermes=debug");
         if let Ok(path) = std::env::var("PATH") {
@@ -81,13 +81,13 @@ impl Setup {
     }
 
     /// Run a command to completion: (exit status, stdout, stderr).
-    pub fn run(&self, args: &[&str]) -> (ExitStatus, String, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (ExitStatus, String, String) {
         let out = self.command(args).output().expect("run hermes");
         (out.status, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
     }
 
     /// Start `hermes gateway run` and wait until the API server answers `/health`.
-    pub async fn start(&self) -> Gateway {
+    pub(crate) async fn start(&self) -> Gateway {
         static STARTS: AtomicUsize = AtomicUsize::new(0);
         let log = self.home.path().join(format!("gateway-{}.log", STARTS.fetch_add(1, Ordering::Relaxed)));
         let file = std::fs::File::create(&log).expect("log file");
@@ -99,13 +99,13 @@ impl Setup {
 }
 
 /// A running gateway process; killed when dropped.
-pub struct Gateway {
+pub(crate) struct Gateway {
     child: Option<Child>,
     pub log: PathBuf,
 }
 
 impl Gateway {
-    pub fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -129,7 +129,7 @@ impl Gateway {
     }
 
     /// Send a signal and wait for the exit status.
-    pub async fn signal(&mut self, signal: i32) -> ExitStatus {
+    pub(crate) async fn signal(&mut self, signal: i32) -> ExitStatus {
         if let Some(child) = &self.child {
             // SAFETY: kill(2) on our own child's pid.
             unsafe {
@@ -140,7 +140,7 @@ impl Gateway {
     }
 
     /// Wait for the process to exit by itself (e.g. replaced by another gateway).
-    pub async fn wait_exit(&mut self) -> ExitStatus {
+    pub(crate) async fn wait_exit(&mut self) -> ExitStatus {
         let mut child = self.child.take().expect("gateway already stopped");
         let signal = "an exit";
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -164,7 +164,7 @@ impl Drop for Gateway {
 }
 
 /// Poll `check` until it returns true or `timeout` passes.
-pub async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+pub(crate) async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         if check() {
@@ -176,17 +176,17 @@ pub async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> b
 }
 
 /// Open the gateway's database read-only, as an operator's `sqlite3` would.
-pub fn open_db(path: &Path) -> rusqlite::Connection {
+pub(crate) fn open_db(path: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open state.db")
 }
 
-pub fn count(db: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
+pub(crate) fn count(db: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
     db.query_row(sql, params, |r| r.get(0)).expect("count query")
 }
 
 /// `text` with the untrusted-data fence taken off: the notice line and every open and close tag
 /// (the boundary is random per turn, so tests compare what the fence holds, not the boundary).
-pub fn unfenced(text: &str) -> String {
+pub(crate) fn unfenced(text: &str) -> String {
     let body = match text.find("(Text between <untrusted-data ") {
         Some(notice) => {
             let after = text[notice..].split_once('\n').map_or("", |(_, body)| body);
@@ -206,6 +206,6 @@ pub fn unfenced(text: &str) -> String {
 }
 
 /// Whether `value` sits alone inside one fenced block of `text`.
-pub fn is_fenced(text: &str, value: &str) -> bool {
+pub(crate) fn is_fenced(text: &str, value: &str) -> bool {
     text.contains(&format!(">{value}</untrusted-data "))
 }

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 const ROUTE_SECRET: &str = "deploy-route-secret-42";
 
-pub fn sign(secret: &str, message: &[u8]) -> String {
+pub(crate) fn sign(secret: &str, message: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length works");
     mac.update(message);
     hex::encode(mac.finalize().into_bytes())
 }
 
-pub fn route_config(receiver: &Receiver) -> String {
+pub(crate) fn route_config(receiver: &Receiver) -> String {
     format!(
         "platforms:\n  webhook:\n    routes:\n      deploy:\n        secret: {ROUTE_SECRET}\n        prompt: \"Deploy of {{service.name}} finished: {{status}}\"\n        deliver: {}\n",
         receiver.url("/answers")
@@ -24,7 +24,7 @@ pub fn route_config(receiver: &Receiver) -> String {
 }
 
 /// A fake LLM, a callback receiver, and a home whose `deploy` route answers to the receiver.
-pub async fn rig() -> (FakeLlm, Receiver, Setup) {
+pub(crate) async fn rig() -> (FakeLlm, Receiver, Setup) {
     let llm = FakeLlm::start().await;
     let receiver = Receiver::start().await;
     let setup = Setup::new(&llm.base_url());
@@ -33,7 +33,7 @@ pub async fn rig() -> (FakeLlm, Receiver, Setup) {
 }
 
 /// POST a delivery signed with the generic V2 scheme (`<timestamp>.<body>`).
-pub async fn deliver(setup: &Setup, body: &str, delivery_id: &str, secret: &str) -> reqwest::Response {
+pub(crate) async fn deliver(setup: &Setup, body: &str, delivery_id: &str, secret: &str) -> reqwest::Response {
     let timestamp = chrono::Utc::now().timestamp().to_string();
     let signature = sign(secret, format!("{timestamp}.{body}").as_bytes());
     reqwest::Client::new()

@@ -17,35 +17,35 @@ pub(crate) struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self { status, message: message.into(), param: None, code: None }
     }
 
-    pub fn with_code(mut self, code: &'static str) -> Self {
+    pub(crate) fn with_code(mut self, code: &'static str) -> Self {
         self.code = Some(code);
         self
     }
 
-    pub fn with_param(mut self, param: impl Into<String>) -> Self {
+    pub(crate) fn with_param(mut self, param: impl Into<String>) -> Self {
         self.param = Some(param.into());
         self
     }
 
     /// A malformed request; `param` names the offending field.
-    pub fn bad_request(message: impl Into<String>, param: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>, param: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message).with_param(param)
     }
 
-    pub fn unauthorized() -> Self {
+    pub(crate) fn unauthorized() -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "Invalid API key. Pass it as 'Authorization: Bearer <API_SERVER_KEY>'.")
             .with_code("invalid_api_key")
     }
 
-    pub fn not_found(message: impl Into<String>) -> Self {
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, message).with_code("not_found")
     }
 
-    pub fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, message).with_code("internal_error")
     }
 
@@ -55,7 +55,7 @@ impl ApiError {
     }
 
     /// The body as JSON, also used for errors sent inside an SSE stream.
-    pub fn body(&self) -> serde_json::Value {
+    pub(crate) fn body(&self) -> serde_json::Value {
         json!({
             "error": {
                 "message": self.message,

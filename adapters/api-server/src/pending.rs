@@ -170,7 +170,7 @@ impl PendingReplies {
 
     /// Start waiting for the answer to `request_id`. The entry lives until the final message is
     /// delivered or the returned handle is dropped (the client went away).
-    pub fn register(&self, request_id: String, mode: ReplyMode) -> PendingReply {
+    pub(crate) fn register(&self, request_id: String, mode: ReplyMode) -> PendingReply {
         let (tx, rx) = mpsc::unbounded_channel();
         let entry = Entry { mode, tx, emitted: String::new(), segment: String::new(), parts: Vec::new() };
         self.lock().insert(request_id.clone(), entry);
@@ -178,7 +178,7 @@ impl PendingReplies {
     }
 
     /// Deliver one incremental event.
-    pub fn stream(&self, request_id: &str, event: &StreamEvent) -> Result<(), SendError> {
+    pub(crate) fn stream(&self, request_id: &str, event: &StreamEvent) -> Result<(), SendError> {
         let mut map = self.lock();
         let entry = map.get_mut(request_id).ok_or_else(|| gone(request_id))?;
         let delivered = if entry.mode == ReplyMode::Whole {
@@ -204,7 +204,7 @@ impl PendingReplies {
     }
 
     /// Deliver one message of the answer; the final one completes the request.
-    pub fn send(&self, msg: &OutboundMessage) -> Result<(), SendError> {
+    pub(crate) fn send(&self, msg: &OutboundMessage) -> Result<(), SendError> {
         let request_id = msg
             .reply_to
             .as_deref()
@@ -237,17 +237,17 @@ pub(crate) struct PendingReply {
 }
 
 impl PendingReply {
-    pub fn request_id(&self) -> &str {
+    pub(crate) fn request_id(&self) -> &str {
         &self.request_id
     }
 
     /// The next event; `None` once the final one has been read.
-    pub async fn recv(&mut self) -> Option<ReplyEvent> {
+    pub(crate) async fn recv(&mut self) -> Option<ReplyEvent> {
         self.rx.recv().await
     }
 
     /// Wait for the whole answer, ignoring progress.
-    pub async fn final_reply(&mut self) -> Option<FinalReply> {
+    pub(crate) async fn final_reply(&mut self) -> Option<FinalReply> {
         while let Some(event) = self.recv().await {
             if let ReplyEvent::Done(reply) = event {
                 return Some(reply);

@@ -20,33 +20,33 @@ pub(crate) struct FaultRules<S, F> {
 }
 
 impl<S, F: Clone> FaultRules<S, F> {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self { rules: Vec::new(), latency: Vec::new(), rng: StdRng::seed_from_u64(1) }
     }
 
-    pub fn fail_next(&mut self, scope: S, n: usize, fault: F) {
+    pub(crate) fn fail_next(&mut self, scope: S, n: usize, fault: F) {
         self.rules.push(Rule { scope, remaining: Some(n), fraction: None, fault });
     }
 
-    pub fn fail_fraction(&mut self, scope: S, fraction: f64, fault: F) {
+    pub(crate) fn fail_fraction(&mut self, scope: S, fraction: f64, fault: F) {
         self.rules.push(Rule { scope, remaining: None, fraction: Some(fraction), fault });
     }
 
-    pub fn delay(&mut self, scope: S, d: Duration) {
+    pub(crate) fn delay(&mut self, scope: S, d: Duration) {
         self.latency.push((scope, d));
     }
 
-    pub fn reseed(&mut self, seed: u64) {
+    pub(crate) fn reseed(&mut self, seed: u64) {
         self.rng = StdRng::seed_from_u64(seed);
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.rules.clear();
         self.latency.clear();
     }
 
     /// The fault for a call whose scope test is `matches`, if a rule fires (first rule wins).
-    pub fn fault_for(&mut self, matches: impl Fn(&S) -> bool) -> Option<F> {
+    pub(crate) fn fault_for(&mut self, matches: impl Fn(&S) -> bool) -> Option<F> {
         for rule in self.rules.iter_mut().filter(|r| matches(&r.scope)) {
             if let Some(n) = rule.remaining {
                 if n == 0 {
@@ -64,7 +64,7 @@ impl<S, F: Clone> FaultRules<S, F> {
         None
     }
 
-    pub fn latency_for(&self, matches: impl Fn(&S) -> bool) -> Option<Duration> {
+    pub(crate) fn latency_for(&self, matches: impl Fn(&S) -> bool) -> Option<Duration> {
         self.latency.iter().filter(|(scope, _)| matches(scope)).map(|(_, d)| *d).max()
     }
 }

@@ -18,11 +18,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub const KEY: &str = "api-test-k3y-5f0c9e2a";
-pub const USAGE: Usage = Usage { prompt_tokens: 11, completion_tokens: 5, cached_tokens: 0, cache_write_tokens: 0 };
+pub(crate) const KEY: &str = "api-test-k3y-5f0c9e2a";
+pub(crate) const USAGE: Usage = Usage { prompt_tokens: 11, completion_tokens: 5, cached_tokens: 0, cache_write_tokens: 0 };
 
 /// Records events; deduplicates on event id like the real inbox.
-pub struct FakeInbox {
+pub(crate) struct FakeInbox {
     pub events: Mutex<Vec<InboundEvent>>,
     seen: Mutex<HashSet<String>>,
     tx: mpsc::UnboundedSender<InboundEvent>,
@@ -46,7 +46,7 @@ impl InboundSink for FakeInbox {
 
 /// Conversations by chat id.
 #[derive(Default)]
-pub struct FakeSessions {
+pub(crate) struct FakeSessions {
     pub map: Mutex<HashMap<String, Vec<StoredMessage>>>,
 }
 
@@ -138,7 +138,7 @@ async fn answer(adapter: &ApiServerAdapter, sessions: &FakeSessions, event: Inbo
     sessions.record(&event.source, "assistant", &final_text);
 }
 
-pub struct Harness {
+pub(crate) struct Harness {
     pub base: String,
     pub client: reqwest::Client,
     pub adapter: Arc<ApiServerAdapter>,
@@ -149,7 +149,7 @@ pub struct Harness {
     pub run: JoinHandle<Result<(), AdapterError>>,
 }
 
-pub fn settings() -> ApiServerSettings {
+pub(crate) fn settings() -> ApiServerSettings {
     ApiServerSettings {
         host: "127.0.0.1".into(),
         port: 0,
@@ -162,11 +162,11 @@ pub fn settings() -> ApiServerSettings {
 }
 
 impl Harness {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::with(settings()).await
     }
 
-    pub async fn with(settings: ApiServerSettings) -> Self {
+    pub(crate) async fn with(settings: ApiServerSettings) -> Self {
         let adapter = Arc::new(ApiServerAdapter::new(settings).expect("valid settings"));
         let (tx, mut rx) = mpsc::unbounded_channel::<InboundEvent>();
         let inbox = Arc::new(FakeInbox {
@@ -202,47 +202,47 @@ impl Harness {
         Self { base: format!("http://{addr}"), client: reqwest::Client::new(), adapter, inbox, sessions, health, shutdown, run }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
-    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+    pub(crate) fn get(&self, path: &str) -> reqwest::RequestBuilder {
         self.client.get(self.url(path)).bearer_auth(KEY)
     }
 
-    pub fn post(&self, path: &str, body: serde_json::Value) -> reqwest::RequestBuilder {
+    pub(crate) fn post(&self, path: &str, body: serde_json::Value) -> reqwest::RequestBuilder {
         self.client.post(self.url(path)).bearer_auth(KEY).json(&body)
     }
 
-    pub fn delete(&self, path: &str) -> reqwest::RequestBuilder {
+    pub(crate) fn delete(&self, path: &str) -> reqwest::RequestBuilder {
         self.client.delete(self.url(path)).bearer_auth(KEY)
     }
 
-    pub fn events(&self) -> Vec<InboundEvent> {
+    pub(crate) fn events(&self) -> Vec<InboundEvent> {
         self.inbox.events.lock().unwrap().clone()
     }
 
-    pub fn last_event(&self) -> InboundEvent {
+    pub(crate) fn last_event(&self) -> InboundEvent {
         self.events().pop().expect("an event was accepted")
     }
 }
 
 /// One Server-Sent Event.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sse {
+pub(crate) struct Sse {
     pub event: Option<String>,
     pub id: Option<String>,
     pub data: String,
 }
 
 impl Sse {
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.data))
     }
 }
 
 /// Parse a complete SSE body, skipping comments (keep-alives).
-pub fn parse_sse(body: &str) -> Vec<Sse> {
+pub(crate) fn parse_sse(body: &str) -> Vec<Sse> {
     let mut out = Vec::new();
     for block in body.split("\n\n") {
         let mut sse = Sse { event: None, id: None, data: String::new() };
@@ -270,6 +270,6 @@ pub fn parse_sse(body: &str) -> Vec<Sse> {
     out
 }
 
-pub fn chat(content: &str) -> serde_json::Value {
+pub(crate) fn chat(content: &str) -> serde_json::Value {
     serde_json::json!({"model": "gpt-test", "messages": [{"role": "user", "content": content}]})
 }

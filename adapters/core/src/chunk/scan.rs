@@ -83,7 +83,7 @@ pub(super) struct Splitter<'d> {
 }
 
 impl<'d> Splitter<'d> {
-    pub fn new(doc: &'d Doc, unit: LengthUnit, budget: usize) -> Self {
+    pub(super) fn new(doc: &'d Doc, unit: LengthUnit, budget: usize) -> Self {
         let mut visible_before = Vec::with_capacity(doc.pieces.len() + 1);
         let mut total = 0;
         for piece in &doc.pieces {
@@ -96,7 +96,7 @@ impl<'d> Splitter<'d> {
         Self { doc, unit, budget, visible_before }
     }
 
-    pub fn split_from(&self, from: usize) -> Vec<Part> {
+    pub(super) fn split_from(&self, from: usize) -> Vec<Part> {
         let (mut pos, mut stack) = self.locate(from);
         let mut parts = Vec::new();
         while self.has_content_from(pos) {

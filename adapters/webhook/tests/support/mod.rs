@@ -17,9 +17,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub const SECRET: &str = "route-hmac-k3y-7f3a9c";
+pub(crate) const SECRET: &str = "route-hmac-k3y-7f3a9c";
 
-pub struct Running {
+pub(crate) struct Running {
     pub sink: Arc<RecordingInbox>,
     pub health: HealthReporter,
     pub base: String,
@@ -30,10 +30,10 @@ pub struct Running {
 }
 
 impl Running {
-    pub fn url(&self, route: &str) -> String {
+    pub(crate) fn url(&self, route: &str) -> String {
         format!("{}/webhooks/{route}", self.base)
     }
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.shutdown.cancel();
         let result = tokio::time::timeout(Duration::from_secs(5), self.task).await;
         assert!(matches!(result, Ok(Ok(Ok(())))), "run should end cleanly on shutdown: {result:?}");
@@ -41,11 +41,11 @@ impl Running {
     }
 }
 
-pub fn route(prompt: &str, deliver: &str) -> RouteSettings {
+pub(crate) fn route(prompt: &str, deliver: &str) -> RouteSettings {
     RouteSettings { secret: Some(SECRET.into()), prompt: prompt.into(), deliver: deliver.into(), events: vec![], toolsets: vec![] }
 }
 
-pub fn settings(routes: &[(&str, RouteSettings)]) -> WebhookSettings {
+pub(crate) fn settings(routes: &[(&str, RouteSettings)]) -> WebhookSettings {
     WebhookSettings {
         host: "127.0.0.1".into(),
         port: 0,
@@ -56,7 +56,7 @@ pub fn settings(routes: &[(&str, RouteSettings)]) -> WebhookSettings {
     }
 }
 
-pub async fn start(settings: WebhookSettings) -> Running {
+pub(crate) async fn start(settings: WebhookSettings) -> Running {
     let adapter = Arc::new(WebhookAdapter::new(settings).expect("valid settings"));
     let sink = Arc::new(RecordingInbox::default());
     let health = HealthReporter::new();
@@ -79,7 +79,7 @@ pub async fn start(settings: WebhookSettings) -> Running {
     Running { sink, health, base: format!("http://{addr}"), addr, shutdown, task, http: reqwest::Client::new() }
 }
 
-pub fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
+pub(crate) fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
     for part in parts {
         mac.update(part);
@@ -87,11 +87,11 @@ pub fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
     hex::encode(mac.finalize().into_bytes())
 }
 
-pub fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_secs() as i64
 }
 
-pub async fn github_post(running: &Running, route: &str, body: &str, delivery: &str, event: &str) -> (StatusCode, HeaderMap, Value) {
+pub(crate) async fn github_post(running: &Running, route: &str, body: &str, delivery: &str, event: &str) -> (StatusCode, HeaderMap, Value) {
     let sig = format!("sha256={}", hmac_hex(SECRET, &[body.as_bytes()]));
     let response = running
         .http
@@ -110,7 +110,7 @@ pub async fn github_post(running: &Running, route: &str, body: &str, delivery: &
     (status, headers, json)
 }
 
-pub async fn send_raw(_running: &Running, request: reqwest::RequestBuilder) -> (u16, Value) {
+pub(crate) async fn send_raw(_running: &Running, request: reqwest::RequestBuilder) -> (u16, Value) {
     let response = request.header("Content-Type", "application/json").send().await.expect("request");
     let status = response.status().as_u16();
     (status, response.json::<Value>().await.unwrap_or(Value::Null))
@@ -119,7 +119,7 @@ pub async fn send_raw(_running: &Running, request: reqwest::RequestBuilder) -> (
 /// The dedupe key a delivery on `route` signed over `signed` must get, computed here
 /// independently of the adapter: the first 128 bits of SHA-256 over the route, a NUL and the
 /// signed bytes, in hex.
-pub fn expected_key(route: &str, signed: &[u8]) -> String {
+pub(crate) fn expected_key(route: &str, signed: &[u8]) -> String {
     let mut hash = Sha256::new();
     hash.update(route.as_bytes());
     hash.update([0u8]);

@@ -193,7 +193,7 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub fn new(token: String, bot: DcUser, application_id: u64) -> Self {
+    pub(super) fn new(token: String, bot: DcUser, application_id: u64) -> Self {
         let mut state = Self {
             token,
             bot,
@@ -230,34 +230,34 @@ impl State {
     }
 
     /// A new snowflake: milliseconds since Discord's epoch in the top bits, strictly increasing.
-    pub fn snowflake(&mut self) -> u64 {
+    pub(super) fn snowflake(&mut self) -> u64 {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(DISCORD_EPOCH_MS);
         let id = (now.saturating_sub(DISCORD_EPOCH_MS) << 22).max(self.last_id + 1);
         self.last_id = id;
         id
     }
 
-    pub fn user_json(user: &DcUser, bot: bool) -> Value {
+    pub(super) fn user_json(user: &DcUser, bot: bool) -> Value {
         json!({"id": user.id.to_string(), "username": user.username, "discriminator": "0", "global_name": user.global_name,
                "avatar": null, "bot": bot})
     }
 
     /// The partial guild member Discord attaches to a user's guild message (without `user`).
-    pub fn member_json(user: &DcUser) -> Value {
+    pub(super) fn member_json(user: &DcUser) -> Value {
         json!({"roles": [], "joined_at": timestamp(), "deaf": false, "mute": false, "flags": 0, "nick": user.nick})
     }
 
-    pub fn bot_json(&self) -> Value {
+    pub(super) fn bot_json(&self) -> Value {
         Self::user_json(&self.bot, true)
     }
 
-    pub fn add_channel(&mut self, name: &str, kind: ChannelKind) -> u64 {
+    pub(super) fn add_channel(&mut self, name: &str, kind: ChannelKind) -> u64 {
         let id = self.snowflake();
         self.channels.insert(id, Channel { id, name: name.to_string(), kind });
         id
     }
 
-    pub fn dm_channel(&mut self, user: &DcUser) -> u64 {
+    pub(super) fn dm_channel(&mut self, user: &DcUser) -> u64 {
         if let Some(id) = self.dm_channels.get(&user.id) {
             return *id;
         }
@@ -266,7 +266,7 @@ impl State {
         id
     }
 
-    pub fn channel_json(&self, channel: &Channel) -> Value {
+    pub(super) fn channel_json(&self, channel: &Channel) -> Value {
         match &channel.kind {
             ChannelKind::Dm { recipient } => json!({"id": channel.id.to_string(), "type": 1, "last_message_id": null,
                 "recipients": [{"id": recipient.to_string(), "username": channel.name, "discriminator": "0", "avatar": null}]}),
@@ -280,7 +280,7 @@ impl State {
     }
 
     /// A message object as Discord serialises it.
-    pub fn message_json(
+    pub(super) fn message_json(
         &self,
         id: u64,
         channel_id: u64,
@@ -312,7 +312,7 @@ impl State {
         message
     }
 
-    pub fn sent_message_json(&self, sent: &DcSent) -> Value {
+    pub(super) fn sent_message_json(&self, sent: &DcSent) -> Value {
         let mut message = self.message_json(sent.id, sent.channel_id, self.bot_json(), &sent.content, vec![], None);
         message["components"] = sent.components.clone();
         if !sent.edits.is_empty() {
@@ -322,7 +322,7 @@ impl State {
     }
 
     /// Append a dispatch to the current session and send it if a connection is attached.
-    pub fn dispatch(&mut self, event: &str, data: Value) -> Option<u64> {
+    pub(super) fn dispatch(&mut self, event: &str, data: Value) -> Option<u64> {
         let Some(session_id) = self.current_session.clone() else {
             self.lost_events += 1;
             return None;
@@ -339,12 +339,12 @@ impl State {
     }
 
     /// The connection serving the current session, if one is attached.
-    pub fn live_connection(&self) -> Option<u64> {
+    pub(super) fn live_connection(&self) -> Option<u64> {
         let session = self.sessions.get(self.current_session.as_ref()?)?;
         session.connection.filter(|c| self.connections.contains_key(c))
     }
 
-    pub fn store_sent(&mut self, sent: DcSent) -> Value {
+    pub(super) fn store_sent(&mut self, sent: DcSent) -> Value {
         let json = self.sent_message_json(&sent);
         self.sent_index.insert(sent.id, self.sent.len());
         self.sent.push(sent);
@@ -375,11 +375,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(state: State, shutdown: ShutdownSignal) -> Self {
+    pub(super) fn new(state: State, shutdown: ShutdownSignal) -> Self {
         Self { state: Mutex::new(state), changed: Notify::new(), shutdown }
     }
 
-    pub fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut state)
     }

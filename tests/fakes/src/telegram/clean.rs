@@ -8,7 +8,7 @@
 use super::html::Parsed;
 use serde_json::Value;
 
-pub fn clean(parsed: Parsed) -> Parsed {
+pub(super) fn clean(parsed: Parsed) -> Parsed {
     // Old UTF-16 offset → new one, for every offset (one more entry: the end).
     let mut map = Vec::with_capacity(parsed.text.len() + 1);
     let mut text = String::with_capacity(parsed.text.len());

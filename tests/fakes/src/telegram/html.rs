@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 /// Parsed text: what the user sees and how it is formatted.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Parsed {
+pub(super) struct Parsed {
     pub text: String,
     pub entities: Vec<Value>,
 }
@@ -28,7 +28,7 @@ struct Open {
     extra: Option<(&'static str, String)>,
 }
 
-pub fn parse_html(input: &str) -> Result<Parsed, String> {
+pub(super) fn parse_html(input: &str) -> Result<Parsed, String> {
     let mut text = String::with_capacity(input.len());
     let mut entities = Vec::new();
     let mut stack: Vec<Open> = Vec::new();
@@ -142,7 +142,7 @@ fn attribute(attrs: &str, key: &str) -> Option<String> {
 const RESERVED: &str = "_*[]()~`>#+-=|{}.!";
 
 /// MarkdownV2 (`strict`) or legacy Markdown.
-pub fn parse_markdown(input: &str, strict: bool) -> Result<Parsed, String> {
+pub(super) fn parse_markdown(input: &str, strict: bool) -> Result<Parsed, String> {
     let mut text = String::new();
     let mut entities = Vec::new();
     // Open markers: (marker, entity kind, start offset, byte position).

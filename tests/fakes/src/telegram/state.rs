@@ -174,7 +174,7 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub fn new(token: String, bot_id: i64, bot_username: String) -> Self {
+    pub(super) fn new(token: String, bot_id: i64, bot_username: String) -> Self {
         Self {
             token,
             bot_id,
@@ -203,7 +203,7 @@ impl State {
         }
     }
 
-    pub fn bot_user_json(&self, full: bool) -> Value {
+    pub(super) fn bot_user_json(&self, full: bool) -> Value {
         let mut user = json!({"id": self.bot_id, "is_bot": true, "first_name": "Hermes", "username": self.bot_username});
         if full {
             user["can_join_groups"] = json!(true);
@@ -221,7 +221,7 @@ impl State {
         json
     }
 
-    pub fn add_group(&mut self, chat_id: i64, title: &str, forum: bool) {
+    pub(super) fn add_group(&mut self, chat_id: i64, title: &str, forum: bool) {
         let mut json = json!({"id": chat_id, "type": "supergroup", "title": title});
         if forum {
             json["is_forum"] = json!(true);
@@ -229,7 +229,7 @@ impl State {
         self.chats.insert(chat_id, ChatInfo { json, topics: HashSet::new(), next_message_id: 1 });
     }
 
-    pub fn add_topic(&mut self, chat_id: i64, thread_id: i64) {
+    pub(super) fn add_topic(&mut self, chat_id: i64, thread_id: i64) {
         if let Some(chat) = self.chats.get_mut(&chat_id) {
             chat.topics.insert(thread_id);
             chat.next_message_id = chat.next_message_id.max(thread_id + 1);
@@ -245,7 +245,7 @@ impl State {
         });
     }
 
-    pub fn next_message_id(&mut self, chat_id: i64) -> i64 {
+    pub(super) fn next_message_id(&mut self, chat_id: i64) -> i64 {
         let chat = self.chats.entry(chat_id).or_default();
         let id = chat.next_message_id.max(1);
         chat.next_message_id = id + 1;
@@ -270,7 +270,7 @@ impl State {
         id
     }
 
-    pub fn redeliver(&mut self, update_id: i64) {
+    pub(super) fn redeliver(&mut self, update_id: i64) {
         if let Some(update) = self.history.get(&update_id) {
             self.redeliveries.push(update.clone());
         }
@@ -305,7 +305,7 @@ impl State {
         (message_id, message)
     }
 
-    pub fn user_message(&mut self, chat_id: i64, from: &TgUser, text: &str, thread: Option<i64>, reply_to: Option<i64>) -> Injected {
+    pub(super) fn user_message(&mut self, chat_id: i64, from: &TgUser, text: &str, thread: Option<i64>, reply_to: Option<i64>) -> Injected {
         let (message_id, mut message) = self.base_message(chat_id, from, thread);
         message["text"] = json!(text);
         let entities = Self::client_entities(text);
@@ -322,7 +322,7 @@ impl State {
         Injected { update_id, message_id, chat_id }
     }
 
-    pub fn edited_message(&mut self, chat_id: i64, message_id: i64, from: &TgUser, text: &str) -> Injected {
+    pub(super) fn edited_message(&mut self, chat_id: i64, message_id: i64, from: &TgUser, text: &str) -> Injected {
         let mut message = self.messages.get(&(chat_id, message_id)).cloned().unwrap_or_else(|| self.base_message(chat_id, from, None).1);
         message["text"] = json!(text);
         message["edit_date"] = json!(now_unix());
@@ -330,7 +330,7 @@ impl State {
         Injected { update_id, message_id, chat_id }
     }
 
-    pub fn callback(&mut self, chat_id: i64, message_id: i64, from: &TgUser, data: &str) -> Injected {
+    pub(super) fn callback(&mut self, chat_id: i64, message_id: i64, from: &TgUser, data: &str) -> Injected {
         let message = self.messages.get(&(chat_id, message_id)).cloned().unwrap_or(json!({
             "message_id": message_id, "date": now_unix(), "chat": {"id": chat_id, "type": "private", "first_name": "?"}
         }));
@@ -341,7 +341,7 @@ impl State {
         Injected { update_id, message_id, chat_id }
     }
 
-    pub fn store_file(&mut self, bytes: Vec<u8>, extension: &str) -> (String, String, usize) {
+    pub(super) fn store_file(&mut self, bytes: Vec<u8>, extension: &str) -> (String, String, usize) {
         let n = self.next_file;
         self.next_file += 1;
         let file_id = format!("file-{n}");
@@ -351,7 +351,7 @@ impl State {
         (file_id, format!("u{n}"), len)
     }
 
-    pub fn file_message(
+    pub(super) fn file_message(
         &mut self,
         chat_id: i64,
         from: &TgUser,
@@ -381,13 +381,13 @@ impl State {
         Injected { update_id, message_id, chat_id }
     }
 
-    pub fn raw_update(&mut self, update: Value) -> Injected {
+    pub(super) fn raw_update(&mut self, update: Value) -> Injected {
         let update_id = self.push_update(update);
         Injected { update_id, message_id: 0, chat_id: 0 }
     }
 
     /// Confirm updates below `offset` and take up to `limit` of the rest (redeliveries first).
-    pub fn take_updates(&mut self, offset: i64, limit: usize) -> Vec<Value> {
+    pub(super) fn take_updates(&mut self, offset: i64, limit: usize) -> Vec<Value> {
         if offset > 0 {
             while self.pending.front().is_some_and(|(id, _)| *id < offset) {
                 self.pending.pop_front();
@@ -453,16 +453,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(state: State, shutdown: ShutdownSignal) -> Self {
+    pub(super) fn new(state: State, shutdown: ShutdownSignal) -> Self {
         Self { state: Mutex::new(state), updates: Notify::new(), changed: Notify::new(), shutdown }
     }
 
-    pub fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut state)
     }
 
-    pub fn inject(&self, f: impl FnOnce(&mut State) -> Injected) -> Injected {
+    pub(super) fn inject(&self, f: impl FnOnce(&mut State) -> Injected) -> Injected {
         let injected = self.with(f);
         self.updates.notify_waiters();
         injected
