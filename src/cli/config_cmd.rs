@@ -10,7 +10,7 @@ pub enum ConfigCommand {
     Check,
 }
 
-pub fn run(cli: &Cli, command: &ConfigCommand) -> ExitCode {
+pub(super) fn run(cli: &Cli, command: &ConfigCommand) -> ExitCode {
     match command {
         ConfigCommand::Check => {
             let resolved = match resolve(cli) {

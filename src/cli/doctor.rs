@@ -26,7 +26,7 @@ impl Report {
     }
 }
 
-pub fn run(cli: &Cli) -> ExitCode {
+pub(super) fn run(cli: &Cli) -> ExitCode {
     let resolved = match resolve(cli) {
         Ok(r) => r,
         Err(e) => return config_failure(&e),

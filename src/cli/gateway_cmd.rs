@@ -20,7 +20,7 @@ pub enum GatewayCommand {
     Status,
 }
 
-pub fn run(cli: &Cli, command: &GatewayCommand) -> ExitCode {
+pub(super) fn run(cli: &Cli, command: &GatewayCommand) -> ExitCode {
     let resolved = match resolve(cli) {
         Ok(r) => r,
         Err(e) => return config_failure(&e),

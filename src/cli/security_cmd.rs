@@ -13,7 +13,7 @@ pub enum SecurityCommand {
     Audit,
 }
 
-pub fn run(cli: &Cli, command: &SecurityCommand) -> ExitCode {
+pub(super) fn run(cli: &Cli, command: &SecurityCommand) -> ExitCode {
     match command {
         SecurityCommand::Audit => audit_command(cli),
     }

@@ -44,7 +44,7 @@ pub use agent_sections::{
     AuxiliaryConfig, AuxiliaryModel, CompressionConfig, FallbackProvider, MemoryConfig, PlatformToolsets, Price, SandboxSetting,
     TerminalConfig,
 };
-pub use de::split_list;
+pub use hermes_adapter::values::split_list;
 
 /// Environment variables that hold the gateway's own secrets; they never reach a tool's
 /// subprocess (names ending in `_API_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD` are removed too).
@@ -68,6 +68,7 @@ pub use env::Env;
 pub use error::ConfigError;
 pub use extra::Extra;
 pub use gateway::{GatewayConfig, MediaCacheConfig, StreamingConfig};
+pub use hermes_adapter::Secret;
 pub use home::Home;
 pub use load::{Loaded, load, load_str, load_str_with, load_with, parse_yaml};
 pub use model::ModelConfig;
@@ -75,5 +76,4 @@ pub use overrides::CORE_ENV_VARS;
 pub use persist::{PersistError, write_model_default};
 pub use platforms::{PlatformConfig, Platforms};
 pub use schema::Config;
-pub use secret::Secret;
 pub use sections::{AgentConfig, ApprovalsConfig, CronConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig, SessionResetConfig};

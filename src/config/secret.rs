@@ -1,3 +1,3 @@
 //! `Secret`: a string that never prints, shared with the adapter crates through `hermes-adapter`.
 
-pub use hermes_adapter::secret::{Secret, optional};
+pub(crate) use hermes_adapter::secret::{Secret, optional};

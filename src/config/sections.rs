@@ -66,8 +66,8 @@ impl Default for ApprovalsConfig {
     }
 }
 
-pub const APPROVAL_MODES: [&str; 3] = ["off", "manual", "smart"];
-pub const CRON_APPROVAL_MODES: [&str; 2] = ["deny", "approve"];
+pub(super) const APPROVAL_MODES: [&str; 3] = ["off", "manual", "smart"];
+pub(super) const CRON_APPROVAL_MODES: [&str; 2] = ["deny", "approve"];
 
 /// `approvals.mode` as a string, accepting the booleans Hermes accepts.
 fn approval_mode<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {

@@ -110,6 +110,9 @@ pub struct RunOptions {
     pub credential_lock_dir: Option<std::path::PathBuf>,
     /// The adapters the gateway may build: the built-in ones, plus any a caller adds.
     pub registry: crate::registry::Registry,
+    /// Stops the gateway like SIGTERM when cancelled, for callers that run it in-process (an
+    /// embedding program, a test); the default token is never cancelled.
+    pub shutdown: CancellationToken,
 }
 
 /// Where the agent's files live: memories and skills under the home, commands run in
@@ -225,7 +228,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let media_sweeper = media_sweep::spawn(media_cache, media_limits);
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
-    let reason = wait_for_signal().await?;
+    let reason = wait_for_signal(&options.shutdown).await?;
     tracing::info!(?reason, "stopping: no new messages are accepted; finishing running turns");
     board.set_draining();
     limits.running.set_draining();
@@ -393,7 +396,9 @@ async fn drain_turns(limits: &turn_limits::TurnLimits, timeout: Duration) {
     }
 }
 
-async fn wait_for_signal() -> Result<ExitReason, GatewayError> {
+/// SIGTERM or SIGINT stop the gateway (as does cancelling `shutdown`, for a caller running it
+/// in-process); SIGUSR1 asks for a restart.
+async fn wait_for_signal(shutdown: &CancellationToken) -> Result<ExitReason, GatewayError> {
     let io = |e: std::io::Error| GatewayError::Io(format!("cannot install signal handlers: {e}"));
     let mut term = signal(SignalKind::terminate()).map_err(io)?;
     let mut int = signal(SignalKind::interrupt()).map_err(io)?;
@@ -402,5 +407,6 @@ async fn wait_for_signal() -> Result<ExitReason, GatewayError> {
         _ = term.recv() => ExitReason::Stopped,
         _ = int.recv() => ExitReason::Stopped,
         _ = usr1.recv() => ExitReason::RestartRequested,
+        _ = shutdown.cancelled() => ExitReason::Stopped,
     })
 }

@@ -10,7 +10,11 @@ use hermes_adapter::PlatformAdapter;
 use std::sync::Arc;
 
 /// The gateway's handles with `adapter` as its only platform; the temp dir owns the home.
-pub async fn gateway(config: Config, adapter: Arc<dyn PlatformAdapter>, provider: Arc<dyn ChatProvider>) -> (tempfile::TempDir, Wiring) {
+pub(super) async fn gateway(
+    config: Config,
+    adapter: Arc<dyn PlatformAdapter>,
+    provider: Arc<dyn ChatProvider>,
+) -> (tempfile::TempDir, Wiring) {
     let dir = tempfile::tempdir().unwrap();
     let config = Arc::new(config);
     let store: Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
@@ -40,14 +44,14 @@ pub async fn gateway(config: Config, adapter: Arc<dyn PlatformAdapter>, provider
 }
 
 /// A chat read live that records the text of every message the bot sent (platform `chat`).
-pub struct RecordingChat {
+pub(super) struct RecordingChat {
     platform: hermes_adapter::Platform,
     caps: hermes_adapter::Capabilities,
     pub sent: std::sync::Mutex<Vec<String>>,
 }
 
 impl RecordingChat {
-    pub fn new() -> Arc<RecordingChat> {
+    pub(super) fn new() -> Arc<RecordingChat> {
         let caps = hermes_adapter::Capabilities { supports_async_delivery: true, read_live: true, ..hermes_adapter::Capabilities::http() };
         Arc::new(RecordingChat { platform: hermes_adapter::Platform::new("chat"), caps, sent: Default::default() })
     }

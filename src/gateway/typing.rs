@@ -17,12 +17,12 @@ use tokio::task::JoinHandle;
 /// Telegram and Discord show the indicator for about 5 s (Discord 10 s); refresh before it fades.
 const REFRESH: Duration = Duration::from_secs(4);
 /// How long a turn runs before the indicator is shown.
-pub const TYPING_DELAY: Duration = Duration::from_millis(250);
+pub(super) const TYPING_DELAY: Duration = Duration::from_millis(250);
 
-pub struct TypingGuard(Option<JoinHandle<()>>);
+pub(super) struct TypingGuard(Option<JoinHandle<()>>);
 
 impl TypingGuard {
-    pub fn start(adapter: Arc<dyn PlatformAdapter>, target: ChatTarget) -> Self {
+    pub(super) fn start(adapter: Arc<dyn PlatformAdapter>, target: ChatTarget) -> Self {
         if !adapter.capabilities().supports_typing {
             return Self(None);
         }

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 /// Levels of agents: the user's agent (depth 0) and its sub-agents (depth 1).
-pub const MAX_DEPTH: u8 = 2;
+pub(super) const MAX_DEPTH: u8 = 2;
 /// Toolsets a sub-agent never gets.
 const DENIED_TOOLSETS: &[&str] = &["delegation", "clarify", "memory", "messaging"];
 
@@ -17,7 +17,7 @@ const SUBAGENT_PROMPT: &str = "You are a focused sub-agent working for another A
 reply with a concise report of what you found or did: facts, file paths, commands and results the parent needs. You cannot ask questions; \
 when something is ambiguous, make a reasonable choice and say so.";
 
-pub struct DelegateTask;
+pub(super) struct DelegateTask;
 
 #[async_trait]
 impl Tool for DelegateTask {

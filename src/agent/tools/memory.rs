@@ -7,7 +7,7 @@ use crate::agent::memory::{MemoryStore, MemoryTarget};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-pub struct Memory;
+pub(super) struct Memory;
 
 #[async_trait]
 impl Tool for Memory {

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
-pub struct Patch;
+pub(super) struct Patch;
 
 /// Lines of each side shown in the summary's hunk.
 const HUNK_LINES: usize = 30;

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 
-pub struct ReadFile;
+pub(super) struct ReadFile;
 
 /// Lines returned when no `limit` is given.
 const DEFAULT_LIMIT: usize = 2000;

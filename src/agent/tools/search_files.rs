@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-pub struct SearchFiles;
+pub(super) struct SearchFiles;
 
 const DEFAULT_RESULTS: usize = 100;
 const MAX_RESULTS: usize = 1000;

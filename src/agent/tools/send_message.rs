@@ -6,7 +6,7 @@ use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-pub struct SendMessage;
+pub(super) struct SendMessage;
 
 #[async_trait]
 impl Tool for SendMessage {

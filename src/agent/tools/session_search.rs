@@ -5,7 +5,7 @@ use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-pub struct SessionSearch;
+pub(super) struct SessionSearch;
 
 #[async_trait]
 impl Tool for SessionSearch {

@@ -6,7 +6,7 @@ use crate::agent::skills;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-pub struct SkillView;
+pub(super) struct SkillView;
 
 #[async_trait]
 impl Tool for SkillView {

@@ -5,7 +5,7 @@ use crate::agent::skills;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-pub struct SkillsList;
+pub(super) struct SkillsList;
 
 #[async_trait]
 impl Tool for SkillsList {

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
-pub struct Terminal;
+pub(super) struct Terminal;
 
 /// How long the output pipe may stay open after the shell exited (a background process that
 /// inherited it) before we stop reading and return what we have.

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::path::{Component, Path, PathBuf};
 
-pub struct WriteFile;
+pub(super) struct WriteFile;
 
 #[async_trait]
 impl Tool for WriteFile {

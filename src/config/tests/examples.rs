@@ -11,7 +11,7 @@ use std::path::Path;
 fn check_or_bless(file: &str, committed: &str, generated: &str) {
     let expected = replace_region(committed, generated).unwrap_or_else(|| panic!("{file} has no generated region"));
     if std::env::var_os("HERMES_BLESS").is_some() {
-        std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join(file), &expected).unwrap();
+        std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join(file), &expected).expect("rewrite the example file");
         return;
     }
     assert!(committed == expected, "{file} is stale: run `HERMES_BLESS=1 cargo test --lib generated_examples`");

@@ -9,7 +9,7 @@ use hermes_adapter::ChatTarget;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-pub struct Background;
+pub(super) struct Background;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "background",

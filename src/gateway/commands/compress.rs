@@ -6,7 +6,7 @@ use crate::gateway::compaction;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-pub struct Compress;
+pub(super) struct Compress;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "compress",

@@ -3,7 +3,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand, describe};
 use async_trait::async_trait;
 
-pub struct Help;
+pub(super) struct Help;
 
 static SPEC: CommandSpec =
     CommandSpec { name: "help", aliases: &[], args_hint: "", description: "Show the available commands", runs_mid_turn: true };

@@ -3,7 +3,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand, describe};
 use async_trait::async_trait;
 
-pub struct Commands;
+pub(super) struct Commands;
 
 const PER_PAGE: usize = 20;
 

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use hermes_adapter::Button;
 use serde_json::json;
 
-pub struct Model;
+pub(super) struct Model;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "model",

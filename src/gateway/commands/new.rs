@@ -3,7 +3,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 
-pub struct New;
+pub(super) struct New;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "new",

@@ -3,7 +3,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 
-pub struct Queue;
+pub(super) struct Queue;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "queue",

@@ -3,7 +3,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 
-pub struct Retry;
+pub(super) struct Retry;
 
 static SPEC: CommandSpec =
     CommandSpec { name: "retry", aliases: &[], args_hint: "", description: "Run your last message again", runs_mid_turn: false };

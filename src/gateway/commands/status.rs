@@ -4,7 +4,7 @@ use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCo
 use crate::gateway::health::AdapterState;
 use async_trait::async_trait;
 
-pub struct Status;
+pub(super) struct Status;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "status",

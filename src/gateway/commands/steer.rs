@@ -4,7 +4,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 
-pub struct Steer;
+pub(super) struct Steer;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "steer",

@@ -3,7 +3,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 
-pub struct Stop;
+pub(super) struct Stop;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "stop",

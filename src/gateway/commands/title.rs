@@ -3,7 +3,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 
-pub struct Title;
+pub(super) struct Title;
 
 const MAX_TITLE: usize = 100;
 

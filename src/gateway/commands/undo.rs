@@ -4,7 +4,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 
-pub struct Undo;
+pub(super) struct Undo;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "undo",

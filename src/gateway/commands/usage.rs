@@ -5,7 +5,7 @@ use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCo
 use crate::gateway::models::Models;
 use async_trait::async_trait;
 
-pub struct UsageCommand;
+pub(super) struct UsageCommand;
 
 static SPEC: CommandSpec = CommandSpec {
     name: "usage",
@@ -53,7 +53,7 @@ impl SlashCommand for UsageCommand {
 }
 
 /// The cost, or why it is unknown.
-pub fn format_cost(cost: f64, used: &[String], models: &Models) -> String {
+pub(super) fn format_cost(cost: f64, used: &[String], models: &Models) -> String {
     if !models.all_priced(used) {
         return format!("${cost:.4} (no price configured for some models: set model.pricing.<model>)");
     }

@@ -3,7 +3,7 @@
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use async_trait::async_trait;
 
-pub struct WhoAmI;
+pub(super) struct WhoAmI;
 
 static SPEC: CommandSpec =
     CommandSpec { name: "whoami", aliases: &[], args_hint: "", description: "Show your ids and access", runs_mid_turn: true };

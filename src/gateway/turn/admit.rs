@@ -26,7 +26,7 @@ pub(super) struct AnswerTo {
 
 impl AnswerTo {
     /// Tell the user the turn failed (the text names what to do), as the turn's answer.
-    pub async fn fail(&self, text: &str) {
+    pub(super) async fn fail(&self, text: &str) {
         let finish = Some(Finish { usage: Default::default(), finish_reason: "error".into() });
         outbound::deliver(&self.deliverer, &self.target, self.reply_to.as_deref(), text, &self.key, finish).await;
     }

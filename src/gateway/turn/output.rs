@@ -38,7 +38,7 @@ pub(super) enum Strategy {
 impl Strategy {
     /// `edits_wanted`: streaming by edits is on for this platform (see
     /// [`StreamSettings::edits_wanted`]).
-    pub fn for_caps(caps: &hermes_adapter::Capabilities, edits_wanted: bool) -> Strategy {
+    pub(super) fn for_caps(caps: &hermes_adapter::Capabilities, edits_wanted: bool) -> Strategy {
         match caps.streaming {
             StreamStyle::Events => Strategy::Events,
             StreamStyle::EditInPlace if edits_wanted => Strategy::EditInPlace,
@@ -49,7 +49,7 @@ impl Strategy {
 }
 
 impl Output {
-    pub fn choose(deliverer: &Arc<Deliverer>, settings: &StreamSettings, answer: &AnswerTo) -> Output {
+    pub(super) fn choose(deliverer: &Arc<Deliverer>, settings: &StreamSettings, answer: &AnswerTo) -> Output {
         match Strategy::for_caps(&answer.caps, settings.edits_wanted(&answer.caps)) {
             Strategy::EditInPlace => Output::EditInPlace(Box::new(StreamEditor::new(
                 deliverer.clone(),
@@ -66,11 +66,11 @@ impl Output {
     }
 
     /// Whether the model's answer should arrive token by token.
-    pub fn streams(&self) -> bool {
+    pub(super) fn streams(&self) -> bool {
         matches!(self, Output::EditInPlace(_) | Output::Events { .. })
     }
 
-    pub async fn text(&mut self, answer: &AnswerTo, delta: &str) {
+    pub(super) async fn text(&mut self, answer: &AnswerTo, delta: &str) {
         match self {
             Output::EditInPlace(editor) => editor.on_delta(delta).await,
             Output::Events { .. } => self.stream(answer, StreamEvent::Token { text: delta.to_string() }).await,
@@ -78,7 +78,7 @@ impl Output {
         }
     }
 
-    pub async fn tool_call(&mut self, answer: &AnswerTo, id: String, name: String, arguments: String) {
+    pub(super) async fn tool_call(&mut self, answer: &AnswerTo, id: String, name: String, arguments: String) {
         match self {
             Output::EditInPlace(editor) => editor.on_tool_call(&name, &arguments).await,
             Output::ProgressLines { sent, seen, mode } => {
@@ -93,7 +93,7 @@ impl Output {
         }
     }
 
-    pub async fn tool_result(&mut self, answer: &AnswerTo, id: String, name: String, content: String) {
+    pub(super) async fn tool_result(&mut self, answer: &AnswerTo, id: String, name: String, content: String) {
         if let Output::Events { .. } = self {
             self.stream(answer, StreamEvent::ToolResult { id, name, content }).await;
         }
@@ -109,7 +109,7 @@ impl Output {
 
     /// Deliver the final answer. Where it was streamed into an edited message, that message
     /// shows the words and files named by `MEDIA:` tags follow it.
-    pub async fn answer(&mut self, answer: &AnswerTo, text: &str, finish: Finish) {
+    pub(super) async fn answer(&mut self, answer: &AnswerTo, text: &str, finish: Finish) {
         if let Output::EditInPlace(editor) = self {
             let (words, tags) = extract_media_tags(text);
             if editor.finish(&words).await {
@@ -125,7 +125,7 @@ impl Output {
 
     /// The user stopped the turn: an edited message keeps what was written; a client waiting for
     /// the answer gets it, cut short.
-    pub async fn interrupted(&mut self, answer: &AnswerTo, streamed: &str) {
+    pub(super) async fn interrupted(&mut self, answer: &AnswerTo, streamed: &str) {
         if let Output::EditInPlace(editor) = self
             && !streamed.is_empty()
         {
