@@ -49,8 +49,10 @@ impl Platforms {
             // No adapter in this build: keep `extra` (free-form) and report the rest.
             for (key, value) in std::mem::take(&mut block.rest) {
                 if key == "extra" {
-                    let map: BTreeMap<String, serde_json::Value> = serde_json::from_value(value).unwrap_or_default();
-                    block.extra = Extra::from(map);
+                    match serde_json::from_value::<BTreeMap<String, serde_json::Value>>(value) {
+                        Ok(map) => block.extra = Extra::from(map),
+                        Err(_) => warnings.push(format!("{label}: `platforms.{name}.extra` is not a mapping (ignored)")),
+                    }
                 } else {
                     warnings.push(format!("{label}: unknown key `platforms.{name}.{key}` (ignored)"));
                 }

@@ -130,6 +130,23 @@ compression:
 }
 
 #[test]
+fn a_platform_without_an_adapter_keeps_its_extra_and_reports_the_rest() {
+    let text = "platforms:\n  slack:\n    enabled: true\n    bot_tokn: x\n    extra:\n      team: t1\n  matrix:\n    extra: 5\n";
+    let loaded = load_yaml(text, &[]).unwrap();
+    let mut warnings = loaded.warnings.clone();
+    warnings.sort();
+    assert_eq!(
+        warnings,
+        [
+            "config.yaml: `platforms.matrix.extra` is not a mapping (ignored)",
+            "config.yaml: unknown key `platforms.slack.bot_tokn` (ignored)",
+        ]
+    );
+    let slack = loaded.config.platforms.get("slack").unwrap();
+    assert_eq!(slack.extra.get("team").and_then(|v| v.as_str()), Some("t1"));
+}
+
+#[test]
 fn invalid_value_names_its_path() {
     let e = error("gateway:\n  max_concurrent_sessions: many\n", &[]);
     match &e {
