@@ -81,7 +81,7 @@ impl Platforms {
                 _ => {}
             }
         }
-        let rest = serde_json::Value::Object(block.rest.clone().into_iter().collect());
+        let rest = serde_json::Value::Object(std::mem::take(&mut block.rest).into_iter().collect());
         let lookup = |var: &str| env.get(var).map(str::to_string);
         let input = BlockInput { block: &rest, env: &lookup, vars: registration.env, enabled: block.is_enabled() };
         let parsed = (registration.parse)(&input).map_err(|e| match e {
@@ -93,7 +93,6 @@ impl Platforms {
         })?;
         warnings.extend(parsed.unknown.iter().map(|key| format!("{label}: unknown key `platforms.{name}.{key}` (ignored)")));
         block.settings = Some(parsed.config);
-        block.rest.clear();
         Ok(())
     }
 }
