@@ -346,3 +346,33 @@ fn build(config: &dyn ErasedConfig, _ctx: &BuildContext<'_>) -> Result<Arc<dyn P
     let adapter = WebhookAdapter::new(settings).map_err(|e| BuildError::new(None, e.to_string()))?;
     Ok(Arc::new(adapter))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config(value: serde_json::Value) -> WebhookConfig {
+        serde_json::from_value(value).expect("a webhook block")
+    }
+
+    #[test]
+    fn the_listener_leaves_loopback_only_when_every_route_is_signed() {
+        let signed =
+            config(json!({"secret": "a-long-global-secret-0123", "routes": {"gh": {}, "ci": {"secret": "route-secret-0123456789"}}}));
+        assert_eq!(signed.effective_host(), "0.0.0.0");
+
+        // One route taking unsigned deliveries keeps the whole listener on loopback.
+        let open_route =
+            config(json!({"secret": "a-long-global-secret-0123", "routes": {"gh": {}, "local": {"secret": "INSECURE_NO_AUTH"}}}));
+        assert_eq!(open_route.effective_host(), "127.0.0.1");
+        let no_secret_yet = config(json!({"routes": {"gh": {}}}));
+        assert_eq!(no_secret_yet.effective_host(), "127.0.0.1");
+        let global_unsigned = config(json!({"secret": " INSECURE_NO_AUTH ", "routes": {"gh": {}}}));
+        assert_eq!(global_unsigned.effective_host(), "127.0.0.1");
+
+        // An address the operator chose is used as written.
+        let chosen = config(json!({"host": "192.0.2.7", "routes": {"local": {"secret": "INSECURE_NO_AUTH"}}}));
+        assert_eq!(chosen.effective_host(), "192.0.2.7");
+    }
+}
