@@ -58,6 +58,8 @@ pub struct AuxiliaryModel {
 #[serde(default)]
 pub struct AuxiliaryConfig {
     pub compression: AuxiliaryModel,
+    /// Judges flagged commands in `approvals.mode: smart`.
+    pub approval: AuxiliaryModel,
 }
 
 /// `terminal.*`: the local terminal tool.

@@ -29,6 +29,9 @@ pub struct Config {
     pub streaming: StreamingConfig,
     pub session_reset: SessionResetConfig,
     pub approvals: ApprovalsConfig,
+    /// Commands approved for ever (exact text, or a glob without shell operators); `/approve
+    /// always` adds to it.
+    pub command_allowlist: Vec<String>,
     pub cron: CronConfig,
     pub agent: AgentConfig,
     pub logging: LoggingConfig,
@@ -84,7 +87,8 @@ impl Config {
     /// Every configured secret value, for the log redactor: these strings never reach a log line.
     pub fn secret_values(&self) -> Vec<String> {
         let p = &self.platforms;
-        let mut all = vec![self.model.api_key.as_ref(), self.auxiliary.compression.api_key.as_ref()];
+        let mut all =
+            vec![self.model.api_key.as_ref(), self.auxiliary.compression.api_key.as_ref(), self.auxiliary.approval.api_key.as_ref()];
         all.extend(self.fallback_providers.iter().map(|f| f.api_key.as_ref()));
         all.extend(p.others.values().flat_map(|o| [o.token.as_ref(), o.api_key.as_ref()]));
         let mut out: Vec<String> = all.into_iter().flatten().filter(|s| !s.is_empty()).map(|s| s.expose().to_string()).collect();

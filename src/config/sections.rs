@@ -58,11 +58,14 @@ pub struct ApprovalsConfig {
     pub cron_mode: String,
     /// Ask before `/new`, `/reset` and other destructive slash commands.
     pub destructive_slash_confirm: bool,
+    /// Globs (case-insensitive, `*` and `?`) of commands refused outright, whatever the mode,
+    /// `/yolo` included.
+    pub deny: Vec<String>,
 }
 
 impl Default for ApprovalsConfig {
     fn default() -> Self {
-        Self { mode: "smart".to_string(), timeout: 60, cron_mode: "deny".to_string(), destructive_slash_confirm: true }
+        Self { mode: "smart".to_string(), timeout: 60, cron_mode: "deny".to_string(), destructive_slash_confirm: true, deny: Vec::new() }
     }
 }
 

@@ -31,6 +31,14 @@ impl Config {
         }
         one_of("approvals.mode", &mut self.approvals.mode, &APPROVAL_MODES)?;
         one_of("approvals.cron_mode", &mut self.approvals.cron_mode, &CRON_APPROVAL_MODES)?;
+        for (i, rule) in self.approvals.deny.iter().enumerate() {
+            if let Err(e) = globset::Glob::new(rule.trim()) {
+                return Err(ConfigError::invalid(
+                    format!("approvals.deny[{i}]"),
+                    format!("not a valid glob ({e}); write e.g. 'git push*'"),
+                ));
+            }
+        }
         one_of("streaming.transport", &mut self.streaming.transport, &STREAMING_TRANSPORTS)?;
         let interval = self.streaming.edit_interval;
         if !interval.is_finite() || interval < 0.0 {

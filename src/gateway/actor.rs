@@ -1,8 +1,13 @@
 //! Session actors: one per session key. An actor runs its session's events in order, one turn at
 //! a time; while a turn runs it answers commands at once, hands the next message to a pending
-//! `clarify` question, and applies the busy policy (interrupt, queue or steer) to new messages.
-//! Every actor shares one [`ActorHandles`]: the turn's handles, the commands', the clarify board.
+//! `clarify` question, and applies the busy policy (interrupt, queue or steer) to new messages —
+//! except while the turn waits for a command's approval: then a message is queued and its sender
+//! told that an approval is pending (a plain "yes" never approves, and never interrupts).
+//! Every actor shares one [`ActorHandles`]: the turn's handles, the commands', the clarify and
+//! approval boards.
 
+use super::approvals::board::ApprovalBoard;
+use super::approvals::texts;
 use super::clarify::ClarifyBoard;
 use super::commands::{self, CommandContext, CommandHandles, CommandOutcome};
 use super::deliverer::Deliverer;
@@ -31,6 +36,8 @@ pub struct ActorHandles {
     pub commands: CommandHandles,
     /// Questions the agent asked (`clarify`), answered by the session's next message.
     pub clarify: Arc<ClarifyBoard>,
+    /// Commands waiting for approval: a message meanwhile is queued, not an answer.
+    pub approvals: Arc<ApprovalBoard>,
     pub behaviour: Behaviour,
 }
 
@@ -273,6 +280,10 @@ impl SessionActor {
     }
 
     async fn on_message(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
+        if self.state.is_running() && self.handles.approvals.pending(&self.session_key) > 0 {
+            self.hold_while_approval_pending(event).await;
+            return;
+        }
         // A question the agent asked (`clarify`) takes the next message as its answer.
         if self.state.is_running() && self.handles.clarify.answer(&self.session_key, &event.text) {
             self.close(&event).await;
@@ -304,6 +315,20 @@ impl SessionActor {
             return;
         }
         self.busy_ack(&event, ack).await;
+    }
+
+    /// A message while a command waits for approval: it must not answer the approval (only
+    /// `/approve` does) nor interrupt the turn (that would deny it), so it waits for the turn and
+    /// its sender learns why nothing happens yet.
+    async fn hold_while_approval_pending(&mut self, event: InboundEvent) {
+        if let Err(cap) = self.state.enqueue_back(event.clone()) {
+            let text = format!("⚠️ Too many messages are waiting ({cap}). This one was not queued — answer the pending approval first.");
+            self.reply_and_close(&event, &text).await;
+            return;
+        }
+        let target = Self::target_of(&event);
+        let key = format!("{}:approval-pending", event.event_id);
+        outbound::deliver(self.deliverer(), &target, event.message_id.as_deref(), texts::PENDING_NOTICE, &key, None).await;
     }
 
     /// Tell the user their message was seen, at most once per 30 s, on chat platforms only (a

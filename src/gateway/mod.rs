@@ -19,6 +19,7 @@
 pub mod actor;
 pub mod adapters;
 pub mod admin;
+pub mod approvals;
 pub mod auth;
 pub mod background_slots;
 pub mod backoff;
@@ -205,12 +206,13 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         agent: agent.agent,
         paths: agent.paths,
         tool_settings: agent.tool_settings,
-        approval: agent.approval,
+        guard: agent.guard,
         history_bytes: HISTORY_CACHE_BYTES,
     });
     let (board, limits) = (wiring.health.clone(), wiring.limits().clone());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
     let inbox = Arc::new(inbox::Inbox::new(store.clone(), router_tx));
+    approvals::deny_left_open(&store, wiring.turns().deliverer.clone()).await;
     let router = router::spawn(wiring.routing(), router_rx);
     inbox.replay_unfinished().await?;
 
@@ -304,7 +306,7 @@ struct AgentParts {
     agent: Arc<Agent>,
     paths: Arc<AgentPaths>,
     tool_settings: Arc<ToolSettings>,
-    approval: Arc<GuardPolicy>,
+    guard: Arc<GuardPolicy>,
 }
 
 /// Build the agent, its working folder, the command sandbox and the approval policy.
@@ -314,9 +316,9 @@ fn agent_parts(config: &Config, home: &Home, auth: &AuthPolicy) -> Result<AgentP
     let paths = Arc::new(agent_paths(home, config));
     std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;
     let confinement = Arc::new(confinement(config, home, &paths)?);
-    let approval = Arc::new(approval_policy(config, home, &paths, &confinement));
+    let guard = Arc::new(approval_policy(config, home, &paths, &confinement));
     let tool_settings = Arc::new(ToolSettings { confinement, per_user_profiles: auth.serves_several_users(), ..tool_settings(config) });
-    Ok(AgentParts { agent, paths, tool_settings, approval })
+    Ok(AgentParts { agent, paths, tool_settings, guard })
 }
 
 /// What every adapter's context is made of.

@@ -86,21 +86,13 @@ impl Models {
 
     /// The model that summarizes conversations (`auxiliary.compression`, else the session's).
     pub fn compression_model(&self, session_model: &ModelSpec) -> ModelSpec {
-        let aux = &self.config.auxiliary.compression;
-        let mut spec = session_model.clone();
-        if let Some(m) = &aux.model {
-            spec.model = m.clone();
-        }
-        if aux.provider.is_some() {
-            spec.provider = aux.provider.clone();
-        }
-        if let Some(u) = &aux.base_url {
-            spec.base_url = u.clone();
-        }
-        if let Some(k) = &aux.api_key {
-            spec.api_key = Some(k.expose().to_string());
-        }
-        spec
+        auxiliary(&self.config.auxiliary.compression, session_model)
+    }
+
+    /// The model that judges flagged commands in smart mode (`auxiliary.approval`, else the
+    /// default model).
+    pub fn approval_model(&self) -> ModelSpec {
+        auxiliary(&self.config.auxiliary.approval, &self.default_model())
     }
 
     /// How tool calls are put to the model (`model.tool_protocol`).
@@ -145,4 +137,22 @@ impl Models {
         }
         spec
     }
+}
+
+/// `aux`'s settings over `base`: what `aux` leaves unset stays as in `base`.
+fn auxiliary(aux: &crate::config::AuxiliaryModel, base: &ModelSpec) -> ModelSpec {
+    let mut spec = base.clone();
+    if let Some(m) = &aux.model {
+        spec.model = m.clone();
+    }
+    if aux.provider.is_some() {
+        spec.provider = aux.provider.clone();
+    }
+    if let Some(u) = &aux.base_url {
+        spec.base_url = u.clone();
+    }
+    if let Some(k) = &aux.api_key {
+        spec.api_key = Some(k.expose().to_string());
+    }
+    spec
 }

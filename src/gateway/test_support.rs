@@ -24,7 +24,7 @@ pub(super) async fn gateway(
     let auth = Arc::new(super::auth_policy(&config, std::slice::from_ref(&platform)));
     let tool_settings =
         Arc::new(crate::agent::tools::ToolSettings { per_user_profiles: auth.serves_several_users(), ..super::tool_settings(&config) });
-    let approval = Arc::new(crate::agent::approval::GuardPolicy::new(
+    let guard = Arc::new(crate::agent::approval::GuardPolicy::new(
         false,
         crate::agent::approval::GuardPolicy::context_for(&dir.path().join("workspace"), dir.path(), None),
     ));
@@ -37,7 +37,7 @@ pub(super) async fn gateway(
         auth,
         agent,
         tool_settings,
-        approval,
+        guard,
         history_bytes: 1 << 20,
     });
     (dir, wiring)

@@ -16,19 +16,31 @@ use tokio::task::JoinHandle;
 
 /// Telegram and Discord show the indicator for about 5 s (Discord 10 s); refresh before it fades.
 const REFRESH: Duration = Duration::from_secs(4);
+/// How often a paused indicator checks whether the turn runs again.
+const PAUSED_CHECK: Duration = Duration::from_millis(250);
 /// How long a turn runs before the indicator is shown.
 pub(super) const TYPING_DELAY: Duration = Duration::from_millis(250);
 
 pub(super) struct TypingGuard(Option<JoinHandle<()>>);
 
 impl TypingGuard {
-    pub(super) fn start(adapter: Arc<dyn PlatformAdapter>, target: ChatTarget) -> Self {
+    /// Show the indicator until dropped, except while `waiting_for_user` says the turn is
+    /// paused on the user (an approval prompt): then "typing…" would claim the agent is busy.
+    pub(super) fn start(
+        adapter: Arc<dyn PlatformAdapter>,
+        target: ChatTarget,
+        waiting_for_user: impl Fn() -> bool + Send + 'static,
+    ) -> Self {
         if !adapter.capabilities().supports_typing {
             return Self(None);
         }
         Self(Some(tokio::spawn(async move {
             tokio::time::sleep(TYPING_DELAY).await;
             loop {
+                if waiting_for_user() {
+                    tokio::time::sleep(PAUSED_CHECK).await;
+                    continue;
+                }
                 if let Err(e) = adapter.typing(&target).await {
                     tracing::debug!(platform = %target.platform, "typing indicator failed: {e}");
                 }

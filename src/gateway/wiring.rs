@@ -3,17 +3,23 @@
 //!
 //! 1. [`Models`], the [`Deliverer`] (adapters, outbox, file roots) and the [`ClarifyBoard`]
 //!    own nothing that needs them back.
-//! 2. The [`GatewayToolHost`] gets the store, the deliverer, the clarify board and the home
+//! 2. The approval policy ([`ChatApprovals`]) gets the classifier, the store and the deliverer
+//!    (for its prompts); its board is shared with the commands that answer it and the actors.
+//! 3. The [`GatewayToolHost`] gets the store, the deliverer, the clarify board and the home
 //!    channels; the agent's tools reach it through each turn's tool context, and nothing it
 //!    holds owns the agent.
-//! 3. The [`StoreDirectory`] (handed to the adapters when they start) gets the store, the key
+//! 4. The [`StoreDirectory`] (handed to the adapters when they start) gets the store, the key
 //!    policy and the models — not the adapters.
-//! 4. The turn's, the commands' and the actors' handles are assembled from the above.
+//! 5. The turn's, the commands' and the actors' handles are assembled from the above.
 //!
 //! [`Wiring`] is the one value that holds everything; only `gateway::run` (and the tests'
 //! in-process gateway) keep it, and they hand out its parts.
 
 use super::actor::{ActorHandles, Behaviour};
+use super::approvals::board::ApprovalBoard;
+use super::approvals::rules::{ApprovalRules, Mode};
+use super::approvals::smart::SmartJudge;
+use super::approvals::{ApprovalHandles, ChatApprovals};
 use super::auth::AuthPolicy;
 use super::clarify::ClarifyBoard;
 use super::commands::{self, CommandHandles};
@@ -32,7 +38,7 @@ use super::tool_host::{GatewayToolHost, HomeChannels};
 use super::turn::{Prompts, TurnHandles};
 use super::turn_limits::TurnLimits;
 use crate::agent::Agent;
-use crate::agent::approval::ApprovalPolicy;
+use crate::agent::approval::GuardPolicy;
 use crate::agent::tools::{AgentPaths, ToolSettings};
 use crate::config::{Config, Home};
 use crate::store::Store;
@@ -50,7 +56,8 @@ pub struct Parts<'a> {
     pub agent: Arc<Agent>,
     pub paths: Arc<AgentPaths>,
     pub tool_settings: Arc<ToolSettings>,
-    pub approval: Arc<dyn ApprovalPolicy>,
+    /// The command classifier, under the gateway's approval policy.
+    pub guard: Arc<GuardPolicy>,
     /// Message text kept in memory between turns (recent sessions' history).
     pub history_bytes: usize,
 }
@@ -66,13 +73,19 @@ pub struct Wiring {
 
 impl Wiring {
     pub fn build(parts: Parts<'_>) -> Wiring {
-        let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, approval, history_bytes } = parts;
+        let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, guard, history_bytes } = parts;
         let models = Arc::new(Models::new(config.clone(), home.config_file()));
+        let approvals = ApprovalHandles {
+            board: Arc::new(ApprovalBoard::default()),
+            rules: Arc::new(ApprovalRules::from_config(&config, home.config_file())),
+        };
         let files = FileRoots { home, workdir: paths.workdir.clone() };
         let deliverer = Arc::new(Deliverer::new(adapters, store.clone(), files));
         let clarify = Arc::new(ClarifyBoard::default());
         let host = GatewayToolHost::new(store.clone(), deliverer.clone(), clarify.clone(), HomeChannels::from_config(&config));
-        let tools = Arc::new(ToolAccess::new(&config, paths.clone(), tool_settings.clone(), Arc::new(host), approval));
+        let smart = (approvals.rules.mode == Mode::Smart).then(|| SmartJudge::new(agent.clone(), models.clone()));
+        let policy = ChatApprovals::new(guard, approvals.clone(), smart, store.clone(), deliverer.clone(), tool_settings.secrets.clone());
+        let tools = Arc::new(ToolAccess::new(&config, paths.clone(), tool_settings.clone(), Arc::new(host), Arc::new(policy)));
         let prompts = Prompts::new(
             store.clone(),
             paths,
@@ -92,6 +105,7 @@ impl Wiring {
             limits: Arc::new(TurnLimits::new(config.gateway.max_concurrent_sessions)),
             auth: auth.clone(),
             stream: Arc::new(StreamSettings::from_config(&config)),
+            approvals: approvals.board.clone(),
         };
         let health = Arc::new(HealthBoard::new());
         let commands = CommandHandles {
@@ -101,9 +115,10 @@ impl Wiring {
             health: health.clone(),
             registry: Arc::new(commands::registry()),
             turns: turns.clone(),
+            approvals: approvals.clone(),
         };
         let behaviour = Behaviour::from_config(&config);
-        let actors = Arc::new(ActorHandles { turns, commands, clarify, behaviour });
+        let actors = Arc::new(ActorHandles { turns, commands, clarify, approvals: approvals.board, behaviour });
         let key_policy = KeyPolicy {
             group_sessions_per_user: config.gateway.group_sessions_per_user,
             thread_sessions_per_user: config.gateway.thread_sessions_per_user,

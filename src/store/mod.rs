@@ -13,9 +13,9 @@ mod sqlite;
 mod suite;
 
 pub use backend::{
-    CallUsage, Claims, HistoryUpdate, Inbox, InboxRow, InboxState, KnownHistory, MessageRow, NewMessage, OpenedTurn, Outbox,
-    OutboxReservation, OutboxRow, RouteEntry, Routes, SearchHit, SearchScope, SendNow, SessionLog, SessionRow, StoreBackend, TurnContext,
-    TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
+    Approvals, CallUsage, Claims, HistoryUpdate, Inbox, InboxRow, InboxState, KnownHistory, MessageRow, NewMessage, OpenedTurn, Outbox,
+    OutboxReservation, OutboxRow, PendingApproval, RouteEntry, Routes, SearchHit, SearchScope, SendNow, SessionLog, SessionRow,
+    StoreBackend, TurnContext, TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
 };
 pub use sqlite::SqliteStore;
 

@@ -43,6 +43,8 @@ macro_rules! store_suite {
             retaking_a_claim_extends_it,
             only_the_holder_releases_a_claim,
             of_concurrent_takers_one_wins,
+            an_open_approval_closes_once,
+            approvals_left_open_by_a_crash_are_closed_oldest_first,
         );
     };
     (@each $open:path; $($name:ident),* $(,)?) => {
@@ -536,4 +538,39 @@ pub(crate) async fn of_concurrent_takers_one_wins(store: Store) {
         taken += t.await.unwrap() as usize;
     }
     assert_eq!(taken, 1);
+}
+
+// --- approvals ---
+
+fn pending(id: &str, session_key: &str, age_secs: i64) -> PendingApproval {
+    PendingApproval {
+        id: id.into(),
+        session_key: session_key.into(),
+        target: hermes_adapter::ChatTarget { platform: Platform::new("telegram"), chat_id: "42".into(), thread_id: Some("7".into()) },
+        command: format!("rm -rf /srv/{id}"),
+        created_at: chrono::Utc::now() - chrono::Duration::seconds(age_secs),
+    }
+}
+
+pub(crate) async fn an_open_approval_closes_once(store: Store) {
+    store.approval_open(&pending("a1", "k", 0)).await.unwrap();
+    assert!(store.approval_open(&pending("a1", "k", 0)).await.is_err(), "an id is never reused");
+    assert!(store.approval_close("a1", "approved").await.unwrap());
+    assert!(!store.approval_close("a1", "denied").await.unwrap(), "an answered approval stays answered");
+    assert!(!store.approval_close("nope", "denied").await.unwrap());
+    assert!(store.approval_close_orphans("denied_by_restart").await.unwrap().is_empty(), "nothing is left open");
+}
+
+pub(crate) async fn approvals_left_open_by_a_crash_are_closed_oldest_first(store: Store) {
+    store.approval_open(&pending("new", "k2", 5)).await.unwrap();
+    store.approval_open(&pending("old", "k1", 60)).await.unwrap();
+    store.approval_open(&pending("done", "k1", 90)).await.unwrap();
+    store.approval_close("done", "approved").await.unwrap();
+    let orphans = store.approval_close_orphans("denied_by_restart").await.unwrap();
+    let ids: Vec<&str> = orphans.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["old", "new"]);
+    assert_eq!(orphans[0].target.thread_id.as_deref(), Some("7"), "the chat to tell is kept whole");
+    assert_eq!(orphans[0].command, "rm -rf /srv/old");
+    assert!(store.approval_close_orphans("denied_by_restart").await.unwrap().is_empty(), "each is reported once");
+    assert!(!store.approval_close("new", "approved").await.unwrap(), "a restart's denial is final");
 }

@@ -6,6 +6,7 @@
 //! * [`suite`]: the behaviours, generic over the peer.
 //! * [`telegram`], [`discord`] (and later platforms): the peers.
 //! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
+//! * [`approvals`]: dangerous commands approved, denied, timed out and refused from chat.
 //! * [`identity`]: who gets in — display-name spoofs denied, strangers' attachments never fetched.
 
 // A test crate: its helpers run only under tests, where a panic is how a test fails
@@ -13,6 +14,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod admin;
+mod approvals;
 mod discord;
 mod faults;
 mod identity;

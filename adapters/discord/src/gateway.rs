@@ -32,6 +32,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
+/// What a user who may not talk to the bot is told, privately, when they press one of its buttons.
+const NOT_ALLOWED: &str = "⛔ Not allowed: you are not an allowed user of this bot.";
+
 /// How long an event seen only by the event handler waits for the collector to deliver it first.
 const FALLBACK_DELAY: Duration = Duration::from_millis(250);
 const HEALTH_TICK: Duration = Duration::from_millis(250);
@@ -403,11 +406,18 @@ impl Loop {
                 accept(ctx, *event).await?;
             }
             Inbound::Button { event, interaction_id, token } => {
+                // A stranger's press is stored like any event (the router refuses it); only the
+                // presser is told, in a message nobody else sees.
+                let allowed = ctx.sender_allowed(&event.source);
                 accept(ctx, *event).await?;
                 // Stops the "interaction failed" notice; the press itself is already stored.
                 let http = adapter.http.clone();
                 tokio::spawn(async move {
-                    let response = CreateInteractionResponse::Acknowledge;
+                    let response = if allowed {
+                        CreateInteractionResponse::Acknowledge
+                    } else {
+                        CreateInteractionResponse::Message(CreateInteractionResponseMessage::new().content(NOT_ALLOWED).ephemeral(true))
+                    };
                     if let Err(e) = http.create_interaction_response(InteractionId::new(interaction_id), &token, &response, vec![]).await {
                         tracing::debug!("acknowledging a button press failed: {e}");
                     }

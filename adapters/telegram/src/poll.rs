@@ -12,7 +12,7 @@ use crate::media::{self, Saved};
 use hermes_adapter::{AdapterContext, AdapterError, InboundEvent, MediaCache};
 use std::future::IntoFuture;
 use std::time::Duration;
-use teloxide::payloads::{DeleteWebhookSetters, GetUpdatesSetters};
+use teloxide::payloads::{AnswerCallbackQuerySetters, DeleteWebhookSetters, GetUpdatesSetters};
 use teloxide::prelude::Requester;
 use teloxide::types::{AllowedUpdate, BotCommand, CallbackQueryId, Update};
 use teloxide::{ApiError, RequestError};
@@ -151,6 +151,9 @@ impl Poller {
     }
 }
 
+/// What a user who may not talk to the bot sees when they press one of its buttons.
+const NOT_ALLOWED: &str = "⛔ Not allowed: you are not an allowed user of this bot.";
+
 /// Store a batch in the inbox in one write and answer its button presses; the id of its last
 /// update once stored (the offset may then move past it), `None` for an empty batch.
 async fn store_batch(
@@ -167,8 +170,11 @@ async fn store_batch(
         match prepare(adapter, ctx, me, gate, update).await {
             Prepared::Event(event) => events.push(*event),
             Prepared::Press { event, query_id } => {
+                // A stranger's press is stored like any event (the router refuses it); the
+                // presser alone is told, in the button's own toast, not the whole chat.
+                let allowed = ctx.sender_allowed(&event.source);
                 events.push(*event);
-                presses.push(query_id);
+                presses.push((query_id, allowed));
             }
             Prepared::Ignored => {}
         }
@@ -177,11 +183,13 @@ async fn store_batch(
         // Not confirmed: Telegram sends the batch again next time (duplicates are dropped).
         return Err(AdapterError::retryable("telegram_inbox", format!("the inbox refused updates up to {last}: {e}")));
     }
-    for query_id in presses {
-        // Only stops the button's spinner; failing it loses nothing.
+    for (query_id, allowed) in presses {
+        // Stops the button's spinner (and refuses a stranger); failing it loses nothing.
         let bot = adapter.bot.clone();
         tokio::spawn(async move {
-            if let Err(e) = bot.answer_callback_query(CallbackQueryId(query_id)).await {
+            let answer = bot.answer_callback_query(CallbackQueryId(query_id));
+            let answer = if allowed { answer } else { answer.text(NOT_ALLOWED).show_alert(true) };
+            if let Err(e) = answer.await {
                 tracing::debug!("answerCallbackQuery failed: {e}");
             }
         });

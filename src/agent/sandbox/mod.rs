@@ -132,7 +132,8 @@ impl Confinement {
             }
             _ => format!(
                 "Commands may write only in the workspace {}{tmp}, and HERMES_HOME (the gateway's secrets and other chats) is unreadable. \
-                 Work inside the workspace instead; do not try to get around the sandbox, and ask the user if something outside must change.",
+                 Work inside the workspace instead and do not try to get around the sandbox. If the command truly must act outside it, \
+                 call terminal again with `leave_sandbox` saying why: the user is asked to approve that.",
                 self.policy.workspace().display()
             ),
         }

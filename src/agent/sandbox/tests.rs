@@ -68,7 +68,7 @@ async fn a_flagged_command_is_refused_with_its_key() {
     std::fs::create_dir(fixture.workspace.join("build")).unwrap();
     let out = call(&fixture, "terminal", json!({"command": "rm --recursive --force build"})).await;
     assert!(out.is_error && out.content.contains("- recursive delete (long flag) (rm "), "{}", out.content);
-    assert!(out.content.contains("later release"), "{}", out.content);
+    assert!(out.content.contains("Nobody can approve"), "{}", out.content);
     assert!(fixture.workspace.join("build").exists(), "the refused command ran");
 }
 

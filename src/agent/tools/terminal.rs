@@ -1,6 +1,7 @@
 //! `terminal`: runs one shell command for the model — the approval policy's verdict first (the
-//! command's syntax tree, classified by `hermes-guard`), then `bash -c` (or `sh -c`) inside the
-//! gateway's sandbox, in its own process group with the gateway's secrets stripped from the
+//! command's syntax tree, classified by `hermes-guard`; a flagged command or a request to leave
+//! the sandbox waits for a person's approval), then `bash -c` (or `sh -c`) inside the gateway's
+//! sandbox (outside it only when a person approved that), in its own process group with the gateway's secrets stripped from the
 //! environment, a timeout that kills the whole group, and combined output capped head-and-tail;
 //! when the sandbox stopped the command, the model is told so and what it may do instead.
 
@@ -43,14 +44,17 @@ impl Tool for Terminal {
                 Runs in the working directory unless `workdir` is given. Stdin is closed, so interactive programs \
                 will not work: pass flags such as -y or --no-pager. Long output is cut to its head and tail; \
                 redirect to a file and use search_files or read_file for large output. Destructive commands may be \
-                refused by the approval policy; do not retry a refused command."
+                refused or held for the user's approval; do not retry a refused command. Commands run in a sandbox that \
+                can write only in the workspace; if one truly must act outside it, pass `leave_sandbox` with the reason \
+                and the user is asked to approve."
                 .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "The shell command line to run, e.g. `ls -la src` or `cargo test 2>&1 | tail -50`."},
                     "timeout": {"type": "integer", "minimum": 1, "description": "Seconds before the command (and every process it started) is killed. Optional; capped at the configured maximum."},
-                    "workdir": {"type": "string", "description": "Directory to run in; relative paths resolve against the working directory. Optional."}
+                    "workdir": {"type": "string", "description": "Directory to run in; relative paths resolve against the working directory. Optional."},
+                    "leave_sandbox": {"type": "string", "description": "Only when the command must act outside the workspace: why. The user is asked to approve running it outside the sandbox. Optional."}
                 },
                 "required": ["command"]
             }),
@@ -72,11 +76,17 @@ impl Tool for Terminal {
         };
         // Every command goes through the approval policy before anything runs.
         let confinement = &ctx.settings.confinement;
-        let request = CommandRequest { command: invocation.command, workdir: &invocation.workdir, sandboxed: confinement.enforced() };
-        if let CommandDecision::Deny(reason) = ctx.approval.check_command(&ctx.scope, &request).await {
-            return ToolOutput::error(reason);
-        }
-        match run(ctx, &invocation).await {
+        let request = CommandRequest {
+            command: invocation.command,
+            workdir: &invocation.workdir,
+            sandboxed: confinement.enforced(),
+            leave_sandbox: invocation.leave_sandbox,
+        };
+        let confined = match ctx.approval.check_command(&ctx.scope, &request, &ctx.cancel).await {
+            CommandDecision::Run { confined } => confined,
+            CommandDecision::Deny(reason) => return ToolOutput::error(reason),
+        };
+        match run(ctx, &invocation, confined).await {
             Ok(finished) => report(ctx, &invocation, finished),
             Err(e) => ToolOutput::error(format!("could not start the shell {}: {e}", SHELL.display())),
         }
@@ -89,6 +99,8 @@ struct Invocation<'a> {
     workdir: PathBuf,
     /// The requested timeout, capped by `terminal.timeout`.
     timeout: Duration,
+    /// Why it must run outside the sandbox, when the model asks for that.
+    leave_sandbox: Option<&'a str>,
 }
 
 impl<'a> Invocation<'a> {
@@ -110,7 +122,15 @@ impl<'a> Invocation<'a> {
                 workdir.display()
             )));
         }
-        Ok(Self { command, workdir, timeout })
+        let leave_sandbox = match arguments.get("leave_sandbox") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(why)) if why.trim().is_empty() => None,
+            Some(Value::String(why)) => Some(why.as_str()),
+            Some(_) => {
+                return Err(ToolOutput::error("`leave_sandbox` must be a string saying why the command must run outside the sandbox."));
+            }
+        };
+        Ok(Self { command, workdir, timeout, leave_sandbox })
     }
 }
 
@@ -129,10 +149,10 @@ struct Finished {
     drained: bool,
 }
 
-/// Run the command confined, until it exits, times out or the turn is stopped (then its whole
-/// process group is killed), capturing its output.
-async fn run(ctx: &ToolContext, invocation: &Invocation<'_>) -> std::io::Result<Finished> {
-    let confinement = &ctx.settings.confinement;
+/// Run the command (confined unless a person approved otherwise), until it exits, times out or
+/// the turn is stopped (then its whole process group is killed), capturing its output.
+async fn run(ctx: &ToolContext, invocation: &Invocation<'_>, confined: bool) -> std::io::Result<Finished> {
+    let confinement = confined.then_some(&*ctx.settings.confinement);
     let (mut child, pid, reader) = spawn(invocation.command, &invocation.workdir, &ctx.settings.secret_env_names, confinement)?;
     let mut guard = GroupGuard { pid, armed: true };
     let capture = Arc::new(Mutex::new(Capture::new(ctx.settings.terminal_output_cap.saturating_mul(4).max(1024))));
@@ -245,7 +265,7 @@ fn spawn(
     command: &str,
     workdir: &Path,
     secret_names: &[String],
-    confinement: &Confinement,
+    confinement: Option<&Confinement>,
 ) -> std::io::Result<(Child, i32, tokio::net::unix::pipe::Receiver)> {
     let (reader, writer) = std::io::pipe()?;
     let writer_err = writer.try_clone()?;
@@ -261,7 +281,9 @@ fn spawn(
         .stderr(Stdio::from(writer_err))
         .process_group(0)
         .kill_on_drop(true);
-    confinement.confine(&mut cmd);
+    if let Some(confinement) = confinement {
+        confinement.confine(&mut cmd);
+    }
     let child = cmd.spawn()?;
     drop(cmd);
     let pid =

@@ -199,6 +199,7 @@ fn semantic_checks_name_the_key() {
         ("session_reset:\n  at_hour: 24\n", "session_reset.at_hour"),
         ("approvals:\n  mode: yolo\n", "approvals.mode"),
         ("approvals:\n  cron_mode: ask\n", "approvals.cron_mode"),
+        ("approvals:\n  deny: ['ok', 'git [push']\n", "approvals.deny[1]"),
         ("gateway:\n  max_concurrent_sessions: 0\n", "gateway.max_concurrent_sessions"),
         ("model:\n  base_url: api.example.com\n", "model.base_url"),
         ("platforms:\n  webhook:\n    routes:\n      \"a/b\": {}\n", "platforms.webhook.routes.a/b"),

@@ -2,8 +2,10 @@
 //! exporting a unit struct that implements [`SlashCommand`]; [`registry`] lists them. A command
 //! sees its event, its session's live state and the [`CommandHandles`].
 
+mod approve;
 mod background;
 mod compress;
+mod deny;
 mod help;
 mod list_commands;
 mod model;
@@ -17,8 +19,10 @@ mod title;
 mod undo;
 mod usage;
 mod whoami;
+mod yolo;
 
 use crate::gateway::actor::SessionState;
+use crate::gateway::approvals::ApprovalHandles;
 use crate::gateway::auth::AuthPolicy;
 use crate::gateway::health::HealthBoard;
 use crate::gateway::models::Models;
@@ -65,6 +69,8 @@ pub struct CommandHandles {
     pub registry: Arc<CommandRegistry>,
     /// What a turn runs with: `/background` starts one, `/compress` compacts as one does.
     pub turns: TurnHandles,
+    /// Pending approvals and the standing rules (`/approve`, `/deny`, `/yolo`, `/status`).
+    pub approvals: ApprovalHandles,
 }
 
 /// What a running command may see and touch.
@@ -90,6 +96,9 @@ pub fn registry() -> CommandRegistry {
             Arc::new(status::Status),
             Arc::new(new::New),
             Arc::new(stop::Stop),
+            Arc::new(approve::Approve),
+            Arc::new(deny::Deny),
+            Arc::new(yolo::Yolo),
             Arc::new(queue::Queue),
             Arc::new(steer::Steer),
             Arc::new(background::Background),
@@ -214,6 +223,9 @@ mod tests {
             "undo",
             "title",
             "compress",
+            "approve",
+            "deny",
+            "yolo",
         ] {
             assert!(names.contains(&required), "{required} missing");
         }

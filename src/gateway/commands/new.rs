@@ -19,8 +19,10 @@ impl SlashCommand for New {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        // A running turn and queued input belong to the old conversation.
+        // A running turn (and any approval it waits for: stopping it denies), queued input and
+        // the approvals given for the session belong to the old conversation.
         ctx.session.interrupt();
+        ctx.handles.approvals.board.forget_session(ctx.session_key);
         ctx.session.clear_queue().await;
         let model = ctx.handles.models.default_model();
         let store = &ctx.handles.store;

@@ -1,4 +1,5 @@
-//! `/status`: this conversation's session, model, usage and the gateway's platforms.
+//! `/status`: this conversation's session, model, usage, approvals (pending, `/yolo`) and the
+//! gateway's platforms.
 
 use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
 use crate::gateway::health::AdapterState;
@@ -58,6 +59,13 @@ impl SlashCommand for Status {
         let running = if ctx.session.is_running() { "Yes ⚡" } else { "No" };
         text.push_str(&format!("**Agent Running:** {running}\n"));
         text.push_str(&format!("**Queued:** {}\n", ctx.session.queued()));
+        let approvals = &ctx.handles.approvals.board;
+        let pending = approvals.pending(ctx.session_key);
+        if pending > 0 {
+            text.push_str(&format!("**Awaiting approval:** {pending} command(s) — `/approve` or `/deny`\n"));
+        }
+        let yolo = if approvals.yolo(ctx.session_key) { "on ⚡ (flagged commands run without asking)" } else { "off" };
+        text.push_str(&format!("**YOLO:** {yolo}\n"));
         let snapshot = health.snapshot();
         let platforms: Vec<String> = snapshot
             .adapters

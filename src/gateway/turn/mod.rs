@@ -28,6 +28,7 @@ pub use messages::{new_message, to_chat_message};
 pub use prompt::Prompts;
 pub use settle::is_silence;
 
+use super::approvals::board::ApprovalBoard;
 use super::auth::AuthPolicy;
 use super::deliverer::Deliverer;
 use super::models::Models;
@@ -79,6 +80,8 @@ pub struct TurnHandles {
     /// Whether the asking user is an admin (their tools may change what every user shares).
     pub auth: Arc<AuthPolicy>,
     pub stream: Arc<StreamSettings>,
+    /// Approvals waiting for an answer: no typing indicator while the turn waits for one.
+    pub approvals: Arc<ApprovalBoard>,
 }
 
 /// Variations of a turn.
@@ -120,7 +123,11 @@ async fn drive(h: &TurnHandles, session_key: &str, event: &InboundEvent, control
         Err(end) => return end,
     };
     let mut output = Output::choose(&h.deliverer, &h.stream, answer);
-    let _typing = super::typing::TypingGuard::start(answer.adapter.clone(), answer.target.clone());
+    let waiting = {
+        let (board, key) = (h.approvals.clone(), session_key.to_string());
+        move || board.pending(&key) > 0
+    };
+    let _typing = super::typing::TypingGuard::start(answer.adapter.clone(), answer.target.clone(), waiting);
     let scope = agent_run::scope(event, &prepared.route, &answer.caps, h.auth.is_admin(event));
     let request = agent_run::request(&h.models, &h.tools, &h.sessions.compactor, scope, event, &mut prepared, &controls);
     let ledger = Ledger { store: &h.sessions.store, models: &h.models, session_id: &prepared.route.session_id, event_id: &event.event_id };

@@ -6,6 +6,7 @@
 //! A caller that needs one concern can hold just that (`Arc<dyn Outbox>`): an
 //! `Arc<dyn StoreBackend>` coerces to any of them.
 
+mod approvals;
 mod claims;
 mod inbox;
 mod outbox;
@@ -14,6 +15,7 @@ mod session_log;
 mod turns;
 mod usage;
 
+pub use approvals::{Approvals, PendingApproval};
 pub use claims::Claims;
 pub use inbox::{Inbox, InboxRow, InboxState};
 pub use outbox::{Outbox, OutboxReservation, OutboxRow, SendNow};
@@ -24,6 +26,6 @@ pub use usage::{CallUsage, UsageLedger, UsageTotals};
 
 /// Every concern at once: what the gateway holds. Implemented for anything that implements
 /// all of them, so a backend never implements it by hand.
-pub trait StoreBackend: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Send + Sync {}
+pub trait StoreBackend: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Approvals + Send + Sync {}
 
-impl<T> StoreBackend for T where T: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Send + Sync + ?Sized {}
+impl<T> StoreBackend for T where T: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Approvals + Send + Sync + ?Sized {}

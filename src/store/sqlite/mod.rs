@@ -9,6 +9,7 @@
 //! mode lets them run while the writer commits.
 
 mod agent_state;
+mod approvals;
 mod claims;
 mod inbox;
 mod messages;

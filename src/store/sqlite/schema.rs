@@ -122,6 +122,21 @@ pub(super) const MIGRATIONS: &[&str] = &[
         updated_at INTEGER NOT NULL
     );
     "#,
+    // 4: approvals (commands waiting for a person's answer; closed with their outcome). Times in ms.
+    r#"
+    CREATE TABLE approvals (
+        id          TEXT PRIMARY KEY,
+        session_key TEXT NOT NULL,
+        platform    TEXT NOT NULL,
+        chat_id     TEXT NOT NULL,
+        thread_id   TEXT,
+        command     TEXT NOT NULL,
+        created_at  INTEGER NOT NULL,
+        outcome     TEXT,
+        closed_at   INTEGER
+    );
+    CREATE INDEX approvals_open ON approvals(created_at) WHERE outcome IS NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -98,7 +98,7 @@ async fn a_newer_schema_is_refused_with_a_clear_error() {
 }
 
 #[tokio::test]
-async fn a_database_from_before_claims_is_upgraded_in_place() {
+async fn a_database_from_before_claims_and_approvals_is_upgraded_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     {
@@ -117,9 +117,10 @@ async fn a_database_from_before_claims_is_upgraded_in_place() {
     let store = open_at(&path).await;
     assert_eq!(store.inbox_unfinished().await.unwrap().len(), 1, "the old data is kept");
     assert!(store.claim_take("job", "a", Duration::from_secs(60)).await.unwrap(), "the new table is there");
+    assert!(store.approval_close_orphans("denied_by_restart").await.unwrap().is_empty(), "and the approvals table");
     drop(store);
     let c = rusqlite::Connection::open(&path).unwrap();
     let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, schema::VERSION);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
 }

@@ -243,6 +243,10 @@ impl FakeDiscord {
     pub fn interaction_callbacks(&self) -> Vec<(u64, u64)> {
         self.shared.with(|s| s.interaction_callbacks.clone())
     }
+    /// (content, ephemeral) of the interaction responses that carried a message.
+    pub fn interaction_messages(&self) -> Vec<(String, bool)> {
+        self.shared.with(|s| s.interaction_messages.clone())
+    }
     pub fn commands(&self) -> Value {
         self.shared.with(|s| s.commands.clone())
     }

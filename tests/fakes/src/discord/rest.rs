@@ -204,6 +204,10 @@ fn route(s: &mut State, method: &Method, path: &str, query: &str, body: Value, f
         ("POST", ["interactions", id, token, "callback"]) => {
             let kind = body.get("type").and_then(Value::as_u64).unwrap_or(0);
             s.interaction_callbacks.push((id.parse().unwrap_or(0), kind));
+            if let Some(content) = body.pointer("/data/content").and_then(Value::as_str) {
+                let ephemeral = body.pointer("/data/flags").and_then(Value::as_u64).is_some_and(|f| f & 64 != 0);
+                s.interaction_messages.push((content.to_string(), ephemeral));
+            }
             if let Some(interaction) = s.interactions.get_mut(*token) {
                 if Some(interaction.id) != id.parse().ok() {
                     return error(404, 10062, "Unknown interaction");

@@ -166,6 +166,8 @@ pub(crate) struct State {
     pub typing: HashMap<u64, usize>,
     /// (interaction id, callback type).
     pub interaction_callbacks: Vec<(u64, u64)>,
+    /// (content, ephemeral) of interaction responses that carried a message.
+    pub interaction_messages: Vec<(String, bool)>,
     /// Interaction token → the interaction, for its response webhook.
     pub interactions: HashMap<String, Interaction>,
     /// (message id, emoji) the bot reacted with.
@@ -207,6 +209,7 @@ impl State {
             calls: Vec::new(),
             typing: HashMap::new(),
             interaction_callbacks: Vec::new(),
+            interaction_messages: Vec::new(),
             interactions: HashMap::new(),
             reactions: Vec::new(),
             commands: json!([]),

@@ -355,7 +355,9 @@ fn dispatch(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) 
         }
         "getmycommands" => ok(Value::Array(s.commands.iter().map(|(c, d)| json!({"command": c, "description": d})).collect())),
         "answercallbackquery" => {
-            s.answered_callbacks.push(string(params, "callback_query_id").unwrap_or_default());
+            let id = string(params, "callback_query_id").unwrap_or_default();
+            s.callback_texts.push((id.clone(), string(params, "text")));
+            s.answered_callbacks.push(id);
             ok(json!(true))
         }
         "getfile" => {

@@ -198,6 +198,10 @@ impl FakeTelegram {
     pub fn answered_callbacks(&self) -> Vec<String> {
         self.shared.with(|s| s.answered_callbacks.clone())
     }
+    /// The toasts shown to pressers of buttons, in order (empty answers left out).
+    pub fn callback_toasts(&self) -> Vec<String> {
+        self.shared.with(|s| s.callback_texts.iter().filter_map(|(_, text)| text.clone()).collect())
+    }
     /// Updates not yet confirmed by an offset.
     pub fn pending_updates(&self) -> usize {
         self.shared.with(|s| s.pending.len())

@@ -162,6 +162,8 @@ pub(crate) struct State {
     pub commands: Vec<(String, String)>,
     pub chat_actions: HashMap<i64, Vec<String>>,
     pub answered_callbacks: Vec<String>,
+    /// (callback query id, the toast text shown to the presser, if any).
+    pub callback_texts: Vec<(String, Option<String>)>,
     /// file_id → (file_path, bytes).
     pub files: HashMap<String, (String, Vec<u8>)>,
     /// File paths the bot downloaded (`/file/bot<token>/<path>`), in order.
@@ -194,6 +196,7 @@ impl State {
             commands: Vec::new(),
             chat_actions: HashMap::new(),
             answered_callbacks: Vec::new(),
+            callback_texts: Vec::new(),
             files: HashMap::new(),
             downloads: Vec::new(),
             next_file: 1,

@@ -1,0 +1,211 @@
+//! The approvals waiting right now, per session and in the order they were asked, with the
+//! answers that outlive one command: patterns approved for a session (`/approve session`) and
+//! sessions in `/yolo`. An answer reaches exactly the approval it names, or the session's oldest;
+//! an id from another session is refused, so nobody answers for a chat they are not in.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+use tokio::sync::oneshot;
+
+/// How far an approval reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// This command, this time.
+    Once,
+    /// Its patterns, for the rest of the session.
+    Session,
+    /// This command, for ever (`command_allowlist`).
+    Always,
+}
+
+impl Reach {
+    pub fn word(self) -> &'static str {
+        match self {
+            Reach::Once => "once",
+            Reach::Session => "session",
+            Reach::Always => "always",
+        }
+    }
+}
+
+/// A person's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Approve(Reach),
+    Deny { reason: Option<String> },
+}
+
+/// An approval that was answered: what the answering command may still need to act on.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    pub id: String,
+    /// The command exactly as the agent asked (for `command_allowlist`).
+    pub command: String,
+}
+
+/// What answering one approval by id found.
+#[derive(Debug)]
+pub enum ById {
+    Answered(Answered),
+    /// It belongs to another session.
+    NotYours,
+    /// Nobody waits for it any more (answered, timed out, stopped).
+    Stale,
+}
+
+struct Waiting {
+    id: String,
+    session_key: String,
+    command: String,
+    keys: Vec<&'static str>,
+    reply: oneshot::Sender<Answer>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Oldest first.
+    waiting: Vec<Waiting>,
+    session_patterns: HashMap<String, HashSet<&'static str>>,
+    yolo: HashSet<String>,
+}
+
+#[derive(Default)]
+pub struct ApprovalBoard {
+    state: Mutex<State>,
+}
+
+impl ApprovalBoard {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // The state stays consistent across a panic elsewhere (every change is one push/remove).
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Start waiting for an answer about `command` (its approval keys `keys`).
+    pub(super) fn open(&self, id: &str, session_key: &str, command: &str, keys: Vec<&'static str>) -> oneshot::Receiver<Answer> {
+        let (reply, answer) = oneshot::channel();
+        let waiting = Waiting { id: id.to_string(), session_key: session_key.to_string(), command: command.to_string(), keys, reply };
+        self.state().waiting.push(waiting);
+        answer
+    }
+
+    /// Stop waiting for `id` (answered, timed out, the turn stopped).
+    pub(super) fn close(&self, id: &str) {
+        self.state().waiting.retain(|w| w.id != id);
+    }
+
+    /// Where `id` stands among its session's waiting approvals: `(position, of)`, 1-based.
+    pub(super) fn place(&self, id: &str) -> Option<(usize, usize)> {
+        let state = self.state();
+        let session = &state.waiting.iter().find(|w| w.id == id)?.session_key;
+        let mine: Vec<&Waiting> = state.waiting.iter().filter(|w| &w.session_key == session).collect();
+        let position = mine.iter().position(|w| w.id == id)?;
+        Some((position + 1, mine.len()))
+    }
+
+    /// How many approvals `session_key` is waiting for.
+    pub fn pending(&self, session_key: &str) -> usize {
+        self.state().waiting.iter().filter(|w| w.session_key == session_key).count()
+    }
+
+    /// Answer the oldest approval of `session_key`; `None` when none waits.
+    pub fn answer_oldest(&self, session_key: &str, answer: &Answer) -> Option<Answered> {
+        let mut state = self.state();
+        let index = state.waiting.iter().position(|w| w.session_key == session_key)?;
+        Some(Self::answer_at(&mut state, index, answer))
+    }
+
+    /// Answer every approval of `session_key`, oldest first.
+    pub fn answer_all(&self, session_key: &str, answer: &Answer) -> Vec<Answered> {
+        let mut state = self.state();
+        let mut answered = Vec::new();
+        while let Some(index) = state.waiting.iter().position(|w| w.session_key == session_key) {
+            answered.push(Self::answer_at(&mut state, index, answer));
+        }
+        answered
+    }
+
+    /// Answer approval `id`, if it belongs to `session_key` and still waits.
+    pub fn answer_id(&self, session_key: &str, id: &str, answer: &Answer) -> ById {
+        let mut state = self.state();
+        match state.waiting.iter().position(|w| w.id == id) {
+            None => ById::Stale,
+            Some(index) if state.waiting[index].session_key != session_key => ById::NotYours,
+            Some(index) => ById::Answered(Self::answer_at(&mut state, index, answer)),
+        }
+    }
+
+    fn answer_at(state: &mut State, index: usize, answer: &Answer) -> Answered {
+        let waiting = state.waiting.remove(index);
+        if *answer == Answer::Approve(Reach::Session) {
+            state.session_patterns.entry(waiting.session_key.clone()).or_default().extend(waiting.keys.iter().copied());
+        }
+        // The asker may have stopped waiting a moment ago; then the answer just goes nowhere.
+        let _ = waiting.reply.send(answer.clone());
+        Answered { id: waiting.id, command: waiting.command }
+    }
+
+    /// Whether every one of `keys` was approved for `session_key` (`/approve session`).
+    pub(super) fn session_allows(&self, session_key: &str, keys: &[&'static str]) -> bool {
+        self.state().session_patterns.get(session_key).is_some_and(|approved| keys.iter().all(|k| approved.contains(k)))
+    }
+
+    /// Turn `/yolo` on or off for `session_key`; returns the new state.
+    pub fn set_yolo(&self, session_key: &str, on: bool) -> bool {
+        let mut state = self.state();
+        if on {
+            state.yolo.insert(session_key.to_string());
+        } else {
+            state.yolo.remove(session_key);
+        }
+        on
+    }
+
+    pub fn yolo(&self, session_key: &str) -> bool {
+        self.state().yolo.contains(session_key)
+    }
+
+    /// A new conversation starts without the old one's approvals (`/new`).
+    pub fn forget_session(&self, session_key: &str) {
+        let mut state = self.state();
+        state.session_patterns.remove(session_key);
+        state.yolo.remove(session_key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_go_oldest_first_and_only_within_the_session() {
+        let board = ApprovalBoard::default();
+        let mut first = board.open("a", "s1", "rm -rf a", vec!["recursive delete"]);
+        let mut second = board.open("b", "s1", "rm -rf b", vec!["recursive delete"]);
+        let _other = board.open("c", "s2", "rm -rf c", vec!["recursive delete"]);
+        assert_eq!(board.place("b"), Some((2, 2)));
+        assert_eq!(board.pending("s1"), 2);
+        assert!(matches!(board.answer_id("s1", "c", &Answer::Approve(Reach::Once)), ById::NotYours));
+        let answered = board.answer_oldest("s1", &Answer::Approve(Reach::Once)).unwrap();
+        assert_eq!(answered.id, "a");
+        assert_eq!(first.try_recv().unwrap(), Answer::Approve(Reach::Once));
+        assert!(second.try_recv().is_err(), "the second still waits");
+        assert!(matches!(board.answer_id("s1", "a", &Answer::Approve(Reach::Once)), ById::Stale));
+        let all = board.answer_all("s1", &Answer::Deny { reason: None });
+        assert_eq!(all.len(), 1);
+        assert_eq!(board.pending("s2"), 1, "another session's approval is untouched");
+    }
+
+    #[test]
+    fn session_approval_remembers_the_patterns_until_new() {
+        let board = ApprovalBoard::default();
+        let _rx = board.open("a", "s1", "git reset --hard", vec!["git reset --hard (destroys uncommitted changes)"]);
+        board.answer_oldest("s1", &Answer::Approve(Reach::Session));
+        assert!(board.session_allows("s1", &["git reset --hard (destroys uncommitted changes)"]));
+        assert!(!board.session_allows("s1", &["git reset --hard (destroys uncommitted changes)", "recursive delete"]));
+        assert!(!board.session_allows("s2", &["git reset --hard (destroys uncommitted changes)"]));
+        board.set_yolo("s1", true);
+        board.forget_session("s1");
+        assert!(!board.session_allows("s1", &["git reset --hard (destroys uncommitted changes)"]));
+        assert!(!board.yolo("s1"));
+    }
+}

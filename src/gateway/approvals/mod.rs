@@ -1,0 +1,222 @@
+//! Dangerous-command approval from chat. [`ChatApprovals`] is the gateway's approval policy: the
+//! classifier judges each command ([`GuardPolicy::judge`]); hardline never runs; the operator's
+//! rules ([`rules`]) refuse or allow what they name; `/yolo`, session approvals and smart mode
+//! ([`smart`]) may spare a prompt; everything else becomes a pending approval — recorded in the
+//! store, shown in the chat with buttons ([`texts`]), and waited for on the [`board`] until an
+//! allowed user of that chat answers, the timeout passes or the turn is stopped. Only an explicit
+//! `/approve` (or its button) approves; every other ending denies, and the agent is told which.
+
+pub mod board;
+pub mod rules;
+pub mod smart;
+pub(crate) mod texts;
+
+use crate::agent::approval::{
+    ApprovalPolicy, CommandDecision, CommandRequest, GuardPolicy, Judgement, describe_findings, leaves_sandbox, unanswerable_message,
+};
+use crate::agent::tools::SessionScope;
+use crate::gateway::deliverer::Deliverer;
+use crate::gateway::outbound::{self, Delivery};
+use crate::observe::secret_forms::SecretScrubber;
+use crate::store::{PendingApproval, Store};
+use async_trait::async_trait;
+use board::{Answer, ApprovalBoard};
+use hermes_adapter::{ChatTarget, Platform};
+use hermes_guard::Finding;
+use rules::{ApprovalRules, Mode};
+use smart::{SmartJudge, SmartVerdict};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The platform name cron runs use; they have nobody to ask.
+pub const CRON_PLATFORM: &str = "cron";
+
+/// What the approval commands and the session actors share with the policy.
+#[derive(Clone)]
+pub struct ApprovalHandles {
+    pub board: Arc<ApprovalBoard>,
+    pub rules: Arc<ApprovalRules>,
+}
+
+/// The gateway's approval policy.
+pub struct ChatApprovals {
+    guard: Arc<GuardPolicy>,
+    handles: ApprovalHandles,
+    smart: Option<SmartJudge>,
+    store: Store,
+    deliverer: Arc<Deliverer>,
+    /// Masks the gateway's secrets in the command the chat is shown.
+    secrets: Arc<SecretScrubber>,
+}
+
+/// How a wait for an answer ended.
+enum Ending {
+    Answered(Answer),
+    TimedOut,
+    Stopped,
+}
+
+impl ChatApprovals {
+    pub fn new(
+        guard: Arc<GuardPolicy>,
+        handles: ApprovalHandles,
+        smart: Option<SmartJudge>,
+        store: Store,
+        deliverer: Arc<Deliverer>,
+        secrets: Arc<SecretScrubber>,
+    ) -> Self {
+        Self { guard, handles, smart, store, deliverer, secrets }
+    }
+
+    fn rules(&self) -> &ApprovalRules {
+        &self.handles.rules
+    }
+
+    /// What may decide without a person, in the reference's order: deny rules first (even
+    /// `/yolo` cannot pass them), then the standing approvals, then who is asking.
+    async fn decide(&self, scope: &SessionScope, request: &CommandRequest<'_>, cancel: &CancellationToken) -> CommandDecision {
+        let findings = match self.guard.judge(request) {
+            Judgement::Hardline(why) => return CommandDecision::Deny(why),
+            judged => {
+                if let Some(rule) = self.rules().denied_by(request.command) {
+                    return CommandDecision::Deny(texts::deny_rule(rule));
+                }
+                match judged {
+                    Judgement::NeedsApproval(findings) => findings,
+                    _ => return CommandDecision::CONFINED,
+                }
+            }
+        };
+        let outside = leaves_sandbox(&findings);
+        let keys: Vec<&'static str> = findings.iter().map(|f| f.key).collect();
+        // Leaving the sandbox is never automatic: only standing approvals or a person grant it.
+        if !outside && self.handles.board.yolo(&scope.session_key) {
+            return CommandDecision::CONFINED;
+        }
+        if !outside && self.rules().mode == Mode::Off && request.sandboxed {
+            return CommandDecision::CONFINED;
+        }
+        if self.rules().allowlisted(request.command) || self.handles.board.session_allows(&scope.session_key, &keys) {
+            return CommandDecision::Run { confined: !outside };
+        }
+        if scope.platform == CRON_PLATFORM {
+            return match self.rules().cron_approves {
+                true => CommandDecision::Run { confined: !outside },
+                false => CommandDecision::Deny(texts::cron_denied(&describe_findings(&findings))),
+            };
+        }
+        if !scope.interactive || !self.deliverer.reaches_later(&scope.platform) {
+            return CommandDecision::Deny(unanswerable_message(&findings, false));
+        }
+        let mut smart_denied = false;
+        if let (Mode::Smart, Some(judge), false) = (self.rules().mode, &self.smart, outside) {
+            match judge.judge(request.command, &findings, cancel).await {
+                SmartVerdict::Approve => return CommandDecision::CONFINED,
+                SmartVerdict::Deny => smart_denied = true,
+                SmartVerdict::Escalate => {}
+            }
+        }
+        self.ask(scope, request.command, &findings, smart_denied, cancel).await
+    }
+
+    /// Put the command to the chat and wait for the answer.
+    async fn ask(
+        &self,
+        scope: &SessionScope,
+        command: &str,
+        findings: &[Finding],
+        smart_denied: bool,
+        cancel: &CancellationToken,
+    ) -> CommandDecision {
+        let target = ChatTarget {
+            platform: Platform::new(scope.platform.as_str()),
+            chat_id: scope.chat_id.clone(),
+            thread_id: scope.thread_id.clone(),
+        };
+        let shown = self.secrets.scrub(command);
+        let id = new_id();
+        let pending = PendingApproval {
+            id: id.clone(),
+            session_key: scope.session_key.clone(),
+            target: target.clone(),
+            command: shown.clone(),
+            created_at: chrono::Utc::now(),
+        };
+        if let Err(e) = self.store.approval_open(&pending).await {
+            tracing::error!(error = %e, "could not record a pending approval; the command is refused");
+            return CommandDecision::Deny(texts::UNDELIVERABLE.into());
+        }
+        let keys = findings.iter().map(|f| f.key).collect();
+        let answer = self.handles.board.open(&id, &scope.session_key, command, keys);
+        let outside = leaves_sandbox(findings);
+        let text = texts::prompt(&shown, findings, outside, smart_denied, self.handles.board.place(&id).filter(|(_, of)| *of > 1));
+        let delivery =
+            outbound::deliver_with_buttons(&self.deliverer, &target, None, &text, &texts::buttons(&id), &format!("approval:{id}"), None)
+                .await;
+        let ending = if delivery == Delivery::Failed {
+            None
+        } else {
+            let timeout = self.rules().timeout;
+            Some(tokio::select! {
+                answer = answer => Ending::Answered(answer.unwrap_or(Answer::Deny { reason: None })),
+                _ = tokio::time::sleep(timeout) => Ending::TimedOut,
+                _ = cancel.cancelled() => Ending::Stopped,
+            })
+        };
+        self.handles.board.close(&id);
+        let (outcome, decision) = match ending {
+            None => ("undeliverable", CommandDecision::Deny(texts::UNDELIVERABLE.into())),
+            Some(Ending::Answered(Answer::Approve(reach))) => (reach.word(), CommandDecision::Run { confined: !outside }),
+            Some(Ending::Answered(Answer::Deny { reason })) => ("denied", CommandDecision::Deny(texts::denied(reason.as_deref()))),
+            Some(Ending::TimedOut) => {
+                let secs = self.rules().timeout.as_secs();
+                let notice = texts::expired_notice(&shown, &format!("Nobody answered within {secs}s"));
+                outbound::deliver(&self.deliverer, &target, None, &notice, &format!("approval:{id}:timeout"), None).await;
+                ("timed_out", CommandDecision::Deny(texts::timed_out(secs)))
+            }
+            Some(Ending::Stopped) => ("stopped", CommandDecision::Deny(texts::stopped())),
+        };
+        if let Err(e) = self.store.approval_close(&id, outcome).await {
+            tracing::warn!(error = %e, id, "could not record an approval's outcome");
+        }
+        tracing::info!(id, outcome, session_key = %scope.session_key, "approval ended");
+        decision
+    }
+}
+
+#[async_trait]
+impl ApprovalPolicy for ChatApprovals {
+    async fn check_command(&self, scope: &SessionScope, request: &CommandRequest<'_>, cancel: &CancellationToken) -> CommandDecision {
+        self.decide(scope, request, cancel).await
+    }
+}
+
+/// Approvals a crash left open: nobody waits for them now, so each is closed as denied — before
+/// any replayed turn can open a new one — and its chat is told in the background (once: the
+/// notice's outbox key is the approval's), so a platform that is down does not hold up start.
+pub async fn deny_left_open(store: &Store, deliverer: Arc<Deliverer>) {
+    let orphans = match store.approval_close_orphans("denied_by_restart").await {
+        Ok(orphans) => orphans,
+        Err(e) => {
+            tracing::error!(error = %e, "could not read approvals left open by the last run");
+            return;
+        }
+    };
+    if orphans.is_empty() {
+        return;
+    }
+    tokio::spawn(async move {
+        for pending in orphans {
+            tracing::info!(id = %pending.id, session_key = %pending.session_key, "approval denied by the restart");
+            let notice = texts::expired_notice(&pending.command, "The gateway restarted while this waited for approval");
+            outbound::deliver(&deliverer, &pending.target, None, &notice, &format!("approval:{}:restart", pending.id), None).await;
+        }
+    });
+}
+
+/// A short id for buttons and `/approve <id>`: 8 characters, unguessable enough that a press
+/// cannot be forged for an approval one has not seen (and it is checked against the session).
+fn new_id() -> String {
+    let raw = uuid::Uuid::new_v4().simple().to_string();
+    format!("#{}", &raw[..8])
+}

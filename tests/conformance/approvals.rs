@@ -1,0 +1,301 @@
+//! Dangerous-command approval from chat, end to end: the real gateway, the fake Telegram (and
+//! the fake Discord) and a scripted model that asks for flagged commands. What must hold: the
+//! prompt arrives with buttons; nothing but `/approve` or its button approves; a stranger's press
+//! changes nothing; an approved command really runs (outside the sandbox when that was asked);
+//! deny, timeout and restart all leave it unrun and tell the agent which it was.
+
+use crate::discord::DiscordPeer;
+use crate::peer::Chat;
+use crate::suite::{Run, launch_with, settle};
+use crate::telegram::TelegramPeer;
+use hermes_fakes::telegram::{SentMessage, TgUser};
+use hermes_fakes::{Reply, ToolCall};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const OWNER: i64 = 5001;
+const STRANGER: i64 = 6666;
+const PROMPT: &str = "Dangerous command requires approval";
+
+fn owner() -> TgUser {
+    TgUser::named(OWNER, "Owner", None)
+}
+
+fn dm() -> Chat {
+    Chat { chat_id: OWNER.to_string(), thread_id: None }
+}
+
+/// A gateway on the fake Telegram that lets only [`OWNER`] in, approvals asked in the chat.
+async fn launch(approvals: &str) -> Run<TelegramPeer> {
+    let yaml = format!("approvals:\n  mode: manual\n{approvals}");
+    launch_with::<TelegramPeer>(&yaml, &[("TELEGRAM_ALLOWED_USERS", &OWNER.to_string())]).await
+}
+
+/// A directory outside the agent's workspace (and so outside its sandbox) holding `victim`.
+fn outside_victim() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::create_dir_all(victim.join("inner")).unwrap();
+    (dir, victim)
+}
+
+fn terminal(id: &str, command: &str) -> ToolCall {
+    ToolCall::new(id, "terminal", json!({ "command": command }).to_string())
+}
+
+fn tool_results(run: &Run<TelegramPeer>) -> Vec<String> {
+    run.llm.requests().iter().flat_map(|r| r.messages()).filter(|(role, _)| role == "tool").map(|(_, text)| text).collect()
+}
+
+/// The approval prompts posted in the owner's DM so far.
+fn prompts(run: &Run<TelegramPeer>) -> Vec<SentMessage> {
+    run.peer.fake.sent_to(OWNER).into_iter().filter(|m| m.text.contains(PROMPT)).collect()
+}
+
+/// Wait for the `n`th prompt and return it.
+async fn nth_prompt(run: &Run<TelegramPeer>, n: usize) -> SentMessage {
+    run.wait(&dm(), &format!("approval prompt {n}"), |p| p.iter().filter(|m| m.text.contains(PROMPT)).count() >= n).await;
+    prompts(run).remove(n - 1)
+}
+
+/// The callback data of the prompt's button whose label contains `label`.
+fn button(prompt: &SentMessage, label: &str) -> String {
+    let markup = prompt.reply_markup.as_ref().expect("the prompt has buttons");
+    let rows = markup["inline_keyboard"].as_array().expect("an inline keyboard");
+    rows.iter()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find(|b| b["text"].as_str().is_some_and(|t| t.contains(label)))
+        .and_then(|b| b["callback_data"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no {label:?} button in {markup}"))
+}
+
+async fn wait_for(run: &Run<TelegramPeer>, what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}\n--- gateway log ---\n{}", run.gateway.log_text());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn exists(path: &Path) -> bool {
+    path.exists()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_explicit_approve_from_an_allowed_user_runs_the_command_outside_the_sandbox() {
+    let run = launch("").await;
+    let (_dir, victim) = outside_victim();
+    let command = format!("rm -rf {}", victim.display());
+    run.llm.push(Reply::ToolCalls(vec![terminal("t1", &command)]));
+    run.llm.push(Reply::text("cleaned up"));
+    run.peer.fake.dm(&owner(), "clean up the old data");
+    let prompt = nth_prompt(&run, 1).await;
+    assert!(prompt.text.contains(&command), "the prompt shows the command: {}", prompt.text);
+    assert!(prompt.text.contains("recursive delete"), "and why it was flagged: {}", prompt.text);
+    assert!(prompt.text.contains("outside the sandbox"), "and that it leaves the sandbox: {}", prompt.text);
+    assert!(prompt.text.contains("/approve") && prompt.text.contains("/deny"), "and the text form: {}", prompt.text);
+
+    // "yes" is a message, not an answer: it is told an approval is pending.
+    run.peer.fake.dm(&owner(), "yes");
+    run.wait(&dm(), "the pending notice", |p| p.iter().any(|m| m.text.contains("waiting for your approval"))).await;
+    // A stranger's press is refused to them alone.
+    let approve_once = button(&prompt, "Approve once");
+    run.peer.fake.callback(OWNER, prompt.message_id, &TgUser::named(STRANGER, "Mallory", None), &approve_once);
+    wait_for(&run, "the stranger's refusal", || run.peer.fake.callback_toasts().iter().any(|t| t.contains("Not allowed"))).await;
+    settle().await;
+    assert!(exists(&victim), "neither 'yes' nor a stranger approved it");
+    assert!(tool_results(&run).is_empty(), "the agent is still waiting");
+
+    run.peer.fake.dm(&owner(), "/approve");
+    run.wait_text(&dm(), "✅ Command approved. The agent is resuming...").await;
+    run.wait(&dm(), "the agent's answer", |p| p.iter().any(|m| m.text.contains("cleaned up"))).await;
+    assert!(!exists(&victim), "the approved command ran, outside the workspace");
+    let results = tool_results(&run);
+    assert!(results.iter().any(|r| r.contains("exit code: 0")), "{results:#?}");
+    // The held "yes" runs afterwards as its own message.
+    wait_for(&run, "the held message", || run.llm_asked("yes") == 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deny_button_and_deny_with_a_reason_block_it_and_tell_the_agent() {
+    let run = launch("").await;
+    let (_dir, victim) = outside_victim();
+    let command = format!("rm -rf {}", victim.display());
+    run.llm.push(Reply::ToolCalls(vec![terminal("t1", &command)]));
+    run.llm.push(Reply::text("understood, leaving it"));
+    run.peer.fake.dm(&owner(), "clean up");
+    let prompt = nth_prompt(&run, 1).await;
+    run.peer.fake.callback(OWNER, prompt.message_id, &owner(), &button(&prompt, "Deny"));
+    run.wait_text(&dm(), "❌ Command denied.").await;
+    run.wait(&dm(), "the agent's answer", |p| p.iter().any(|m| m.text.contains("leaving it"))).await;
+    let results = tool_results(&run);
+    assert!(results.iter().any(|r| r.contains("BLOCKED: Command denied by user.") && r.contains("Do NOT retry")), "{results:#?}");
+
+    run.llm.push(Reply::ToolCalls(vec![terminal("t2", &command)]));
+    run.llm.push(Reply::text("ok, not doing it"));
+    run.peer.fake.dm(&owner(), "please clean up after all");
+    nth_prompt(&run, 2).await;
+    run.peer.fake.dm(&owner(), "/deny too risky");
+    run.wait_text(&dm(), "❌ Command denied. Reason relayed to the agent: \"too risky\"").await;
+    run.wait(&dm(), "the agent's answer", |p| p.iter().any(|m| m.text.contains("not doing it"))).await;
+    let results = tool_results(&run);
+    assert!(results.iter().any(|r| r.contains("Reason given by the user: \"too risky\"")), "{results:#?}");
+    assert!(exists(&victim), "a denied command never runs");
+    assert_eq!(run.llm.pending_replies(), 0, "the agent made no further call (no retry)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silence_times_out_as_a_denial_and_the_turn_shows_no_typing_while_it_waits() {
+    let run = launch("  timeout: 6\n").await;
+    let (_dir, victim) = outside_victim();
+    run.llm.push(Reply::ToolCalls(vec![terminal("t1", &format!("rm -rf {}", victim.display()))]));
+    run.llm.push(Reply::text("it timed out"));
+    run.peer.fake.dm(&owner(), "clean up");
+    nth_prompt(&run, 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let typing_at_prompt = run.peer.fake.chat_actions(OWNER).len();
+    // Longer than the indicator's 4 s refresh, shorter than the timeout (after it, the turn
+    // runs again and shows it again).
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    assert_eq!(run.peer.fake.chat_actions(OWNER).len(), typing_at_prompt, "no typing indicator while waiting for the user");
+    run.wait(&dm(), "the timeout notice", |p| p.iter().any(|m| m.text.contains("Nobody answered within 6s"))).await;
+    run.wait(&dm(), "the agent's answer", |p| p.iter().any(|m| m.text.contains("it timed out"))).await;
+    let results = tool_results(&run);
+    assert!(results.iter().any(|r| r.contains("timed out") && r.contains("Silence is not consent.")), "{results:#?}");
+    assert!(exists(&victim));
+    run.peer.fake.dm(&owner(), "/approve");
+    run.wait_text(&dm(), "No pending command to approve.").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_pending_approvals_resolve_oldest_first_and_approve_all_clears_the_rest() {
+    let run = launch("").await;
+    let (_a_dir, first) = outside_victim();
+    let (_b_dir, second) = outside_victim();
+    let (_c_dir, third) = outside_victim();
+    run.llm.push(Reply::ToolCalls(vec![
+        terminal("t1", &format!("rm -rf {}", first.display())),
+        terminal("t2", &format!("rm -rf {}", second.display())),
+        terminal("t3", &format!("rm -rf {}", third.display())),
+    ]));
+    run.llm.push(Reply::text("all three handled"));
+    run.peer.fake.dm(&owner(), "clean up three things");
+    nth_prompt(&run, 3).await;
+    // Each prompt shows its place among those waiting when it was sent: the later ones know of
+    // the earlier ones (the three sends race, so their order in the chat may differ).
+    let texts: Vec<String> = prompts(&run).into_iter().map(|p| p.text).collect();
+    let shows = |place: &str| texts.iter().any(|t| t.contains(place));
+    assert!(shows("(2/") && shows("(3/3)"), "prompts show their place: {texts:#?}");
+    run.peer.fake.dm(&owner(), "/approve");
+    run.wait_text(&dm(), "✅ Command approved. The agent is resuming...").await;
+    wait_for(&run, "the oldest to run", || !exists(&first)).await;
+    settle().await;
+    assert!(exists(&second) && exists(&third), "only the oldest was approved");
+    run.peer.fake.dm(&owner(), "/approve all");
+    run.wait_text(&dm(), "✅ 2 commands approved. The agent is resuming...").await;
+    run.wait(&dm(), "the agent's answer", |p| p.iter().any(|m| m.text.contains("all three handled"))).await;
+    assert!(!exists(&second) && !exists(&third));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_always_is_saved_and_the_same_command_later_runs_without_asking() {
+    let run = launch("").await;
+    let (_dir, victim) = outside_victim();
+    let command = format!("rm -rf {}", victim.display());
+    run.llm.push(Reply::ToolCalls(vec![terminal("t1", &command)]));
+    run.llm.push(Reply::text("first done"));
+    run.peer.fake.dm(&owner(), "clean up");
+    nth_prompt(&run, 1).await;
+    run.peer.fake.dm(&owner(), "/approve always");
+    run.wait_text(&dm(), "✅ Command approved (pattern approved permanently). The agent is resuming...").await;
+    run.wait(&dm(), "the first answer", |p| p.iter().any(|m| m.text.contains("first done"))).await;
+    let config = std::fs::read_to_string(run._setup.home.path().join("config.yaml")).unwrap();
+    assert!(config.contains("command_allowlist") && config.contains(&command), "saved for the next start: {config}");
+
+    std::fs::create_dir_all(victim.join("again")).unwrap();
+    run.llm.push(Reply::ToolCalls(vec![terminal("t2", &command)]));
+    run.llm.push(Reply::text("second done"));
+    run.peer.fake.dm(&owner(), "clean up again");
+    run.wait(&dm(), "the second answer", |p| p.iter().any(|m| m.text.contains("second done"))).await;
+    assert_eq!(prompts(&run).len(), 1, "no second prompt");
+    assert!(!exists(&victim), "it ran without asking, outside the sandbox as approved");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_while_an_approval_waits_denies_it_and_says_so() {
+    let mut run = launch("").await;
+    let (_dir, victim) = outside_victim();
+    run.llm.push(Reply::ToolCalls(vec![terminal("t1", &format!("rm -rf {}", victim.display()))]));
+    run.peer.fake.dm(&owner(), "clean up");
+    nth_prompt(&run, 1).await;
+    run.gateway.signal(libc::SIGKILL).await;
+    // The interrupted message is replayed after the restart; this time the agent just answers.
+    run.llm.push(Reply::text("back after the restart"));
+    run.gateway = run._setup.start().await;
+    run.wait(&dm(), "the restart notice", |p| p.iter().any(|m| m.text.contains("The gateway restarted while this waited for approval")))
+        .await;
+    run.peer.fake.dm(&owner(), "/approve");
+    run.wait_text(&dm(), "No pending command to approve.").await;
+    assert!(exists(&victim), "nothing approved it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn yolo_runs_flagged_commands_without_asking_but_never_a_hardline_one() {
+    let run = launch("").await;
+    let workspace = run._setup.home.path().join("workspace");
+    std::fs::create_dir_all(workspace.join("build/obj")).unwrap();
+    run.peer.fake.dm(&owner(), "/yolo");
+    run.wait(&dm(), "yolo on", |p| p.iter().any(|m| m.text.contains("YOLO on"))).await;
+    run.peer.fake.dm(&owner(), "/status");
+    run.wait(&dm(), "status", |p| p.iter().any(|m| m.text.contains("YOLO: on"))).await;
+    run.llm.push(Reply::ToolCalls(vec![terminal("t1", "rm -rf build")]));
+    run.llm.push(Reply::ToolCalls(vec![terminal("t2", "rm -rf /")]));
+    run.llm.push(Reply::text("done with yolo"));
+    run.peer.fake.dm(&owner(), "clean the build");
+    run.wait(&dm(), "the answer", |p| p.iter().any(|m| m.text.contains("done with yolo"))).await;
+    assert!(!workspace.join("build").exists(), "the flagged command ran without a prompt");
+    assert!(prompts(&run).is_empty());
+    let results = tool_results(&run);
+    assert!(results.iter().any(|r| r.contains("BLOCKED (hardline)")), "{results:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discord_buttons_approve_for_the_owner_and_refuse_a_stranger_privately() {
+    let owner_id = 7001_u64;
+    let run = launch_with::<DiscordPeer>("approvals:\n  mode: manual\n", &[("DISCORD_ALLOWED_USERS", &owner_id.to_string())]).await;
+    let fake = &run.peer.fake;
+    let owner = fake.user(owner_id, "owner");
+    let channel = fake.dm_channel(&owner);
+    let (_dir, victim) = outside_victim();
+    run.llm.push(Reply::ToolCalls(vec![terminal("t1", &format!("rm -rf {}", victim.display()))]));
+    run.llm.push(Reply::text("removed it"));
+    run.peer.session().await;
+    fake.dm(&owner, "clean up");
+    let chat = Chat { chat_id: channel.to_string(), thread_id: None };
+    run.wait(&chat, "the prompt", |p| p.iter().any(|m| m.text.contains(PROMPT))).await;
+    let prompt = fake.sent_to(channel).into_iter().find(|m| m.content.contains(PROMPT)).unwrap();
+    let custom_id = |label: &str| -> String {
+        prompt
+            .components
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|row| row["components"].as_array().cloned().unwrap_or_default())
+            .find(|b| b["label"].as_str().is_some_and(|l| l.contains(label)))
+            .and_then(|b| b["custom_id"].as_str().map(str::to_string))
+            .unwrap_or_else(|| panic!("no {label} button: {}", prompt.components))
+    };
+    fake.dm(&owner, "yes");
+    run.wait(&chat, "the pending notice", |p| p.iter().any(|m| m.text.contains("waiting for your approval"))).await;
+    fake.button(&fake.user(8888, "mallory"), prompt.id, &custom_id("Approve once"));
+    let refused = fake
+        .wait_until(Duration::from_secs(20), |f| f.interaction_messages().iter().any(|(t, eph)| *eph && t.contains("Not allowed")))
+        .await;
+    assert!(refused, "the stranger is told privately: {:?}", fake.interaction_messages());
+    settle().await;
+    assert!(exists(&victim));
+    fake.button(&owner, prompt.id, &custom_id("Approve once"));
+    run.wait(&chat, "the answer", |p| p.iter().any(|m| m.text.contains("removed it"))).await;
+    assert!(!exists(&victim), "the owner's press ran it");
+}
