@@ -86,7 +86,7 @@ fn check_sandbox(report: &mut Report, config: &Config) {
         (_, true) => report.ok(&format!("command sandbox: {landlock}; terminal.sandbox is {}", sandbox_name(config))),
         (SandboxSetting::Off, false) => println!("! command sandbox: {landlock}; terminal.sandbox is off anyway"),
         (_, false) => report.fail(
-            &format!("command sandbox: {landlock}. Commands would run unconfined and every flagged command is refused"),
+            &format!("command sandbox: {landlock}. Commands would run unconfined and flagged commands only with a person's approval"),
             "run on Linux 5.13+ with Landlock enabled (boot with lsm=...,landlock)",
         ),
     }

@@ -142,7 +142,7 @@ pub fn tool_settings(config: &Config) -> ToolSettings {
 }
 
 /// The sandbox every command runs in, prepared once from `terminal.sandbox`. No Landlock on this
-/// kernel is a loud warning (commands then run unconfined and flagged ones are refused); a policy
+/// kernel is a loud warning (commands then run unconfined and flagged ones need a person); a policy
 /// that cannot hide HERMES_HOME (it lies inside `terminal.cwd`) is a configuration error.
 pub fn confinement(config: &Config, home: &Home, paths: &AgentPaths) -> Result<Confinement, GatewayError> {
     let confinement = Confinement::prepare(config.terminal.sandbox, &paths.workdir, &home.root()).map_err(|e| match e {
@@ -154,7 +154,7 @@ pub fn confinement(config: &Config, home: &Home, paths: &AgentPaths) -> Result<C
     match confinement.degraded() {
         Some(why) => tracing::warn!(
             reason = %why,
-            "the command sandbox is unavailable: {why}. Commands run unconfined (HERMES_HOME is readable to them) and every flagged command is refused, whatever approvals.mode says"
+            "the command sandbox is unavailable: {why}. Commands run unconfined (HERMES_HOME is readable to them) and flagged commands run only when a person approves them, whatever approvals.mode says"
         ),
         None => tracing::info!(mode = ?confinement.mode(), availability = %confinement.availability(), "command sandbox ready"),
     }

@@ -148,6 +148,8 @@ impl ChatApprovals {
         }
         let keys = findings.iter().map(|f| f.key).collect();
         let answer = self.handles.board.open(&id, &scope.session_key, command, keys);
+        // A stopped turn drops this future mid-wait: the guard then withdraws the approval.
+        let mut waiting = Waiting { board: &self.handles.board, store: &self.store, id: &id, open: true };
         let outside = leaves_sandbox(findings);
         let text = texts::prompt(&shown, findings, outside, smart_denied, self.handles.board.place(&id).filter(|(_, of)| *of > 1));
         let delivery =
@@ -176,6 +178,7 @@ impl ChatApprovals {
             }
             Some(Ending::Stopped) => ("stopped", CommandDecision::Deny(texts::stopped())),
         };
+        waiting.open = false;
         if let Err(e) = self.store.approval_close(&id, outcome).await {
             tracing::warn!(error = %e, id, "could not record an approval's outcome");
         }
@@ -188,6 +191,35 @@ impl ChatApprovals {
 impl ApprovalPolicy for ChatApprovals {
     async fn check_command(&self, scope: &SessionScope, request: &CommandRequest<'_>, cancel: &CancellationToken) -> CommandDecision {
         self.decide(scope, request, cancel).await
+    }
+}
+
+/// An approval being waited for. Dropped before it was answered — the turn was stopped and its
+/// future dropped with it — it leaves the board at once (a later `/approve` finds nothing) and
+/// is closed in the store as stopped.
+struct Waiting<'a> {
+    board: &'a ApprovalBoard,
+    store: &'a Store,
+    id: &'a str,
+    /// Not yet closed in the store.
+    open: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.board.close(self.id);
+        if !self.open {
+            return;
+        }
+        let (store, id) = (self.store.clone(), self.id.to_string());
+        // Without a runtime (the process is ending) the next start closes it as a restart's.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = store.approval_close(&id, "stopped").await {
+                    tracing::warn!(error = %e, id, "could not record a stopped approval");
+                }
+            });
+        }
     }
 }
 
@@ -220,3 +252,6 @@ fn new_id() -> String {
     let raw = uuid::Uuid::new_v4().simple().to_string();
     format!("#{}", &raw[..8])
 }
+
+#[cfg(test)]
+mod tests;
