@@ -8,7 +8,7 @@
 
 use hermes_adapter::{
     AdapterContext, AdapterError, Button, ChatTarget, ChatType, HealthReporter, InboundEvent, MessageKind, OutboundMessage, Platform,
-    PlatformAdapter, SendError,
+    PlatformAdapter, SendError, SessionSource,
 };
 use hermes_discord::{DiscordAdapter, DiscordSettings};
 use hermes_fakes::discord::{DiscordOptions, FakeDiscord, Fault, FaultScope};
@@ -17,6 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+const STRANGER: u64 = 666;
 
 struct Bot {
     fake: FakeDiscord,
@@ -40,7 +42,9 @@ impl Bot {
         let inbox = Arc::new(RecordingInbox::default());
         let health = HealthReporter::new();
         let stop = CancellationToken::new();
-        let ctx = AdapterContext::new(inbox.clone(), Arc::new(NoSessions), health.clone(), stop.clone());
+        // Everyone but STRANGER is allowed, as the gateway's policy would answer.
+        let ctx = AdapterContext::new(inbox.clone(), Arc::new(NoSessions), health.clone(), stop.clone())
+            .with_sender_policy(Arc::new(|source: &SessionSource| source.user_id.as_deref() != Some(STRANGER.to_string().as_str())));
         let task = tokio::spawn({
             let adapter = adapter.clone();
             async move { adapter.run(ctx).await }
@@ -196,6 +200,18 @@ async fn buttons_are_posted_and_a_press_becomes_an_acknowledged_event() {
         bot.fake.wait_until(Duration::from_secs(5), |f| f.interaction_callbacks() == vec![(press.id, 6)]).await,
         "the press was acknowledged (deferred update): {:?}",
         bot.fake.interaction_callbacks()
+    );
+    assert!(bot.fake.interaction_messages().is_empty(), "an allowed press gets no message");
+    // A stranger's press is stored for the gateway to refuse, and the stranger alone is told.
+    let mallory = bot.fake.user(STRANGER, "mallory");
+    bot.fake.button(&mallory, posted, "/model smart");
+    assert_eq!(bot.events(2).await.remove(1).source.user_id.as_deref(), Some("666"));
+    assert!(
+        bot.fake
+            .wait_until(Duration::from_secs(5), |f| f.interaction_messages().iter().any(|(t, eph)| *eph && t.contains("Not allowed")))
+            .await,
+        "the stranger is refused privately: {:?}",
+        bot.fake.interaction_messages()
     );
     bot.stop().await.unwrap();
 }

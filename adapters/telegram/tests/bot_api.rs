@@ -189,12 +189,22 @@ async fn buttons_are_an_inline_keyboard_and_a_press_is_an_event() {
     let keyboard = bot.fake.sent_to(42)[0].reply_markup.clone().expect("a keyboard");
     assert_eq!(keyboard["inline_keyboard"].as_array().unwrap().len(), 1, "the over-long button is left out: {keyboard}");
     assert_eq!(keyboard["inline_keyboard"][0][0]["callback_data"], "/model gpt-x");
-    bot.fake.callback(42, sent.message_id.unwrap().parse().unwrap(), &alice, "/model gpt-x");
+    bot.fake.callback(42, sent.message_id.clone().unwrap().parse().unwrap(), &alice, "/model gpt-x");
     let press = bot.events(2).await.remove(1);
     assert_eq!(press.kind, MessageKind::ButtonPress);
     assert_eq!(press.text, "/model gpt-x");
     assert_eq!(press.source.user_id.as_deref(), Some("42"));
     assert!(bot.fake.wait_until(Duration::from_secs(5), |f| f.answered_callbacks().len() == 1).await, "the button stops spinning");
+    assert!(bot.fake.callback_toasts().is_empty(), "an allowed press gets no toast");
+    // A stranger's press is stored for the gateway to refuse, and the stranger alone is told.
+    let stranger = bot.fake.user(STRANGER, "mallory");
+    bot.fake.callback(42, sent.message_id.unwrap().parse().unwrap(), &stranger, "/model gpt-x");
+    assert_eq!(bot.events(3).await.remove(2).source.user_id.as_deref(), Some(STRANGER.to_string().as_str()));
+    assert!(
+        bot.fake.wait_until(Duration::from_secs(5), |f| f.callback_toasts().iter().any(|t| t.contains("Not allowed"))).await,
+        "the stranger's press is refused in its toast: {:?}",
+        bot.fake.callback_toasts()
+    );
     bot.stop().await.unwrap();
 }
 
