@@ -9,7 +9,8 @@
 //! - [`instance_lock`] and [`credential_lock`]: one gateway per HERMES_HOME, one per bot token.
 //! - [`health`], [`admin`], [`status_file`]: what operators see.
 //! - [`inbox`]: durable, deduplicated intake; replay after a crash.
-//! - [`router`], [`auth`], [`session_key`]: who may talk, and to which session.
+//! - [`router`], [`auth`], [`pairing`], [`session_key`]: who may talk (strangers pair by DM),
+//!   and to which session.
 //! - [`actor`], [`turn`], [`turns`]: one actor per session; turns; drain accounting.
 //! - [`commands`]: slash commands, one file each.
 //! - [`outbound`]: render, chunk, outbox, send with retries.
@@ -38,6 +39,7 @@ pub mod instance_lock;
 pub mod media_sweep;
 pub mod models;
 pub mod outbound;
+pub(crate) mod pairing;
 pub mod process_guard;
 pub mod router;
 pub mod session_key;
@@ -187,11 +189,18 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
     }
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
-    let auth = Arc::new(auth_policy(&config, &platform_names));
+    let auth = auth_policy(&config, &platform_names);
+    let pairing =
+        pairing::Pairing::for_adapters(pairing::store::PairingStore::new(home.pairing_dir()), &adapters, |p| auth.names_users_on(p));
+    let pairs_on: Vec<String> = pairing.platforms().map(str::to_string).collect();
+    let auth = Arc::new(auth.with_pairing(Arc::new(pairing)));
     if auth.nothing_allowed() {
         tracing::warn!(
-            "no allowlist is configured: every chat user is denied (API and webhook requests are authorized by their key or signature). Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in"
+            pairing = ?pairs_on,
+            "no allowlist is configured: chat users get in only by pairing (a stranger's DM is answered with a code; approve it with `hermes pairing approve <platform> <code>`). API and webhook requests are authorized by their key or signature. Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in without pairing"
         );
+    } else if !pairs_on.is_empty() {
+        tracing::info!(platforms = ?pairs_on, "no allowlist for these platforms: strangers' DMs there are answered with a pairing code");
     }
 
     let store: Store = Arc::new(SqliteStore::open(&home.state_db()).await?);
