@@ -8,6 +8,7 @@ mod help;
 mod list_commands;
 mod model;
 mod new;
+mod pair;
 mod queue;
 mod retry;
 mod status;
@@ -100,6 +101,7 @@ pub fn registry() -> CommandRegistry {
             Arc::new(title::Title),
             Arc::new(compress::Compress),
             Arc::new(whoami::WhoAmI),
+            Arc::new(pair::Pair),
         ],
     }
 }
