@@ -97,12 +97,8 @@ fn list(store: &PairingStore) -> Result<String, String> {
             quoted(&p.user_name)
         ));
     }
-    let mut platforms: Vec<&str> = pending.iter().map(|p| p.platform.as_str()).collect();
-    platforms.dedup();
-    for platform in platforms {
-        if let Ok(Some(until)) = store.locked_until(platform, now) {
-            out.push_str(&format!("  {platform}: approvals locked for another {} min after failed attempts\n", minutes(until - now)));
-        }
+    for (platform, until) in store.lockouts(now).map_err(failed)? {
+        out.push_str(&format!("  {platform}: approvals locked for another {} min after failed attempts\n", minutes(until - now)));
     }
     if !pending.is_empty() {
         out.push_str("  Approve one with `hermes pairing approve <platform> <code>`.\n");
@@ -162,6 +158,18 @@ mod tests {
         let listing = list(&store).unwrap();
         assert!(listing.contains("Pending pairing requests (each code is only in the chat it was sent to):\n  (none)"), "{listing}");
         assert!(listing.contains("telegram   user id 6001"), "{listing}");
+    }
+
+    #[test]
+    fn after_five_wrong_codes_the_right_one_is_refused_and_the_listing_says_why() {
+        let (_dir, store, code) = store_with_code();
+        for _ in 0..5 {
+            approve(&store, "telegram", "WRONGCOD").unwrap_err();
+        }
+        let err = approve(&store, "telegram", &code).unwrap_err();
+        assert!(err.contains("pairing approvals for telegram are locked for another 60 min"), "{err}");
+        let listing = list(&store).unwrap();
+        assert!(listing.contains("telegram: approvals locked for another 60 min"), "{listing}");
     }
 
     #[test]

@@ -313,11 +313,14 @@ impl PairingStore {
         Ok(approved.into_keys().collect())
     }
 
-    /// Until when `platform`'s approvals are locked, if they are now.
-    pub(crate) fn locked_until(&self, platform: &str, now: f64) -> Result<Option<f64>, PairingError> {
-        let platform = platform_name(platform)?;
+    /// The platforms whose approvals are locked now, and until when.
+    pub(crate) fn lockouts(&self, now: f64) -> Result<Vec<(String, f64)>, PairingError> {
         let limits: Limits = self.load(&self.limits_path())?;
-        Ok(lockout_until(&limits, &platform).filter(|until| now < *until))
+        Ok(limits
+            .into_iter()
+            .filter_map(|(key, until)| Some((key.strip_prefix("_lockout:")?.to_string(), until)))
+            .filter(|(_, until)| now < *until)
+            .collect())
     }
 
     /// The platforms that have a file ending in `suffix`, sorted.

@@ -128,7 +128,7 @@ fn five_failures_lock_approvals_for_an_hour_even_for_the_right_code() {
     assert!(matches!(err, PairingError::LockedOut { minutes: 60, .. }), "{err:?}");
     assert!(err.to_string().contains("locked for another 60 min"), "{err}");
     assert!(store.approved_ids("telegram").unwrap().is_empty());
-    assert!(store.locked_until("telegram", T0 + 10.0).unwrap().is_some());
+    assert_eq!(store.lockouts(T0 + 10.0).unwrap(), [("telegram".to_string(), T0 + 5.0 + LOCKOUT_SECS)]);
     // No new codes while locked, and the lock is per platform.
     assert_eq!(store.request_code("telegram", "6002", "N", T0 + 20.0).unwrap(), CodeRequest::TooMany);
     let discord = issued(store.request_code("discord", "7001", "D", T0 + 20.0).unwrap());
