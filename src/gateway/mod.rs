@@ -177,6 +177,40 @@ pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
     policy
 }
 
+/// Who may talk: the allowlists, plus pairing on the chat platforms that have none. The log says
+/// when configuration lets nobody in, and when strangers it approves would be admins.
+fn authorization(
+    config: &Config,
+    home: &Home,
+    adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
+    platform_names: &[String],
+) -> Arc<AuthPolicy> {
+    let auth = auth_policy(config, platform_names);
+    let pairing =
+        pairing::Pairing::for_adapters(pairing::store::PairingStore::new(home.pairing_dir()), adapters, |p| auth.names_users_on(p));
+    let pairs_on: Vec<String> = pairing.platforms().map(str::to_string).collect();
+    let auth = auth.with_pairing(Arc::new(pairing));
+    match (auth.nothing_allowed(), pairs_on.is_empty()) {
+        (true, true) => tracing::warn!(
+            "no allowlist is configured: every chat user is denied (API and webhook requests are authorized by their key or signature). Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in"
+        ),
+        (true, false) => tracing::warn!(
+            platforms = ?pairs_on,
+            "no allowlist is configured: chat users get in only by pairing (a stranger's DM is answered with a code; approve it with `hermes pairing approve <platform> <code>`). API and webhook requests are authorized by their key or signature. Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in without pairing"
+        ),
+        (false, false) => {
+            tracing::info!(platforms = ?pairs_on, "no allowlist for these platforms: strangers' DMs there are answered with a pairing code")
+        }
+        (false, true) => {}
+    }
+    if !pairs_on.is_empty() && !config.admins_named() {
+        tracing::warn!(
+            "no admin is named, so every user approved by pairing is an admin: they may change the model for everyone, write MEMORY.md and skills, and approve other pairing codes (/pair). Name the owner in <PLATFORM>_ADMIN_USERS or gateway.admin_users"
+        );
+    }
+    Arc::new(auth)
+}
+
 pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
     let (_lock, marker) = claim_home(&home, options.replace)?;
     let media_cache = media_sweep::open(&home)?;
@@ -189,19 +223,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
     }
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
-    let auth = auth_policy(&config, &platform_names);
-    let pairing =
-        pairing::Pairing::for_adapters(pairing::store::PairingStore::new(home.pairing_dir()), &adapters, |p| auth.names_users_on(p));
-    let pairs_on: Vec<String> = pairing.platforms().map(str::to_string).collect();
-    let auth = Arc::new(auth.with_pairing(Arc::new(pairing)));
-    if auth.nothing_allowed() {
-        tracing::warn!(
-            pairing = ?pairs_on,
-            "no allowlist is configured: chat users get in only by pairing (a stranger's DM is answered with a code; approve it with `hermes pairing approve <platform> <code>`). API and webhook requests are authorized by their key or signature. Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in without pairing"
-        );
-    } else if !pairs_on.is_empty() {
-        tracing::info!(platforms = ?pairs_on, "no allowlist for these platforms: strangers' DMs there are answered with a pairing code");
-    }
+    let auth = authorization(&config, &home, &adapters, &platform_names);
 
     let store: Store = Arc::new(SqliteStore::open(&home.state_db()).await?);
     let agent = agent_parts(&config, &home, &auth)?;
