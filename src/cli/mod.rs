@@ -5,6 +5,7 @@
 mod config_cmd;
 mod doctor;
 mod gateway_cmd;
+mod pairing_cmd;
 mod security_cmd;
 
 use crate::config::{self, ConfigError, Env, Home, Loaded};
@@ -44,6 +45,11 @@ pub enum Command {
     },
     /// Check that the configuration, HERMES_HOME, the model provider and the platforms work.
     Doctor,
+    /// Let strangers in by pairing code: list requests, approve or revoke users.
+    Pairing {
+        #[command(subcommand)]
+        command: pairing_cmd::PairingCommand,
+    },
     /// Review the security of this installation.
     Security {
         #[command(subcommand)]
@@ -64,6 +70,7 @@ pub fn main() -> ExitCode {
         Command::Config { ref command } => config_cmd::run(&cli, command),
         Command::Doctor => doctor::run(&cli),
         Command::Security { ref command } => security_cmd::run(&cli, command),
+        Command::Pairing { ref command } => pairing_cmd::run(&cli, command),
     }
 }
 

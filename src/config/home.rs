@@ -104,6 +104,11 @@ impl Home {
         self.root.join("platforms")
     }
 
+    /// The pairing store: pending codes, approved users and rate limits, per platform.
+    pub fn pairing_dir(&self) -> PathBuf {
+        self.platforms_dir().join("pairing")
+    }
+
     /// Creates the root, `logs/` and `cache/`. The root is made owner-only (0700) on Unix because
     /// it holds `.env` and the session database; so is `cache/`, which holds what users send.
     pub fn ensure_dirs(&self) -> Result<(), ConfigError> {

@@ -1,6 +1,8 @@
-//! Who may talk to the agent. Deny by default: a user is allowed only by an allowlist entry or an
-//! explicit allow-all switch. Adapters that authenticate their callers themselves (a bearer key, an
-//! HMAC signature) mark events `authorized_upstream`.
+//! Who may talk to the agent. Deny by default: a user is allowed only by an allowlist entry, an
+//! explicit allow-all switch, or the operator's approval of their pairing code
+//! ([`super::pairing`]; approvals are per platform and add to the allowlists). Adapters that
+//! authenticate their callers themselves (a bearer key, an HMAC signature) mark events
+//! `authorized_upstream`.
 //!
 //! Entries name people by what the platform vouches for, never by what a sender can type into a
 //! profile: an entry matches the sender's platform user id exactly, or the verified handle the
@@ -15,13 +17,16 @@
 //! ([`hermes_adapter::SenderPolicy`]), so a file is only downloaded for a sender the router will
 //! let in.
 
+use super::pairing::Pairing;
 use hermes_adapter::{ChatType, InboundEvent, SenderPolicy, SessionSource};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthDecision {
     Allowed,
-    /// Not allowed; in a group this is silent, in a DM pairing (a later issue) may answer.
+    /// Not allowed; in a group this is silent, in a DM pairing may answer (see
+    /// [`super::pairing::Pairing::answers`]).
     Denied {
         direct: bool,
     },
@@ -42,6 +47,8 @@ pub struct AuthPolicy {
     /// Per platform, its admins (already merged with the global list by the config).
     admins: HashMap<String, Vec<String>>,
     admins_named: bool,
+    /// Users approved by pairing, and where strangers are offered a code.
+    pairing: Option<Arc<Pairing>>,
 }
 
 impl AuthPolicy {
@@ -67,6 +74,23 @@ impl AuthPolicy {
     pub fn with_admins_named(mut self, named: bool) -> Self {
         self.admins_named |= named;
         self
+    }
+
+    /// Users approved through pairing are allowed too (on the platform they paired on).
+    pub(crate) fn with_pairing(mut self, pairing: Arc<Pairing>) -> Self {
+        self.pairing = Some(pairing);
+        self
+    }
+
+    pub(crate) fn pairing(&self) -> Option<&Arc<Pairing>> {
+        self.pairing.as_ref()
+    }
+
+    /// Whether the configuration names who may use `platform` (an allowlist, its own or the
+    /// global one, or an allow-all switch). Where it does, strangers are not offered pairing.
+    pub fn names_users_on(&self, platform: &str) -> bool {
+        let rule = self.platforms.get(&platform.to_ascii_lowercase());
+        self.global_allow_all || !self.global_users.is_empty() || rule.is_some_and(|r| r.allow_all || !r.users.is_empty())
     }
 
     /// Whether the sender of `event` may change what every user shares. Callers the operator
@@ -98,10 +122,13 @@ impl AuthPolicy {
             rules.flat_map(|r| r.users.iter()).chain(&self.global_users).map(|u| u.trim_start_matches('@')).collect();
         named.sort_unstable();
         named.dedup();
-        allow_all || named.len() > 1
+        // Pairing may let anyone in later, and may already have.
+        let pairing = self.pairing.as_ref().is_some_and(|p| p.platforms().next().is_some() || p.any_approved());
+        allow_all || named.len() > 1 || pairing
     }
 
-    /// True when no allowlist and no allow-all exists anywhere: every user is denied.
+    /// True when no allowlist and no allow-all exists anywhere: every user is denied, apart from
+    /// those approved by pairing.
     pub fn nothing_allowed(&self) -> bool {
         !self.global_allow_all && self.global_users.is_empty() && self.platforms.values().all(|r| !r.allow_all && r.users.is_empty())
     }
@@ -129,6 +156,10 @@ impl AuthPolicy {
         let handle = source.user_handle.as_deref().map(|h| h.strip_prefix('@').unwrap_or(h)).filter(|h| !h.is_empty());
         let listed = |list: &[String]| list.iter().any(|entry| entry == "*" || names_sender(entry, user_id, handle));
         if rule.is_some_and(|r| listed(&r.users)) || listed(&self.global_users) {
+            return AuthDecision::Allowed;
+        }
+        // By id only: a pairing approval names the account that was sent the code.
+        if self.pairing.as_ref().is_some_and(|p| p.is_approved(source.platform.as_str(), user_id)) {
             return AuthDecision::Allowed;
         }
         denied

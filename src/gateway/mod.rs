@@ -9,7 +9,8 @@
 //! - [`instance_lock`] and [`credential_lock`]: one gateway per HERMES_HOME, one per bot token.
 //! - [`health`], [`admin`], [`status_file`]: what operators see.
 //! - [`inbox`]: durable, deduplicated intake; replay after a crash.
-//! - [`router`], [`auth`], [`session_key`]: who may talk, and to which session.
+//! - [`router`], [`auth`], [`pairing`], [`session_key`]: who may talk (strangers pair by DM),
+//!   and to which session.
 //! - [`actor`], [`turn`], [`turns`]: one actor per session; turns; drain accounting.
 //! - [`commands`]: slash commands, one file each.
 //! - [`outbound`]: render, chunk, outbox, send with retries.
@@ -39,6 +40,7 @@ pub mod instance_lock;
 pub mod media_sweep;
 pub mod models;
 pub mod outbound;
+pub(crate) mod pairing;
 pub mod process_guard;
 pub mod router;
 pub mod session_key;
@@ -176,6 +178,40 @@ pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
     policy
 }
 
+/// Who may talk: the allowlists, plus pairing on the chat platforms that have none. The log says
+/// when configuration lets nobody in, and when strangers it approves would be admins.
+fn authorization(
+    config: &Config,
+    home: &Home,
+    adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
+    platform_names: &[String],
+) -> Arc<AuthPolicy> {
+    let auth = auth_policy(config, platform_names);
+    let pairing =
+        pairing::Pairing::for_adapters(pairing::store::PairingStore::new(home.pairing_dir()), adapters, |p| auth.names_users_on(p));
+    let pairs_on: Vec<String> = pairing.platforms().map(str::to_string).collect();
+    let auth = auth.with_pairing(Arc::new(pairing));
+    match (auth.nothing_allowed(), pairs_on.is_empty()) {
+        (true, true) => tracing::warn!(
+            "no allowlist is configured: every chat user is denied (API and webhook requests are authorized by their key or signature). Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in"
+        ),
+        (true, false) => tracing::warn!(
+            platforms = ?pairs_on,
+            "no allowlist is configured: chat users get in only by pairing (a stranger's DM is answered with a code; approve it with `hermes pairing approve <platform> <code>`). API and webhook requests are authorized by their key or signature. Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in without pairing"
+        ),
+        (false, false) => {
+            tracing::info!(platforms = ?pairs_on, "no allowlist for these platforms: strangers' DMs there are answered with a pairing code")
+        }
+        (false, true) => {}
+    }
+    if !pairs_on.is_empty() && !config.admins_named() {
+        tracing::warn!(
+            "no admin is named, so every user approved by pairing is an admin: they may change the model for everyone, write MEMORY.md and skills, and approve other pairing codes (/pair). Name the owner in <PLATFORM>_ADMIN_USERS or gateway.admin_users"
+        );
+    }
+    Arc::new(auth)
+}
+
 pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
     let (_lock, marker) = claim_home(&home, options.replace)?;
     let media_cache = media_sweep::open(&home)?;
@@ -188,12 +224,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
     }
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
-    let auth = Arc::new(auth_policy(&config, &platform_names));
-    if auth.nothing_allowed() {
-        tracing::warn!(
-            "no allowlist is configured: every chat user is denied (API and webhook requests are authorized by their key or signature). Set <PLATFORM>_ALLOWED_USERS or GATEWAY_ALLOWED_USERS (or GATEWAY_ALLOW_ALL_USERS=true) to let people in"
-        );
-    }
+    let auth = authorization(&config, &home, &adapters, &platform_names);
 
     let store: Store = Arc::new(SqliteStore::open(&home.state_db()).await?);
     let agent = agent_parts(&config, &home, &auth)?;

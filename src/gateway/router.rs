@@ -1,8 +1,10 @@
 //! The router: authorizes each inbound event, derives its session key and hands it to that
-//! session's actor, creating actors on demand and retiring idle ones.
+//! session's actor, creating actors on demand and retiring idle ones. A refused DM on a platform
+//! that pairs goes to [`super::pairing`] for its answer; every other refused event is dropped.
 
 use super::actor::{self, ActorExit, ActorHandles};
 use super::auth::{AuthDecision, AuthPolicy};
+use super::pairing;
 use super::session_key::{KeyPolicy, session_key};
 use crate::store::Store;
 use hermes_adapter::InboundEvent;
@@ -57,19 +59,7 @@ async fn route_one(
     event: InboundEvent,
 ) {
     if let AuthDecision::Denied { direct } = routing.auth.decide(&event) {
-        // Groups are ignored silently; DMs too until pairing exists. Either way the user id is
-        // logged so the owner can add it to an allowlist.
-        tracing::info!(
-            platform = %event.source.platform,
-            user_id = event.source.user_id.as_deref().unwrap_or("-"),
-            chat_id = %event.source.chat_id,
-            direct,
-            "message from an unauthorized user ignored (add the id to {}_ALLOWED_USERS to allow it)",
-            event.source.platform.as_str().to_ascii_uppercase()
-        );
-        if let Err(e) = routing.store.inbox_mark_done(&event.event_id).await {
-            tracing::warn!(error = %e, "could not close an unauthorized inbox row");
-        }
+        refuse(routing, event, direct).await;
         return;
     }
     let key = session_key(&event.source, routing.key_policy);
@@ -93,4 +83,26 @@ async fn route_one(
         }
     }
     tracing::error!(session_key = %key, "could not hand an event to its session; it stays in the inbox for the next start");
+}
+
+/// A refused event never reaches an actor. A stranger's DM on a platform that pairs is answered
+/// in a task of its own (the router does not wait on the store's lock or on a send); anything
+/// else is dropped silently, with the user id logged so the owner can add it to an allowlist.
+async fn refuse(routing: &Routing, event: InboundEvent, direct: bool) {
+    if let Some(pairing) = routing.auth.pairing().filter(|p| p.answers(&event.source)) {
+        let deliverer = routing.actors.turns.deliverer.clone();
+        tokio::spawn(pairing::answer_stranger(pairing.clone(), deliverer, routing.store.clone(), event));
+        return;
+    }
+    tracing::info!(
+        platform = %event.source.platform,
+        user_id = event.source.user_id.as_deref().unwrap_or("-"),
+        chat_id = %event.source.chat_id,
+        direct,
+        "message from an unauthorized user ignored (add the id to {}_ALLOWED_USERS to allow it)",
+        event.source.platform.as_str().to_ascii_uppercase()
+    );
+    if let Err(e) = routing.store.inbox_mark_done(&event.event_id).await {
+        tracing::warn!(error = %e, "could not close an unauthorized inbox row");
+    }
 }

@@ -8,6 +8,7 @@
 //! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
 //! * [`approvals`]: dangerous commands approved, denied, timed out and refused from chat.
 //! * [`identity`]: who gets in — display-name spoofs denied, strangers' attachments never fetched.
+//! * [`pairing`]: strangers get in by a code the owner approves (no allowlist), or not at all.
 
 // A test crate: its helpers run only under tests, where a panic is how a test fails
 // (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
@@ -18,6 +19,7 @@ mod approvals;
 mod discord;
 mod faults;
 mod identity;
+mod pairing;
 mod peer;
 mod suite;
 #[path = "../e2e/support.rs"]

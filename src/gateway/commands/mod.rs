@@ -10,6 +10,7 @@ mod help;
 mod list_commands;
 mod model;
 mod new;
+mod pair;
 mod queue;
 mod retry;
 mod status;
@@ -109,6 +110,7 @@ pub fn registry() -> CommandRegistry {
             Arc::new(title::Title),
             Arc::new(compress::Compress),
             Arc::new(whoami::WhoAmI),
+            Arc::new(pair::Pair),
         ],
     }
 }
