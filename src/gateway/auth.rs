@@ -10,8 +10,10 @@
 //! chat titles and channel names are never compared (see [`hermes_adapter::SessionSource`]).
 //!
 //! Admins are a tier inside the allowed users (`gateway.admin_users`, `<PLATFORM>_ADMIN_USERS`):
-//! only they change what every user shares (the global model, `MEMORY.md`, skills). With no
-//! admin named anywhere, every allowed user is one, so single-user installs need no setting.
+//! only they change what every user shares (the global model, `MEMORY.md`, skills) and widen
+//! what the agent may do (`/yolo`, `/approve always`, `/pair approve`). With no admin named
+//! anywhere, every user the configuration allows is one, so single-user installs need no
+//! setting; a user let in by pairing is never an admin unless named.
 //!
 //! The same policy answers adapters that ask before fetching a message's attachments
 //! ([`hermes_adapter::SenderPolicy`]), so a file is only downloaded for a sender the router will
@@ -104,7 +106,9 @@ impl AuthPolicy {
             return false;
         }
         if !self.admins_named {
-            return true;
+            // Every user the configuration lets in is one; a stranger let in by pairing is not,
+            // or approving one code would hand out `/yolo` and `/approve always`.
+            return self.configured_decision(&event.source) == AuthDecision::Allowed;
         }
         let source = &event.source;
         let (Some(user_id), Some(admins)) = (source.user_id.as_deref(), self.admins.get(source.platform.as_str())) else {
@@ -142,6 +146,17 @@ impl AuthPolicy {
 
     /// The decision for a sender, from the source alone.
     pub fn decide_sender(&self, source: &SessionSource) -> AuthDecision {
+        let configured = self.configured_decision(source);
+        let approved = |user_id: &str| self.pairing.as_ref().is_some_and(|p| p.is_approved(source.platform.as_str(), user_id));
+        match (configured, source.user_id.as_deref().filter(|id| !id.is_empty())) {
+            // By id only: a pairing approval names the account that was sent the code.
+            (AuthDecision::Denied { .. }, Some(user_id)) if !source.is_bot && approved(user_id) => AuthDecision::Allowed,
+            _ => configured,
+        }
+    }
+
+    /// The decision of the configuration alone (allowlists and allow-all switches), pairing aside.
+    fn configured_decision(&self, source: &SessionSource) -> AuthDecision {
         let denied = AuthDecision::Denied { direct: source.chat_type == ChatType::Dm };
         if source.is_bot {
             return denied;
@@ -156,10 +171,6 @@ impl AuthPolicy {
         let handle = source.user_handle.as_deref().map(|h| h.strip_prefix('@').unwrap_or(h)).filter(|h| !h.is_empty());
         let listed = |list: &[String]| list.iter().any(|entry| entry == "*" || names_sender(entry, user_id, handle));
         if rule.is_some_and(|r| listed(&r.users)) || listed(&self.global_users) {
-            return AuthDecision::Allowed;
-        }
-        // By id only: a pairing approval names the account that was sent the code.
-        if self.pairing.as_ref().is_some_and(|p| p.is_approved(source.platform.as_str(), user_id)) {
             return AuthDecision::Allowed;
         }
         denied

@@ -179,7 +179,7 @@ pub fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
 }
 
 /// Who may talk: the allowlists, plus pairing on the chat platforms that have none. The log says
-/// when configuration lets nobody in, and when strangers it approves would be admins.
+/// when configuration lets nobody in but pairing, and that paired users are not admins.
 fn authorization(
     config: &Config,
     home: &Home,
@@ -205,8 +205,8 @@ fn authorization(
         (false, true) => {}
     }
     if !pairs_on.is_empty() && !config.admins_named() {
-        tracing::warn!(
-            "no admin is named, so every user approved by pairing is an admin: they may change the model for everyone, write MEMORY.md and skills, and approve other pairing codes (/pair). Name the owner in <PLATFORM>_ADMIN_USERS or gateway.admin_users"
+        tracing::info!(
+            "users approved by pairing are not admins (no /yolo, /approve always, /pair, global /model, MEMORY.md or skills); name the owner in <PLATFORM>_ADMIN_USERS or gateway.admin_users to give them that"
         );
     }
     Arc::new(auth)

@@ -2,7 +2,7 @@ use super::store::{CodeRequest, PairingStore};
 use super::*;
 use crate::agent::providers::{ChatProvider, ChatRequest, ChatResponse, ProviderError};
 use crate::config::Config;
-use crate::gateway::auth::AuthPolicy;
+use crate::gateway::auth::{AuthDecision, AuthPolicy};
 use crate::gateway::test_support::{self, RecordingChat};
 use crate::store::InboxState;
 use hermes_adapter::Platform;
@@ -137,4 +137,23 @@ async fn the_router_gives_a_stranger_a_code_and_lets_them_in_once_approved() {
     send("e3", "let me in").await;
     wait_for(&chat, |s| s.last().is_some_and(|m| m == "fine")).await;
     assert_eq!(model.0.load(Ordering::SeqCst), 1, "approved, the user is answered at once");
+}
+
+#[test]
+fn a_paired_user_is_allowed_but_never_an_implicit_admin() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PairingStore::new(dir.path().to_path_buf());
+    let now = store::now();
+    let CodeRequest::Issued(code) = store.request_code("telegram", "6001", "Paired", now).unwrap() else { panic!("no code") };
+    store.approve("telegram", &code, now).unwrap();
+    let pairing = Arc::new(Pairing::new(PairingStore::new(dir.path().to_path_buf()), ["telegram".to_string()]));
+    // No admin named anywhere: the configured user is one, the paired one is not.
+    let auth = AuthPolicy::new(vec![], false).with_platform("telegram", vec!["5001".into()], false).with_pairing(pairing);
+    let event = |user: &str| InboundEvent::text("e", source("telegram", Some(user), ChatType::Dm), "hi");
+    assert_eq!(auth.decide(&event("6001")), AuthDecision::Allowed);
+    assert!(!auth.is_admin(&event("6001")), "pairing grants access, not /yolo or /approve always");
+    assert!(auth.is_admin(&event("5001")));
+    let mut bot = event("6001");
+    bot.source.is_bot = true;
+    assert_ne!(auth.decide(&bot), AuthDecision::Allowed, "a bot is never let in by pairing");
 }
