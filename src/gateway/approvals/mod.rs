@@ -51,6 +51,8 @@ pub struct ChatApprovals {
 
 /// How a wait for an answer ended.
 enum Ending {
+    /// The prompt never reached the chat.
+    Undeliverable,
     Answered(Answer),
     TimedOut,
     Stopped,
@@ -109,7 +111,8 @@ impl ChatApprovals {
             return CommandDecision::Deny(unanswerable_message(&findings, false));
         }
         let mut smart_denied = false;
-        if let (Mode::Smart, Some(judge), false) = (self.rules().mode, &self.smart, outside) {
+        // The judge may spare a prompt only where the sandbox still holds what it approves.
+        if let (Mode::Smart, Some(judge), false, true) = (self.rules().mode, &self.smart, outside, request.sandboxed) {
             match judge.judge(request.command, &findings, cancel).await {
                 SmartVerdict::Approve => return CommandDecision::CONFINED,
                 SmartVerdict::Deny => smart_denied = true,
@@ -119,7 +122,7 @@ impl ChatApprovals {
         self.ask(scope, request.command, &findings, smart_denied, cancel).await
     }
 
-    /// Put the command to the chat and wait for the answer.
+    /// Put the command to the chat and wait for the answer: record it, prompt, wait, conclude.
     async fn ask(
         &self,
         scope: &SessionScope,
@@ -138,52 +141,58 @@ impl ChatApprovals {
         let pending = PendingApproval {
             id: id.clone(),
             session_key: scope.session_key.clone(),
-            target: target.clone(),
-            command: shown.clone(),
+            target,
+            command: shown,
             created_at: chrono::Utc::now(),
         };
         if let Err(e) = self.store.approval_open(&pending).await {
             tracing::error!(error = %e, "could not record a pending approval; the command is refused");
             return CommandDecision::Deny(texts::UNDELIVERABLE.into());
         }
-        let keys = findings.iter().map(|f| f.key).collect();
-        let answer = self.handles.board.open(&id, &scope.session_key, command, keys);
+        let answer = self.handles.board.open(&id, &scope.session_key, command, findings.iter().map(|f| f.key).collect());
         // A stopped turn drops this future mid-wait: the guard then withdraws the approval.
         let mut waiting = Waiting { board: &self.handles.board, store: &self.store, id: &id, open: true };
-        let outside = leaves_sandbox(findings);
-        let text = texts::prompt(&shown, findings, outside, smart_denied, self.handles.board.place(&id).filter(|(_, of)| *of > 1));
-        let delivery =
-            outbound::deliver_with_buttons(&self.deliverer, &target, None, &text, &texts::buttons(&id), &format!("approval:{id}"), None)
-                .await;
-        let ending = if delivery == Delivery::Failed {
-            None
-        } else {
-            let timeout = self.rules().timeout;
-            Some(tokio::select! {
+        let ending = match self.prompt(&pending, findings, smart_denied).await {
+            Delivery::Failed => Ending::Undeliverable,
+            Delivery::Delivered | Delivery::InDoubt => tokio::select! {
                 answer = answer => Ending::Answered(answer.unwrap_or(Answer::Deny { reason: None })),
-                _ = tokio::time::sleep(timeout) => Ending::TimedOut,
+                _ = tokio::time::sleep(self.rules().timeout) => Ending::TimedOut,
                 _ = cancel.cancelled() => Ending::Stopped,
-            })
+            },
         };
         self.handles.board.close(&id);
-        let (outcome, decision) = match ending {
-            None => ("undeliverable", CommandDecision::Deny(texts::UNDELIVERABLE.into())),
-            Some(Ending::Answered(Answer::Approve(reach))) => (reach.word(), CommandDecision::Run { confined: !outside }),
-            Some(Ending::Answered(Answer::Deny { reason })) => ("denied", CommandDecision::Deny(texts::denied(reason.as_deref()))),
-            Some(Ending::TimedOut) => {
-                let secs = self.rules().timeout.as_secs();
-                let notice = texts::expired_notice(&shown, &format!("Nobody answered within {secs}s"));
-                outbound::deliver(&self.deliverer, &target, None, &notice, &format!("approval:{id}:timeout"), None).await;
-                ("timed_out", CommandDecision::Deny(texts::timed_out(secs)))
-            }
-            Some(Ending::Stopped) => ("stopped", CommandDecision::Deny(texts::stopped())),
-        };
+        let (outcome, decision) = self.conclude(&pending, ending, leaves_sandbox(findings)).await;
         waiting.open = false;
         if let Err(e) = self.store.approval_close(&id, outcome).await {
             tracing::warn!(error = %e, id, "could not record an approval's outcome");
         }
         tracing::info!(id, outcome, session_key = %scope.session_key, "approval ended");
         decision
+    }
+
+    /// Show `pending` in its chat, with its place when others wait too.
+    async fn prompt(&self, pending: &PendingApproval, findings: &[Finding], smart_denied: bool) -> Delivery {
+        let place = self.handles.board.place(&pending.id).filter(|(_, of)| *of > 1);
+        let text = texts::prompt(&pending.command, findings, leaves_sandbox(findings), smart_denied, place);
+        let key = format!("approval:{}", pending.id);
+        outbound::deliver_with_buttons(&self.deliverer, &pending.target, None, &text, &texts::buttons(&pending.id), &key, None).await
+    }
+
+    /// The outcome to record and the decision for the agent; a timeout is also told to the chat.
+    async fn conclude(&self, pending: &PendingApproval, ending: Ending, outside: bool) -> (&'static str, CommandDecision) {
+        match ending {
+            Ending::Undeliverable => ("undeliverable", CommandDecision::Deny(texts::UNDELIVERABLE.into())),
+            Ending::Answered(Answer::Approve(reach)) => (reach.word(), CommandDecision::Run { confined: !outside }),
+            Ending::Answered(Answer::Deny { reason }) => ("denied", CommandDecision::Deny(texts::denied(reason.as_deref()))),
+            Ending::TimedOut => {
+                let secs = self.rules().timeout.as_secs();
+                let notice = texts::expired_notice(&pending.command, &format!("Nobody answered within {secs}s"));
+                let key = format!("approval:{}:timeout", pending.id);
+                outbound::deliver(&self.deliverer, &pending.target, None, &notice, &key, None).await;
+                ("timed_out", CommandDecision::Deny(texts::timed_out(secs)))
+            }
+            Ending::Stopped => ("stopped", CommandDecision::Deny(texts::stopped())),
+        }
     }
 }
 
