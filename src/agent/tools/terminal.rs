@@ -1,9 +1,10 @@
 //! `terminal`: runs one shell command for the model — the approval policy's verdict first (the
 //! command's syntax tree, classified by `hermes-guard`; a flagged command or a request to leave
 //! the sandbox waits for a person's approval), then `bash -c` (or `sh -c`) inside the gateway's
-//! sandbox (outside it only when a person approved that), in its own process group with the gateway's secrets stripped from the
-//! environment, a timeout that kills the whole group, and combined output capped head-and-tail;
-//! when the sandbox stopped the command, the model is told so and what it may do instead.
+//! sandbox (outside it only when a person approved that), in its own process group with the
+//! gateway's secrets stripped from the environment, a timeout that kills the whole group, and
+//! combined output capped head-and-tail; when the sandbox stopped the command, the model is told
+//! so and what it may do instead (work inside, or ask with `leave_sandbox`).
 
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use crate::agent::approval::{CommandDecision, CommandRequest};
