@@ -317,6 +317,14 @@ impl<'d> Splitter<'d> {
         if stack.whole > 0 && (previous.is_none_or(char::is_whitespace) || next.is_none_or(char::is_whitespace)) {
             return true;
         }
+        // A delimiter closed right after (or reopened right before) a run of its own character
+        // merges with that run: `~~~` followed by the closing `~~` is one run of five, which
+        // closes nothing, and the rest of the part would be struck through.
+        let merges = |markup: &str, c: Option<char>| c.is_some_and(|c| !c.is_whitespace() && markup.contains(c));
+        let inline = stack.frames.iter().filter_map(|&i| self.frame(i)).filter(|f| matches!(f.kind, FrameKind::Inline { .. }));
+        if inline.into_iter().any(|f| merges(&f.close, previous) || merges(&f.reopen, next)) {
+            return true;
+        }
         let reopens_nothing = stack.frames.iter().all(|&i| self.frame(i).is_none_or(|f| f.reopen.is_empty()));
         if reopens_nothing && (line_start || !suspicious(next)) {
             return false;

@@ -186,6 +186,18 @@ fn discord_markdown_round_trips() {
     run(MarkdownDialect::Markdown, LengthUnit::Chars, 2000);
 }
 
+/// Inputs the property tests once found wrong, kept as fixed cases.
+#[test]
+fn known_breakers_round_trip() {
+    // A cut right after a `~~~` run: the strike's closing `~~` merged with it into `~~~~~`.
+    let struck = format!("~~a ~~~ ~~~ {}~~", "a".repeat(101));
+    for limit in 60..=120 {
+        if let Err(e) = oracle::check(&struck, MarkdownDialect::Markdown, limit, LengthUnit::Chars) {
+            panic!("limit {limit}: {e}");
+        }
+    }
+}
+
 #[test]
 fn telegram_html_round_trips() {
     run(MarkdownDialect::TelegramHtml, LengthUnit::Utf16, 4096);
