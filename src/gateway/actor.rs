@@ -198,19 +198,18 @@ impl SessionActor {
         }
     }
 
-    fn target_of(event: &InboundEvent) -> ChatTarget {
-        event.reply_target.clone().unwrap_or_else(|| ChatTarget {
-            platform: event.source.platform.clone(),
-            chat_id: event.source.chat_id.clone(),
-            thread_id: event.source.thread_id.clone(),
-        })
-    }
-
     /// Answer an event with a system text (command reply, refusal) and close it in the inbox.
     async fn reply_and_close(&self, event: &InboundEvent, text: &str) {
-        let target = Self::target_of(event);
-        let reply_to = if event.reply_target.is_some() { None } else { event.message_id.as_deref() };
-        outbound::deliver(self.deliverer(), &target, reply_to, text, &format!("{}:reply", event.event_id), Some(Finish::stop())).await;
+        let target = event.answer_target();
+        outbound::deliver(
+            self.deliverer(),
+            &target,
+            event.answer_reply_to(),
+            text,
+            &format!("{}:reply", event.event_id),
+            Some(Finish::stop()),
+        )
+        .await;
         self.close(event).await;
     }
 
@@ -246,8 +245,8 @@ impl SessionActor {
         match outcome {
             CommandOutcome::Reply(text) => self.reply_and_close(&event, &text).await,
             CommandOutcome::ReplyWithButtons(text, buttons) => {
-                let target = Self::target_of(&event);
-                let reply_to = if event.reply_target.is_some() { None } else { event.message_id.as_deref() };
+                let target = event.answer_target();
+                let reply_to = event.answer_reply_to();
                 let key = format!("{}:reply", event.event_id);
                 outbound::deliver_with_buttons(self.deliverer(), &target, reply_to, &text, &buttons, &key, Some(Finish::stop())).await;
                 self.close(&event).await;
@@ -255,7 +254,7 @@ impl SessionActor {
             CommandOutcome::Silent => self.close(&event).await,
             CommandOutcome::ReplyAndRun { reply, prompt } => {
                 if let Some(text) = reply {
-                    let target = Self::target_of(&event);
+                    let target = event.answer_target();
                     outbound::deliver(self.deliverer(), &target, None, &text, &format!("{}:notice", event.event_id), None).await;
                 }
                 let mut as_prompt = event;
@@ -326,9 +325,9 @@ impl SessionActor {
             self.reply_and_close(&event, &text).await;
             return;
         }
-        let target = Self::target_of(&event);
+        let target = event.answer_target();
         let key = format!("{}:approval-pending", event.event_id);
-        outbound::deliver(self.deliverer(), &target, event.message_id.as_deref(), texts::PENDING_NOTICE, &key, None).await;
+        outbound::deliver(self.deliverer(), &target, event.answer_reply_to(), texts::PENDING_NOTICE, &key, None).await;
     }
 
     /// Tell the user their message was seen, at most once per 30 s, on chat platforms only (a
@@ -340,7 +339,7 @@ impl SessionActor {
         if self.state.last_busy_ack.is_some_and(|t| t.elapsed() < BUSY_ACK_EVERY) {
             return;
         }
-        let target = Self::target_of(event);
+        let target = event.answer_target();
         if !self.deliverer().reaches_later(target.platform.as_str()) {
             return;
         }
@@ -377,7 +376,7 @@ impl SessionActor {
         let done = done.clone();
         tokio::spawn(async move {
             let event_id = event.event_id.clone();
-            let target = Self::target_of(&event);
+            let target = event.answer_target();
             let (store, deliverer) = (turns.sessions.store.clone(), turns.deliverer.clone());
             let turn = tokio::spawn(turn::run(turns, key, event, interrupt, started, steering, turn::TurnMode::default()));
             if let Err(crash) = turn.await

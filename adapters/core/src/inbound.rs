@@ -84,6 +84,21 @@ pub struct InboundEvent {
 }
 
 impl InboundEvent {
+    /// Where the answer to this event goes: its `reply_target` when the sender named another
+    /// chat, else the chat (and thread) it came from.
+    pub fn answer_target(&self) -> ChatTarget {
+        self.reply_target.clone().unwrap_or_else(|| ChatTarget {
+            platform: self.source.platform.clone(),
+            chat_id: self.source.chat_id.clone(),
+            thread_id: self.source.thread_id.clone(),
+        })
+    }
+
+    /// The message an answer should reply to: none when the answer goes to another chat.
+    pub fn answer_reply_to(&self) -> Option<&str> {
+        if self.reply_target.is_some() { None } else { self.message_id.as_deref() }
+    }
+
     /// A plain text message received now, with every optional field empty.
     pub fn text(event_id: impl Into<String>, source: SessionSource, text: impl Into<String>) -> Self {
         Self {

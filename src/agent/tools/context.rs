@@ -24,6 +24,8 @@ pub struct SessionScope {
     pub user_id: Option<String>,
     /// A person can answer questions right now (false for cron and webhooks).
     pub interactive: bool,
+    /// A scheduled (cron) run: commands that need approval follow `approvals.cron_mode`.
+    pub scheduled: bool,
     /// The user may change what every user shares (`MEMORY.md`, skills); see `gateway::auth`.
     pub is_admin: bool,
 }

@@ -149,15 +149,14 @@ impl ApprovalBoard {
         self.state().session_patterns.get(session_key).is_some_and(|approved| keys.iter().all(|k| approved.contains(k)))
     }
 
-    /// Turn `/yolo` on or off for `session_key`; returns the new state.
-    pub fn set_yolo(&self, session_key: &str, on: bool) -> bool {
+    /// Turn `/yolo` on or off for `session_key`.
+    pub fn set_yolo(&self, session_key: &str, on: bool) {
         let mut state = self.state();
         if on {
             state.yolo.insert(session_key.to_string());
         } else {
             state.yolo.remove(session_key);
         }
-        on
     }
 
     pub fn yolo(&self, session_key: &str) -> bool {

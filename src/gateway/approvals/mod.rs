@@ -28,9 +28,6 @@ use smart::{SmartJudge, SmartVerdict};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// The platform name cron runs use; they have nobody to ask.
-pub const CRON_PLATFORM: &str = "cron";
-
 /// What the approval commands and the session actors share with the policy.
 #[derive(Clone)]
 pub struct ApprovalHandles {
@@ -77,18 +74,14 @@ impl ChatApprovals {
     /// What may decide without a person, in the reference's order: deny rules first (even
     /// `/yolo` cannot pass them), then the standing approvals, then who is asking.
     async fn decide(&self, scope: &SessionScope, request: &CommandRequest<'_>, cancel: &CancellationToken) -> CommandDecision {
-        let findings = match self.guard.judge(request) {
-            Judgement::Hardline(why) => return CommandDecision::Deny(why),
-            judged => {
-                if let Some(rule) = self.rules().denied_by(request.command) {
-                    return CommandDecision::Deny(texts::deny_rule(rule));
-                }
-                match judged {
-                    Judgement::NeedsApproval(findings) => findings,
-                    _ => return CommandDecision::CONFINED,
-                }
-            }
-        };
+        let judged = self.guard.judge(request);
+        if let Judgement::Hardline(why) = judged {
+            return CommandDecision::Deny(why);
+        }
+        if let Some(rule) = self.rules().denied_by(request.command) {
+            return CommandDecision::Deny(texts::deny_rule(rule));
+        }
+        let Judgement::NeedsApproval(findings) = judged else { return CommandDecision::CONFINED };
         let outside = leaves_sandbox(&findings);
         let keys: Vec<&'static str> = findings.iter().map(|f| f.key).collect();
         // Leaving the sandbox is never automatic: only standing approvals or a person grant it.
@@ -101,7 +94,7 @@ impl ChatApprovals {
         if self.rules().allowlisted(request.command) || self.handles.board.session_allows(&scope.session_key, &keys) {
             return CommandDecision::Run { confined: !outside };
         }
-        if scope.platform == CRON_PLATFORM {
+        if scope.scheduled {
             return match self.rules().cron_approves {
                 true => CommandDecision::Run { confined: !outside },
                 false => CommandDecision::Deny(texts::cron_denied(&describe_findings(&findings))),

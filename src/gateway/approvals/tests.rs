@@ -30,8 +30,15 @@ async fn decide(yaml: &str, platform: &str, interactive: bool, command: &str) ->
     let chat = RecordingChat::new();
     let (dir, gateway) = crate::gateway::test_support::gateway(config, chat.clone(), Arc::new(Silent)).await;
     gateway.actors.commands.approvals.board.set_yolo("k", yaml.contains("# yolo"));
-    let scope =
-        SessionScope { session_key: "k".into(), platform: platform.into(), chat_id: "c1".into(), interactive, ..SessionScope::default() };
+    let scope = SessionScope {
+        session_key: "k".into(),
+        platform: platform.into(),
+        chat_id: "c1".into(),
+        interactive,
+        // What a cron run's scope will say (the policy reads the flag, not the platform name).
+        scheduled: platform == "cron",
+        ..SessionScope::default()
+    };
     let context = gateway.turns().tools.context(scope, "turn-1", Arc::new(Fence::default()), CancellationToken::new());
     let request = CommandRequest { command, workdir: Path::new(&context.paths.workdir), sandboxed: true, leave_sandbox: None };
     let decision = context.approval.check_command(&context.scope, &request, &context.cancel).await;

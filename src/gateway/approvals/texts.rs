@@ -2,6 +2,7 @@
 //! results, which keep "denied", "timed out" and "could not ask" apart), the prompt the chat
 //! gets, and the replies to `/approve` and `/deny`.
 
+use super::board::Reach;
 use crate::agent::approval::LEAVE_SANDBOX;
 use hermes_adapter::Button;
 use hermes_guard::Finding;
@@ -104,11 +105,11 @@ pub(crate) const PENDING_NOTICE: &str = "⏳ A command is waiting for your appro
      the prompt). A plain reply does not approve anything. Your message will be handled after that.";
 
 /// The reply to a successful `/approve`.
-pub(crate) fn approved(count: usize, scope: &str) -> String {
-    let suffix = match scope {
-        "session" => " (pattern approved for this session)",
-        "always" => " (pattern approved permanently)",
-        _ => "",
+pub(crate) fn approved(count: usize, reach: Reach) -> String {
+    let suffix = match reach {
+        Reach::Session => " (pattern approved for this session)",
+        Reach::Always => " (pattern approved permanently)",
+        Reach::Once => "",
     };
     if count > 1 {
         format!("✅ {count} commands approved{suffix}. The agent is resuming...")

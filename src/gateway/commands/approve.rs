@@ -64,7 +64,7 @@ impl SlashCommand for Approve {
         };
         let answered = match answer(ctx, which, &Answer::Approve(reach)) {
             Ok(answered) => answered,
-            Err(reply) => return CommandOutcome::Reply(reply.replace("deny", "approve")),
+            Err(reply) => return CommandOutcome::Reply(reply),
         };
         if answered.is_empty() {
             return CommandOutcome::Reply(texts::NOTHING_TO_APPROVE.into());
@@ -79,7 +79,7 @@ impl SlashCommand for Approve {
                 }
             }
         }
-        CommandOutcome::Reply(texts::approved(answered.len(), reach.word()))
+        CommandOutcome::Reply(texts::approved(answered.len(), reach))
     }
 }
 

@@ -15,7 +15,7 @@ pub(crate) mod store;
 use super::deliverer::Deliverer;
 use super::outbound::{self, Finish};
 use crate::store::Store;
-use hermes_adapter::{ChatTarget, ChatType, InboundEvent, PlatformAdapter, SessionSource};
+use hermes_adapter::{ChatType, InboundEvent, PlatformAdapter, SessionSource};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use store::{ApprovedUser, CodeRequest, PairingError, PairingStore};
@@ -178,11 +178,7 @@ impl Pairing {
 /// the message reaches the agent. Runs in its own task, so the router never waits on a send.
 pub(crate) async fn answer_stranger(pairing: Arc<Pairing>, deliverer: Arc<Deliverer>, inbox: Store, event: InboundEvent) {
     if let Some(text) = pairing.reply_to(&event.source).await {
-        let target = event.reply_target.clone().unwrap_or_else(|| ChatTarget {
-            platform: event.source.platform.clone(),
-            chat_id: event.source.chat_id.clone(),
-            thread_id: event.source.thread_id.clone(),
-        });
+        let target = event.answer_target();
         let key = format!("{}:pairing", event.event_id);
         outbound::deliver(&deliverer, &target, None, &text, &key, Some(Finish::stop())).await;
     }

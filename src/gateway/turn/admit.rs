@@ -53,13 +53,9 @@ pub(super) async fn admit(
         },
         None => None,
     };
-    let target = event.reply_target.clone().unwrap_or_else(|| ChatTarget {
-        platform: event.source.platform.clone(),
-        chat_id: event.source.chat_id.clone(),
-        thread_id: event.source.thread_id.clone(),
-    });
+    let target = event.answer_target();
     // A reply to another chat is not a reply to this message.
-    let reply_to = if event.reply_target.is_some() { None } else { event.message_id.clone() };
+    let reply_to = event.answer_reply_to().map(str::to_string);
     let Some(adapter) = deliverer.adapter(target.platform.as_str()).cloned() else {
         tracing::error!(platform = %target.platform, event_id = %event.event_id, "the answer's platform is not enabled; dropping the turn");
         return Err(TurnEnd::Closed);

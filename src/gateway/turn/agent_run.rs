@@ -107,6 +107,8 @@ pub(super) fn scope(event: &InboundEvent, route: &RouteEntry, caps: &Capabilitie
         thread_id: source.thread_id.clone(),
         user_id: source.user_id.clone(),
         interactive: caps.supports_async_delivery && caps.read_live,
+        // A message's turn; scheduled runs build their scope with this set.
+        scheduled: false,
         is_admin,
     }
 }
