@@ -158,3 +158,19 @@ fn real_paths_fold_dot_dot_after_what_exists() {
     assert_eq!(super::files::real_path(&base.join("ws/missing/../../x")), base.join("x"));
     assert_eq!(super::files::real_path(Path::new("/")), PathBuf::from("/"));
 }
+
+#[tokio::test]
+async fn asking_to_leave_the_sandbox_is_never_granted_by_the_model_itself() {
+    let fixture = fixture(SandboxSetting::WorkspaceWrite);
+    let marker = fixture.outside.join("escaped");
+    let touch = format!("touch {}", marker.display());
+    // Where nobody can be asked, the request is refused before anything runs, even for a
+    // command the classifier finds harmless.
+    let out = call(&fixture, "terminal", json!({"command": touch, "leave_sandbox": "need to write there"})).await;
+    assert!(out.is_error && out.content.contains("run outside the sandbox (need to write there)"), "{}", out.content);
+    assert!(!marker.exists(), "the refused command ran");
+    // Anything but a string is refused as malformed, not read as "no".
+    let out = call(&fixture, "terminal", json!({"command": touch, "leave_sandbox": true})).await;
+    assert!(out.is_error && out.content.contains("`leave_sandbox` must be a string"), "{}", out.content);
+    assert!(!marker.exists());
+}
