@@ -64,6 +64,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod cron;
 pub mod fs_atomic;
 pub mod gateway;
 pub mod observe;

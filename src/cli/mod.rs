@@ -3,6 +3,7 @@
 //! 78 invalid configuration).
 
 mod config_cmd;
+mod cron_cmd;
 mod doctor;
 mod gateway_cmd;
 mod pairing_cmd;
@@ -43,6 +44,11 @@ pub enum Command {
         #[command(subcommand)]
         command: config_cmd::ConfigCommand,
     },
+    /// Scheduled jobs: list, create, edit, pause, resume, run, remove; the ticker's status; one tick.
+    Cron {
+        #[command(subcommand)]
+        command: cron_cmd::CronCommand,
+    },
     /// Check that the configuration, HERMES_HOME, the model provider and the platforms work.
     Doctor,
     /// Let strangers in by pairing code: list requests, approve or revoke users.
@@ -68,6 +74,7 @@ pub fn main() -> ExitCode {
         }
         Command::Gateway { ref command } => gateway_cmd::run(&cli, command),
         Command::Config { ref command } => config_cmd::run(&cli, command),
+        Command::Cron { ref command } => cron_cmd::run(&cli, command),
         Command::Doctor => doctor::run(&cli),
         Command::Security { ref command } => security_cmd::run(&cli, command),
         Command::Pairing { ref command } => pairing_cmd::run(&cli, command),
@@ -89,6 +96,20 @@ pub(crate) fn resolve(cli: &Cli) -> Result<Resolved, ConfigError> {
 }
 
 /// Print a configuration error the way every command does, and give exit code 78.
+/// A subcommand's answer on stdout (exit 0), or its failure on stderr (exit 1).
+pub(crate) fn report(outcome: Result<String, String>) -> ExitCode {
+    match outcome {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("hermes: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 pub(crate) fn config_failure(err: &ConfigError) -> ExitCode {
     eprintln!("hermes: {err}");
     eprintln!("hermes: fix the setting above (config.yaml, .env or the environment) and try again.");

@@ -5,7 +5,7 @@
 //! the code is wrong or expired, approvals are locked, or the user was not approved; 78 when
 //! HERMES_HOME cannot be resolved.
 
-use super::{Cli, config_failure};
+use super::{Cli, config_failure, report};
 use crate::config::{Env, Home};
 use crate::gateway::pairing::store::{self, PairingError, PairingStore};
 use clap::Subcommand;
@@ -46,16 +46,7 @@ pub(super) fn run(cli: &Cli, command: &PairingCommand) -> ExitCode {
         PairingCommand::Revoke { platform, user_id } => revoke(&store, platform, user_id),
         PairingCommand::ClearPending { platform } => clear_pending(&store, platform.as_deref()),
     };
-    match outcome {
-        Ok(text) => {
-            println!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(message) => {
-            eprintln!("hermes: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    report(outcome)
 }
 
 fn approve(store: &PairingStore, platform: &str, code: &str) -> Result<String, String> {

@@ -99,6 +99,11 @@ impl Home {
         self.root.join("cron")
     }
 
+    /// Scripts cron jobs may run (nothing outside it).
+    pub fn scripts_dir(&self) -> PathBuf {
+        self.root.join("scripts")
+    }
+
     /// Per-platform state (pairing store, Matrix crypto store).
     pub fn platforms_dir(&self) -> PathBuf {
         self.root.join("platforms")

@@ -73,7 +73,7 @@ pub use home::Home;
 pub use load::{Loaded, load, load_str, load_str_with, load_with, parse_yaml};
 pub use model::ModelConfig;
 pub use overrides::CORE_ENV_VARS;
-pub use persist::{PersistError, add_to_command_allowlist, write_model_default};
+pub use persist::{PersistError, add_to_command_allowlist, set_env_vars, write_model_default};
 pub use platforms::{PlatformConfig, Platforms};
 pub use schema::Config;
 pub use sections::{AgentConfig, ApprovalsConfig, CronConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig, SessionResetConfig};

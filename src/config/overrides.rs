@@ -28,12 +28,28 @@ pub const CORE_ENV_VARS: &[&str] = &[
     "HERMES_GATEWAY_BUSY_INPUT_MODE",
     "HERMES_MAX_ITERATIONS",
     "HERMES_AGENT_TIMEOUT",
+    "HERMES_CRON_TIMEOUT",
+    "HERMES_CRON_SCRIPT_TIMEOUT",
+    "HERMES_CRON_MAX_PARALLEL",
     "HERMES_REDACT_SECRETS",
     "SESSION_IDLE_MINUTES",
     "SESSION_RESET_HOUR",
 ];
 
 impl Config {
+    fn apply_cron_env(&mut self, env: &Env) -> Result<(), ConfigError> {
+        if let Some(v) = env.get("HERMES_CRON_TIMEOUT") {
+            self.cron.timeout = parse_number("HERMES_CRON_TIMEOUT", v)?;
+        }
+        if let Some(v) = env.get("HERMES_CRON_SCRIPT_TIMEOUT") {
+            self.cron.script_timeout_seconds = parse_number("HERMES_CRON_SCRIPT_TIMEOUT", v)?;
+        }
+        if let Some(v) = env.get("HERMES_CRON_MAX_PARALLEL") {
+            self.cron.max_parallel_jobs = Some(parse_number("HERMES_CRON_MAX_PARALLEL", v)?);
+        }
+        Ok(())
+    }
+
     /// Applies the gateway's own environment variables ([`CORE_ENV_VARS`]); the platforms' come
     /// with their registrations and are applied by `Platforms::resolve`.
     pub fn apply_env(&mut self, env: &Env) -> Result<(), ConfigError> {
@@ -58,6 +74,7 @@ impl Config {
         if let Some(v) = env.get("HERMES_AGENT_TIMEOUT") {
             self.agent.gateway_timeout = parse_number("HERMES_AGENT_TIMEOUT", v)?;
         }
+        self.apply_cron_env(env)?;
         if let Some(v) = env.get("HERMES_REDACT_SECRETS") {
             self.security.redact_secrets = parse_bool("HERMES_REDACT_SECRETS", v)?;
         }

@@ -1,7 +1,13 @@
-//! Writing changes back to `config.yaml` (`/model --global`, `/approve always`): the file is read as plain YAML,
-//! only the keys being changed are touched, and the result replaces the file atomically.
+//! Writing changes back to `config.yaml` (`/model --global`, `/approve always`) and `.env`
+//! (`/sethome`): the file is read as it is, only the keys being changed are touched, and the
+//! result replaces the file atomically. Each read-modify-write holds a lock (in this process and,
+//! through a `.<file>.lock` beside it, across processes), so two changes made at the same moment,
+//! say `/sethome` in two chats, both land.
 
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// Why `config.yaml` could not be updated; the message names the file and is shown to the user
 /// who asked for the change.
@@ -60,8 +66,27 @@ pub fn add_to_command_allowlist(path: &Path, command: &str) -> Result<(), Persis
     })
 }
 
+/// Runs `change` (a read-modify-write of the file at `path`) while no other change of a settings
+/// file runs, here or in another hermes process. The lock is held for one small rewrite, so
+/// waiting for it blocks only for a moment.
+fn locked<T>(path: &Path, change: impl FnOnce() -> Result<T, PersistError>) -> Result<T, PersistError> {
+    static IN_PROCESS: Mutex<()> = Mutex::new(());
+    let _in_process = IN_PROCESS.lock().unwrap_or_else(PoisonError::into_inner);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let lock_path = path.with_file_name(format!(".{name}.lock"));
+    let failed = |source| PersistError::Write { path: lock_path.clone(), source };
+    let lock = OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&lock_path).map_err(failed)?;
+    lock.lock().map_err(failed)?;
+    // Released when `lock` closes, after the change.
+    change()
+}
+
 /// Read the file at `path` (empty when missing), change its top-level mapping, write it back.
 fn edit(path: &Path, change: impl FnOnce(&mut serde_yaml_ng::Mapping)) -> Result<(), PersistError> {
+    locked(path, || edit_unlocked(path, change))
+}
+
+fn edit_unlocked(path: &Path, change: impl FnOnce(&mut serde_yaml_ng::Mapping)) -> Result<(), PersistError> {
     use serde_yaml_ng::{Mapping, Value};
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -81,9 +106,85 @@ fn edit(path: &Path, change: impl FnOnce(&mut serde_yaml_ng::Mapping)) -> Result
     crate::fs_atomic::write(path, out.as_bytes()).map_err(|source| PersistError::Write { path: path.to_path_buf(), source })
 }
 
+/// Set (or, with `None`, remove) variables in the `.env` file at `path`, keeping every other
+/// line as it is; the file stays private (0600) because it holds secrets.
+pub fn set_env_vars(path: &Path, vars: &[(&str, Option<&str>)]) -> Result<(), PersistError> {
+    locked(path, || set_env_vars_unlocked(path, vars))
+}
+
+fn set_env_vars_unlocked(path: &Path, vars: &[(&str, Option<&str>)]) -> Result<(), PersistError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(PersistError::Read { path: path.to_path_buf(), source }),
+    };
+    if let Some((key, _)) = vars.iter().find(|(_, v)| v.is_some_and(|v| v.chars().any(char::is_control))) {
+        let refused = std::io::Error::other(format!("the value of {key} holds a control character"));
+        return Err(PersistError::Write { path: path.to_path_buf(), source: refused });
+    }
+    let names: Vec<&str> = vars.iter().map(|(k, _)| *k).collect();
+    let mut lines: Vec<String> = text.lines().filter(|l| !env_line_sets(l, &names)).map(str::to_string).collect();
+    for (key, value) in vars {
+        if let Some(value) = value {
+            lines.push(format!("{key}={}", quote_env(value)));
+        }
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    crate::fs_atomic::write_private(path, out.as_bytes()).map_err(|source| PersistError::Write { path: path.to_path_buf(), source })
+}
+
+/// Whether a `.env` line assigns one of `names` (`KEY=…` or `export KEY=…`).
+fn env_line_sets(line: &str, names: &[&str]) -> bool {
+    let line = line.trim_start();
+    let line = line.strip_prefix("export ").unwrap_or(line);
+    line.split_once('=').is_some_and(|(k, _)| names.contains(&k.trim()))
+}
+
+/// A value as `.env` reads it back: bare when it is plain, double-quoted otherwise.
+fn quote_env(value: &str) -> String {
+    if value.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:@/".contains(c)) {
+        value.to_string()
+    } else {
+        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn env_variables_are_replaced_and_other_lines_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        std::fs::write(&path, "# comment\nTELEGRAM_BOT_TOKEN=123:abc\nexport TELEGRAM_HOME_CHANNEL=1\nTELEGRAM_HOME_CHANNEL_THREAD_ID=4\n")
+            .unwrap();
+        set_env_vars(&path, &[("TELEGRAM_HOME_CHANNEL", Some("-100200")), ("TELEGRAM_HOME_CHANNEL_THREAD_ID", None)]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "# comment\nTELEGRAM_BOT_TOKEN=123:abc\nTELEGRAM_HOME_CHANNEL=-100200\n");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let env = crate::config::Env::from_dotenv_file(&path).unwrap();
+        assert_eq!(env.get("TELEGRAM_HOME_CHANNEL"), Some("-100200"));
+    }
+
+    #[test]
+    fn changes_made_at_the_same_moment_all_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        let names: Vec<String> = (0..16).map(|n| format!("P{n}_HOME_CHANNEL")).collect();
+        std::thread::scope(|scope| {
+            for name in &names {
+                let path = &path;
+                scope.spawn(move || set_env_vars(path, &[(name.as_str(), Some("1"))]).unwrap());
+            }
+        });
+        let env = crate::config::Env::from_dotenv_file(&path).unwrap();
+        for name in &names {
+            assert_eq!(env.get(name), Some("1"), "{name} was lost");
+        }
+    }
 
     #[test]
     fn string_or_mapping_model_is_updated_and_other_keys_kept() {

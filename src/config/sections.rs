@@ -100,11 +100,15 @@ pub struct CronConfig {
     pub max_parallel_jobs: Option<usize>,
     /// Output files kept per job.
     pub output_retention: usize,
+    /// Seconds an agent run of a job may take (`HERMES_CRON_TIMEOUT`); 0 = no limit.
+    pub timeout: u64,
+    /// Seconds a job's script may take (`HERMES_CRON_SCRIPT_TIMEOUT`).
+    pub script_timeout_seconds: u64,
 }
 
 impl Default for CronConfig {
     fn default() -> Self {
-        Self { wrap_response: true, max_parallel_jobs: None, output_retention: 50 }
+        Self { wrap_response: true, max_parallel_jobs: None, output_retention: 50, timeout: 600, script_timeout_seconds: 3600 }
     }
 }
 

@@ -23,6 +23,9 @@ impl Config {
         if self.cron.max_parallel_jobs == Some(0) {
             return Err(ConfigError::invalid("cron.max_parallel_jobs", "expected at least 1 (leave it unset for no limit), found 0"));
         }
+        if let Err(e) = crate::cron::schedule::Zone::from_config(self.timezone.as_deref()) {
+            return Err(ConfigError::invalid("timezone", e.to_string()));
+        }
         if self.session_reset.at_hour > 23 {
             return Err(ConfigError::invalid(
                 "session_reset.at_hour",

@@ -16,6 +16,8 @@
 //! - [`outbound`]: render, chunk, outbox, send with retries.
 //! - [`directory`]: sessions for HTTP surfaces.
 //! - [`media_sweep`]: the attachment cache kept private and within its limits.
+//! - [`cron_wiring`] and [`cron_host`]: the scheduler's ticker beside the adapters, and scheduled
+//!   runs as agent turns delivered through [`outbound`].
 
 pub mod actor;
 pub mod adapters;
@@ -31,6 +33,9 @@ pub mod compaction;
 #[cfg(test)]
 mod crash_tests;
 pub mod credential_lock;
+pub mod cron_host;
+mod cron_tool;
+pub mod cron_wiring;
 pub mod deliverer;
 pub mod directory;
 pub mod health;
@@ -225,21 +230,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     }
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
     let auth = authorization(&config, &home, &adapters, &platform_names);
-
-    let store: Store = Arc::new(SqliteStore::open(&home.state_db()).await?);
-    let agent = agent_parts(&config, &home, &auth)?;
-    let wiring = wiring::Wiring::build(wiring::Parts {
-        config: config.clone(),
-        home: home.clone(),
-        store: store.clone(),
-        adapters: &adapters,
-        auth: auth.clone(),
-        agent: agent.agent,
-        paths: agent.paths,
-        tool_settings: agent.tool_settings,
-        guard: agent.guard,
-        history_bytes: HISTORY_CACHE_BYTES,
-    });
+    let wiring = wire(&config, &home, &adapters, auth.clone()).await?;
+    let store = wiring.store.clone();
     let (board, limits) = (wiring.health.clone(), wiring.limits().clone());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
     let inbox = Arc::new(inbox::Inbox::new(store.clone(), router_tx));
@@ -251,6 +243,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
     let locks = options.credential_lock_dir.clone().map(|dir| supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
     let supervisors = supervise_adapters(&adapters, &contexts, locks, &board, supervisor_policy(&config));
+    let ticking = wiring.cron.start();
 
     let admin_stop = CancellationToken::new();
     let mut status = status_file::StatusFile::new(chrono::Utc::now());
@@ -266,7 +259,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     board.set_draining();
     limits.running.set_draining();
     inbox.stop_accepting();
-    drain_turns(&limits, Duration::from_secs(config.gateway.drain_timeout_secs)).await;
+    // Turns and cron runs drain side by side; neither waits for the other's deadline.
+    tokio::join!(wiring.cron.stop(ticking), drain_turns(&limits, Duration::from_secs(config.gateway.drain_timeout_secs)));
     let running = Running { adapters_stop, supervisors, admin_stop, side_tasks: vec![status_task, housekeeping, media_sweeper, router] };
     running.stop().await;
     status.apply(&board.snapshot(), limits.running.active());
@@ -283,6 +277,41 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     }
     tracing::info!("gateway stopped");
     Ok(reason)
+}
+
+/// The store, the agent and every handle, for `adapters` (running or not).
+async fn wire(
+    config: &Arc<Config>,
+    home: &Home,
+    adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
+    auth: Arc<AuthPolicy>,
+) -> Result<wiring::Wiring, GatewayError> {
+    let store: Store = Arc::new(SqliteStore::open(&home.state_db()).await?);
+    let agent = agent_parts(config, home, &auth)?;
+    Ok(wiring::Wiring::build(wiring::Parts {
+        config: config.clone(),
+        home: home.clone(),
+        store,
+        adapters,
+        auth,
+        agent: agent.agent,
+        paths: agent.paths,
+        tool_settings: agent.tool_settings,
+        guard: agent.guard,
+        history_bytes: HISTORY_CACHE_BYTES,
+    }))
+}
+
+/// The gateway's handles without its adapters receiving: what `hermes cron tick` and
+/// `hermes cron run` run jobs with (the adapters only send). No instance lock is taken, so this
+/// works beside a running gateway; the cron locks keep the two from running an occurrence twice.
+pub async fn headless(home: &Home, config: Config, registry: &crate::registry::Registry) -> Result<wiring::Wiring, GatewayError> {
+    home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
+    let config = Arc::new(config);
+    let adapters = adapters::build_enabled_with(&config, home, registry).map_err(|e| GatewayError::Config(e.to_string()))?;
+    let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
+    let auth = Arc::new(auth_policy(&config, &platform_names));
+    wire(&config, home, &adapters, auth).await
 }
 
 /// What runs beside the turns once the gateway is up, stopped in this order at shutdown.

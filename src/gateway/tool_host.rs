@@ -9,13 +9,15 @@
 use super::clarify::ClarifyBoard;
 use super::deliverer::Deliverer;
 use super::outbound::{self, Delivery};
+use crate::agent::tools::cronjob::CronJobArgs;
 use crate::agent::tools::{HostError, PastMessage, SessionScope, ToolHost};
 use crate::config::Config;
+use crate::cron::manage::CronJobs;
 use crate::store::{SearchScope, Store};
 use async_trait::async_trait;
 use hermes_adapter::{ChatTarget, Platform};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 pub struct GatewayToolHost {
@@ -23,25 +25,68 @@ pub struct GatewayToolHost {
     deliverer: Arc<Deliverer>,
     clarify: Arc<ClarifyBoard>,
     homes: HomeChannels,
+    /// Scheduled jobs, for the `cronjob` tool.
+    cron: Option<CronJobs>,
 }
 
 impl GatewayToolHost {
     pub fn new(store: Store, deliverer: Arc<Deliverer>, clarify: Arc<ClarifyBoard>, homes: HomeChannels) -> Self {
-        Self { store, deliverer, clarify, homes }
+        Self { store, deliverer, clarify, homes, cron: None }
+    }
+
+    pub fn with_cron(mut self, jobs: CronJobs) -> Self {
+        self.cron = Some(jobs);
+        self
     }
 }
 
-/// Each platform's configured home channel (`platforms.<name>.home_channel`).
+/// Each platform's home channel: `platforms.<name>.home_channel` (`<PLATFORM>_HOME_CHANNEL`),
+/// with its `<PLATFORM>_HOME_CHANNEL_THREAD_ID` companion, as `chat_id[:thread_id]`. Shared and
+/// live: `/sethome` changes it for every holder at once.
 #[derive(Debug, Clone, Default)]
-pub struct HomeChannels(HashMap<String, String>);
+pub struct HomeChannels(Arc<RwLock<HashMap<String, String>>>);
 
 impl HomeChannels {
-    pub fn from_config(config: &Config) -> Self {
-        Self(config.platforms.others.iter().filter_map(|(name, p)| Some((name.clone(), p.home_channel.clone()?))).collect())
+    /// From the configuration; `thread_of(platform)` gives a home's thread (topic) id, if any.
+    pub fn from_config(config: &Config, thread_of: impl Fn(&str) -> Option<String>) -> Self {
+        let homes = config
+            .platforms
+            .others
+            .iter()
+            .filter_map(|(name, p)| {
+                let chat = p.home_channel.clone().filter(|c| !c.trim().is_empty())?;
+                Some((
+                    name.clone(),
+                    match thread_of(name) {
+                        Some(thread) if !chat.contains(':') => format!("{chat}:{thread}"),
+                        _ => chat,
+                    },
+                ))
+            })
+            .collect();
+        Self(Arc::new(RwLock::new(homes)))
     }
 
-    fn get(&self, platform: &str) -> Option<&String> {
-        self.0.get(platform)
+    fn get(&self, platform: &str) -> Option<String> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).get(platform).cloned()
+    }
+
+    /// Make `target`'s chat (and thread) its platform's home.
+    pub fn set(&self, target: &ChatTarget) {
+        let value = match &target.thread_id {
+            Some(thread) => format!("{}:{thread}", target.chat_id),
+            None => target.chat_id.clone(),
+        };
+        self.0.write().unwrap_or_else(|p| p.into_inner()).insert(target.platform.to_string(), value);
+    }
+
+    /// Every home channel that names a valid target, by platform.
+    pub fn targets(&self) -> std::collections::BTreeMap<String, ChatTarget> {
+        let homes = self.0.read().unwrap_or_else(|p| p.into_inner());
+        homes
+            .iter()
+            .filter_map(|(platform, home)| Some((platform.clone(), ChatTarget::parse(&format!("{platform}:{home}")).ok()?)))
+            .collect()
     }
 }
 
@@ -154,6 +199,11 @@ impl ToolHost for GatewayToolHost {
             Delivery::InDoubt => Ok("The platform did not confirm the delivery; it may have arrived. Do not send it again.".into()),
             Delivery::Failed => Err(HostError::Delivery("the platform refused or could not be reached (see the gateway log)".into())),
         }
+    }
+
+    async fn cronjob(&self, scope: &SessionScope, args: CronJobArgs) -> Result<String, HostError> {
+        let jobs = self.cron.as_ref().ok_or_else(|| HostError::Unavailable("scheduled jobs are not available here".into()))?;
+        super::cron_tool::act(jobs, scope, args).await
     }
 
     async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, HostError> {

@@ -10,7 +10,10 @@
 //!    holds owns the agent.
 //! 4. The [`StoreDirectory`] (handed to the adapters when they start) gets the store, the key
 //!    policy and the models — not the adapters.
-//! 5. The turn's, the commands' and the actors' handles are assembled from the above.
+//! 5. The cron parts ([`super::cron_wiring`]): the jobs (also handed to the tool host for the
+//!    `cronjob` tool), then, once the turn's handles exist, the host of scheduled runs and the
+//!    ticker; the commands get the jobs, the home channels and the ticker's health.
+//! 6. The turn's, the commands' and the actors' handles are assembled from the above.
 //!
 //! [`Wiring`] is the one value that holds everything; only `gateway::run` (and the tests'
 //! in-process gateway) keep it, and they hand out its parts.
@@ -34,7 +37,7 @@ use super::session_key::KeyPolicy;
 use super::sessions::Sessions;
 use super::stream_edit::StreamSettings;
 use super::tool_access::ToolAccess;
-use super::tool_host::{GatewayToolHost, HomeChannels};
+use super::tool_host::GatewayToolHost;
 use super::turn::{Prompts, TurnHandles};
 use super::turn_limits::TurnLimits;
 use crate::agent::Agent;
@@ -44,6 +47,7 @@ use crate::config::{Config, Home};
 use crate::store::Store;
 use hermes_adapter::PlatformAdapter;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// What the wiring is built from: the parts `gateway::run` prepares first (they can fail, or
 /// tests choose them).
@@ -64,6 +68,8 @@ pub struct Parts<'a> {
 
 pub struct Wiring {
     pub store: Store,
+    /// The jobs, the ticker and the home channels.
+    pub cron: super::cron_wiring::CronParts,
     pub health: Arc<HealthBoard>,
     pub key_policy: KeyPolicy,
     pub actors: Arc<ActorHandles>,
@@ -79,10 +85,12 @@ impl Wiring {
             board: Arc::new(ApprovalBoard::default()),
             rules: Arc::new(ApprovalRules::from_config(&config, home.config_file())),
         };
-        let files = FileRoots { home, workdir: paths.workdir.clone() };
+        let files = FileRoots { home: home.clone(), workdir: paths.workdir.clone() };
         let deliverer = Arc::new(Deliverer::new(adapters, store.clone(), files));
         let clarify = Arc::new(ClarifyBoard::default());
-        let host = GatewayToolHost::new(store.clone(), deliverer.clone(), clarify.clone(), HomeChannels::from_config(&config));
+        let homes = super::cron_wiring::home_channels(&config, &home);
+        let jobs = super::cron_wiring::jobs(&config, &home);
+        let host = GatewayToolHost::new(store.clone(), deliverer.clone(), clarify.clone(), homes.clone()).with_cron(jobs.clone());
         let smart = (approvals.rules.mode == Mode::Smart).then(|| SmartJudge::new(agent.clone(), models.clone()));
         let policy = ChatApprovals::new(guard, approvals.clone(), smart, store.clone(), deliverer.clone(), tool_settings.secrets.clone());
         let tools = Arc::new(ToolAccess::new(&config, paths.clone(), tool_settings.clone(), Arc::new(host), Arc::new(policy)));
@@ -108,6 +116,7 @@ impl Wiring {
             approvals: approvals.board.clone(),
         };
         let health = Arc::new(HealthBoard::new());
+        let cron = super::cron_wiring::CronParts::build(&config, &home, &turns, jobs, homes, CancellationToken::new());
         let commands = CommandHandles {
             store: store.clone(),
             models: models.clone(),
@@ -116,6 +125,7 @@ impl Wiring {
             registry: Arc::new(commands::registry()),
             turns: turns.clone(),
             approvals: approvals.clone(),
+            cron: cron.commands(home.env_file()),
         };
         let behaviour = Behaviour::from_config(&config);
         let actors = Arc::new(ActorHandles { turns, commands, clarify, approvals: approvals.board, behaviour });
@@ -124,7 +134,7 @@ impl Wiring {
             thread_sessions_per_user: config.gateway.thread_sessions_per_user,
         };
         let directory = Arc::new(StoreDirectory::new(store.clone(), key_policy, models));
-        Wiring { store, health, key_policy, actors, directory }
+        Wiring { store, cron, health, key_policy, actors, directory }
     }
 
     /// What the router works with.

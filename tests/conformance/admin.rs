@@ -66,3 +66,35 @@ async fn a_member_cannot_change_what_everyone_shares_and_keeps_a_profile_of_thei
     run.wait(&dm(ADMIN), "the switch", |p| p.iter().any(|m| m.text.contains("every chat uses it now"))).await;
     assert!(std::fs::read_to_string(home.join("config.yaml")).unwrap().contains("admin-model"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_manages_only_their_own_cron_jobs_and_cannot_move_the_home_channel() {
+    let users = format!("{ADMIN},{MEMBER}");
+    let admins = ADMIN.to_string();
+    let run = launch_with::<TelegramPeer>("", &[("TELEGRAM_ALLOWED_USERS", &users), ("TELEGRAM_ADMIN_USERS", &admins)]).await;
+    let fake = &run.peer.fake;
+    let home = run._setup.home.path().to_path_buf();
+    let (admin, member) = (TgUser::named(ADMIN, "Admin", None), TgUser::named(MEMBER, "Member", None));
+
+    fake.dm(&member, "/sethome");
+    run.wait(&dm(MEMBER), "the refusal", |p| p.iter().any(|m| m.text.contains("Only an admin can choose the home channel"))).await;
+    assert!(!std::fs::read_to_string(home.join(".env")).unwrap_or_default().contains("TELEGRAM_HOME_CHANNEL"), "no home was saved");
+
+    fake.dm(&admin, "/cron add every 1h check the backups --name backups");
+    run.wait(&dm(ADMIN), "the admin's job", |p| p.iter().any(|m| m.text.contains("'backups' created"))).await;
+    fake.dm(&member, "/cron add every 2h water the plants --name plants");
+    run.wait(&dm(MEMBER), "the member's job", |p| p.iter().any(|m| m.text.contains("'plants' created"))).await;
+
+    fake.dm(&member, "/cron list");
+    run.wait(&dm(MEMBER), "the member's listing", |p| p.iter().any(|m| m.text.contains("Cron jobs (1)"))).await;
+    let listing = run.peer.fake.sent_to(MEMBER).into_iter().rev().find(|m| m.text.contains("Cron jobs")).unwrap().text;
+    assert!(listing.contains("plants") && !listing.contains("backups"), "a member sees only their own jobs: {listing}");
+    fake.dm(&member, "/cron remove backups");
+    run.wait(&dm(MEMBER), "the refusal", |p| p.iter().any(|m| m.text.contains("belongs to someone else"))).await;
+
+    fake.dm(&admin, "/cron pause plants");
+    run.wait(&dm(ADMIN), "the admin's pause", |p| p.iter().any(|m| m.text.contains("Paused 'plants'"))).await;
+    let jobs = std::fs::read_to_string(home.join("cron/jobs.json")).unwrap();
+    assert!(jobs.contains("backups"), "the admin's job is still there");
+    assert!(jobs.contains("\"paused\""), "the admin paused the member's job: {jobs}");
+}

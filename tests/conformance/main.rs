@@ -6,6 +6,8 @@
 //! * [`suite`]: the behaviours, generic over the peer.
 //! * [`telegram`], [`discord`] (and later platforms): the peers.
 //! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
+//! * [`cron`]: scheduled jobs added from chat, delivered to their topic or home channels, and
+//!   racing tick processes that never run an occurrence twice.
 //! * [`approvals`]: dangerous commands approved, denied, timed out and refused from chat.
 //! * [`identity`]: who gets in — display-name spoofs denied, strangers' attachments never fetched.
 //! * [`pairing`]: strangers get in by a code the owner approves (no allowlist), or not at all.
@@ -16,6 +18,7 @@
 
 mod admin;
 mod approvals;
+mod cron;
 mod discord;
 mod faults;
 mod identity;

@@ -147,6 +147,10 @@ pub trait ToolHost: Send + Sync + 'static {
     async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, key: &str) -> Result<String, HostError>;
     /// Ask the user a question and wait for the answer.
     async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, HostError>;
+    /// Manage scheduled jobs for the user of `scope` (the `cronjob` tool).
+    async fn cronjob(&self, _scope: &SessionScope, _args: super::cronjob::CronJobArgs) -> Result<String, HostError> {
+        Err(HostError::Unavailable("scheduled jobs are not available here".into()))
+    }
 }
 
 /// A host for runs without a gateway (tests, sub-agents' defaults): nothing reaches outward.

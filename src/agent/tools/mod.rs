@@ -7,6 +7,7 @@
 pub mod context;
 
 mod clarify;
+pub mod cronjob;
 mod delegate_task;
 mod memory;
 mod patch;
@@ -69,7 +70,7 @@ pub trait Tool: Send + Sync + 'static {
 }
 
 /// Every toolset name a built-in tool declares.
-pub const TOOLSETS: &[&str] = &["terminal", "file", "memory", "session_search", "messaging", "skills", "clarify", "delegation"];
+pub const TOOLSETS: &[&str] = &["terminal", "file", "memory", "session_search", "messaging", "skills", "clarify", "delegation", "cronjob"];
 
 /// Which tools a turn may use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -213,6 +214,7 @@ pub fn builtin() -> ToolRegistry {
     r.register(Arc::new(memory::Memory));
     r.register(Arc::new(session_search::SessionSearch));
     r.register(Arc::new(send_message::SendMessage));
+    r.register(Arc::new(cronjob::CronJob));
     r.register(Arc::new(skills_list::SkillsList));
     r.register(Arc::new(skill_view::SkillView));
     r.register(Arc::new(skill_manage::SkillManage));
@@ -281,6 +283,6 @@ mod tests {
         for t in r.tools.values() {
             assert!(TOOLSETS.contains(&t.tool.toolset()), "{} declares {}", t.schema.name, t.tool.toolset());
         }
-        assert_eq!(r.names().len(), 13);
+        assert_eq!(r.names().len(), 14);
     }
 }

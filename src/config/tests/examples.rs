@@ -61,7 +61,7 @@ fn every_registered_key_is_documented_and_every_documented_key_is_known() {
 #[test]
 fn every_variable_in_env_example_is_read() {
     let registry = Registry::builtin();
-    let per_platform = ["_ALLOWED_USERS", "_ALLOW_ALL_USERS", "_ADMIN_USERS"];
+    let per_platform = ["_ALLOWED_USERS", "_ALLOW_ALL_USERS", "_ADMIN_USERS", "_HOME_CHANNEL_THREAD_ID"];
     for line in EXAMPLE_ENV.lines() {
         let Some((name, _)) = line.strip_prefix("# ").and_then(|l| l.split_once('=')) else { continue };
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {

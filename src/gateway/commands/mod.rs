@@ -5,6 +5,7 @@
 mod approve;
 mod background;
 mod compress;
+mod cron;
 mod deny;
 mod help;
 mod list_commands;
@@ -13,6 +14,7 @@ mod new;
 mod pair;
 mod queue;
 mod retry;
+mod sethome;
 mod status;
 mod steer;
 mod stop;
@@ -72,6 +74,8 @@ pub struct CommandHandles {
     pub turns: TurnHandles,
     /// Pending approvals and the standing rules (`/approve`, `/deny`, `/yolo`, `/status`).
     pub approvals: ApprovalHandles,
+    /// Jobs, home channels and the ticker's health (`/cron`, `/sethome`, `/status`).
+    pub cron: crate::gateway::cron_wiring::CronCommandHandles,
 }
 
 /// What a running command may see and touch.
@@ -103,6 +107,8 @@ pub fn registry() -> CommandRegistry {
             Arc::new(queue::Queue),
             Arc::new(steer::Steer),
             Arc::new(background::Background),
+            Arc::new(cron::Cron),
+            Arc::new(sethome::SetHome),
             Arc::new(model::Model),
             Arc::new(usage::UsageCommand),
             Arc::new(retry::Retry),

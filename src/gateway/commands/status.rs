@@ -1,5 +1,5 @@
-//! `/status`: this conversation's session, model, usage, approvals (pending, `/yolo`) and the
-//! gateway's platforms.
+//! `/status`: this conversation's session, model, usage, approvals (pending, `/yolo`), the
+//! gateway's platforms, the home channels and the cron ticker.
 
 use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
 use crate::gateway::health::AdapterState;
@@ -76,7 +76,12 @@ impl SlashCommand for Status {
             })
             .collect();
         let platforms = if platforms.is_empty() { "none".to_string() } else { platforms.join(", ") };
-        text.push_str(&format!("**Platforms:** {platforms}"));
+        text.push_str(&format!("**Platforms:** {platforms}\n"));
+        let cron = &ctx.handles.cron;
+        let homes: Vec<String> = cron.homes.targets().into_iter().map(|(p, t)| format!("{p} `{}`", t.chat_id)).collect();
+        let homes = if homes.is_empty() { "none (send /sethome in a chat)".to_string() } else { homes.join(", ") };
+        text.push_str(&format!("**Home channels:** {homes}\n"));
+        text.push_str(&format!("**Cron ticker:** {}", cron.ticker.snapshot().line()));
         CommandOutcome::Reply(text)
     }
 }

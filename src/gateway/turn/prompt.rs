@@ -44,6 +44,19 @@ impl Prompts {
         self.freeze(session_id, source, toolsets).await
     }
 
+    /// A scheduled run's system prompt: built for that one run, without memory (cron runs
+    /// neither read nor write it).
+    pub fn scheduled(&self, source: &SessionSource, toolsets: &[String]) -> String {
+        assemble(&PromptInputs {
+            paths: &self.paths,
+            operator_prompt: self.operator_prompt.as_deref(),
+            source,
+            memory: None,
+            toolsets,
+            connected_platforms: &self.chat_platforms,
+        })
+    }
+
     /// Build the session's system prompt and store it, unless another turn stored one first
     /// (then that one is returned).
     pub(super) async fn freeze(&self, session_id: &str, source: &SessionSource, toolsets: &[String]) -> Result<String, StoreError> {

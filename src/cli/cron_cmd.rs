@@ -1,0 +1,220 @@
+//! `hermes cron list | create | edit | pause | resume | run | remove | status | tick`: the jobs
+//! of the selected HERMES_HOME from the shell, beside a running gateway or without one. The
+//! shell is the machine's owner, so it manages every job. `tick` runs one tick here under the
+//! same tick lock as the gateway's ticker (a held lock means it does nothing), running the due
+//! jobs with the gateway's agent and delivering through its adapters (which only send here).
+//! `run` makes a job due now and ticks. Exit 0 on success, 1 on failure, 78 on a bad config.
+
+use super::{Cli, config_failure, report, resolve};
+use crate::config::Config;
+use crate::cron::manage::{Actor, CronJobs, JobEdit, NewJob, describe};
+use crate::cron::status::Markers;
+use crate::cron::ticker::TickReport;
+use crate::gateway;
+use chrono::Utc;
+use clap::{Args, Subcommand};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Subcommand)]
+pub enum CronCommand {
+    /// List the jobs (paused and completed ones with --all).
+    List {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Create a job: `hermes cron create "every 1h" "check the build" --deliver telegram`.
+    Create {
+        /// `30m`, `every 2h`, `0 9 * * mon-fri`, `2026-02-03T14:00` (quote it).
+        schedule: String,
+        /// What the agent does at each run.
+        prompt: Option<String>,
+        #[command(flatten)]
+        fields: JobFields,
+        /// Run only the script (from HERMES_HOME/scripts) and deliver its output.
+        #[arg(long)]
+        no_agent: bool,
+    },
+    /// Change a job; unnamed fields stay as they are.
+    Edit {
+        /// The job's id or name.
+        job: String,
+        #[arg(long)]
+        schedule: Option<String>,
+        #[arg(long)]
+        prompt: Option<String>,
+        #[command(flatten)]
+        fields: JobFields,
+    },
+    /// Stop a job from running until it is resumed.
+    Pause { job: String },
+    /// Let a paused job run again (its next run is computed from now).
+    Resume { job: String },
+    /// Run a job now, here or in the running gateway (whichever ticks first).
+    Run { job: String },
+    /// Delete a job.
+    Remove { job: String },
+    /// Whether a ticker is running ("no ticker", "alive but failing", "firing") and the next runs.
+    Status,
+    /// Run one tick now, under the tick lock.
+    Tick,
+}
+
+/// Fields shared by `create` and `edit`.
+#[derive(Debug, Args)]
+pub struct JobFields {
+    #[arg(long)]
+    name: Option<String>,
+    /// local | origin | <platform> | <platform>:<chat_id>[:<thread_id>] | all | a comma list.
+    #[arg(long)]
+    deliver: Option<String>,
+    /// Runs before the job ends (0 = forever).
+    #[arg(long)]
+    repeat: Option<i64>,
+    /// A skill loaded into each run (repeatable).
+    #[arg(long = "skill")]
+    skills: Vec<String>,
+    #[arg(long)]
+    model: Option<String>,
+    /// A script in HERMES_HOME/scripts, run before the agent.
+    #[arg(long)]
+    script: Option<String>,
+}
+
+pub(super) fn run(cli: &Cli, command: &CronCommand) -> ExitCode {
+    let resolved = match resolve(cli) {
+        Ok(r) => r,
+        Err(e) => return config_failure(&e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("hermes: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (home, config) = (resolved.home, resolved.loaded.config);
+    // Runs started by `tick` and `run` log their warnings and errors here.
+    crate::observe::init("warn", crate::observe::LogFormat::Text, config.secret_values());
+    let jobs = gateway::cron_wiring::jobs(&config, &home);
+    let outcome = runtime.block_on(dispatch(&home, config, &jobs, command));
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    report(outcome)
+}
+
+async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, command: &CronCommand) -> Result<String, String> {
+    let shell = Actor::shell();
+    let shown = |job: crate::cron::job::Job, what: &str| format!("{what} '{}' (id {})\n{}", job.name, job.id, describe(&job, jobs.zone()));
+    match command {
+        CronCommand::List { all } => list(jobs, *all).await,
+        CronCommand::Create { schedule, prompt, fields, no_agent } => {
+            let spec = NewJob {
+                schedule: schedule.clone(),
+                prompt: prompt.clone().unwrap_or_default(),
+                name: fields.name.clone(),
+                deliver: fields.deliver.clone(),
+                repeat: fields.repeat,
+                skills: fields.skills.clone(),
+                model: fields.model.clone(),
+                script: fields.script.clone(),
+                no_agent: *no_agent,
+                ..NewJob::default()
+            };
+            let job = jobs.create(spec).await.map_err(|e| e.to_string())?;
+            Ok(format!("{}{}", shown(job, "created"), ticker_warning(home)))
+        }
+        CronCommand::Edit { job, schedule, prompt, fields } => {
+            let edit = JobEdit {
+                schedule: schedule.clone(),
+                prompt: prompt.clone(),
+                name: fields.name.clone(),
+                deliver: fields.deliver.clone(),
+                repeat: fields.repeat,
+                skills: Some(fields.skills.clone()).filter(|s| !s.is_empty()),
+                model: fields.model.clone(),
+                script: fields.script.clone(),
+                ..JobEdit::default()
+            };
+            jobs.edit(&shell, job, edit).await.map(|j| shown(j, "updated")).map_err(|e| e.to_string())
+        }
+        CronCommand::Pause { job } => jobs.pause(&shell, job).await.map(|j| shown(j, "paused")).map_err(|e| e.to_string()),
+        CronCommand::Resume { job } => jobs.resume(&shell, job).await.map(|j| shown(j, "resumed")).map_err(|e| e.to_string()),
+        CronCommand::Remove { job } => {
+            jobs.remove(&shell, job).await.map(|j| format!("removed '{}' (id {})", j.name, j.id)).map_err(|e| e.to_string())
+        }
+        CronCommand::Run { job } => {
+            let job = jobs.run_now(&shell, job).await.map_err(|e| e.to_string())?;
+            let report = tick(home, config).await?;
+            Ok(match report.started {
+                0 => format!("'{}' is due now; the running gateway picked it up (or picks it up within seconds)", job.name),
+                _ => format!("ran '{}' here (see `hermes cron list` for its result)", job.name),
+            })
+        }
+        CronCommand::Status => status(home, jobs).await,
+        CronCommand::Tick => {
+            let report = tick(home, config).await?;
+            Ok(if report.skipped {
+                "tick skipped: another process (the gateway, or another tick) holds the tick lock".into()
+            } else {
+                format!("tick done: {} run(s)", report.started)
+            })
+        }
+    }
+}
+
+async fn list(jobs: &CronJobs, all: bool) -> Result<String, String> {
+    let listed = jobs.list(&Actor::shell()).await.map_err(|e| e.to_string())?;
+    let shown: Vec<String> = listed.iter().filter(|j| all || !j.is_completed()).map(|j| describe(j, jobs.zone())).collect();
+    let skipped = jobs.store().list().map(|l| l.skipped).unwrap_or_default();
+    let mut text = if shown.is_empty() { "no cron jobs".to_string() } else { shown.join("\n") };
+    for s in skipped {
+        text.push_str(&format!("\n! record {} in jobs.json is skipped: {}", s.index, s.reason));
+    }
+    Ok(text)
+}
+
+/// One tick in this process, with the gateway's agent and adapters; waits for the runs it began.
+async fn tick(home: &crate::config::Home, config: Config) -> Result<TickReport, String> {
+    let wiring = gateway::headless(home, config, &crate::registry::Registry::builtin()).await.map_err(|e| e.to_string())?;
+    let ticker = &wiring.cron.ticker;
+    let markers = Markers::new(&home.cron_dir());
+    let report = match ticker.tick(Utc::now()).await {
+        Ok(r) => r,
+        Err(e) => {
+            markers.failure(Utc::now(), &e.to_string());
+            return Err(format!("the tick failed: {e}"));
+        }
+    };
+    ticker.wait_for_runs().await;
+    Ok(report)
+}
+
+async fn status(home: &crate::config::Home, jobs: &CronJobs) -> Result<String, String> {
+    let now = Utc::now();
+    let verdict = Markers::new(&home.cron_dir()).verdict(now).describe(now);
+    // A jobs file that cannot be read is the likeliest reason for a failing ticker: say so, and
+    // still say what the ticker is doing.
+    let listed = match jobs.list(&Actor::shell()).await {
+        Ok(listed) => listed,
+        Err(e) => return Ok(format!("ticker: {verdict}\njobs: {e}")),
+    };
+    let active: Vec<_> = listed.iter().filter(|j| j.enabled).collect();
+    let mut text = format!("ticker: {verdict}\njobs: {} ({} active)", listed.len(), active.len());
+    for job in active.iter().take(5) {
+        text.push('\n');
+        text.push_str(&describe(job, jobs.zone()));
+    }
+    Ok(text)
+}
+
+/// A warning when no ticker is running: the job would never fire (field lesson: the most common
+/// cron report is "my jobs never fired" with no gateway up).
+fn ticker_warning(home: &crate::config::Home) -> String {
+    let now = Utc::now();
+    match Markers::new(&home.cron_dir()).verdict(now) {
+        crate::cron::status::Verdict::NoTicker { .. } => {
+            "\nwarning: no gateway is ticking in this HERMES_HOME, so the job will not run until one starts (`hermes gateway run`) or `hermes cron tick` runs".into()
+        }
+        _ => String::new(),
+    }
+}

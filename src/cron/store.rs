@@ -1,0 +1,793 @@
+//! The cron jobs file, `cron/jobs.json` (§7.1): reading it as Hermes writes it, changing it
+//! under Hermes' cross-process lock, and the scheduling decisions that must be taken in one
+//! locked write so that no run is lost or doubled across processes: which jobs are due and the
+//! claim on each run ([`JobStore::take_due`]), and what a finished run does to its job
+//! ([`JobStore::finish_run`]).
+//!
+//! - The file is `{"jobs": [...], "updated_at": "<iso>"}`; a bare list (or Hermes' id-keyed map)
+//!   is read and rewritten in that shape by the next write. It is replaced atomically, mode 0600,
+//!   in a 0700 folder.
+//! - A record that cannot be read (not an object, no id, a schedule that is not one, a bad
+//!   timestamp, a duplicate id) is reported, left out of every operation and written back exactly
+//!   as it was, in its place.
+//! - A file that is not JSON at all fails every operation with [`JobStoreError::Corrupt`] and is
+//!   never overwritten: the user's jobs stay on disk to be fixed by hand.
+//! - Every read-modify-write holds an in-process mutex and an exclusive lock on
+//!   `<dir>/.jobs.lock`, polled for a bounded time (30 s by default). When it cannot be had, the
+//!   error is logged and the write goes on under the mutex alone, as Hermes does: a wedged old
+//!   process must not freeze the scheduler.
+//!
+//! Everything here blocks on the file system; async callers use `spawn_blocking`.
+
+use super::job::{self, Job, JobState, RunClaim};
+use super::schedule::{ONE_SHOT_TOLERANCE_SECS, ScheduleError, ScheduleKind, Stamp, Zone};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long a write waits for another process's lock before going on without it (Hermes' 30 s).
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// The longest pause between two attempts at the lock; the first attempts come sooner, so a
+/// lock held for a millisecond costs about a millisecond.
+const LOCK_POLL: Duration = Duration::from_millis(25);
+
+const JOBS_FILE: &str = "jobs.json";
+const LOCK_FILE: &str = ".jobs.lock";
+
+/// What `last_error` says of a run whose process stopped before recording it.
+pub const INTERRUPTED: &str = "interrupted: the process running it stopped; a one-shot runs at most once";
+const INTERRUPTED_RECURRING: &str = "interrupted: the process running it stopped before the run was recorded";
+
+/// The jobs file of one cron folder. Cheap to clone; clones share the in-process lock.
+#[derive(Debug, Clone)]
+pub struct JobStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    lock_wait: Duration,
+    in_process: Mutex<()>,
+}
+
+/// The jobs that could be read, and the records that could not.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub jobs: Vec<Job>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// A record left out because it cannot be read; it stays in the file as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Its position in the file's list of jobs.
+    pub index: usize,
+    pub id: Option<String>,
+    pub reason: String,
+}
+
+/// What [`JobStore::take_due`] hands out.
+#[derive(Debug, Clone, Default)]
+pub struct Due {
+    /// Runs to start now; each is claimed and its job's next run already advanced.
+    pub runs: Vec<DueRun>,
+    /// One-shots whose earlier run was cut off (its process died): they are not run again, and
+    /// are now disabled in `error`; the caller reports the failure.
+    pub abandoned: Vec<Job>,
+}
+
+/// One claimed run.
+#[derive(Debug, Clone)]
+pub struct DueRun {
+    /// The job as saved with its claim (state `running`, next run advanced).
+    pub job: Job,
+    /// The scheduled time being run: the job's `next_run_at` that fell due (for a run triggered
+    /// by hand, the time of the trigger). [`JobStore::finish_run`] takes it back.
+    pub occurrence: DateTime<Utc>,
+    /// Started later than the schedule's grace after `occurrence` (after downtime, say).
+    pub late: bool,
+}
+
+/// How a run ended, as the job records it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunResult {
+    /// `None` = the run succeeded.
+    pub error: Option<String>,
+    /// Set when the result could not be delivered; clears an earlier one when `None`.
+    pub delivery_error: Option<String>,
+}
+
+/// What [`JobStore::finish_run`] did with the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finished {
+    /// Its repeat count was reached (a default one-shot after its run): the job is deleted.
+    Removed,
+    /// A recurring job, waiting for its next run (`None`: it cannot be computed; the job is in
+    /// `error` and stays enabled).
+    Scheduled { next_run_at: Option<DateTime<Utc>> },
+    /// A one-shot that may run more than once, done: disabled, `completed`.
+    Completed,
+    /// The job's claim is not on this run (it was taken over, or cleared): nothing recorded.
+    NotClaimed,
+    /// The job no longer exists (removed while it ran): nothing recorded.
+    Missing,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobStoreError {
+    #[error("cannot read or write {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{} is not a valid cron jobs file ({reason}); it was left as it is: repair it, or move it aside to start with no jobs", path.display())]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("no cron job has the id or name '{reference}'")]
+    NotFound { reference: String },
+    #[error("'{reference}' is the name of {} cron jobs ({}); use the job's id instead", ids.len(), ids.join(", "))]
+    Ambiguous { reference: String, ids: Vec<String> },
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error("cron job '{name}' has no next run: its schedule '{schedule}' cannot be computed")]
+    NoNextRun { name: String, schedule: String },
+    #[error("a cron job with the id {id} already exists")]
+    DuplicateId { id: String },
+    #[error("cannot store this cron job: {reason}")]
+    InvalidJob { reason: String },
+    /// An edit refused by the caller's own check; the text says why.
+    #[error("{0}")]
+    Refused(String),
+    #[error("a cron job's id cannot change ({from} → {to})")]
+    IdChanged { from: String, to: String },
+    #[error("cannot encode the cron jobs: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+impl From<String> for JobStoreError {
+    fn from(reason: String) -> JobStoreError {
+        JobStoreError::Refused(reason)
+    }
+}
+
+impl JobStore {
+    /// The store of the cron folder `dir` (created 0700 at the first write).
+    pub fn new(dir: PathBuf) -> JobStore {
+        JobStore::with_lock_wait(dir, DEFAULT_LOCK_WAIT)
+    }
+
+    /// As [`JobStore::new`], waiting at most `lock_wait` for another process's lock.
+    pub fn with_lock_wait(dir: PathBuf, lock_wait: Duration) -> JobStore {
+        JobStore { inner: Arc::new(Inner { dir, lock_wait, in_process: Mutex::new(()) }) }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    pub fn jobs_path(&self) -> PathBuf {
+        self.inner.dir.join(JOBS_FILE)
+    }
+
+    /// Every job, in file order, and the records that cannot be read. Takes no lock: the file is
+    /// only ever replaced whole, so a read sees one version or the next.
+    pub fn list(&self) -> Result<Listing, JobStoreError> {
+        let file = self.read()?;
+        Ok(Listing { jobs: file.jobs(), skipped: file.skipped })
+    }
+
+    /// The job `reference` names: its id (exactly; an id wins over a name), else its name (any
+    /// case). A name shared by several jobs is refused with their ids.
+    pub fn find(&self, reference: &str) -> Result<Job, JobStoreError> {
+        let jobs = self.list()?.jobs;
+        resolve(&jobs, reference).map(|at| jobs[at].clone())
+    }
+
+    /// Locks, loads, applies `f` to the jobs, and saves if `f` changed anything (or the file is
+    /// to be rewritten in the current shape). Jobs `f` adds are appended; jobs it removes are
+    /// deleted; unreadable records stay where they were.
+    pub fn update<R>(&self, f: impl FnOnce(&mut Vec<Job>) -> R) -> Result<R, JobStoreError> {
+        let _lock = self.lock();
+        let mut file = self.read()?;
+        let mut jobs = file.jobs();
+        let before = records(&jobs)?;
+        let result = f(&mut jobs);
+        if records(&jobs)? != before || file.needs_reshape() {
+            file.replace_jobs(jobs);
+            self.write(&file)?;
+        }
+        Ok(result)
+    }
+
+    /// Adds `job` (an empty id is given a fresh one). A job that should run must have its next
+    /// run ([`Job::planned`] computes it).
+    pub fn create(&self, mut job: Job) -> Result<Job, JobStoreError> {
+        if job.id.is_empty() {
+            job.id = Job::new_id();
+        }
+        job::check_id(&job.id).map_err(|reason| JobStoreError::InvalidJob { reason })?;
+        if job.is_runnable() && job.next_run_at.is_none() {
+            return Err(JobStoreError::NoNextRun { name: job.name, schedule: job.schedule.display });
+        }
+        self.update(|jobs| {
+            if jobs.iter().any(|j| j.id == job.id) {
+                return Err(JobStoreError::DuplicateId { id: job.id.clone() });
+            }
+            jobs.push(job.clone());
+            Ok(job)
+        })?
+    }
+
+    /// Deletes the job `reference` names (see [`JobStore::find`]) and returns it.
+    pub fn remove(&self, reference: &str) -> Result<Job, JobStoreError> {
+        self.update(|jobs| resolve(jobs, reference).map(|at| jobs.remove(at)))?
+    }
+
+    /// Changes the job `reference` names with `f`; nothing is saved when `f` fails. `f` may fail
+    /// with any error the store's error takes in: its own, a [`ScheduleError`], or a `String`
+    /// saying why the change is refused ([`JobStoreError::Refused`]). The id cannot change.
+    pub fn edit<E>(&self, reference: &str, f: impl FnOnce(&mut Job) -> Result<(), E>) -> Result<Job, JobStoreError>
+    where
+        JobStoreError: From<E>,
+    {
+        self.update(|jobs| {
+            let at = resolve(jobs, reference)?;
+            let mut draft = jobs[at].clone();
+            f(&mut draft)?;
+            if draft.id != jobs[at].id {
+                return Err(JobStoreError::IdChanged { from: jobs[at].id.clone(), to: draft.id });
+            }
+            jobs[at] = draft.clone();
+            Ok(draft)
+        })?
+    }
+
+    /// [`JobStore::edit`] for changes that fail only with the store's own errors.
+    fn change(&self, reference: &str, f: impl FnOnce(&mut Job) -> Result<(), JobStoreError>) -> Result<Job, JobStoreError> {
+        self.edit(reference, f)
+    }
+
+    /// Stops the job from running until [`JobStore::resume`]; a run already going finishes.
+    pub fn pause(&self, reference: &str, reason: Option<String>, now: DateTime<Utc>) -> Result<Job, JobStoreError> {
+        self.change(reference, |job| {
+            job.enabled = false;
+            job.state = JobState::Paused;
+            job.paused_at = Some(Stamp(now.fixed_offset()));
+            job.paused_reason = reason;
+            Ok(())
+        })
+    }
+
+    /// Lets the job run again, its next run computed from `now`. A one-shot more than 120 s in
+    /// the past is refused: it would never run.
+    pub fn resume(&self, reference: &str, now: DateTime<Utc>, zone: Zone) -> Result<Job, JobStoreError> {
+        self.change(reference, |job| {
+            let next = match &job.schedule.kind {
+                ScheduleKind::Once { .. } if job.schedule.is_past(now) => {
+                    return Err(ScheduleError::Past { input: job.schedule.display.clone() }.into());
+                }
+                ScheduleKind::Once { run_at } => run_at.utc(),
+                _ => job.schedule.next_after(now, zone).ok_or_else(|| no_next_run(job))?,
+            };
+            activate(job);
+            job.next_run_at = Some(Stamp::in_zone(next, zone));
+            Ok(())
+        })
+    }
+
+    /// Runs the job at the next tick (its next run set to `now`), enabled and unpaused; the
+    /// schedule is kept and resumes after that run.
+    pub fn trigger_now(&self, reference: &str, now: DateTime<Utc>) -> Result<Job, JobStoreError> {
+        self.change(reference, |job| {
+            activate(job);
+            job.next_run_at = Some(Stamp(now.fixed_offset()));
+            Ok(())
+        })
+    }
+
+    /// The earliest next run among the jobs that may run, for the ticker to sleep until. Jobs
+    /// being run are left out: their next run is settled when they finish (which rewrites the
+    /// file, and so wakes the ticker).
+    pub fn earliest_next_run(&self) -> Result<Option<DateTime<Utc>>, JobStoreError> {
+        let jobs = self.list()?.jobs;
+        Ok(jobs.iter().filter(|j| j.is_runnable() && j.run_claim.is_none()).filter_map(|j| j.next_run_at).map(|s| s.utc()).min())
+    }
+
+    /// Takes every run due at `now`, in one locked write, before any of them starts: each run is
+    /// claimed by `owner`, and a recurring job's next run is advanced past `now` (missed runs
+    /// after downtime collapse into this one), so a crash mid-run never runs the occurrence again.
+    /// A job whose claim is younger than `claim_ttl` is running elsewhere and is left alone.
+    pub fn take_due(&self, now: DateTime<Utc>, zone: Zone, owner: &str, claim_ttl: chrono::Duration) -> Result<Due, JobStoreError> {
+        let scan = DueScan { now, zone, owner, claim_ttl };
+        self.update(|jobs| {
+            let mut due = Due::default();
+            for job in jobs.iter_mut() {
+                match scan.consider(job) {
+                    Verdict::Run(run) => due.runs.push(*run),
+                    Verdict::Abandoned => due.abandoned.push(job.clone()),
+                    Verdict::Wait => {}
+                }
+            }
+            due
+        })
+    }
+
+    /// Records the end of the run of job `id` scheduled at `occurrence`, if the job's claim is on
+    /// that run: the claim is released, the result stored, the run counted; a job whose repeat
+    /// count is reached is deleted (as Hermes does), another one-shot is completed, a recurring
+    /// job waits for its next run.
+    pub fn finish_run(
+        &self,
+        id: &str,
+        occurrence: DateTime<Utc>,
+        result: RunResult,
+        now: DateTime<Utc>,
+        zone: Zone,
+    ) -> Result<Finished, JobStoreError> {
+        self.update(|jobs| {
+            let Some(at) = jobs.iter().position(|j| j.id == id) else { return Finished::Missing };
+            let job = &mut jobs[at];
+            if !holds_claim_on(job, occurrence) {
+                tracing::warn!(job_id = id, %occurrence, "cron run finished without holding the job's claim; not recorded");
+                return Finished::NotClaimed;
+            }
+            record_outcome(job, &result, now, zone);
+            if job.repeat.is_exhausted() {
+                jobs.remove(at);
+                return Finished::Removed;
+            }
+            if !job.schedule.is_recurring() {
+                job.enabled = false;
+                job.state = JobState::Completed;
+                job.next_run_at = None;
+                return Finished::Completed;
+            }
+            settle_after_run(job, now, zone)
+        })
+    }
+
+    /// Keeps the claim on a long run alive (re-stamped at `now`), so that it does not expire
+    /// while the run goes on. False when the job no longer holds that claim.
+    pub fn renew_claim(&self, id: &str, occurrence: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, JobStoreError> {
+        self.update(|jobs| {
+            let Some(job) = jobs.iter_mut().find(|j| j.id == id && holds_claim_on(j, occurrence)) else { return false };
+            if let Some(claim) = &mut job.run_claim {
+                claim.claimed_at = Stamp(now.fixed_offset());
+            }
+            true
+        })
+    }
+
+    /// Sets (or clears) the job's `last_delivery_error`; false when the job no longer exists.
+    pub fn record_delivery_error(&self, id: &str, error: Option<String>) -> Result<bool, JobStoreError> {
+        self.update(|jobs| match jobs.iter_mut().find(|j| j.id == id) {
+            Some(job) => {
+                job.last_delivery_error = error;
+                true
+            }
+            None => false,
+        })
+    }
+}
+
+/// The index of the job `reference` names: exact id first, then the name in any case.
+fn resolve(jobs: &[Job], reference: &str) -> Result<usize, JobStoreError> {
+    let not_found = || JobStoreError::NotFound { reference: reference.to_string() };
+    let wanted = reference.trim();
+    if wanted.is_empty() {
+        return Err(not_found());
+    }
+    if let Some(at) = jobs.iter().position(|j| j.id == wanted) {
+        return Ok(at);
+    }
+    let lowered = wanted.to_lowercase();
+    let named: Vec<usize> = jobs.iter().enumerate().filter(|(_, j)| j.name.trim().to_lowercase() == lowered).map(|(at, _)| at).collect();
+    match named.as_slice() {
+        [] => Err(not_found()),
+        [at] => Ok(*at),
+        _ => Err(JobStoreError::Ambiguous { reference: wanted.to_string(), ids: named.iter().map(|at| jobs[*at].id.clone()).collect() }),
+    }
+}
+
+/// Whether the job's claim is on the run scheduled at `occurrence` (one of ours: Hermes' claims
+/// name no occurrence, and are never finished here).
+fn holds_claim_on(job: &Job, occurrence: DateTime<Utc>) -> bool {
+    job.run_claim.as_ref().and_then(|claim| claim.occurrence).is_some_and(|claimed| claimed.utc() == occurrence)
+}
+
+/// Enabled and unpaused; `running` while a run holds its claim, else `scheduled`.
+fn activate(job: &mut Job) {
+    job.enabled = true;
+    job.state = if job.run_claim.is_some() { JobState::Running } else { JobState::Scheduled };
+    job.paused_at = None;
+    job.paused_reason = None;
+}
+
+fn records(jobs: &[Job]) -> Result<Vec<Value>, JobStoreError> {
+    jobs.iter().map(|job| job.to_record().map_err(JobStoreError::from)).collect()
+}
+
+fn no_next_run(job: &Job) -> JobStoreError {
+    JobStoreError::NoNextRun { name: job.name.clone(), schedule: job.schedule.display.clone() }
+}
+
+fn record_outcome(job: &mut Job, result: &RunResult, now: DateTime<Utc>, zone: Zone) {
+    job.run_claim = None;
+    job.last_run_at = Some(Stamp::in_zone(now, zone));
+    job.last_status = Some(if result.error.is_some() { "error" } else { "ok" }.to_string());
+    job.last_error = result.error.clone();
+    job.last_delivery_error = result.delivery_error.clone();
+    job.repeat.completed = job.repeat.completed.saturating_add(1);
+}
+
+/// A recurring job after its run: back to `scheduled` (a pause taken meanwhile stands), and if
+/// its next run has come already (a trigger during the run, or a run longer than the period),
+/// the next run is taken from `now` rather than started at once.
+fn settle_after_run(job: &mut Job, now: DateTime<Utc>, zone: Zone) -> Finished {
+    if job.state == JobState::Running {
+        job.state = JobState::Scheduled;
+    }
+    if job.next_run_at.is_none_or(|next| next.utc() <= now) {
+        match job.schedule.next_after(now, zone) {
+            Some(next) => job.next_run_at = Some(Stamp::in_zone(next, zone)),
+            None => mark_unschedulable(job),
+        }
+    }
+    Finished::Scheduled { next_run_at: job.next_run_at.map(|next| next.utc()) }
+}
+
+/// A recurring job whose next run cannot be computed stays enabled, in `error`, with the reason:
+/// it is never silently disabled (Hermes #16265). Without a next run it is not due, and the
+/// ticker does not spin on it.
+fn mark_unschedulable(job: &mut Job) {
+    let reason = format!("cannot compute the next run of the schedule '{}'", job.schedule.display);
+    if job.state != JobState::Error || job.last_error.as_deref() != Some(reason.as_str()) {
+        tracing::error!(job_id = %job.id, name = %job.name, "{reason}; the job stays enabled, in error");
+        job.state = JobState::Error;
+        job.last_error = Some(reason);
+    }
+    job.next_run_at = None;
+}
+
+/// The decisions of one [`JobStore::take_due`].
+struct DueScan<'a> {
+    now: DateTime<Utc>,
+    zone: Zone,
+    owner: &'a str,
+    claim_ttl: chrono::Duration,
+}
+
+enum Verdict {
+    Run(Box<DueRun>),
+    Abandoned,
+    Wait,
+}
+
+impl DueScan<'_> {
+    fn consider(&self, job: &mut Job) -> Verdict {
+        if !job.is_runnable() || self.claim_is_live(job) {
+            return Verdict::Wait;
+        }
+        let Some(next) = job.next_run_at else { return self.recover_next_run(job) };
+        if next.utc() > self.now {
+            self.release_expired_recurring_claim(job);
+            return Verdict::Wait;
+        }
+        if job.schedule.is_recurring() { self.take_recurring(job, next) } else { self.take_one_shot(job, next) }
+    }
+
+    /// Claimed by a run still going: younger than the TTL, by a process not known to be gone.
+    fn claim_is_live(&self, job: &Job) -> bool {
+        job.run_claim.as_ref().is_some_and(|claim| claim.is_live(self.now, self.claim_ttl) && !claim.owner_is_gone())
+    }
+
+    /// Claimed by a run that is over without having been recorded.
+    fn claim_is_dead(&self, job: &Job) -> bool {
+        job.run_claim.as_ref().is_some_and(|claim| claim.is_expired(self.now, self.claim_ttl) || claim.owner_is_gone())
+    }
+
+    /// A job without a next run (a hand edit, an older writer): a recurring job's is computed from
+    /// now; a one-shot is re-armed only within 120 s of its time, else it was missed for good.
+    fn recover_next_run(&self, job: &mut Job) -> Verdict {
+        let run_at = match &job.schedule.kind {
+            ScheduleKind::Once { run_at } => *run_at,
+            _ => {
+                match job.schedule.first_run(self.now, self.zone) {
+                    Some(next) => job.next_run_at = Some(Stamp::in_zone(next, self.zone)),
+                    None => mark_unschedulable(job),
+                }
+                return Verdict::Wait;
+            }
+        };
+        if job.last_run_at.is_none() && self.now - run_at.utc() <= chrono::Duration::seconds(ONE_SHOT_TOLERANCE_SECS) {
+            job.next_run_at = Some(run_at);
+            return self.consider(job);
+        }
+        let missed = format!("missed: it was due at {} and no scheduler ran it in time", self.zone.stamp(run_at.utc()));
+        tracing::warn!(job_id = %job.id, name = %job.name, "{missed}; the one-shot is disabled");
+        job.enabled = false;
+        job.state = JobState::Error;
+        job.last_status = Some("error".into());
+        job.last_error = Some(missed);
+        Verdict::Wait
+    }
+
+    fn take_recurring(&self, job: &mut Job, occurrence: Stamp) -> Verdict {
+        let Some(following) = job.schedule.next_after(self.now, self.zone) else {
+            mark_unschedulable(job);
+            return Verdict::Wait;
+        };
+        job.next_run_at = Some(Stamp::in_zone(following, self.zone));
+        self.claim(job, occurrence)
+    }
+
+    /// A one-shot runs at most once: a claim left on this run by a process that died means it
+    /// may have run already, so it is given up and reported rather than run again.
+    fn take_one_shot(&self, job: &mut Job, occurrence: Stamp) -> Verdict {
+        if job.run_claim.as_ref().is_some_and(|claim| claim.is_for(occurrence.utc())) {
+            tracing::warn!(job_id = %job.id, name = %job.name, "a one-shot's run was interrupted; it is not run again");
+            job.enabled = false;
+            job.state = JobState::Error;
+            job.last_status = Some("error".into());
+            job.last_error = Some(INTERRUPTED.into());
+            job.run_claim = None;
+            return Verdict::Abandoned;
+        }
+        self.claim(job, occurrence)
+    }
+
+    fn claim(&self, job: &mut Job, occurrence: Stamp) -> Verdict {
+        let claimed_at = Stamp::in_zone(self.now, self.zone);
+        job.run_claim = Some(RunClaim { owner: self.owner.to_string(), claimed_at, occurrence: Some(occurrence) });
+        job.state = JobState::Running;
+        let late = self.now - occurrence.utc() > job.schedule.grace(occurrence.utc(), self.zone);
+        Verdict::Run(Box::new(DueRun { job: job.clone(), occurrence: occurrence.utc(), late }))
+    }
+
+    /// A recurring job whose run was cut off (its claim expired unrecorded) shows it, instead of
+    /// looking `running` until its next run. Its schedule was advanced before the run, so
+    /// nothing is run again.
+    fn release_expired_recurring_claim(&self, job: &mut Job) {
+        if !job.schedule.is_recurring() || !self.claim_is_dead(job) {
+            return;
+        }
+        job.run_claim = None;
+        job.state = JobState::Scheduled;
+        job.last_status = Some("error".into());
+        job.last_error = Some(INTERRUPTED_RECURRING.into());
+    }
+}
+
+/// `jobs.json` as read: its records in order, the keys beside `jobs`, and its shape.
+struct JobsFile {
+    records: Vec<Record>,
+    others: Map<String, Value>,
+    /// Already `{"jobs": [...]}`.
+    canonical: bool,
+    skipped: Vec<Skipped>,
+}
+
+enum Record {
+    Job(Box<Job>),
+    /// Unreadable; written back exactly as read.
+    Kept(Value),
+}
+
+impl JobsFile {
+    fn empty() -> JobsFile {
+        JobsFile { records: Vec::new(), others: Map::new(), canonical: true, skipped: Vec::new() }
+    }
+
+    fn parse(records: Vec<Value>, others: Map<String, Value>, canonical: bool) -> JobsFile {
+        let mut file = JobsFile { records: Vec::with_capacity(records.len()), others, canonical, skipped: Vec::new() };
+        for (index, record) in records.into_iter().enumerate() {
+            let id = record.get("id").and_then(Value::as_str).map(str::to_string);
+            let reason = match Job::from_record(&record) {
+                Ok(job) if file.jobs_iter().any(|j| j.id == job.id) => "another record before it has the same id".to_string(),
+                Ok(job) => {
+                    file.records.push(Record::Job(Box::new(job)));
+                    continue;
+                }
+                Err(reason) => reason,
+            };
+            file.skipped.push(Skipped { index, id, reason });
+            file.records.push(Record::Kept(record));
+        }
+        file
+    }
+
+    fn jobs_iter(&self) -> impl Iterator<Item = &Job> {
+        self.records.iter().filter_map(|r| if let Record::Job(job) = r { Some(job.as_ref()) } else { None })
+    }
+
+    fn jobs(&self) -> Vec<Job> {
+        self.jobs_iter().cloned().collect()
+    }
+
+    /// Hermes rewrites a file in an older shape as soon as it reads it; so do we, at the next
+    /// locked operation.
+    fn needs_reshape(&self) -> bool {
+        !self.canonical && !self.records.is_empty()
+    }
+
+    /// Puts `jobs` in place of the file's jobs: each one where the job with its id was, new ones
+    /// at the end; unreadable records keep their places.
+    fn replace_jobs(&mut self, jobs: Vec<Job>) {
+        let mut pending: Vec<Option<Job>> = jobs.into_iter().map(Some).collect();
+        let mut take = |id: &str| pending.iter_mut().find(|j| j.as_ref().is_some_and(|j| j.id == id)).and_then(Option::take);
+        let old = std::mem::take(&mut self.records);
+        for record in old {
+            match record {
+                Record::Job(job) => self.records.extend(take(&job.id).map(|job| Record::Job(Box::new(job)))),
+                kept => self.records.push(kept),
+            }
+        }
+        self.records.extend(pending.into_iter().flatten().map(|job| Record::Job(Box::new(job))));
+    }
+
+    fn to_bytes(&self) -> Result<Vec<u8>, JobStoreError> {
+        let mut records = Vec::with_capacity(self.records.len());
+        for record in &self.records {
+            records.push(match record {
+                Record::Job(job) => job.to_record()?,
+                Record::Kept(value) => value.clone(),
+            });
+        }
+        let mut top = self.others.clone();
+        top.insert("jobs".into(), Value::Array(records));
+        top.insert("updated_at".into(), Value::String(Stamp(Utc::now().fixed_offset()).to_string()));
+        let mut bytes = serde_json::to_vec_pretty(&Value::Object(top))?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
+
+/// The file from its parsed JSON: `{"jobs": [...]}`, or one of the older shapes Hermes also
+/// reads, a bare list and a map of id → record.
+fn from_top_level(data: Value) -> Result<JobsFile, String> {
+    match data {
+        Value::Array(records) => Ok(JobsFile::parse(records, Map::new(), false)),
+        Value::Object(mut top) => match top.remove("jobs") {
+            Some(Value::Array(records)) => Ok(JobsFile::parse(records, top, true)),
+            None | Some(Value::Null) => Ok(JobsFile::parse(Vec::new(), top, false)),
+            Some(Value::Object(by_id)) => {
+                Ok(JobsFile::parse(by_id.into_iter().map(|(id, record)| with_id(record, id)).collect(), top, false))
+            }
+            Some(other) => Err(format!("\"jobs\" is {}, not a list", kind_of(&other))),
+        },
+        other => Err(format!("expected {{\"jobs\": [...]}}, found {}", kind_of(&other))),
+    }
+}
+
+/// A record of an id-keyed map gets its key as id unless it has one.
+fn with_id(mut record: Value, id: String) -> Value {
+    if let Value::Object(fields) = &mut record
+        && fields.get("id").is_none_or(|v| v.is_null() || v.as_str() == Some(""))
+    {
+        fields.insert("id".into(), Value::String(id));
+    }
+    record
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl JobStore {
+    fn read(&self) -> Result<JobsFile, JobStoreError> {
+        let path = self.jobs_path();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JobsFile::empty()),
+            Err(source) => return Err(JobStoreError::Io { path, source }),
+        };
+        // Hermes reads with utf-8-sig: a byte-order mark from a Windows editor is not an error.
+        let text = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+        let corrupt = |reason: String| JobStoreError::Corrupt { path: path.clone(), reason };
+        let data: Value = serde_json::from_slice(text).map_err(|e| corrupt(e.to_string()))?;
+        let file = from_top_level(data).map_err(corrupt)?;
+        for skipped in &file.skipped {
+            tracing::warn!(file = %path.display(), index = skipped.index, id = ?skipped.id, reason = %skipped.reason, "skipping a cron job record that cannot be read; it is kept in the file as it is");
+        }
+        Ok(file)
+    }
+
+    fn write(&self, file: &JobsFile) -> Result<(), JobStoreError> {
+        let bytes = file.to_bytes()?;
+        self.ensure_dir()?;
+        let path = self.jobs_path();
+        crate::fs_atomic::write_private(&path, &bytes).map_err(|source| JobStoreError::Io { path, source })
+    }
+
+    /// The cron folder, created if missing and made owner-only (as Hermes' `_secure_dir`).
+    fn ensure_dir(&self) -> Result<(), JobStoreError> {
+        let dir = self.dir();
+        let io = |source| JobStoreError::Io { path: dir.to_path_buf(), source };
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
+        let mode = std::fs::metadata(dir).map_err(io)?.permissions().mode() & 0o777;
+        if mode != 0o700 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
+        }
+        Ok(())
+    }
+
+    /// The in-process mutex, then the file lock if it can be had within the wait.
+    fn lock(&self) -> StoreLock<'_> {
+        let in_process = self.inner.in_process.lock().unwrap_or_else(PoisonError::into_inner);
+        StoreLock { _in_process: in_process, file: self.lock_file() }
+    }
+
+    fn lock_file(&self) -> Option<File> {
+        let path = self.dir().join(LOCK_FILE);
+        let opened = self.ensure_dir().map_err(|e| e.to_string()).and_then(|()| {
+            OpenOptions::new().create(true).truncate(false).read(true).write(true).mode(0o600).open(&path).map_err(|e| e.to_string())
+        });
+        let file = match opened {
+            Ok(file) => file,
+            Err(error) => {
+                tracing::warn!(lock = %path.display(), %error, "cannot open the cron jobs lock; going on with the in-process lock only");
+                return None;
+            }
+        };
+        if wait_for_lock(&file, self.inner.lock_wait) {
+            return Some(file);
+        }
+        tracing::error!(
+            lock = %path.display(),
+            waited_secs = self.inner.lock_wait.as_secs_f64(),
+            "another process has held the cron jobs lock too long; going on with the in-process lock only so the scheduler stays alive"
+        );
+        None
+    }
+}
+
+/// Polls `try_lock` until it succeeds or `wait` has passed, never blocking in `lock`: a holder
+/// that never lets go must not hang us.
+fn wait_for_lock(file: &File, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return true,
+            Err(TryLockError::WouldBlock) => {}
+            Err(TryLockError::Error(error)) => {
+                tracing::warn!(%error, "cannot lock the cron jobs lock file");
+                return false;
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(LOCK_POLL);
+    }
+}
+
+/// Held for one read-modify-write; releases the file lock, then the mutex, when dropped.
+struct StoreLock<'a> {
+    _in_process: MutexGuard<'a, ()>,
+    file: Option<File>,
+}
+
+impl Drop for StoreLock<'_> {
+    fn drop(&mut self) {
+        if let Some(file) = &self.file {
+            // Closing the file would release it too; unlocking first says so explicitly.
+            let _ = file.unlock();
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

@@ -1,0 +1,313 @@
+//! Scheduled jobs end to end: the real gateway and `hermes cron` processes, the fake Telegram
+//! (and Discord) and the scripted model. What must hold: a job added in a forum topic answers in
+//! that topic, on schedule and on `/cron run`; pause stops it; a failure is posted; `[SILENT]`
+//! posts nothing but keeps the output; `deliver: all` reaches each home channel once; and with
+//! the gateway and `hermes cron tick` processes racing on one home, every occurrence runs and is
+//! delivered exactly once.
+
+use crate::discord::DiscordPeer;
+use crate::peer::{Chat, ChatPeer};
+use crate::suite::{Run, launch_with, settle};
+use crate::support::{Setup, eventually};
+use crate::telegram::{GROUP, TelegramPeer};
+use hermes_fakes::telegram::TgUser;
+use hermes_fakes::{FakeLlm, Reply};
+use serde_json::json;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const OWNER: i64 = 5001;
+const TOPIC: i64 = 11;
+/// A group the bot is in, made the Telegram home channel.
+const HOME_GROUP: i64 = -100_777;
+/// Hermes' cron instruction starts every scheduled run's prompt.
+const CRON_MARK: &str = "You are running as a scheduled cron job";
+
+fn owner() -> TgUser {
+    TgUser::named(OWNER, "Owner", None)
+}
+
+fn topic() -> Chat {
+    Chat { chat_id: GROUP.to_string(), thread_id: Some(TOPIC.to_string()) }
+}
+
+/// Send `/cron …` (or any command) in the forum topic, addressed to the bot.
+fn in_topic(run: &Run<TelegramPeer>, command: &str) {
+    let (name, rest) = command.split_once(' ').unwrap_or((command, ""));
+    let text = format!("{name}@{} {rest}", run.peer.fake.bot_username());
+    run.peer.fake.topic_message(GROUP, TOPIC, &owner(), text.trim());
+}
+
+fn wrapped(run: &Run<TelegramPeer>, name: &str) -> usize {
+    run.peer.posted(&topic()).iter().filter(|m| m.text.starts_with(&format!("Cronjob Response: {name}\n"))).count()
+}
+
+fn jobs(home: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(home.join("cron/jobs.json")).unwrap_or_default();
+    serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v["jobs"].as_array().cloned()).unwrap_or_default()
+}
+
+fn job_id(home: &Path, name: &str) -> String {
+    jobs(home)
+        .iter()
+        .find(|j| j["name"] == name)
+        .and_then(|j| j["id"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no job {name}"))
+}
+
+fn cron_requests(llm: &FakeLlm, prompt: &str) -> usize {
+    llm.requests().iter().filter(|r| r.last_user_text().is_some_and(|t| t.contains(CRON_MARK) && t.contains(prompt))).count()
+}
+
+async fn wait_until(run: &Run<TelegramPeer>, what: &str, timeout: Duration, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        let posted: Vec<String> = run.peer.posted(&topic()).into_iter().map(|m| m.text).collect();
+        assert!(Instant::now() < deadline, "timed out waiting for {what}; posted: {posted:#?}\n--- log ---\n{}", run.gateway.log_text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_added_in_a_topic_answers_there_on_schedule_and_on_demand_until_paused() {
+    let run = launch_with::<TelegramPeer>("", &[("TELEGRAM_ALLOWED_USERS", &OWNER.to_string())]).await;
+    let home = run._setup.home.path().to_path_buf();
+    in_topic(&run, "/cron add every 1m say hi --name ping");
+    run.wait(&topic(), "the job's confirmation", |p| p.iter().any(|m| m.text.contains("Cron job 'ping' created"))).await;
+    let created = Instant::now();
+    in_topic(&run, "/cron list");
+    run.wait(&topic(), "the listing", |p| {
+        p.iter().any(|m| m.text.contains("Cron jobs") && m.text.contains("ping") && m.text.contains("every 1m"))
+    })
+    .await;
+
+    // On demand: at once, not at the next minute.
+    run.llm.push(Reply::text("hi from the schedule"));
+    in_topic(&run, "/cron run ping");
+    wait_until(&run, "the on-demand run", Duration::from_secs(20), || wrapped(&run, "ping") == 1).await;
+    assert!(created.elapsed() < Duration::from_secs(45), "ran on demand, not on the minute");
+    let answer = run.peer.posted(&topic()).into_iter().find(|m| m.text.starts_with("Cronjob Response: ping")).unwrap().text;
+    let id = job_id(&home, "ping");
+    assert!(answer.contains(&format!("(job_id: {id})")) && answer.contains("hi from the schedule"), "{answer}");
+    assert!(answer.ends_with("(e.g. \"stop reminder ping\")."), "{answer}");
+    let asked = run.llm.requests().last().and_then(|r| r.last_user_text()).unwrap_or_default();
+    assert!(asked.contains(CRON_MARK) && asked.ends_with("say hi"), "the run asked the job's prompt: {asked}");
+
+    // On schedule: the next occurrence, a minute later, in the same topic.
+    wait_until(&run, "the scheduled run", Duration::from_secs(100), || wrapped(&run, "ping") == 2).await;
+    in_topic(&run, "/cron pause ping");
+    run.wait(&topic(), "the pause", |p| p.iter().any(|m| m.text.contains("Paused 'ping'"))).await;
+    let requests = cron_requests(&run.llm, "say hi");
+    tokio::time::sleep(Duration::from_secs(75)).await;
+    assert_eq!(cron_requests(&run.llm, "say hi"), requests, "a paused job does not run");
+    assert_eq!(wrapped(&run, "ping"), 2, "and posts nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_posted_and_silence_posts_nothing_but_keeps_the_output() {
+    let run = launch_with::<TelegramPeer>("", &[("TELEGRAM_ALLOWED_USERS", &OWNER.to_string())]).await;
+    let home = run._setup.home.path().to_path_buf();
+    in_topic(&run, "/cron add every 1h check the build --name broken");
+    in_topic(&run, "/cron add \"0 9 * * mon-fri\" anything new? --name quiet");
+    run.wait(&topic(), "both jobs", |p| p.iter().filter(|m| m.text.contains("created")).count() == 2).await;
+
+    run.llm.push(Reply::Error { status: 400, body: json!({"error": {"message": "model not found"}}), retry_after_secs: None });
+    in_topic(&run, "/cron run broken");
+    run.wait(&topic(), "the failure", |p| p.iter().any(|m| m.text.starts_with("⚠️ Cron 'broken' failed:"))).await;
+    assert!(eventually(Duration::from_secs(5), || jobs(&home).iter().any(|j| j["name"] == "broken" && j["last_status"] == "error")).await);
+
+    run.llm.push(Reply::text("[SILENT]"));
+    in_topic(&run, "/cron run quiet");
+    let quiet = job_id(&home, "quiet");
+    let outputs = home.join("cron/output").join(&quiet);
+    let written = || std::fs::read_dir(&outputs).map(|d| d.count()).unwrap_or(0) == 1;
+    assert!(eventually(Duration::from_secs(20), written).await, "the silent run wrote its output file\n{}", run.gateway.log_text());
+    let file = std::fs::read_dir(&outputs).unwrap().next().unwrap().unwrap().path();
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.starts_with("# Cron Job: quiet") && text.contains("## Response\n\n[SILENT]"), "{text}");
+    settle().await;
+    assert!(!run.peer.posted(&topic()).iter().any(|m| m.text.contains("Cronjob Response: quiet")), "silence posted nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliver_all_reaches_each_home_channel_once_and_status_shows_them() {
+    let llm = FakeLlm::start().await;
+    let telegram = TelegramPeer::start().await;
+    let discord = DiscordPeer::start().await;
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    let platforms = format!("{}{}", telegram.configure(&mut setup), discord.configure(&mut setup));
+    setup.write_config(&format!("platforms:\n{platforms}"));
+    let gateway = setup.start().await;
+    let tg_home = telegram.dm(1, "/sethome").await;
+    let dc_home = discord.dm(1, "/sethome").await;
+    let homed = |peer_posted: Vec<crate::peer::Posted>| peer_posted.iter().any(|m| m.text.contains("Home channel for"));
+    assert!(
+        eventually(Duration::from_secs(20), || homed(telegram.posted(&tg_home)) && homed(discord.posted(&dc_home))).await,
+        "{}",
+        gateway.log_text()
+    );
+    let env = std::fs::read_to_string(setup.home.path().join(".env")).unwrap();
+    assert!(env.contains(&format!("TELEGRAM_HOME_CHANNEL={}", tg_home.chat_id)) && env.contains("DISCORD_HOME_CHANNEL="), "{env}");
+
+    telegram.dm(1, "/cron add every 1h report the weather --deliver all --name everywhere").await;
+    assert!(
+        eventually(Duration::from_secs(20), || telegram.posted(&tg_home).iter().any(|m| m.text.contains("'everywhere' created"))).await
+    );
+    llm.push(Reply::text("sunny"));
+    telegram.dm(1, "/cron run everywhere").await;
+    let delivered = |posted: Vec<crate::peer::Posted>| posted.iter().filter(|m| m.text.starts_with("Cronjob Response: everywhere")).count();
+    assert!(
+        eventually(Duration::from_secs(20), || delivered(telegram.posted(&tg_home)) == 1 && delivered(discord.posted(&dc_home)) == 1).await,
+        "{}",
+        gateway.log_text()
+    );
+    settle().await;
+    settle().await;
+    assert_eq!((delivered(telegram.posted(&tg_home)), delivered(discord.posted(&dc_home))), (1, 1), "once each");
+    assert_eq!(cron_requests(&llm, "report the weather"), 1, "one run for both deliveries");
+
+    telegram.dm(1, "/status").await;
+    let status = || telegram.posted(&tg_home).into_iter().find(|m| m.text.contains("Home channels:")).map(|m| m.text);
+    assert!(eventually(Duration::from_secs(20), || status().is_some()).await);
+    let status = status().unwrap();
+    // Telegram shows the rendered text: the Markdown's bold and code marks are gone.
+    assert!(
+        status.contains(&format!("telegram {}", tg_home.chat_id)) && status.contains(&format!("discord {}", dc_home.chat_id)),
+        "{status}"
+    );
+    assert!(status.contains("Cron ticker: firing"), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_and_racing_tick_processes_run_and_deliver_each_occurrence_once() {
+    let llm = FakeLlm::start().await;
+    let telegram = TelegramPeer::start().await;
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    let platforms = telegram.configure(&mut setup);
+    telegram.fake.group(HOME_GROUP, "ops", false);
+    setup.set("TELEGRAM_HOME_CHANNEL", &HOME_GROUP.to_string());
+    setup.write_config(&format!("platforms:\n{platforms}"));
+    let (status, out, err) = setup.run(&["cron", "create", "every 1m", "count the racers", "--name", "racer", "--deliver", "telegram"]);
+    assert!(status.success(), "{out}{err}");
+    assert!(out.contains("warning: no gateway is ticking"), "creating a job with no ticker warns: {out}");
+    let gateway = setup.start().await;
+
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(185) {
+        let ticks: Vec<_> = (0..3).map(|_| setup.command(&["cron", "tick"]).output()).collect();
+        for tick in ticks {
+            let tick = tick.unwrap();
+            assert!(tick.status.success(), "{}", String::from_utf8_lossy(&tick.stderr));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    settle().await;
+    let runs = cron_requests(&llm, "count the racers");
+    let delivered = telegram.fake.sent_to(HOME_GROUP).iter().filter(|m| m.text.starts_with("Cronjob Response: racer")).count();
+    let home = setup.home.path();
+    let outputs = std::fs::read_dir(home.join("cron/output").join(job_id(home, "racer"))).map(|d| d.count()).unwrap_or(0);
+    assert!(runs >= 2, "three minutes hold at least two occurrences; ran {runs}\n{}", gateway.log_text());
+    assert_eq!((delivered, outputs), (runs, runs), "each run delivered once and recorded once");
+    // One stored session per occurrence (`cron_<job>_<time>`), each asked once.
+    let db = crate::support::open_db(&setup.state_db());
+    let sessions = crate::support::count(&db, "SELECT count(DISTINCT session_key) FROM sessions WHERE platform = 'cron'", []);
+    let user_messages = crate::support::count(
+        &db,
+        "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.platform = 'cron' AND m.role = 'user'",
+        [],
+    );
+    assert_eq!((sessions, user_messages), (runs as i64, runs as i64), "one session and one question per occurrence");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_run_asks_nobody_and_its_flagged_command_is_denied_under_cron_mode_deny() {
+    let run = launch_with::<TelegramPeer>("approvals:\n  mode: manual\n", &[("TELEGRAM_ALLOWED_USERS", &OWNER.to_string())]).await;
+    let victim = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(victim.path().join("keep")).unwrap();
+    in_topic(&run, "/cron add every 1h tidy the build folder --name janitor");
+    run.wait(&topic(), "the job's confirmation", |p| p.iter().any(|m| m.text.contains("Cron job 'janitor' created"))).await;
+
+    let command = format!("rm -rf {}", victim.path().join("keep").display());
+    run.llm.push(Reply::ToolCalls(vec![hermes_fakes::ToolCall::new("t1", "terminal", json!({ "command": command }).to_string())]));
+    run.llm.push(Reply::text("the clean-up needs approval"));
+    in_topic(&run, "/cron run janitor");
+    wait_until(&run, "the run's report", Duration::from_secs(20), || wrapped(&run, "janitor") == 1).await;
+
+    assert!(victim.path().join("keep").exists(), "the flagged command did not run");
+    let everything: Vec<String> = run.peer.fake.sent().into_iter().map(|m| m.text).collect();
+    assert!(!everything.iter().any(|t| t.contains("requires approval")), "nobody was asked: {everything:#?}");
+    let results: Vec<String> =
+        run.llm.requests().iter().flat_map(|r| r.messages()).filter(|(role, _)| role == "tool").map(|(_, text)| text).collect();
+    assert!(results.iter().any(|t| t.contains("scheduled job") && t.contains("cron_mode is deny")), "the agent was told why: {results:#?}");
+}
+
+/// `hermes cron status`'s first line, as the shell shows it.
+fn cron_status(setup: &Setup) -> String {
+    let (status, out, err) = setup.run(&["cron", "status"]);
+    assert!(status.success(), "{out}{err}");
+    out.lines().next().unwrap_or_default().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_status_tells_no_ticker_from_a_failing_one_and_a_firing_one() {
+    let llm = FakeLlm::start().await;
+    let telegram = TelegramPeer::start().await;
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    let platforms = telegram.configure(&mut setup);
+    setup.write_config(&format!("platforms:\n{platforms}"));
+    let first = cron_status(&setup);
+    assert!(first.starts_with("ticker: no ticker running"), "{first}");
+
+    let gateway = setup.start().await;
+    let firing = || cron_status(&setup).starts_with("ticker: firing");
+    assert!(eventually(Duration::from_secs(20), firing).await, "{}\n{}", cron_status(&setup), gateway.log_text());
+
+    // A jobs file broken by hand: the ticker stays alive, every tick fails, and status says why.
+    let jobs_file = setup.home.path().join("cron/jobs.json");
+    std::fs::write(&jobs_file, "{\"jobs\": [ this is not json").unwrap();
+    let failing = || cron_status(&setup).starts_with("ticker: ticker alive but failing");
+    assert!(eventually(Duration::from_secs(20), failing).await, "{}\n{}", cron_status(&setup), gateway.log_text());
+    assert!(cron_status(&setup).contains("is not a valid cron jobs file"), "{}", cron_status(&setup));
+    assert_eq!(
+        std::fs::read_to_string(&jobs_file).unwrap(),
+        "{\"jobs\": [ this is not json",
+        "the broken file is left for the user to fix"
+    );
+
+    std::fs::write(&jobs_file, "{\"jobs\": []}").unwrap();
+    assert!(eventually(Duration::from_secs(20), firing).await, "{}\n{}", cron_status(&setup), gateway.log_text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_schedules_a_job_for_this_topic_and_cannot_schedule_a_gateway_restart() {
+    let run = launch_with::<TelegramPeer>("", &[("TELEGRAM_ALLOWED_USERS", &OWNER.to_string())]).await;
+    let home = run._setup.home.path().to_path_buf();
+    let create = json!({"action": "create", "schedule": "every 1h", "prompt": "remind me to drink water", "name": "water"});
+    let restart = json!({"action": "create", "schedule": "every 1d", "prompt": "run hermes gateway restart to keep it fresh"});
+    run.llm.push(Reply::ToolCalls(vec![
+        hermes_fakes::ToolCall::new("c1", "cronjob", create.to_string()),
+        hermes_fakes::ToolCall::new("c2", "cronjob", restart.to_string()),
+    ]));
+    run.llm.push(Reply::text("Scheduled the water reminder; I cannot schedule restarts."));
+    let text = format!("@{} remind me every hour to drink water, and restart yourself daily", run.peer.fake.bot_username());
+    run.peer.fake.topic_message(GROUP, TOPIC, &owner(), &text);
+    run.wait(&topic(), "the agent's answer", |p| p.iter().any(|m| m.text.contains("Scheduled the water reminder"))).await;
+
+    let all = jobs(&home);
+    assert_eq!(all.len(), 1, "only the reminder was stored: {all:#?}");
+    let water = &all[0];
+    assert_eq!((water["name"].as_str(), water["schedule"]["kind"].as_str()), (Some("water"), Some("interval")));
+    let origin = &water["origin"];
+    assert_eq!(
+        (origin["platform"].as_str(), origin["chat_id"].as_str(), origin["thread_id"].as_str(), origin["user_id"].as_str()),
+        (Some("telegram"), Some(GROUP.to_string().as_str()), Some(TOPIC.to_string().as_str()), Some(OWNER.to_string().as_str())),
+        "the job answers in the topic it was asked in, for the user who asked"
+    );
+    let results: Vec<String> =
+        run.llm.requests().iter().flat_map(|r| r.messages()).filter(|(role, _)| role == "tool").map(|(_, text)| text).collect();
+    assert!(results.iter().any(|t| t.contains("Created 'water'")), "{results:#?}");
+    assert!(results.iter().any(|t| t.contains("may not stop or restart the gateway")), "{results:#?}");
+}
