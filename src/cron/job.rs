@@ -25,7 +25,7 @@ const NAME_FROM_PROMPT_CHARS: usize = 50;
 const CLAIM_CLOCK_SKEW_SECS: i64 = 300;
 
 /// One job record. Field names and shapes are Hermes'; see the module doc for what is lenient.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     /// 12 lowercase hex characters for jobs created here ([`Job::new_id`]); any safe file name is
     /// accepted from the file, since the id names the job's output folder.
@@ -374,9 +374,16 @@ impl Job {
         if !fields.get("schedule").is_some_and(Value::is_object) {
             return Err("its schedule is not an object".into());
         }
-        let mut fields = fields.clone();
-        fold_legacy_skill(&mut fields);
-        let mut job: Job = serde_json::from_value(Value::Object(fields)).map_err(|e| e.to_string())?;
+        let job = match legacy_skills(fields) {
+            // Read from the record in place: a file of ten thousand jobs is read at every tick.
+            None => Job::deserialize(record),
+            Some(skills) => {
+                let mut fields = fields.clone();
+                fields.insert("skills".into(), skills);
+                Job::deserialize(&Value::Object(fields))
+            }
+        };
+        let mut job = job.map_err(|e| e.to_string())?;
         // Written back from `skills` by `to_record`, so an edit of the skills cannot leave it stale.
         job.extra.remove("skill");
         Ok(job)
@@ -487,14 +494,15 @@ pub(crate) fn check_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Hermes reads `skills` when present, else the single `skill`.
-fn fold_legacy_skill(fields: &mut Map<String, Value>) {
+/// Hermes reads `skills` when present, else the single `skill`: the list a record without
+/// `skills` gets from its `skill`, if it has one.
+fn legacy_skills(fields: &Map<String, Value>) -> Option<Value> {
     if fields.get("skills").is_some_and(|s| !s.is_null()) {
-        return;
+        return None;
     }
-    if let Some(Value::String(skill)) = fields.get("skill").filter(|s| s.as_str().is_some_and(|s| !s.trim().is_empty())) {
-        let skills = Value::Array(vec![Value::String(skill.clone())]);
-        fields.insert("skills".into(), skills);
+    match fields.get("skill") {
+        Some(Value::String(skill)) if !skill.trim().is_empty() => Some(Value::Array(vec![Value::String(skill.clone())])),
+        _ => None,
     }
 }
 

@@ -107,7 +107,7 @@ impl JobRunner {
         tracing::info!(job_id = %job.id, name = %job.name, occurrence = %occurrence, "cron job starting");
         let result = self.execute(&job, occurrence).await;
         let ran_at = Utc::now();
-        self.save_output(&job, ran_at, &result);
+        self.save_output(&job, ran_at, &result).await;
         let (end, delivery_error) = self.deliver(&job, occurrence, &result).await;
         let record = RunResult { error: result.as_ref().err().cloned(), delivery_error };
         self.finish(&job, occurrence, record, ran_at).await;
@@ -168,14 +168,21 @@ impl JobRunner {
         }
     }
 
-    fn save_output(&self, job: &Job, ran_at: DateTime<Utc>, result: &Result<Option<String>, String>) {
-        let s = &self.settings;
-        let outcome = match result {
-            Ok(answer) => Outcome::Answer(answer.as_deref().unwrap_or("[SILENT]")),
-            Err(e) => Outcome::Error(e),
-        };
-        if let Err(e) = output::save(&s.cron_dir, job, ran_at, s.zone, outcome, s.retention) {
-            tracing::warn!(job_id = %job.id, error = %e, "cannot write the cron job's output file");
+    /// Write the run's output file (off the async workers: it syncs to disk).
+    async fn save_output(&self, job: &Job, ran_at: DateTime<Utc>, result: &Result<Option<String>, String>) {
+        let (settings, job, result) = (self.settings.clone(), job.clone(), result.clone());
+        let saved = tokio::task::spawn_blocking(move || {
+            let outcome = match &result {
+                Ok(answer) => Outcome::Answer(answer.as_deref().unwrap_or("[SILENT]")),
+                Err(e) => Outcome::Error(e),
+            };
+            output::save(&settings.cron_dir, &job, ran_at, settings.zone, outcome, settings.retention).map_err(|e| (job.id, e))
+        })
+        .await;
+        match saved {
+            Ok(Ok(_)) => {}
+            Ok(Err((job_id, e))) => tracing::warn!(%job_id, error = %e, "cannot write the cron job's output file"),
+            Err(e) => tracing::warn!(error = %e, "writing the cron job's output file panicked"),
         }
     }
 

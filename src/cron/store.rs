@@ -23,10 +23,11 @@ use super::job::{self, Job, JobState, RunClaim};
 use super::schedule::{ONE_SHOT_TOLERANCE_SECS, ScheduleError, ScheduleKind, Stamp, Zone};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
 /// How long a write waits for another process's lock before going on without it (Hermes' 30 s).
@@ -54,6 +55,8 @@ struct Inner {
     dir: PathBuf,
     lock_wait: Duration,
     in_process: Mutex<()>,
+    /// Runs that ended and wait for [`JobStore::finish_run`] to record them.
+    endings: Mutex<Endings>,
 }
 
 /// The jobs that could be read, and the records that could not.
@@ -144,6 +147,9 @@ pub enum JobStoreError {
     IdChanged { from: String, to: String },
     #[error("cannot encode the cron jobs: {0}")]
     Encode(#[from] serde_json::Error),
+    /// The failure of a write that recorded several runs at once, shared by each of them.
+    #[error(transparent)]
+    Shared(Arc<JobStoreError>),
 }
 
 impl From<String> for JobStoreError {
@@ -160,7 +166,7 @@ impl JobStore {
 
     /// As [`JobStore::new`], waiting at most `lock_wait` for another process's lock.
     pub fn with_lock_wait(dir: PathBuf, lock_wait: Duration) -> JobStore {
-        JobStore { inner: Arc::new(Inner { dir, lock_wait, in_process: Mutex::new(()) }) }
+        JobStore { inner: Arc::new(Inner { dir, lock_wait, in_process: Mutex::new(()), endings: Mutex::default() }) }
     }
 
     pub fn dir(&self) -> &Path {
@@ -191,10 +197,10 @@ impl JobStore {
     pub fn update<R>(&self, f: impl FnOnce(&mut Vec<Job>) -> R) -> Result<R, JobStoreError> {
         let _lock = self.lock();
         let mut file = self.read()?;
-        let mut jobs = file.jobs();
-        let before = records(&jobs)?;
+        let before = file.jobs();
+        let mut jobs = before.clone();
         let result = f(&mut jobs);
-        if records(&jobs)? != before || file.needs_reshape() {
+        if jobs != before || file.needs_reshape() {
             file.replace_jobs(jobs);
             self.write(&file)?;
         }
@@ -318,6 +324,11 @@ impl JobStore {
     /// that run: the claim is released, the result stored, the run counted; a job whose repeat
     /// count is reached is deleted (as Hermes does), another one-shot is completed, a recurring
     /// job waits for its next run.
+    ///
+    /// Runs that end while others are being recorded are recorded together (a group commit): one
+    /// caller at a time commits, each time everything that ended meanwhile, in one rewrite of the
+    /// file, while the others only wait for their answer. A thousand runs ending at once cost a
+    /// few rewrites, not a thousand.
     pub fn finish_run(
         &self,
         id: &str,
@@ -326,38 +337,52 @@ impl JobStore {
         now: DateTime<Utc>,
         zone: Zone,
     ) -> Result<Finished, JobStoreError> {
-        self.update(|jobs| {
-            let Some(at) = jobs.iter().position(|j| j.id == id) else { return Finished::Missing };
-            let job = &mut jobs[at];
-            if !holds_claim_on(job, occurrence) {
-                tracing::warn!(job_id = id, %occurrence, "cron run finished without holding the job's claim; not recorded");
-                return Finished::NotClaimed;
-            }
-            record_outcome(job, &result, now, zone);
-            if job.repeat.is_exhausted() {
-                jobs.remove(at);
-                return Finished::Removed;
-            }
-            if !job.schedule.is_recurring() {
-                job.enabled = false;
-                job.state = JobState::Completed;
-                job.next_run_at = None;
-                return Finished::Completed;
-            }
-            settle_after_run(job, now, zone)
-        })
+        let (reply, answer) = mpsc::channel();
+        let ending = RunEnding { id: id.to_string(), occurrence, result, now, zone };
+        let commits = {
+            let mut queue = self.inner.endings.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.waiting.push((ending, reply));
+            !std::mem::replace(&mut queue.committing, true)
+        };
+        if commits {
+            self.commit_endings();
+        }
+        match answer.recv() {
+            Ok(recorded) => recorded.map_err(JobStoreError::Shared),
+            // The committer's batch was dropped unanswered: it panicked mid-write.
+            Err(_) => Err(JobStoreError::Refused("recording the run failed; see the log".into())),
+        }
     }
 
-    /// Keeps the claim on a long run alive (re-stamped at `now`), so that it does not expire
-    /// while the run goes on. False when the job no longer holds that claim.
-    pub fn renew_claim(&self, id: &str, occurrence: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, JobStoreError> {
-        self.update(|jobs| {
-            let Some(job) = jobs.iter_mut().find(|j| j.id == id && holds_claim_on(j, occurrence)) else { return false };
-            if let Some(claim) = &mut job.run_claim {
-                claim.claimed_at = Stamp(now.fixed_offset());
+    /// Records the waiting run endings, batch after batch, until none wait.
+    fn commit_endings(&self) {
+        let committing = Committing(&self.inner.endings);
+        loop {
+            let batch = {
+                let mut queue = self.inner.endings.lock().unwrap_or_else(PoisonError::into_inner);
+                if queue.waiting.is_empty() {
+                    queue.committing = false;
+                    std::mem::forget(committing);
+                    return;
+                }
+                std::mem::take(&mut queue.waiting)
+            };
+            let recorded = self.update(|jobs| batch.iter().map(|(ending, _)| ending.record(jobs)).collect::<Vec<_>>());
+            match recorded {
+                Ok(outcomes) => {
+                    for ((_, reply), outcome) in batch.into_iter().zip(outcomes) {
+                        // A caller that stopped waiting has nothing to be told.
+                        let _ = reply.send(Ok(outcome));
+                    }
+                }
+                Err(error) => {
+                    let error = Arc::new(error);
+                    for (_, reply) in batch {
+                        let _ = reply.send(Err(error.clone()));
+                    }
+                }
             }
-            true
-        })
+        }
     }
 
     /// Sets (or clears) the job's `last_delivery_error`; false when the job no longer exists.
@@ -369,6 +394,60 @@ impl JobStore {
             }
             None => false,
         })
+    }
+}
+
+/// One run's end, waiting to be recorded with the others that end meanwhile.
+#[derive(Debug)]
+struct RunEnding {
+    id: String,
+    occurrence: DateTime<Utc>,
+    result: RunResult,
+    now: DateTime<Utc>,
+    zone: Zone,
+}
+
+type EndingReply = mpsc::Sender<Result<Finished, Arc<JobStoreError>>>;
+
+/// Run endings waiting to be recorded, and whether a caller is recording them.
+#[derive(Debug, Default)]
+struct Endings {
+    waiting: Vec<(RunEnding, EndingReply)>,
+    committing: bool,
+}
+
+/// If the committer unwinds, every caller still waiting is answered with an error (their replies
+/// are dropped) rather than left waiting, and the next ending commits afresh.
+struct Committing<'a>(&'a Mutex<Endings>);
+
+impl Drop for Committing<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.committing = false;
+        queue.waiting.clear();
+    }
+}
+
+impl RunEnding {
+    fn record(&self, jobs: &mut Vec<Job>) -> Finished {
+        let Some(at) = jobs.iter().position(|j| j.id == self.id) else { return Finished::Missing };
+        let job = &mut jobs[at];
+        if !holds_claim_on(job, self.occurrence) {
+            tracing::warn!(job_id = %self.id, occurrence = %self.occurrence, "cron run finished without holding the job's claim; not recorded");
+            return Finished::NotClaimed;
+        }
+        record_outcome(job, &self.result, self.now, self.zone);
+        if job.repeat.is_exhausted() {
+            jobs.remove(at);
+            return Finished::Removed;
+        }
+        if !job.schedule.is_recurring() {
+            job.enabled = false;
+            job.state = JobState::Completed;
+            job.next_run_at = None;
+            return Finished::Completed;
+        }
+        settle_after_run(job, self.now, self.zone)
     }
 }
 
@@ -403,10 +482,6 @@ fn activate(job: &mut Job) {
     job.state = if job.run_claim.is_some() { JobState::Running } else { JobState::Scheduled };
     job.paused_at = None;
     job.paused_reason = None;
-}
-
-fn records(jobs: &[Job]) -> Result<Vec<Value>, JobStoreError> {
-    jobs.iter().map(|job| job.to_record().map_err(JobStoreError::from)).collect()
 }
 
 fn no_next_run(job: &Job) -> JobStoreError {
@@ -582,11 +657,13 @@ impl JobsFile {
 
     fn parse(records: Vec<Value>, others: Map<String, Value>, canonical: bool) -> JobsFile {
         let mut file = JobsFile { records: Vec::with_capacity(records.len()), others, canonical, skipped: Vec::new() };
+        let mut ids = HashSet::with_capacity(records.len());
         for (index, record) in records.into_iter().enumerate() {
             let id = record.get("id").and_then(Value::as_str).map(str::to_string);
             let reason = match Job::from_record(&record) {
-                Ok(job) if file.jobs_iter().any(|j| j.id == job.id) => "another record before it has the same id".to_string(),
+                Ok(job) if ids.contains(&job.id) => "another record before it has the same id".to_string(),
                 Ok(job) => {
+                    ids.insert(job.id.clone());
                     file.records.push(Record::Job(Box::new(job)));
                     continue;
                 }
@@ -616,11 +693,14 @@ impl JobsFile {
     /// at the end; unreadable records keep their places.
     fn replace_jobs(&mut self, jobs: Vec<Job>) {
         let mut pending: Vec<Option<Job>> = jobs.into_iter().map(Some).collect();
-        let mut take = |id: &str| pending.iter_mut().find(|j| j.as_ref().is_some_and(|j| j.id == id)).and_then(Option::take);
+        let places: HashMap<String, usize> = pending.iter().flatten().enumerate().map(|(at, job)| (job.id.clone(), at)).collect();
         let old = std::mem::take(&mut self.records);
         for record in old {
             match record {
-                Record::Job(job) => self.records.extend(take(&job.id).map(|job| Record::Job(Box::new(job)))),
+                Record::Job(job) => {
+                    let kept = places.get(&job.id).and_then(|at| pending[*at].take());
+                    self.records.extend(kept.map(|job| Record::Job(Box::new(job))));
+                }
                 kept => self.records.push(kept),
             }
         }

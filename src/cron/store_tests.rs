@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration as Span, Utc};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
-use std::sync::{Barrier, mpsc};
+use std::sync::{Barrier, Mutex, mpsc};
 use std::time::Duration;
 
 const UTC: Zone = Zone::Named(chrono_tz::UTC);
@@ -817,13 +817,35 @@ fn a_claim_whose_process_is_gone_stops_counting_at_once() {
 }
 
 #[test]
-fn a_renewed_claim_keeps_a_long_run_alive_past_its_ttl() {
+fn runs_ending_together_are_each_recorded_with_their_own_outcome() {
     let (_home, store) = new_store();
-    let job = add(&store, "long", once(at("2026-03-01T12:00:00Z")), at("2026-03-01T11:00:00Z"));
-    let run = tick(&store, at("2026-03-01T12:00:00Z")).runs.remove(0);
-    assert!(store.renew_claim(&job.id, run.occurrence, at("2026-03-01T12:25:00Z")).unwrap());
-    assert!(!store.renew_claim(&job.id, at("2026-03-01T11:00:00Z"), at("2026-03-01T12:25:00Z")).unwrap(), "not that run's claim");
-    let later = tick(&store, at("2026-03-01T12:40:00Z"));
-    assert!(later.runs.is_empty() && later.abandoned.is_empty(), "still running");
-    assert_eq!(finish_ok(&store, &run, at("2026-03-01T12:41:00Z")), Finished::Removed);
+    let start = at("2026-03-01T10:00:00Z");
+    let ids: Vec<String> = (0..24).map(|n| add(&store, &format!("job {n}"), interval(60), start).id).collect();
+    let now = start + Span::minutes(61);
+    let due = tick(&store, now);
+    assert_eq!(due.runs.len(), ids.len());
+    let ending = Barrier::new(due.runs.len());
+    let outcomes = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for (n, run) in due.runs.iter().enumerate() {
+            let (store, ending, outcomes) = (&store, &ending, &outcomes);
+            scope.spawn(move || {
+                // Every third run fails: each must get its own result, not a neighbour's.
+                let result = RunResult { error: (n % 3 == 0).then(|| format!("failure {n}")), delivery_error: None };
+                ending.wait();
+                let finished = store.finish_run(&run.job.id, run.occurrence, result, now, UTC).unwrap();
+                outcomes.lock().unwrap().push(finished);
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().unwrap();
+    assert!(outcomes.iter().all(|f| matches!(f, Finished::Scheduled { next_run_at: Some(_) })), "{outcomes:?}");
+    let jobs = store.list().unwrap().jobs;
+    for (n, run) in due.runs.iter().enumerate() {
+        let job = jobs.iter().find(|j| j.id == run.job.id).unwrap();
+        assert_eq!((job.repeat.completed, job.run_claim.is_none(), &job.state), (1, true, &JobState::Scheduled), "{}", job.name);
+        assert_eq!(job.last_error, (n % 3 == 0).then(|| format!("failure {n}")), "{}", job.name);
+    }
+    // A second finish of a run already recorded changes nothing.
+    assert_eq!(finish_ok(&store, &due.runs[0], now), Finished::NotClaimed);
 }

@@ -311,3 +311,42 @@ async fn the_agent_schedules_a_job_for_this_topic_and_cannot_schedule_a_gateway_
     assert!(results.iter().any(|t| t.contains("Created 'water'")), "{results:#?}");
     assert!(results.iter().any(|t| t.contains("may not stop or restart the gateway")), "{results:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_timeout_is_stopped_and_the_failure_posted() {
+    let env = [("TELEGRAM_ALLOWED_USERS", OWNER.to_string()), ("HERMES_CRON_TIMEOUT", "2".to_string())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = launch_with::<TelegramPeer>("", &env).await;
+    in_topic(&run, "/cron add every 1h think very hard --name slow");
+    run.wait(&topic(), "the job", |p| p.iter().any(|m| m.text.contains("'slow' created"))).await;
+    run.llm.push(Reply::Hang);
+    let asked = Instant::now();
+    in_topic(&run, "/cron run slow");
+    run.wait(&topic(), "the failure", |p| p.iter().any(|m| m.text.starts_with("⚠️ Cron 'slow' failed:") && m.text.contains("within 2 s")))
+        .await;
+    assert!(asked.elapsed() < Duration::from_secs(15), "stopped at its timeout, not left hanging");
+    assert_eq!(wrapped(&run, "slow"), 0, "no answer was delivered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_cut_off_by_kill_9_is_reported_after_the_restart_and_never_run_twice() {
+    let mut run = launch_with::<TelegramPeer>("", &[("TELEGRAM_ALLOWED_USERS", &OWNER.to_string())]).await;
+    let home = run._setup.home.path().to_path_buf();
+    in_topic(&run, "/cron add 2h water the plants --name plants");
+    run.wait(&topic(), "the job", |p| p.iter().any(|m| m.text.contains("'plants' created"))).await;
+    run.llm.push(Reply::Hang);
+    in_topic(&run, "/cron run plants");
+    wait_until(&run, "the run to reach the model", Duration::from_secs(20), || cron_requests(&run.llm, "water the plants") == 1).await;
+
+    run.gateway.signal(libc::SIGKILL).await;
+    run.gateway = run._setup.start().await;
+    run.wait(&topic(), "the interruption report", |p| {
+        p.iter().any(|m| m.text.starts_with("⚠️ Cron 'plants' failed:") && m.text.contains("interrupted"))
+    })
+    .await;
+    settle().await;
+    assert_eq!(cron_requests(&run.llm, "water the plants"), 1, "the cut-off occurrence was not run again");
+    assert_eq!(wrapped(&run, "plants"), 0);
+    let plants = jobs(&home).into_iter().find(|j| j["name"] == "plants").expect("kept, to show what happened");
+    assert_eq!((plants["enabled"].as_bool(), plants["state"].as_str()), (Some(false), Some("error")), "{plants:#}");
+}
