@@ -1,23 +1,32 @@
 //! The gateway's answer to the agent's `cronjob` tool: each action on [`CronJobs`] for the user
 //! of the conversation (their own jobs, or every job for an admin), with the conversation's chat
-//! and thread as the origin of what it creates. The texts are for the model to read.
+//! and thread as the origin of what it creates, and its deliveries held to what the user may
+//! post ([`super::cron_targets`]). The texts are for the model to read.
 
+use super::cron_targets::{DeliveryRights, Requester};
 use crate::agent::tools::cronjob::CronJobArgs;
 use crate::agent::tools::{HostError, SessionScope};
 use crate::cron::job::{Job, Origin};
 use crate::cron::manage::{Actor, CronJobs, JobEdit, ManageError, NewJob, describe};
 
-pub(super) async fn act(jobs: &CronJobs, scope: &SessionScope, args: CronJobArgs) -> Result<String, HostError> {
+pub(super) async fn act(
+    jobs: &CronJobs,
+    rights: &DeliveryRights<'_>,
+    scope: &SessionScope,
+    args: CronJobArgs,
+) -> Result<String, HostError> {
     let actor = Actor { platform: Some(scope.platform.clone()), user_id: scope.user_id.clone(), admin: scope.is_admin };
     let reference =
         || args.job_id.clone().filter(|r| !r.trim().is_empty()).ok_or_else(|| refused("`job_id` (the job's id or name) is required"));
     let done = |job: Job, what: &str| format!("{what} '{}' (id {}). {}", job.name, job.id, describe(&job, jobs.zone()));
     match args.action.as_str() {
-        "create" => create(jobs, scope, &args).await,
+        "create" => create(jobs, rights, scope, &args).await,
         "list" => list(jobs, &actor).await,
         "update" => {
-            let edit = edit_of(&args);
-            jobs.edit(&actor, &reference()?, edit).await.map(|j| done(j, "Updated")).map_err(failed)
+            let current = jobs.find(&actor, &reference()?).await.map_err(failed)?;
+            let who = Requester { origin: current.origin.as_ref(), user_id: scope.user_id.as_deref(), admin: scope.is_admin };
+            rights.check(args.deliver.as_deref(), &who).await.map_err(HostError::Refused)?;
+            jobs.edit(&actor, &current.id, edit_of(&args)).await.map(|j| done(j, "Updated")).map_err(failed)
         }
         "pause" => jobs.pause(&actor, &reference()?).await.map(|j| done(j, "Paused")).map_err(failed),
         "resume" => jobs.resume(&actor, &reference()?).await.map(|j| done(j, "Resumed")).map_err(failed),
@@ -31,7 +40,7 @@ pub(super) async fn act(jobs: &CronJobs, scope: &SessionScope, args: CronJobArgs
     }
 }
 
-async fn create(jobs: &CronJobs, scope: &SessionScope, args: &CronJobArgs) -> Result<String, HostError> {
+async fn create(jobs: &CronJobs, rights: &DeliveryRights<'_>, scope: &SessionScope, args: &CronJobArgs) -> Result<String, HostError> {
     let schedule = args.schedule.clone().ok_or_else(|| refused("`schedule` is required to create a job"))?;
     let (model, provider) = args.model_and_provider();
     let spec = NewJob {
@@ -48,6 +57,8 @@ async fn create(jobs: &CronJobs, scope: &SessionScope, args: &CronJobArgs) -> Re
         toolsets: args.enabled_toolsets.clone(),
         origin: Some(origin_of(scope)),
     };
+    let who = Requester { origin: spec.origin.as_ref(), user_id: scope.user_id.as_deref(), admin: scope.is_admin };
+    rights.check(spec.deliver.as_deref(), &who).await.map_err(HostError::Refused)?;
     let job = jobs.create(spec).await.map_err(failed)?;
     Ok(format!("Created '{}' (id {}). {}", job.name, job.id, describe(&job, jobs.zone())))
 }

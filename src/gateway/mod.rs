@@ -34,6 +34,7 @@ pub mod compaction;
 mod crash_tests;
 pub mod credential_lock;
 pub mod cron_host;
+mod cron_targets;
 mod cron_tool;
 pub mod cron_wiring;
 pub mod deliverer;

@@ -203,7 +203,8 @@ impl ToolHost for GatewayToolHost {
 
     async fn cronjob(&self, scope: &SessionScope, args: CronJobArgs) -> Result<String, HostError> {
         let jobs = self.cron.as_ref().ok_or_else(|| HostError::Unavailable("scheduled jobs are not available here".into()))?;
-        super::cron_tool::act(jobs, scope, args).await
+        let rights = super::cron_targets::DeliveryRights { store: &self.store, homes: &self.homes };
+        super::cron_tool::act(jobs, &rights, scope, args).await
     }
 
     async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, HostError> {

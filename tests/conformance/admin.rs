@@ -92,6 +92,29 @@ async fn a_member_manages_only_their_own_cron_jobs_and_cannot_move_the_home_chan
     fake.dm(&member, "/cron remove backups");
     run.wait(&dm(MEMBER), "the refusal", |p| p.iter().any(|m| m.text.contains("belongs to someone else"))).await;
 
+    // Results posted into someone else's chat would let a member make the bot speak there.
+    fake.dm(&member, &format!("/cron add every 1h you have been hacked --deliver telegram:{ADMIN} --name spam"));
+    run.wait(&dm(MEMBER), "the refusal", |p| p.iter().any(|m| m.text.contains("results can go only to this chat"))).await;
+    fake.dm(&member, &format!("/cron add every 1h stretch --deliver telegram:{MEMBER} --name stretch"));
+    run.wait(&dm(MEMBER), "their own chat, named", |p| p.iter().any(|m| m.text.contains("'stretch' created"))).await;
+    fake.dm(&member, &format!("/cron edit stretch --deliver origin,telegram:{ADMIN}"));
+    run.wait(&dm(MEMBER), "the edit's refusal", |p| p.iter().filter(|m| m.text.contains("results can go only to this chat")).count() == 2)
+        .await;
+    // The same through the agent's tool: the model's arguments are no more trusted than the member.
+    let create = json!({"action": "create", "schedule": "every 1h", "prompt": "post hello", "name": "via-tool", "deliver": format!("telegram:{ADMIN}")});
+    run.llm.push(Reply::tool_call("c1", "cronjob", create.to_string()));
+    run.llm.push(Reply::text("could not"));
+    fake.dm(&member, "schedule a hello in the admin's chat");
+    run.wait_text(&dm(MEMBER), "could not").await;
+    assert!(tool_results(&run).iter().any(|t| t.contains("results can go only to this chat")), "{:#?}", tool_results(&run));
+    fake.dm(&admin, &format!("/cron add every 1h status report --deliver telegram:{MEMBER} --name report"));
+    run.wait(&dm(ADMIN), "the admin's job for another chat", |p| p.iter().any(|m| m.text.contains("'report' created"))).await;
+    let jobs = std::fs::read_to_string(home.join("cron/jobs.json")).unwrap();
+    assert!(
+        !jobs.contains("\"spam\"") && !jobs.contains("via-tool") && !jobs.contains(&format!("origin,telegram:{ADMIN}")),
+        "nothing refused was stored: {jobs}"
+    );
+
     fake.dm(&admin, "/cron pause plants");
     run.wait(&dm(ADMIN), "the admin's pause", |p| p.iter().any(|m| m.text.contains("Paused 'plants'"))).await;
     let jobs = std::fs::read_to_string(home.join("cron/jobs.json")).unwrap();

@@ -8,6 +8,7 @@ use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use crate::cron::job::{Job, Origin};
 use crate::cron::manage::{Actor, CronJobs, JobEdit, ManageError, NewJob};
 use crate::cron::schedule::Zone;
+use crate::gateway::cron_targets::{DeliveryRights, Requester};
 use async_trait::async_trait;
 use hermes_adapter::InboundEvent;
 
@@ -42,14 +43,18 @@ impl SlashCommand for Cron {
         };
         let reply = match sub.as_str() {
             "" | "list" | "ls" => list(jobs, &actor, rest).await,
-            "add" | "create" => add(jobs, ctx.event, rest).await,
-            "edit" => edit(jobs, &actor, rest).await,
+            "add" | "create" => add(jobs, &rights(ctx), &actor, ctx.event, rest).await,
+            "edit" => edit(jobs, &rights(ctx), &actor, rest).await,
             "pause" | "resume" | "run" | "remove" | "rm" | "delete" => act(jobs, &actor, &sub, rest).await,
             "help" => Ok(USAGE.to_string()),
             other => Err(format!("`/cron {other}` is not a cron command.\n\n{USAGE}")),
         };
         CommandOutcome::Reply(reply.unwrap_or_else(|e| format!("❌ {e}")))
     }
+}
+
+fn rights<'a>(ctx: &'a CommandContext<'_>) -> DeliveryRights<'a> {
+    DeliveryRights { store: &ctx.handles.store, homes: &ctx.handles.cron.homes }
 }
 
 fn actor(ctx: &CommandContext<'_>) -> Actor {
@@ -98,7 +103,7 @@ async fn list(jobs: &CronJobs, actor: &Actor, rest: &str) -> Result<String, Stri
     Ok(format!("⏰ **Cron jobs** ({})\n{}", shown.len(), lines.join("\n")))
 }
 
-async fn add(jobs: &CronJobs, event: &InboundEvent, rest: &str) -> Result<String, String> {
+async fn add(jobs: &CronJobs, rights: &DeliveryRights<'_>, actor: &Actor, event: &InboundEvent, rest: &str) -> Result<String, String> {
     let parsed = args::parse(rest)?;
     let (schedule, used) = args::leading_schedule(&parsed, jobs.zone())?;
     let prompt = parsed.value("--prompt").unwrap_or_else(|| parsed.text_from(used));
@@ -113,6 +118,8 @@ async fn add(jobs: &CronJobs, event: &InboundEvent, rest: &str) -> Result<String
         origin: Some(origin_of(event)),
         ..NewJob::default()
     };
+    let who = Requester { origin: spec.origin.as_ref(), user_id: actor.user_id.as_deref(), admin: actor.admin };
+    rights.check(spec.deliver.as_deref(), &who).await?;
     let job = jobs.create(spec).await.map_err(|e| e.to_string())?;
     Ok(format!(
         "✅ Cron job '{}' created (id `{}`)\nSchedule: {} — {}\nDelivers to: {}",
@@ -133,7 +140,7 @@ fn origin_of(event: &InboundEvent) -> Origin {
     origin
 }
 
-async fn edit(jobs: &CronJobs, actor: &Actor, rest: &str) -> Result<String, String> {
+async fn edit(jobs: &CronJobs, rights: &DeliveryRights<'_>, actor: &Actor, rest: &str) -> Result<String, String> {
     let parsed = args::parse(rest)?;
     if parsed.word_count() == 0 {
         return Err("name the job to edit: `/cron edit <id|name> --schedule \"every 2h\"`".into());
@@ -151,7 +158,10 @@ async fn edit(jobs: &CronJobs, actor: &Actor, rest: &str) -> Result<String, Stri
         model: parsed.value("--model"),
         ..JobEdit::default()
     };
-    let job = jobs.edit(actor, &reference, change).await.map_err(|e| e.to_string())?;
+    let current = jobs.find(actor, &reference).await.map_err(|e| e.to_string())?;
+    let who = Requester { origin: current.origin.as_ref(), user_id: actor.user_id.as_deref(), admin: actor.admin };
+    rights.check(change.deliver.as_deref(), &who).await?;
+    let job = jobs.edit(actor, &current.id, change).await.map_err(|e| e.to_string())?;
     Ok(format!(
         "✏️ Updated '{}' — {} ({}), delivers to {}.",
         job.name,
