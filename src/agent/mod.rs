@@ -21,4 +21,4 @@ mod tests;
 
 pub use message::{ChatMessage, Role, ToolCallRequest};
 pub use providers::{ChatProvider, ModelSpec, ProviderError};
-pub use turn::{Agent, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
+pub use turn::{Agent, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools, is_silence};

@@ -96,6 +96,15 @@ impl SteeringInbox {
     }
 }
 
+/// Answers by which the model chooses to say nothing: stored, never delivered.
+const SILENCE_TOKENS: [&str; 4] = ["[SILENT]", "SILENT", "NO_REPLY", "NO REPLY"];
+
+/// Whether the answer is one of the [`SILENCE_TOKENS`] and nothing else.
+pub fn is_silence(answer: &str) -> bool {
+    let answer = answer.trim();
+    SILENCE_TOKENS.iter().any(|token| answer.eq_ignore_ascii_case(token))
+}
+
 /// How a turn ended successfully.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {

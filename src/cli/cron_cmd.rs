@@ -9,6 +9,7 @@ use super::{Cli, config_failure, report, resolve};
 use crate::config::Config;
 use crate::cron::manage::{Actor, CronJobs, JobEdit, NewJob, describe};
 use crate::cron::status::Markers;
+use crate::cron::store::Listing;
 use crate::cron::ticker::TickReport;
 use crate::gateway;
 use chrono::Utc;
@@ -163,9 +164,8 @@ async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, c
 }
 
 async fn list(jobs: &CronJobs, all: bool) -> Result<String, String> {
-    let listed = jobs.list(&Actor::shell()).await.map_err(|e| e.to_string())?;
-    let shown: Vec<String> = listed.iter().filter(|j| all || !j.is_completed()).map(|j| describe(j, jobs.zone())).collect();
-    let skipped = jobs.store().list().map(|l| l.skipped).unwrap_or_default();
+    let Listing { jobs: listed, skipped } = jobs.list(&Actor::shell(), all).await.map_err(|e| e.to_string())?;
+    let shown: Vec<String> = listed.iter().map(|j| describe(j, jobs.zone())).collect();
     let mut text = if shown.is_empty() { "no cron jobs".to_string() } else { shown.join("\n") };
     for s in skipped {
         text.push_str(&format!("\n! record {} in jobs.json is skipped: {}", s.index, s.reason));
@@ -194,8 +194,8 @@ async fn status(home: &crate::config::Home, jobs: &CronJobs) -> Result<String, S
     let verdict = Markers::new(&home.cron_dir()).verdict(now).describe(now);
     // A jobs file that cannot be read is the likeliest reason for a failing ticker: say so, and
     // still say what the ticker is doing.
-    let listed = match jobs.list(&Actor::shell()).await {
-        Ok(listed) => listed,
+    let listed = match jobs.list(&Actor::shell(), true).await {
+        Ok(listed) => listed.jobs,
         Err(e) => return Ok(format!("ticker: {verdict}\njobs: {e}")),
     };
     let active: Vec<_> = listed.iter().filter(|j| j.enabled).collect();

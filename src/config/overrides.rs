@@ -36,6 +36,9 @@ pub const CORE_ENV_VARS: &[&str] = &[
     "SESSION_RESET_HOUR",
 ];
 
+/// `<PLATFORM>_HOME_CHANNEL_THREAD_ID`: the thread or topic of a platform's home channel.
+const HOME_THREAD_SUFFIX: &str = "_HOME_CHANNEL_THREAD_ID";
+
 impl Config {
     fn apply_cron_env(&mut self, env: &Env) -> Result<(), ConfigError> {
         if let Some(v) = env.get("HERMES_CRON_TIMEOUT") {
@@ -90,6 +93,13 @@ impl Config {
             };
         }
         self.env_auth = EnvAuth::from_env(env)?;
+        self.home_threads = env
+            .iter()
+            .filter_map(|(name, value)| {
+                let platform = name.strip_suffix(HOME_THREAD_SUFFIX).filter(|p| !p.is_empty())?;
+                Some((platform.to_ascii_lowercase(), value.trim().to_string())).filter(|(_, thread)| !thread.is_empty())
+            })
+            .collect();
         Ok(())
     }
 

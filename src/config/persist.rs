@@ -118,8 +118,10 @@ fn set_env_vars_unlocked(path: &Path, vars: &[(&str, Option<&str>)]) -> Result<(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(source) => return Err(PersistError::Read { path: path.to_path_buf(), source }),
     };
-    if let Some((key, _)) = vars.iter().find(|(_, v)| v.is_some_and(|v| v.chars().any(char::is_control))) {
-        let refused = std::io::Error::other(format!("the value of {key} holds a control character"));
+    // A value comes from outside (a chat's id): a line break would add a variable of its own
+    // choosing, and a quote would end the literal it is written in.
+    if let Some((key, _)) = vars.iter().find(|(_, v)| v.is_some_and(|v| v.chars().any(|c| c.is_control() || c == '\''))) {
+        let refused = std::io::Error::other(format!("the value of {key} holds a control character or a single quote"));
         return Err(PersistError::Write { path: path.to_path_buf(), source: refused });
     }
     let names: Vec<&str> = vars.iter().map(|(k, _)| *k).collect();
@@ -141,13 +143,10 @@ fn env_line_sets(line: &str, names: &[&str]) -> bool {
     line.split_once('=').is_some_and(|(k, _)| names.contains(&k.trim()))
 }
 
-/// A value as `.env` reads it back: bare when it is plain, double-quoted otherwise.
+/// A value as `.env` reads it back, to the letter: bare when it is plain, else single-quoted (a
+/// double-quoted or bare `$NAME` would be replaced by that variable, a secret perhaps, when read).
 fn quote_env(value: &str) -> String {
-    if value.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:@/".contains(c)) {
-        value.to_string()
-    } else {
-        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
-    }
+    if value.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:@/".contains(c)) { value.to_string() } else { format!("'{value}'") }
 }
 
 #[cfg(test)]
@@ -167,6 +166,21 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         let env = crate::config::Env::from_dotenv_file(&path).unwrap();
         assert_eq!(env.get("TELEGRAM_HOME_CHANNEL"), Some("-100200"));
+    }
+
+    #[test]
+    fn a_hostile_value_is_written_literally_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        std::fs::write(&path, "OPENAI_API_KEY=sk-secret\n").unwrap();
+        set_env_vars(&path, &[("MATRIX_HOME_CHANNEL", Some("!room:$OPENAI_API_KEY \"x\" #y"))]).unwrap();
+        let env = crate::config::Env::from_dotenv_file(&path).unwrap();
+        assert_eq!(env.get("MATRIX_HOME_CHANNEL"), Some("!room:$OPENAI_API_KEY \"x\" #y"), "read back as written, nothing expanded");
+        for hostile in ["1\nOPENAI_BASE_URL=http://evil", "it's"] {
+            assert!(set_env_vars(&path, &[("TELEGRAM_HOME_CHANNEL", Some(hostile))]).is_err(), "{hostile:?}");
+        }
+        let env = crate::config::Env::from_dotenv_file(&path).unwrap();
+        assert_eq!((env.get("OPENAI_BASE_URL"), env.get("TELEGRAM_HOME_CHANNEL")), (None, None), "nothing refused was written");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::model::ModelConfig;
 use super::platforms::Platforms;
 use super::sections::{AgentConfig, ApprovalsConfig, CronConfig, LoggingConfig, SecurityConfig, SessionResetConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
 
 /// The whole configuration. Build it with [`crate::config::load`] (file + environment +
 /// validation); deserializing it directly gives the file layer only.
@@ -62,9 +63,18 @@ pub struct Config {
     /// `<PLATFORM>_ALLOWED_USERS` / `_ALLOW_ALL_USERS` from the environment; see `auth.rs`.
     #[serde(skip)]
     pub(crate) env_auth: EnvAuth,
+    /// `<PLATFORM>_HOME_CHANNEL_THREAD_ID` from the environment (what `/sethome` writes for a
+    /// topic or thread), keyed by lower-case platform name.
+    #[serde(skip)]
+    pub(crate) home_threads: BTreeMap<String, String>,
 }
 
 impl Config {
+    /// The thread (topic) of `platform`'s home channel, if one is set.
+    pub fn home_channel_thread(&self, platform: &str) -> Option<&str> {
+        self.home_threads.get(&platform.to_ascii_lowercase()).map(String::as_str)
+    }
+
     /// Moves the values found at alternative locations into their canonical fields. Top-level
     /// keys win over `gateway.*` ones, matching Hermes' lookup order.
     fn fold_aliases(&mut self) {

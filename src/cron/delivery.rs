@@ -131,17 +131,12 @@ pub fn failure_text(job: &Job, summary: &str) -> String {
     format!("⚠️ Cron '{}' failed: {summary}", job.name)
 }
 
-/// Whether an answer asks for no delivery: exactly `[SILENT]` (or `SILENT`, `NO_REPLY`,
-/// `NO REPLY`), or `[SILENT]` as its first or last line, or at its very start. A mention in the
-/// middle of a sentence is delivered.
+/// Whether an answer asks for no delivery: a silence token, as a chat answer would be
+/// ([`crate::agent::is_silence`]), or, for a scheduled run, an answer that starts with
+/// `[SILENT]` or ends with it on a line of its own. A mention mid-sentence is delivered.
 pub fn is_silent(answer: &str) -> bool {
     let trimmed = answer.trim();
-    if ["[SILENT]", "SILENT", "NO_REPLY", "NO REPLY"].iter().any(|s| trimmed.eq_ignore_ascii_case(s)) {
-        return true;
-    }
-    let first = trimmed.lines().next().unwrap_or("").trim();
-    let last = trimmed.lines().last().unwrap_or("").trim();
-    trimmed.starts_with("[SILENT]") || first == "[SILENT]" || last == "[SILENT]"
+    crate::agent::is_silence(trimmed) || trimmed.starts_with("[SILENT]") || trimmed.lines().last().is_some_and(|l| l.trim() == "[SILENT]")
 }
 
 /// The outbox key of one occurrence's delivery to one target: a retried or raced delivery of the

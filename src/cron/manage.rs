@@ -6,7 +6,7 @@
 use super::delivery;
 use super::job::{Job, Origin};
 use super::schedule::{self, ScheduleError, Zone};
-use super::store::{JobStore, JobStoreError};
+use super::store::{JobStore, JobStoreError, Listing};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,13 +41,7 @@ impl Actor {
     }
 
     fn may_manage(&self, job: &Job) -> bool {
-        self.admin
-            || match (&job.origin, &self.platform, &self.user_id) {
-                (Some(origin), Some(platform), Some(user)) => {
-                    origin.platform.eq_ignore_ascii_case(platform) && origin.user_id.as_deref() == Some(user.as_str())
-                }
-                _ => false,
-            }
+        self.admin || matches!((&self.platform, &self.user_id), (Some(platform), Some(user)) if job.owned_by(platform, user))
     }
 }
 
@@ -125,12 +119,14 @@ impl CronJobs {
         Ok(job)
     }
 
-    /// The jobs `actor` may see (all of them for admins), soonest first.
-    pub async fn list(&self, actor: &Actor) -> Result<Vec<Job>, ManageError> {
+    /// The jobs `actor` may see (all of them for admins), soonest first; completed one-shots only
+    /// with `completed`. The records that cannot be read come along, for the shell to report.
+    pub async fn list(&self, actor: &Actor, completed: bool) -> Result<Listing, ManageError> {
         let store = self.store.clone();
-        let mut jobs: Vec<Job> = blocking(move || store.list()).await??.jobs.into_iter().filter(|j| actor.may_manage(j)).collect();
+        let Listing { jobs, skipped } = blocking(move || store.list()).await??;
+        let mut jobs: Vec<Job> = jobs.into_iter().filter(|j| actor.may_manage(j) && (completed || !j.is_completed())).collect();
         jobs.sort_by_key(|j| (j.next_run_at.map(|s| s.utc()), j.name.clone()));
-        Ok(jobs)
+        Ok(Listing { jobs, skipped })
     }
 
     /// The job named by `reference` (id or name), if `actor` may manage it.

@@ -50,9 +50,13 @@ async fn users_manage_their_own_jobs_and_admins_and_the_shell_every_job() {
     f.jobs.create(from("telegram", "222", "every 2h", "bob's digest", "bob-digest")).await.unwrap();
 
     let names = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.name).collect::<Vec<_>>();
-    assert_eq!(names(f.jobs.list(&alice).await.unwrap()), ["alice-digest"]);
-    assert_eq!(names(f.jobs.list(&same_id_elsewhere).await.unwrap()), Vec::<String>::new(), "a user id is only theirs on its platform");
-    assert_eq!(names(f.jobs.list(&Actor::shell()).await.unwrap()), ["alice-digest", "bob-digest"]);
+    assert_eq!(names(f.jobs.list(&alice, true).await.unwrap().jobs), ["alice-digest"]);
+    assert_eq!(
+        names(f.jobs.list(&same_id_elsewhere, true).await.unwrap().jobs),
+        Vec::<String>::new(),
+        "a user id is only theirs on its platform"
+    );
+    assert_eq!(names(f.jobs.list(&Actor::shell(), true).await.unwrap().jobs), ["alice-digest", "bob-digest"]);
 
     for attempt in [
         f.jobs.pause(&bob, "alice-digest").await,
@@ -71,7 +75,7 @@ async fn users_manage_their_own_jobs_and_admins_and_the_shell_every_job() {
     let admin = Actor { admin: true, ..bob.clone() };
     assert!(!f.jobs.pause(&admin, "alice-digest").await.unwrap().enabled, "an admin manages everyone's jobs");
     f.jobs.remove(&Actor::shell(), "bob-digest").await.unwrap();
-    assert_eq!(names(f.jobs.list(&Actor::shell()).await.unwrap()), ["alice-digest"]);
+    assert_eq!(names(f.jobs.list(&Actor::shell(), true).await.unwrap().jobs), ["alice-digest"]);
 }
 
 #[tokio::test]
@@ -97,7 +101,7 @@ async fn a_new_job_is_checked_and_each_refusal_says_what_to_fix() {
         let text = refused(spec).await;
         assert!(text.contains(expected), "expected {expected:?} in {text:?}");
     }
-    assert!(f.jobs.list(&Actor::shell()).await.unwrap().is_empty(), "nothing refused was stored");
+    assert!(f.jobs.list(&Actor::shell(), true).await.unwrap().jobs.is_empty(), "nothing refused was stored");
     assert!(!woken(&f.wake).await, "and the ticker was not woken for nothing");
 
     let script_only = NewJob { prompt: String::new(), script: Some("fetch.sh".into()), no_agent: true, ..base() };

@@ -2,8 +2,8 @@
 //! [`CronHost`] the gateway or the CLI hands in), the output file, delivery of the wrapped
 //! answer or of the failure, and the job record updated (`last_*`, `repeat`, next run).
 //!
-//! The host is the only way out: this module knows no adapter, store or agent, so the same run
-//! works inside the gateway and from `hermes cron tick`.
+//! The host is the only way out: this module knows no adapter, session store or agent turn,
+//! so the same run works inside the gateway and from `hermes cron tick`.
 
 use super::delivery::{self, Homes};
 use super::job::Job;
@@ -120,7 +120,7 @@ impl JobRunner {
         let text =
             delivery::failure_text(job, "its run was interrupted (the process running it stopped); a one-shot job runs at most once");
         let at = job.next_run_at.map(|s| s.utc()).unwrap_or_else(Utc::now);
-        let error = self.send_everywhere(job, at, &text).await;
+        let (_, error) = self.send_everywhere(job, at, &text).await;
         self.record_delivery_error(job, error).await;
     }
 
@@ -195,8 +195,7 @@ impl JobRunner {
             Ok(Some(answer)) if delivery::is_silent(answer) => return (RunEnd::Silent, None),
             Ok(Some(answer)) => delivery::body(job, answer, self.settings.wrap),
         };
-        let error = self.send_everywhere(job, occurrence, &text).await;
-        let targets = delivery::resolve(job, &self.host.homes()).targets.len();
+        let (targets, error) = self.send_everywhere(job, occurrence, &text).await;
         let end = match result {
             Err(e) => RunEnd::Failed(e.clone()),
             Ok(_) => RunEnd::Delivered { targets },
@@ -204,9 +203,11 @@ impl JobRunner {
         (end, error)
     }
 
-    /// Send `text` to every target of the job; the combined error, if any target failed.
-    async fn send_everywhere(&self, job: &Job, occurrence: DateTime<Utc>, text: &str) -> Option<String> {
+    /// Send `text` to every target of the job: how many targets there were, and the combined
+    /// error if any failed.
+    async fn send_everywhere(&self, job: &Job, occurrence: DateTime<Utc>, text: &str) -> (usize, Option<String>) {
         let resolved = delivery::resolve(job, &self.host.homes());
+        let targets = resolved.targets.len();
         let mut problems = resolved.unreachable;
         for target in &resolved.targets {
             let key = delivery::key(&job.id, occurrence, target);
@@ -217,10 +218,10 @@ impl JobRunner {
             }
         }
         if problems.is_empty() {
-            return None;
+            return (targets, None);
         }
         tracing::error!(job_id = %job.id, problems = ?problems, "cron delivery failed");
-        Some(problems.join("; "))
+        (targets, Some(problems.join("; ")))
     }
 
     async fn finish(&self, job: &Job, occurrence: DateTime<Utc>, record: RunResult, now: DateTime<Utc>) {
@@ -250,3 +251,7 @@ fn failure_summary(error: &str) -> String {
     }
     short
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

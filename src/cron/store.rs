@@ -83,6 +83,8 @@ pub struct Due {
     /// One-shots whose earlier run was cut off (its process died): they are not run again, and
     /// are now disabled in `error`; the caller reports the failure.
     pub abandoned: Vec<Job>,
+    /// The earliest next run left, for the ticker to sleep until (read in the same write).
+    pub next_run: Option<DateTime<Utc>>,
 }
 
 /// One claimed run.
@@ -293,14 +295,6 @@ impl JobStore {
         })
     }
 
-    /// The earliest next run among the jobs that may run, for the ticker to sleep until. Jobs
-    /// being run are left out: their next run is settled when they finish (which rewrites the
-    /// file, and so wakes the ticker).
-    pub fn earliest_next_run(&self) -> Result<Option<DateTime<Utc>>, JobStoreError> {
-        let jobs = self.list()?.jobs;
-        Ok(jobs.iter().filter(|j| j.is_runnable() && j.run_claim.is_none()).filter_map(|j| j.next_run_at).map(|s| s.utc()).min())
-    }
-
     /// Takes every run due at `now`, in one locked write, before any of them starts: each run is
     /// claimed by `owner`, and a recurring job's next run is advanced past `now` (missed runs
     /// after downtime collapse into this one), so a crash mid-run never runs the occurrence again.
@@ -316,6 +310,7 @@ impl JobStore {
                     Verdict::Wait => {}
                 }
             }
+            due.next_run = earliest_next_run(jobs);
             due
         })
     }
@@ -449,6 +444,12 @@ impl RunEnding {
         }
         settle_after_run(job, self.now, self.zone)
     }
+}
+
+/// The earliest next run among the jobs that may run. Jobs being run are left out: their next
+/// run is settled when they finish (which rewrites the file, and so wakes the ticker).
+fn earliest_next_run(jobs: &[Job]) -> Option<DateTime<Utc>> {
+    jobs.iter().filter(|j| j.is_runnable() && j.run_claim.is_none()).filter_map(|j| j.next_run_at).map(|s| s.utc()).min()
 }
 
 /// The index of the job `reference` names: exact id first, then the name in any case.

@@ -42,6 +42,8 @@ pub struct TickReport {
     pub skipped: bool,
     /// Occurrences handed to the runner.
     pub started: usize,
+    /// The earliest next run left after this tick.
+    pub next_run: Option<DateTime<Utc>>,
 }
 
 /// The exclusive tick lock, held while due jobs are taken (released when the file closes).
@@ -105,7 +107,7 @@ impl Ticker {
     pub async fn tick(&self, now: DateTime<Utc>) -> Result<TickReport, TickError> {
         let Some(lock) = TickLock::try_acquire(self.parts.store.dir())? else {
             tracing::info!("cron tick skipped: another process holds the tick lock");
-            return Ok(TickReport { skipped: true, started: 0 });
+            return Ok(TickReport { skipped: true, ..TickReport::default() });
         };
         let (store, owner, ttl, zone) =
             (self.parts.store.clone(), self.parts.owner.clone(), self.parts.claim_ttl, self.parts.runner.settings().zone);
@@ -113,7 +115,8 @@ impl Ticker {
             .await
             .map_err(|e| TickError::Worker(e.to_string()))??;
         drop(lock);
-        Ok(TickReport { skipped: false, started: self.start(due).await })
+        let next_run = due.next_run;
+        Ok(TickReport { skipped: false, started: self.start(due).await, next_run })
     }
 
     /// Wait for every run this ticker started; false when some are still going after `timeout`.
@@ -164,28 +167,21 @@ impl Ticker {
         let mut seen = modified(&jobs_file);
         while !stop.is_cancelled() {
             self.markers.heartbeat(Utc::now());
-            match self.tick(Utc::now()).await {
+            let next_run = match self.tick(Utc::now()).await {
                 Ok(report) => {
                     self.markers.success(Utc::now());
                     self.health.ticked(report.started);
+                    report.next_run
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "cron tick failed; the next tick tries again");
                     self.markers.failure(Utc::now(), &e.to_string());
                     self.health.failed(e.to_string());
+                    None
                 }
-            }
-            let until = self.next_wake(Utc::now()).await;
-            seen = self.sleep_until(until, &jobs_file, seen, &stop).await;
+            };
+            seen = self.sleep_until(next_wake(Utc::now(), next_run), &jobs_file, seen, &stop).await;
         }
-    }
-
-    /// The next minute boundary, or the earliest due job when it comes sooner.
-    async fn next_wake(&self, now: DateTime<Utc>) -> DateTime<Utc> {
-        let minute = next_minute(now);
-        let store = self.parts.store.clone();
-        let earliest = tokio::task::spawn_blocking(move || store.earliest_next_run()).await.ok().and_then(Result::ok).flatten();
-        earliest.filter(|e| *e < minute).map(|e| e.max(now)).unwrap_or(minute)
     }
 
     /// Sleep until `until`, a wake, a change of `jobs.json` or `stop`; returns the file's
@@ -219,6 +215,12 @@ impl Ticker {
 
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// The next minute boundary, or the earliest next run when it comes sooner.
+fn next_wake(now: DateTime<Utc>, next_run: Option<DateTime<Utc>>) -> DateTime<Utc> {
+    let minute = next_minute(now);
+    next_run.filter(|at| *at < minute).map(|at| at.max(now)).unwrap_or(minute)
 }
 
 /// The start of the next minute (ticks are aligned to the minute, as cron's are).

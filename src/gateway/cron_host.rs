@@ -12,7 +12,8 @@ use super::outbound::{self, Delivery};
 use super::sessions::Sessions;
 use super::tool_access::ToolAccess;
 use super::tool_host::HomeChannels;
-use super::turn::{TurnHandles, new_message};
+use super::turn::{Ledger, TurnHandles, new_message};
+use crate::agent::providers::ModelSpec;
 use crate::agent::tools::SessionScope;
 use crate::agent::{Agent, ChatMessage, TurnEvent, TurnRequest, TurnTools};
 use crate::cron::delivery::Homes;
@@ -52,7 +53,7 @@ impl GatewayCronHost {
     }
 
     /// The job's model (and provider) when it names one, else the configured default.
-    fn model(&self, run: &AgentRun) -> crate::agent::providers::ModelSpec {
+    fn model(&self, run: &AgentRun) -> ModelSpec {
         let overrides = serde_json::json!({ "model_override": { "model": run.model, "provider": run.provider } });
         self.models.model_for(Some(&overrides))
     }
@@ -75,7 +76,15 @@ impl GatewayCronHost {
         Ok(session_id)
     }
 
-    fn request(&self, run: AgentRun, source: &SessionSource, session_id: &str, event_id: &str, cancel: &CancellationToken) -> TurnRequest {
+    fn request(
+        &self,
+        run: AgentRun,
+        model: ModelSpec,
+        source: &SessionSource,
+        session_id: &str,
+        event_id: &str,
+        cancel: &CancellationToken,
+    ) -> TurnRequest {
         let filter = self.tools.tool_filter("cron", run.toolsets.as_deref()).without_toolsets(CRON_DISABLED_TOOLSETS);
         let system = self.sessions.prompts.scheduled(source, &self.tools.toolsets_allowed(&filter));
         let scope = SessionScope {
@@ -88,7 +97,6 @@ impl GatewayCronHost {
             scheduled: true,
             ..SessionScope::default()
         };
-        let model = self.model(&run);
         let context = self.tools.context(scope, event_id, Arc::new(run.fence), cancel.clone());
         let mut request = TurnRequest::new(model, vec![ChatMessage::system(system), ChatMessage::user(run.prompt)]);
         request.fallbacks = self.models.fallbacks();
@@ -98,34 +106,30 @@ impl GatewayCronHost {
     }
 
     /// Follow the turn to its end, storing tool messages, usage and the answer.
-    async fn follow(&self, request: TurnRequest, session_id: &str, event_id: &str, cancel: CancellationToken) -> Result<String, String> {
+    async fn follow(&self, request: TurnRequest, ledger: Ledger<'_>, cancel: CancellationToken) -> Result<String, String> {
         let mut events = self.agent.run_turn(request, cancel);
         let mut unrecorded: Vec<CallUsage> = Vec::new();
         loop {
             let Some(event) = events.recv().await else { return Err("the agent stopped unexpectedly".into()) };
-            let message = match event {
-                TurnEvent::Persist(m) => new_message(session_id, event_id, &m, None),
+            let stored = match event {
+                TurnEvent::Persist(m) => ledger.store(&mut unrecorded, &m, None).await,
                 TurnEvent::CallUsage { model, usage } => {
-                    let cost_usd = self.models.cost_of(&model, &usage);
-                    unrecorded.push(CallUsage { model, usage, cost_usd });
+                    ledger.count(&mut unrecorded, model, usage);
                     continue;
                 }
                 TurnEvent::Done(outcome) => {
-                    let answer =
-                        new_message(session_id, event_id, &ChatMessage::assistant(outcome.text.clone()), Some(&outcome.finish_reason));
-                    self.record(session_id, answer, std::mem::take(&mut unrecorded)).await;
+                    let answer = ChatMessage::assistant(outcome.text.clone());
+                    if let Err(e) = ledger.store(&mut unrecorded, &answer, Some(&outcome.finish_reason)).await {
+                        tracing::warn!(error = %e, "cannot store the answer of a cron run");
+                    }
                     return Ok(outcome.text);
                 }
                 TurnEvent::Failed(e) => return Err(e.to_string()),
                 _ => continue,
             };
-            self.record(session_id, message, std::mem::take(&mut unrecorded)).await;
-        }
-    }
-
-    async fn record(&self, session_id: &str, message: crate::store::NewMessage, usage: Vec<CallUsage>) {
-        if let Err(e) = self.sessions.store.turn_record(session_id, vec![message], usage).await {
-            tracing::warn!(error = %e, "cannot store a message of a cron run");
+            if let Err(e) = stored {
+                tracing::warn!(error = %e, "cannot store a message of a cron run");
+            }
         }
     }
 }
@@ -139,11 +143,13 @@ impl CronHost for GatewayCronHost {
             Some(user) => source.with_user(user.clone()),
             None => source,
         };
-        let session_id = self.open(&run, &source, &event_id, &self.model(&run).model).await?;
+        let model = self.model(&run);
+        let session_id = self.open(&run, &source, &event_id, &model.model).await?;
         let timeout = run.timeout;
         let cancel = self.stop.child_token();
-        let request = self.request(run, &source, &session_id, &event_id, &cancel);
-        let follow = self.follow(request, &session_id, &event_id, cancel.clone());
+        let request = self.request(run, model, &source, &session_id, &event_id, &cancel);
+        let ledger = Ledger { store: &self.sessions.store, models: &self.models, session_id: &session_id, event_id: &event_id };
+        let follow = self.follow(request, ledger, cancel.clone());
         if timeout.is_zero() {
             return follow.await;
         }

@@ -64,7 +64,7 @@ async fn create(jobs: &CronJobs, rights: &DeliveryRights<'_>, scope: &SessionSco
 }
 
 async fn list(jobs: &CronJobs, actor: &Actor) -> Result<String, HostError> {
-    let all = jobs.list(actor).await.map_err(failed)?;
+    let all = jobs.list(actor, true).await.map_err(failed)?.jobs;
     if all.is_empty() {
         return Ok("No scheduled jobs.".into());
     }

@@ -6,7 +6,7 @@
 use super::cron_host::GatewayCronHost;
 use super::tool_host::HomeChannels;
 use super::turn::TurnHandles;
-use crate::config::{Config, Env, Home};
+use crate::config::{Config, Home};
 use crate::cron::manage::CronJobs;
 use crate::cron::run::{JobRunner, RunSettings};
 use crate::cron::schedule::Zone;
@@ -21,15 +21,6 @@ use tokio_util::sync::CancellationToken;
 
 /// How long runs in flight may go on after shutdown began (Hermes drains its ticker for 65 s).
 const RUNS_DRAIN: Duration = Duration::from_secs(65);
-
-/// The home channels: the configuration's, with the thread ids `/sethome` wrote to `.env`.
-pub fn home_channels(config: &Config, home: &Home) -> HomeChannels {
-    let env = Env::layered(&home.env_file(), Env::from_process()).ok();
-    HomeChannels::from_config(config, |platform| {
-        let key = format!("{}_HOME_CHANNEL_THREAD_ID", platform.to_ascii_uppercase());
-        env.as_ref()?.get(&key).map(str::trim).filter(|t| !t.is_empty()).map(str::to_string)
-    })
-}
 
 /// The configured zone; an invalid one was refused when the configuration loaded.
 pub fn zone(config: &Config) -> Zone {

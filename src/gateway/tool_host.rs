@@ -26,17 +26,12 @@ pub struct GatewayToolHost {
     clarify: Arc<ClarifyBoard>,
     homes: HomeChannels,
     /// Scheduled jobs, for the `cronjob` tool.
-    cron: Option<CronJobs>,
+    cron: CronJobs,
 }
 
 impl GatewayToolHost {
-    pub fn new(store: Store, deliverer: Arc<Deliverer>, clarify: Arc<ClarifyBoard>, homes: HomeChannels) -> Self {
-        Self { store, deliverer, clarify, homes, cron: None }
-    }
-
-    pub fn with_cron(mut self, jobs: CronJobs) -> Self {
-        self.cron = Some(jobs);
-        self
+    pub fn new(store: Store, deliverer: Arc<Deliverer>, clarify: Arc<ClarifyBoard>, homes: HomeChannels, cron: CronJobs) -> Self {
+        Self { store, deliverer, clarify, homes, cron }
     }
 }
 
@@ -47,8 +42,8 @@ impl GatewayToolHost {
 pub struct HomeChannels(Arc<RwLock<HashMap<String, String>>>);
 
 impl HomeChannels {
-    /// From the configuration; `thread_of(platform)` gives a home's thread (topic) id, if any.
-    pub fn from_config(config: &Config, thread_of: impl Fn(&str) -> Option<String>) -> Self {
+    /// From the configuration.
+    pub fn from_config(config: &Config) -> Self {
         let homes = config
             .platforms
             .others
@@ -57,7 +52,7 @@ impl HomeChannels {
                 let chat = p.home_channel.clone().filter(|c| !c.trim().is_empty())?;
                 Some((
                     name.clone(),
-                    match thread_of(name) {
+                    match config.home_channel_thread(name) {
                         Some(thread) if !chat.contains(':') => format!("{chat}:{thread}"),
                         _ => chat,
                     },
@@ -202,9 +197,8 @@ impl ToolHost for GatewayToolHost {
     }
 
     async fn cronjob(&self, scope: &SessionScope, args: CronJobArgs) -> Result<String, HostError> {
-        let jobs = self.cron.as_ref().ok_or_else(|| HostError::Unavailable("scheduled jobs are not available here".into()))?;
         let rights = super::cron_targets::DeliveryRights { store: &self.store, homes: &self.homes };
-        super::cron_tool::act(jobs, &rights, scope, args).await
+        super::cron_tool::act(&self.cron, &rights, scope, args).await
     }
 
     async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, HostError> {

@@ -350,3 +350,35 @@ async fn a_one_shot_cut_off_by_kill_9_is_reported_after_the_restart_and_never_ru
     let plants = jobs(&home).into_iter().find(|j| j["name"] == "plants").expect("kept, to show what happened");
     assert_eq!((plants["enabled"].as_bool(), plants["state"].as_str()), (Some(false), Some("error")), "{plants:#}");
 }
+
+/// The tool names a request offered the model.
+fn offered_tools(request: &hermes_fakes::RecordedRequest) -> Vec<String> {
+    let tools = request.body["tools"].as_array().cloned().unwrap_or_default();
+    tools.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_uses_the_jobs_model_or_the_default_and_never_the_tools_a_schedule_must_not_have() {
+    let yaml = "model:\n  default: house-model\n";
+    let run = launch_with::<TelegramPeer>(yaml, &[("TELEGRAM_ALLOWED_USERS", &OWNER.to_string())]).await;
+    in_topic(&run, "/cron add every 1h count the stars --name stars --model star-model");
+    in_topic(&run, "/cron add every 1h count the clouds --name clouds");
+    run.wait(&topic(), "both jobs", |p| p.iter().filter(|m| m.text.contains("created")).count() == 2).await;
+    run.llm.push(Reply::text("many stars"));
+    in_topic(&run, "/cron run stars");
+    wait_until(&run, "the first run", Duration::from_secs(20), || wrapped(&run, "stars") == 1).await;
+    run.llm.push(Reply::text("few clouds"));
+    in_topic(&run, "/cron run clouds");
+    wait_until(&run, "the second run", Duration::from_secs(20), || wrapped(&run, "clouds") == 1).await;
+
+    let asked = |prompt: &str| {
+        run.llm.requests().into_iter().find(|r| r.last_user_text().is_some_and(|t| t.contains(CRON_MARK) && t.contains(prompt))).unwrap()
+    };
+    let (stars, clouds) = (asked("count the stars"), asked("count the clouds"));
+    assert_eq!((stars.model(), clouds.model()), (Some("star-model"), Some("house-model")), "the job's model, else the default");
+    let tools = offered_tools(&stars);
+    assert!(tools.contains(&"terminal".to_string()), "{tools:?}");
+    for never in ["cronjob", "memory", "send_message", "clarify"] {
+        assert!(!tools.contains(&never.to_string()), "a scheduled run is never offered {never}: {tools:?}");
+    }
+}

@@ -7,12 +7,12 @@ use super::messages::new_message;
 use super::output::Output;
 use super::prepare::Prepared;
 use crate::agent::tools::SessionScope;
-use crate::agent::{Agent, ProviderError, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
+use crate::agent::{Agent, ChatMessage, ProviderError, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
 use crate::gateway::compaction::Compactor;
 use crate::gateway::models::Models;
 use crate::gateway::tool_access::ToolAccess;
-use crate::store::{CallUsage, RouteEntry, Store};
-use hermes_adapter::{Capabilities, InboundEvent};
+use crate::store::{CallUsage, RouteEntry, Store, StoreError};
+use hermes_adapter::{Capabilities, InboundEvent, Usage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
@@ -34,12 +34,33 @@ pub(super) struct RunControls<'a> {
     pub steering: &'a SteeringInbox,
 }
 
-/// Where the turn writes as it runs: tool messages, and each model call's usage at its price.
-pub(super) struct Ledger<'a> {
+/// Where a turn writes as it runs: its messages, and each model call's usage at its price (kept
+/// until the next message is stored, so that one write carries both). Scheduled runs keep their
+/// sessions through it too.
+pub(crate) struct Ledger<'a> {
     pub store: &'a Store,
     pub models: &'a Models,
     pub session_id: &'a str,
     pub event_id: &'a str,
+}
+
+impl Ledger<'_> {
+    /// Counts one model call at its price, to be stored with the next message.
+    pub(crate) fn count(&self, unrecorded: &mut Vec<CallUsage>, model: String, usage: Usage) {
+        let cost_usd = self.models.cost_of(&model, &usage);
+        unrecorded.push(CallUsage { model, usage, cost_usd });
+    }
+
+    /// Stores `message` of the turn with the calls counted since the last one.
+    pub(crate) async fn store(
+        &self,
+        unrecorded: &mut Vec<CallUsage>,
+        message: &ChatMessage,
+        finish_reason: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let row = new_message(self.session_id, self.event_id, message, finish_reason);
+        self.store.turn_record(self.session_id, vec![row], std::mem::take(unrecorded)).await
+    }
 }
 
 pub(super) async fn run_agent(
@@ -54,7 +75,6 @@ pub(super) async fn run_agent(
     request.stream = output.streams();
     controls.started.store(true, Ordering::Release);
     let mut events = agent.run_turn(request, controls.interrupt.clone());
-    let session_id = ledger.session_id;
     let mut streamed = String::new();
     let mut unrecorded: Vec<CallUsage> = Vec::new();
     let outcome = loop {
@@ -72,16 +92,11 @@ pub(super) async fn run_agent(
             }
             TurnEvent::ToolResult { id, name, content, .. } => output.tool_result(answer, id, name, content).await,
             TurnEvent::Persist(m) => {
-                let message = new_message(session_id, ledger.event_id, &m, None);
-                if let Err(e) = ledger.store.turn_record(session_id, vec![message], std::mem::take(&mut unrecorded)).await {
+                if let Err(e) = ledger.store(&mut unrecorded, &m, None).await {
                     tracing::warn!(error = %e, "could not store a tool message");
                 }
             }
-            TurnEvent::CallUsage { model, usage } => {
-                // Recorded with the next message the turn stores (one write instead of three).
-                let cost_usd = ledger.models.cost_of(&model, &usage);
-                unrecorded.push(CallUsage { model, usage, cost_usd });
-            }
+            TurnEvent::CallUsage { model, usage } => ledger.count(&mut unrecorded, model, usage),
             TurnEvent::Compressed { tokens_before, tokens_after } => {
                 tracing::info!(session_key, tokens_before, tokens_after, "compressed inside the turn");
             }

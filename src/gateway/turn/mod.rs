@@ -24,9 +24,9 @@ mod settle;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use agent_run::Ledger;
 pub use messages::{new_message, to_chat_message};
 pub use prompt::Prompts;
-pub use settle::is_silence;
 
 use super::approvals::board::ApprovalBoard;
 use super::auth::AuthPolicy;
@@ -37,7 +37,7 @@ use super::stream_edit::StreamSettings;
 use super::tool_access::ToolAccess;
 use super::turn_limits::TurnLimits;
 use crate::agent::{Agent, SteeringInbox};
-use agent_run::{Ledger, RunControls};
+use agent_run::RunControls;
 use hermes_adapter::InboundEvent;
 use output::Output;
 use settle::Settling;

@@ -8,23 +8,14 @@ use super::admit::AnswerTo;
 use super::agent_run::Ran;
 use super::messages::new_message;
 use super::output::Output;
-use crate::agent::{ChatMessage, ProviderError};
+use crate::agent::{ChatMessage, ProviderError, is_silence};
 use crate::gateway::outbound::Finish;
 use crate::gateway::turn_limits::TurnLimits;
 use crate::observe::secret_forms::SecretScrubber;
 use crate::store::{RouteEntry, Store};
 use hermes_adapter::{Capabilities, InboundEvent};
 
-/// Answers that mean "say nothing": stored, not delivered.
-const SILENCE_TOKENS: [&str; 4] = ["[SILENT]", "SILENT", "NO_REPLY", "NO REPLY"];
-
 const EMPTY_ANSWER: &str = "⚠️ The model returned an empty response. Try again or rephrase your message.";
-
-/// Whether the model chose to say nothing.
-pub fn is_silence(text: &str) -> bool {
-    let t = text.trim();
-    SILENCE_TOKENS.iter().any(|s| t.eq_ignore_ascii_case(s))
-}
 
 /// What the user sees for the model's answer `text`; `None` when nothing is sent. Chats stay
 /// quiet on a silence token; a request/response client still needs its (empty) answer to finish.

@@ -93,9 +93,7 @@ async fn act(jobs: &CronJobs, actor: &Actor, sub: &str, reference: &str) -> Resu
 }
 
 async fn list(jobs: &CronJobs, actor: &Actor, rest: &str) -> Result<String, String> {
-    let all = jobs.list(actor).await.map_err(|e| e.to_string())?;
-    let shown: Vec<&Job> =
-        if rest.contains("--all") { all.iter().collect() } else { all.iter().filter(|j| j.enabled || !j.is_completed()).collect() };
+    let shown = jobs.list(actor, rest.contains("--all")).await.map_err(|e| e.to_string())?.jobs;
     if shown.is_empty() {
         return Ok("No cron jobs yet. Add one with `/cron add every 1h <what to do>`.".into());
     }
