@@ -10,7 +10,10 @@
 //!   the median of five rounds with fresh users;
 //! - with Discord enabled as well (fake Discord, serenity): idle RSS with both platforms and
 //!   Discord's reply latency (a DM dispatched on the gateway WebSocket → the bot's message
-//!   create arriving at the fake).
+//!   create arriving at the fake);
+//! - with Slack enabled too (fake Slack, slack-morphism's Web API and our Socket Mode loop): idle
+//!   RSS with the three chat platforms and Slack's reply latency (an envelope on the socket →
+//!   the bot's `chat.postMessage` arriving at the fake).
 //!
 //! Run with `cargo bench --bench telegram`. It prints numbers and whether each target is met; it
 //! asserts nothing (timings depend on the machine).
@@ -27,6 +30,7 @@
 mod support;
 
 use hermes_fakes::discord::FakeDiscord;
+use hermes_fakes::slack::FakeSlack;
 use hermes_fakes::telegram::{FakeTelegram, SentMessage};
 use hermes_fakes::{FakeLlm, LlmConfig};
 use std::path::{Path, PathBuf};
@@ -41,6 +45,7 @@ const BURST_USERS: u32 = 20;
 const BURST_PER_USER: u32 = 10;
 const BURST_ROUNDS: usize = 5;
 const DISCORD_MESSAGES: usize = 200;
+const SLACK_MESSAGES: usize = 200;
 
 /// The burst users of one round: 20 ids after this one, distinct per round.
 fn burst_first_user_id(round: usize) -> i64 {
@@ -82,7 +87,7 @@ async fn run() {
     let mut to_first_poll = Vec::new();
     for _ in 0..SPAWN_RUNS {
         let fake = FakeTelegram::start().await.expect("fake Telegram");
-        let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None);
+        let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None, None);
         let polled = fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
         assert!(polled, "the gateway never polled:\n{}", gateway.log());
         let first = fake.first_call_at("getUpdates").expect("polled");
@@ -99,7 +104,7 @@ async fn run() {
     rows.push(("spawn → first getUpdates p50".into(), format!("{p50:.1} ms"), verdict(p50 <= 30.0, "≤ 30 ms")));
 
     let fake = FakeTelegram::start().await.expect("fake Telegram");
-    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None);
+    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None, None);
     fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (rss, hwm) = gateway.memory_kb();
@@ -195,7 +200,7 @@ async fn run() {
     // Both platforms.
     let fake = FakeTelegram::start().await.expect("fake Telegram");
     let discord = FakeDiscord::start().await.expect("fake Discord");
-    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, Some(&discord));
+    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, Some(&discord), None);
     fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
     assert!(discord.wait_connected(Duration::from_secs(20)).await, "the gateway never connected to Discord:\n{}", gateway.log());
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -221,6 +226,38 @@ async fn run() {
     println!("Discord reply latency ({DISCORD_MESSAGES} sequential): p50 {l50:.2} ms, p95 {l95:.2} ms");
     rows.push(("Discord reply latency p50 / p95".into(), format!("{l50:.2} / {l95:.2} ms"), "—".into()));
     gateway.stop();
+
+    // The three chat platforms.
+    let fake = FakeTelegram::start().await.expect("fake Telegram");
+    let discord = FakeDiscord::start().await.expect("fake Discord");
+    let slack = FakeSlack::start().await.expect("fake Slack");
+    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, Some(&discord), Some(&slack));
+    fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
+    assert!(discord.wait_connected(Duration::from_secs(20)).await, "the gateway never connected to Discord:\n{}", gateway.log());
+    assert!(slack.wait_connected(Duration::from_secs(20)).await, "the gateway never connected to Slack:\n{}", gateway.log());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (rss, hwm) = gateway.memory_kb();
+    let rss_mb = rss as f64 / 1024.0;
+    println!("idle memory, Telegram + Discord + Slack: VmRSS {rss_mb:.1} MB, VmHWM {:.1} MB", hwm as f64 / 1024.0);
+    rows.push(("idle RSS, Telegram + Discord + Slack".into(), format!("{rss_mb:.1} MB"), "—".into()));
+    let user = slack.user("U0BENCH", "bench");
+    let mut latencies = Vec::with_capacity(SLACK_MESSAGES);
+    for i in 0..WARMUP + SLACK_MESSAGES {
+        let echo = format!("echo: ping {i}");
+        let injected_at = Instant::now();
+        let channel = slack.dm(&user, &format!("ping {i}")).channel;
+        let answered = slack.wait_until(Duration::from_secs(10), |f| f.sent_to(&channel).iter().any(|m| m.text == echo)).await;
+        assert!(answered, "Slack message {i} was not answered:\n{}", gateway.log());
+        let sent_at = slack.sent_to(&channel).into_iter().find(|m| m.text == echo).map(|m| m.at).expect("answered");
+        if i >= WARMUP {
+            latencies.push(sent_at.duration_since(injected_at));
+        }
+    }
+    latencies.sort();
+    let (l50, l95) = (ms(percentile(&latencies, 50.0)), ms(percentile(&latencies, 95.0)));
+    println!("Slack reply latency ({SLACK_MESSAGES} sequential): p50 {l50:.2} ms, p95 {l95:.2} ms");
+    rows.push(("Slack reply latency p50 / p95".into(), format!("{l50:.2} / {l95:.2} ms"), "—".into()));
+    gateway.stop();
     llm.shutdown();
 
     println!("\n| measure | value | target |\n|---|---|---|");
@@ -229,14 +266,14 @@ async fn run() {
     }
 }
 
-/// `hermes gateway run` with Telegram (and Discord when given); killed on drop.
+/// `hermes gateway run` with Telegram (and Discord and Slack when given); killed on drop.
 struct Gateway {
     process: Process,
     _home: tempfile::TempDir,
 }
 
 impl Gateway {
-    fn spawn(binary: &Path, llm_base_url: &str, fake: &FakeTelegram, discord: Option<&FakeDiscord>) -> Gateway {
+    fn spawn(binary: &Path, llm_base_url: &str, fake: &FakeTelegram, discord: Option<&FakeDiscord>, slack: Option<&FakeSlack>) -> Gateway {
         let home = tempfile::tempdir().expect("temp dir");
         // The fake does not throttle, so the gateway's own Telegram send budget is switched off
         // to measure the gateway rather than the budget.
@@ -277,6 +314,13 @@ impl Gateway {
                 .env("DISCORD_BOT_TOKEN", discord.token())
                 .env("DISCORD_API_BASE_URL", discord.api_url())
                 .env("DISCORD_ALLOWED_USERS", "3001");
+        }
+        if let Some(slack) = slack {
+            command
+                .env("SLACK_BOT_TOKEN", slack.bot_token())
+                .env("SLACK_APP_TOKEN", slack.app_token())
+                .env("SLACK_API_BASE_URL", slack.api_url())
+                .env("SLACK_ALLOWED_USERS", "U0BENCH");
         }
         let spawned = Instant::now();
         let child = command.spawn().expect("spawn hermes");

@@ -1,5 +1,5 @@
 //! The one table of platform adapters compiled into this build ([`Registry::builtin`]), each
-//! behind its cargo feature (`telegram`, `discord`, `webhook`, `api-server`). Adding a platform is
+//! behind its cargo feature (`telegram`, `discord`, `slack`, `webhook`, `api-server`). Adding a platform is
 //! its crate under `adapters/` plus one line here; the configuration loader, the gateway's
 //! start-up, `hermes doctor` and the generated examples all read this table.
 
@@ -30,6 +30,8 @@ impl Registry {
             hermes_telegram::REGISTRATION,
             #[cfg(feature = "discord")]
             hermes_discord::REGISTRATION,
+            #[cfg(feature = "slack")]
+            hermes_slack::REGISTRATION,
         ];
         Self { entries }
     }

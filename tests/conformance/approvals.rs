@@ -5,7 +5,8 @@
 //! deny, timeout and restart all leave it unrun and tell the agent which it was.
 
 use crate::discord::DiscordPeer;
-use crate::peer::Chat;
+use crate::peer::{Chat, ChatPeer};
+use crate::slack::SlackPeer;
 use crate::suite::{Run, launch_with, settle};
 use crate::telegram::TelegramPeer;
 use hermes_fakes::telegram::{SentMessage, TgUser};
@@ -303,6 +304,44 @@ async fn discord_buttons_approve_for_the_owner_and_refuse_a_stranger_privately()
     fake.button(&owner, prompt.id, &custom_id("Approve once"));
     run.wait(&chat, "the answer", |p| p.iter().any(|m| m.text.contains("removed it"))).await;
     assert!(!exists(&victim), "the owner's press ran it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slack_block_kit_buttons_approve_for_the_owner_and_not_for_a_stranger() {
+    let owner_id = "U0OWNER";
+    let run = launch_with::<SlackPeer>("approvals:\n  mode: manual\n", &[("SLACK_ALLOWED_USERS", owner_id)]).await;
+    let fake = &run.peer.fake;
+    let owner = fake.user(owner_id, "owner");
+    let (_dir, victim) = outside_victim();
+    run.llm.push(Reply::ToolCalls(vec![terminal("t1", &format!("rm -rf {}", victim.display()))]));
+    run.llm.push(Reply::text("removed it"));
+    run.peer.connected().await;
+    let chat = Chat { chat_id: fake.dm(&owner, "clean up").channel, thread_id: None };
+    run.wait(&chat, "the prompt", |p| p.iter().any(|m| m.text.contains(PROMPT))).await;
+    let prompt = fake.sent_to(&chat.chat_id).into_iter().find(|m| m.text.contains(PROMPT)).unwrap();
+    let button = |label: &str| -> (String, String) {
+        prompt
+            .blocks
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "actions")
+            .flat_map(|b| b["elements"].as_array().cloned().unwrap_or_default())
+            .find(|b| b["text"]["text"].as_str().is_some_and(|l| l.contains(label)))
+            .map(|b| (b["action_id"].as_str().unwrap_or_default().to_string(), b["value"].as_str().unwrap_or_default().to_string()))
+            .unwrap_or_else(|| panic!("no {label} button: {}", prompt.blocks))
+    };
+    let (action, value) = button("Approve once");
+    assert!(value.starts_with("/approve"), "the button stands for the command: {value}");
+    // Someone else in the workspace presses it: nothing runs.
+    fake.press_button(&fake.user("U0MALLORY", "mallory"), &chat.chat_id, &prompt.ts, &action, &value);
+    settle().await;
+    settle().await;
+    assert!(exists(&victim), "a stranger's press ran nothing");
+    fake.press_button(&owner, &chat.chat_id, &prompt.ts, &action, &value);
+    run.wait(&chat, "the answer", |p| p.iter().any(|m| m.text.contains("removed it"))).await;
+    assert!(!exists(&victim), "the owner's press ran it");
+    assert!(run.peer.posted(&chat).iter().all(|m| !m.text.contains("U0MALLORY")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,15 +1,17 @@
 //! The chat-adapter conformance suite: one set of behaviours every chat platform must show,
 //! run against each adapter through the real `hermes` binary, its real client crate (teloxide,
-//! serenity) and a protocol-faithful fake of the platform on loopback.
+//! serenity, slack-morphism) and a protocol-faithful fake of the platform on loopback.
 //!
 //! * [`peer`]: what a platform's fake must let the suite do ([`peer::ChatPeer`]).
 //! * [`suite`]: the behaviours, generic over the peer.
-//! * [`telegram`], [`discord`] (and later platforms): the peers.
+//! * [`telegram`], [`discord`], [`slack`]: the peers.
 //! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
 //! * [`cron`]: scheduled jobs added from chat, delivered to their topic or home channels, and
 //!   racing tick processes that never run an occurrence twice.
 //! * [`approvals`]: dangerous commands approved, denied, timed out and refused from chat.
 //! * [`identity`]: who gets in — display-name spoofs denied, strangers' attachments never fetched.
+//! * [`slack_scenarios`]: Slack's socket refreshes, dead sockets, lost acks and answers, threads,
+//!   `!` and slash commands, and the three chat platforms in one process.
 //! * [`pairing`]: strangers get in by a code the owner approves (no allowlist), or not at all.
 
 // A test crate: its helpers run only under tests, where a panic is how a test fails
@@ -24,6 +26,8 @@ mod faults;
 mod identity;
 mod pairing;
 mod peer;
+mod slack;
+mod slack_scenarios;
 mod suite;
 #[path = "../e2e/support.rs"]
 #[allow(dead_code)]
@@ -102,3 +106,4 @@ macro_rules! conformance {
 
 conformance!(telegram_conformance, crate::telegram::TelegramPeer);
 conformance!(discord_conformance, crate::discord::DiscordPeer);
+conformance!(slack_conformance, crate::slack::SlackPeer);

@@ -36,6 +36,11 @@ pub(crate) trait ChatPeer: Sized + Send + Sync + 'static {
     /// The markup the gateway sends this platform, and how the platform counts length.
     const DIALECT: hermes_adapter::MarkdownDialect;
     const UNIT: hermes_adapter::LengthUnit;
+    /// Whether the platform lets a bot show "typing…" (Slack does not, outside assistant
+    /// threads).
+    const SHOWS_TYPING: bool = true;
+    /// Whether code blocks show a tab as spaces to the next 4-column stop (Telegram).
+    const TABS_SHOWN_AS_SPACES: bool = false;
 
     async fn start() -> Self;
     /// Environment and `platforms:` YAML (indented under `platforms:`) that point the gateway's

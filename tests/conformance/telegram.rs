@@ -35,6 +35,7 @@ impl ChatPeer for TelegramPeer {
     const MAX_LEN: usize = 4096;
     const PARSES_FORMATTING: bool = true;
     const DIALECT: hermes_adapter::MarkdownDialect = hermes_adapter::MarkdownDialect::TelegramHtml;
+    const TABS_SHOWN_AS_SPACES: bool = true;
     const UNIT: hermes_adapter::LengthUnit = hermes_adapter::LengthUnit::Utf16;
 
     async fn start() -> Self {

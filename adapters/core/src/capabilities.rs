@@ -37,6 +37,9 @@ pub enum MarkdownDialect {
     Plain,
     /// Telegram's HTML subset (`parse_mode: HTML`).
     TelegramHtml,
+    /// Slack's mrkdwn (`chat.postMessage` with `mrkdwn: true`): `*bold*`, `_italic_`, `~strike~`,
+    /// `<url|text>` links, and `&`, `<`, `>` as entities (see [`crate::render::slack_mrkdwn`]).
+    SlackMrkdwn,
 }
 
 /// How a platform shows an answer while it is being written.

@@ -131,19 +131,19 @@ compression:
 
 #[test]
 fn a_platform_without_an_adapter_keeps_its_extra_and_reports_the_rest() {
-    let text = "platforms:\n  slack:\n    enabled: true\n    bot_tokn: x\n    extra:\n      team: t1\n  matrix:\n    extra: 5\n";
+    let text = "platforms:\n  mattermost:\n    enabled: true\n    bot_tokn: x\n    extra:\n      team: t1\n  signal:\n    extra: 5\n";
     let loaded = load_yaml(text, &[]).unwrap();
     let mut warnings = loaded.warnings.clone();
     warnings.sort();
     assert_eq!(
         warnings,
         [
-            "config.yaml: `platforms.matrix.extra` is not a mapping (ignored)",
-            "config.yaml: unknown key `platforms.slack.bot_tokn` (ignored)",
+            "config.yaml: `platforms.signal.extra` is not a mapping (ignored)",
+            "config.yaml: unknown key `platforms.mattermost.bot_tokn` (ignored)",
         ]
     );
-    let slack = loaded.config.platforms.get("slack").unwrap();
-    assert_eq!(slack.extra.get("team").and_then(|v| v.as_str()), Some("t1"));
+    let mattermost = loaded.config.platforms.get("mattermost").unwrap();
+    assert_eq!(mattermost.extra.get("team").and_then(|v| v.as_str()), Some("t1"));
 }
 
 #[test]

@@ -10,6 +10,8 @@
 //! * [`inbox`]: a recording inbox and an empty session directory for running one adapter alone.
 //! * [`discord`]: Discord's REST API and gateway WebSocket (sessions, resume, heartbeats) with a
 //!   control API and fault knobs.
+//! * [`slack`]: Slack's Web API and Socket Mode WebSocket (tickets, envelopes, acks and retries,
+//!   disconnects) with a control API, fault knobs, and how Slack displays mrkdwn.
 //!
 //! All listen on real HTTP on `127.0.0.1`, so the code under test exercises
 //! its actual HTTP client stack rather than a mock trait.
@@ -20,6 +22,7 @@ pub mod inbox;
 mod llm;
 mod receiver;
 mod serve;
+pub mod slack;
 pub mod telegram;
 
 pub use llm::{FakeLlm, LlmConfig, RecordedRequest, Reply, ToolCall};

@@ -66,12 +66,18 @@ pub(super) fn doc_width(doc: &Doc, unit: LengthUnit) -> usize {
     doc.pieces
         .iter()
         .map(|piece| match piece {
-            Piece::Text { text, .. } => unit.measure(text),
+            Piece::Text { text, .. } => text_width(doc, unit, text),
             Piece::Open(frame) if doc.markup_counts => unit.measure(&frame.open),
             Piece::Close(markup) if doc.markup_counts => unit.measure(markup),
             _ => 0,
         })
         .sum()
+}
+
+/// Width of visible `text` as the platform counts it: as written out (escaped) where the platform
+/// counts the message as sent, as shown otherwise.
+fn text_width(doc: &Doc, unit: LengthUnit, text: &str) -> usize {
+    if doc.markup_counts { unit.measure(&doc.escape.apply(text)) } else { unit.measure(text) }
 }
 
 pub(super) struct Splitter<'d> {
@@ -317,12 +323,7 @@ impl<'d> Splitter<'d> {
         if stack.whole > 0 && (previous.is_none_or(char::is_whitespace) || next.is_none_or(char::is_whitespace)) {
             return true;
         }
-        // A delimiter closed right after (or reopened right before) a run of its own character
-        // merges with that run: `~~~` followed by the closing `~~` is one run of five, which
-        // closes nothing, and the rest of the part would be struck through.
-        let merges = |markup: &str, c: Option<char>| c.is_some_and(|c| !c.is_whitespace() && markup.contains(c));
-        let inline = stack.frames.iter().filter_map(|&i| self.frame(i)).filter(|f| matches!(f.kind, FrameKind::Inline { .. }));
-        if inline.into_iter().any(|f| merges(&f.close, previous) || merges(&f.reopen, next)) {
+        if self.markers_merge(stack, previous, next) {
             return true;
         }
         let reopens_nothing = stack.frames.iter().all(|&i| self.frame(i).is_none_or(|f| f.reopen.is_empty()));
@@ -332,6 +333,34 @@ impl<'d> Splitter<'d> {
         let reopen: String = stack.frames.iter().filter_map(|&i| self.frame(i).map(|f| f.reopen.as_str())).collect();
         let start = reopen + &self.written_from(pos);
         suspicious(start.chars().next()) && starts_block(&start)
+    }
+
+    /// Whether the inline markers a cut closes after `previous` (innermost first) or reopens
+    /// before `next` (outermost first) merge with a run of their own character next to them:
+    /// `~~~` followed by the closing `~~` is one run of five, which closes nothing, and the rest
+    /// of the part would be struck through. The run may be another marker: a strike nested in a
+    /// strike and closed right before the cut (`~~a ~~b~~` + `~~`), or the two closed or reopened
+    /// together.
+    fn markers_merge(&self, stack: &Stack, previous: Option<char>, next: Option<char>) -> bool {
+        let merges = |markup: &str, c: Option<char>| c.is_some_and(|c| !c.is_whitespace() && markup.contains(c));
+        let innermost_first = stack.frames.iter().rev().filter_map(|&i| self.frame(i));
+        let (mut before, mut after) = (previous, next);
+        for frame in innermost_first.filter(|f| matches!(f.kind, FrameKind::Inline { .. })) {
+            if merges(&frame.close, before) || merges(&frame.reopen, after) {
+                return true;
+            }
+            before = frame.close.chars().next_back().or(before);
+            after = frame.reopen.chars().next().or(after);
+        }
+        false
+    }
+
+    /// The character a cut right after `markup` follows, given the one before it. In Markdown
+    /// the markup is text the reader sees (a closing `~~` and the one a cut writes after it are
+    /// one run); elsewhere it is not, and the text on either side of it can still be one
+    /// grapheme.
+    fn last_shown(&self, markup: &str, previous: Option<char>) -> Option<char> {
+        if self.doc.raw_markdown { markup.chars().next_back().or(previous) } else { previous }
     }
 
     /// The first character written from `pos` on.
@@ -392,6 +421,7 @@ impl<'d> Splitter<'d> {
                     walk.flush(pos, alters);
                     walk.used += self.markup_width(&frame.open);
                     self.push(&mut walk.stack, index);
+                    previous_char = self.last_shown(&frame.open, previous_char);
                     if !frame.open.is_empty() {
                         walk.last_newline = frame.open.ends_with('\n');
                     }
@@ -402,6 +432,7 @@ impl<'d> Splitter<'d> {
                 Piece::Close(markup) => {
                     walk.used += self.markup_width(markup);
                     self.pop(&mut walk.stack);
+                    previous_char = self.last_shown(markup, previous_char);
                     if !markup.is_empty() {
                         walk.last_newline = markup.ends_with('\n');
                     }
@@ -432,7 +463,7 @@ impl<'d> Splitter<'d> {
                             let alters = self.changes_meaning(after, &walk.stack, Class::Space, previous_char);
                             walk.record(Class::Space, pos, true, alters);
                         }
-                        walk.used += self.unit.measure(symbol);
+                        walk.used += text_width(self.doc, self.unit, symbol);
                         if walk.used > self.budget {
                             overflow = true;
                             break 'walk;
@@ -494,7 +525,7 @@ impl<'d> Splitter<'d> {
                     let closing = if write_frames { stack.close_width + usize::from(stack.own_line > 0) } else { 0 };
                     let mut byte = offset;
                     for (i, c) in text[offset..].char_indices() {
-                        let after = used + self.unit.of_char(c);
+                        let after = used + text_width(self.doc, self.unit, c.encode_utf8(&mut [0; 4]));
                         if byte > offset && after + closing > self.budget {
                             break;
                         }

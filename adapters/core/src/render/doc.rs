@@ -89,6 +89,9 @@ pub enum Escape {
     None,
     /// `&`, `<`, `>` and `"` as HTML entities.
     Html,
+    /// `&`, `<` and `>` as entities, the only three Slack decodes (Slack mrkdwn, where a raw `<`
+    /// would start a link or a mention).
+    Slack,
 }
 
 impl Escape {
@@ -97,6 +100,7 @@ impl Escape {
         match self {
             Escape::None => Cow::Borrowed(text),
             Escape::Html if !text.contains(['&', '<', '>', '"']) => Cow::Borrowed(text),
+            Escape::Slack if !text.contains(['&', '<', '>']) => Cow::Borrowed(text),
             Escape::Html => {
                 let mut out = String::with_capacity(text.len() + 16);
                 for c in text.chars() {
@@ -105,6 +109,18 @@ impl Escape {
                         '<' => out.push_str("&lt;"),
                         '>' => out.push_str("&gt;"),
                         '"' => out.push_str("&quot;"),
+                        c => out.push(c),
+                    }
+                }
+                Cow::Owned(out)
+            }
+            Escape::Slack => {
+                let mut out = String::with_capacity(text.len() + 16);
+                for c in text.chars() {
+                    match c {
+                        '&' => out.push_str("&amp;"),
+                        '<' => out.push_str("&lt;"),
+                        '>' => out.push_str("&gt;"),
                         c => out.push(c),
                     }
                 }
@@ -121,8 +137,9 @@ pub struct Doc {
     pub pieces: Vec<Piece>,
     /// How text runs are written out.
     pub escape: Escape,
-    /// Markup counts toward the platform's length limit (markdown, which the platform counts as
-    /// typed); HTML tags do not (Telegram counts the text after parsing).
+    /// The platform counts the message as sent toward its length limit, markup and escapes
+    /// included (markdown, Slack mrkdwn, whose `&amp;` is five characters); HTML tags and
+    /// entities do not count (Telegram counts the text after parsing).
     pub markup_counts: bool,
     /// Text is raw markdown, where a backslash escape or an entity reference is one symbol that
     /// a cut must not split.

@@ -4,11 +4,13 @@
 //! - [`doc`]: the rendered document (text runs and the frames around them).
 //! - [`markdown`]: Markdown passed through (Discord, HTTP clients).
 //! - [`telegram_html`]: Telegram's HTML subset.
+//! - [`slack_mrkdwn`]: Slack's mrkdwn.
 //! - [`plain`]: plain text.
 
 pub mod doc;
 pub mod markdown;
 pub mod plain;
+pub mod slack_mrkdwn;
 pub mod telegram_html;
 
 #[cfg(any(test, feature = "oracle"))]
@@ -35,6 +37,7 @@ pub fn document(markdown: &str, dialect: MarkdownDialect) -> Doc {
         MarkdownDialect::Markdown => markdown::document(markdown),
         MarkdownDialect::Plain => plain::document(markdown),
         MarkdownDialect::TelegramHtml => telegram_html::document(markdown),
+        MarkdownDialect::SlackMrkdwn => slack_mrkdwn::document(markdown),
     }
 }
 
@@ -45,6 +48,7 @@ pub fn to_plain_text(rendered: &str, dialect: MarkdownDialect) -> String {
         MarkdownDialect::Markdown => plain::to_plain(rendered),
         MarkdownDialect::Plain => rendered.to_string(),
         MarkdownDialect::TelegramHtml => telegram_html::html_to_plain(rendered),
+        MarkdownDialect::SlackMrkdwn => slack_mrkdwn::mrkdwn_to_plain(rendered),
     }
 }
 
@@ -52,6 +56,7 @@ pub fn to_plain_text(rendered: &str, dialect: MarkdownDialect) -> String {
 pub fn escape(text: &str, dialect: MarkdownDialect) -> String {
     match dialect {
         MarkdownDialect::TelegramHtml => Escape::Html.apply(text).into_owned(),
+        MarkdownDialect::SlackMrkdwn => Escape::Slack.apply(text).into_owned(),
         MarkdownDialect::Markdown | MarkdownDialect::Plain => text.to_string(),
     }
 }

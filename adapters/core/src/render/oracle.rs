@@ -12,9 +12,12 @@
 //! - no message starts or ends inside a grapheme cluster, an escape or entity, an HTML tag, or
 //!   a span that should stay whole (code spans, links, markdown emphasis);
 //! - every message is well formed on its own: balanced HTML; Markdown whose text has the same
-//!   formatting as in the whole answer;
+//!   formatting as in the whole answer; Slack mrkdwn read strictly by the oracle's own reader
+//!   (only `&amp;`, `&lt;`, `&gt;`; a raw `<` only in a link, a raw `>` only ending one or
+//!   quoting a line; every marker that is not literal closed on its line);
 //! - every line of every code block the model wrote arrives whole and byte-identical, in order
-//!   (on Telegram with tabs expanded, which Telegram would otherwise flatten to one space).
+//!   (on Telegram with tabs expanded, which Telegram would otherwise flatten to one space; on
+//!   Slack with entities decoded and runs of backticks broken, which would end the block).
 
 use crate::capabilities::{LengthUnit, MarkdownDialect};
 use crate::chunk;
@@ -188,6 +191,232 @@ fn html_tokens(html: &str) -> Result<Vec<HtmlToken>, String> {
     }
 }
 
+/// A frame of Slack mrkdwn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlackFrame {
+    /// `*`, `_` or `~`.
+    Style(char),
+    /// `` `code` ``.
+    CodeSpan,
+    /// `<url|text>`.
+    Link,
+    /// A `` ``` `` block.
+    Fence,
+    /// A line starting `> ` (or a blank quoted line, `>`).
+    Quote,
+}
+
+/// Markup, an entity or a literal marker of a Slack mrkdwn string, by byte range.
+#[derive(Debug, Clone)]
+enum SlackToken {
+    Open {
+        frame: SlackFrame,
+        range: Range<usize>,
+    },
+    /// A quote's close is the empty range where its line ends.
+    Close {
+        frame: SlackFrame,
+        range: Range<usize>,
+    },
+    Entity {
+        decoded: char,
+        range: Range<usize>,
+    },
+    /// Markup that is whole on its own: `<url>`, a literal marker between zero-width spaces.
+    Atom {
+        range: Range<usize>,
+    },
+}
+
+const ZWSP: char = '\u{200B}';
+
+/// Read Slack mrkdwn strictly, as Slack would and as our renderer must write it: `&` only in
+/// `&amp;`, `&lt;`, `&gt;`; `<` only starting a link; `>` only ending one or, at the start of a
+/// line, quoting it; a fence only on a line of its own; a `*`, `_`, `~` or `` ` `` is literal
+/// between two letters or digits or between two zero-width spaces, and otherwise opens or closes
+/// formatting, which must close on its own line, in order.
+fn slack_tokens(text: &str) -> Result<Vec<SlackToken>, String> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut tokens = Vec::new();
+    let mut stack: Vec<SlackFrame> = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let (at, c) = chars[i];
+        let rest = &text[at..];
+        let line_start = at == 0 || text[..at].ends_with('\n');
+        let entity = |tokens: &mut Vec<SlackToken>| -> Result<usize, String> {
+            let (name, decoded) = [("&amp;", '&'), ("&lt;", '<'), ("&gt;", '>')]
+                .into_iter()
+                .find(|(e, _)| rest.starts_with(e))
+                .ok_or_else(|| format!("a bare '&' at byte {at}"))?;
+            tokens.push(SlackToken::Entity { decoded, range: at..at + name.len() });
+            Ok(name.len())
+        };
+        match stack.last() {
+            Some(SlackFrame::Fence) => {
+                if line_start && rest.starts_with("```") && (rest.len() == 3 || rest[3..].starts_with('\n')) {
+                    tokens.push(SlackToken::Close { frame: SlackFrame::Fence, range: at..at + 3 });
+                    stack.pop();
+                    i += 3;
+                } else if c == '&' {
+                    i += entity(&mut tokens)?;
+                } else if c == '<' || c == '>' {
+                    return Err(format!("a raw {c:?} in code at byte {at}"));
+                } else {
+                    i += 1;
+                }
+                continue;
+            }
+            Some(SlackFrame::CodeSpan) => {
+                match c {
+                    '`' => {
+                        tokens.push(SlackToken::Close { frame: SlackFrame::CodeSpan, range: at..at + 1 });
+                        stack.pop();
+                    }
+                    '&' => {
+                        i += entity(&mut tokens)?;
+                        continue;
+                    }
+                    '\n' | '<' | '>' => return Err(format!("{c:?} in a code span at byte {at}")),
+                    _ => {}
+                }
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        match c {
+            '\n' => {
+                if stack.last() == Some(&SlackFrame::Quote) {
+                    tokens.push(SlackToken::Close { frame: SlackFrame::Quote, range: at..at });
+                    stack.pop();
+                }
+                if let Some(open) = stack.last() {
+                    return Err(format!("{open:?} is open at the line end at byte {at}"));
+                }
+            }
+            '&' => {
+                i += entity(&mut tokens)?;
+                continue;
+            }
+            '<' => {
+                let end = rest[1..].find(['|', '>', '\n', '<']).map(|n| n + 1).filter(|&n| n > 1 && rest[n..].starts_with(['|', '>']));
+                let Some(end) = end else { return Err(format!("a '<' that starts no link at byte {at}")) };
+                if rest[end..].starts_with('>') {
+                    tokens.push(SlackToken::Atom { range: at..at + end + 1 });
+                } else {
+                    if stack.contains(&SlackFrame::Link) {
+                        return Err(format!("a link inside a link at byte {at}"));
+                    }
+                    tokens.push(SlackToken::Open { frame: SlackFrame::Link, range: at..at + end + 1 });
+                    stack.push(SlackFrame::Link);
+                }
+                i += rest[..=end].chars().count();
+                continue;
+            }
+            '>' if stack.last() == Some(&SlackFrame::Link) => {
+                tokens.push(SlackToken::Close { frame: SlackFrame::Link, range: at..at + 1 });
+                stack.pop();
+            }
+            '>' if line_start && stack.is_empty() => {
+                let len = if rest.starts_with("> ") {
+                    2
+                } else if rest.len() == 1 || rest[1..].starts_with('\n') {
+                    1
+                } else {
+                    return Err(format!("a quote marker without its space at byte {at}"));
+                };
+                tokens.push(SlackToken::Open { frame: SlackFrame::Quote, range: at..at + len });
+                stack.push(SlackFrame::Quote);
+                i += len;
+                continue;
+            }
+            '>' => return Err(format!("a bare '>' at byte {at}")),
+            '`' if line_start && stack.is_empty() && rest.starts_with("```\n") => {
+                tokens.push(SlackToken::Open { frame: SlackFrame::Fence, range: at..at + 4 });
+                stack.push(SlackFrame::Fence);
+                i += 4;
+                continue;
+            }
+            ZWSP if chars.get(i + 1).is_some_and(|(_, m)| "*_~`".contains(*m)) && chars.get(i + 2).is_some_and(|(_, z)| *z == ZWSP) => {
+                let end = chars.get(i + 3).map_or(text.len(), |(b, _)| *b);
+                tokens.push(SlackToken::Atom { range: at..end });
+                i += 3;
+                continue;
+            }
+            '*' | '_' | '~' | '`' => {
+                // Slack's reading: a marker opens after a boundary and before a non-space, when a
+                // marker of the same character later on the line can close it (after a
+                // non-space, before a boundary); inside a word, or without a partner, it is a
+                // literal character.
+                let prev = |j: usize| if j > 0 { chars.get(j - 1).map(|&(_, p)| p) } else { None };
+                let next = |j: usize| chars.get(j + 1).map(|&(_, n)| n);
+                let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+                let closes = |j: usize| prev(j).is_some_and(|p| !p.is_whitespace()) && !word(next(j));
+                let opens = !word(prev(i)) && next(i).is_some_and(|n| !n.is_whitespace());
+                let frame = if c == '`' { SlackFrame::CodeSpan } else { SlackFrame::Style(c) };
+                if c != '`' && stack.contains(&frame) && closes(i) {
+                    if stack.last() != Some(&frame) {
+                        return Err(format!("{c:?} at byte {at} closes across {:?}", stack.last()));
+                    }
+                    tokens.push(SlackToken::Close { frame, range: at..at + 1 });
+                    stack.pop();
+                } else if opens && !stack.contains(&frame) {
+                    let line_end = chars[i + 1..].iter().position(|&(_, n)| n == '\n').map_or(chars.len(), |p| i + 1 + p);
+                    if (i + 1..line_end).any(|j| chars[j].1 == c && closes(j)) {
+                        tokens.push(SlackToken::Open { frame, range: at..at + 1 });
+                        stack.push(frame);
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if stack.last() == Some(&SlackFrame::Quote) {
+        tokens.push(SlackToken::Close { frame: SlackFrame::Quote, range: text.len()..text.len() });
+        stack.pop();
+    }
+    match stack.last() {
+        Some(open) => Err(format!("{open:?} is never closed")),
+        None => Ok(tokens),
+    }
+}
+
+/// Links and code spans of a Slack answer.
+fn slack_spans(tokens: &[SlackToken]) -> Vec<Span> {
+    let mut spans = Vec::new();
+    let mut open: Vec<(SlackFrame, usize)> = Vec::new();
+    for token in tokens {
+        match token {
+            SlackToken::Open { frame, range } => open.push((*frame, range.start)),
+            SlackToken::Close { range, .. } => {
+                if let Some((SlackFrame::Link | SlackFrame::CodeSpan, start)) = open.pop() {
+                    spans.push(Span { range: start..range.end, open: String::new(), close: String::new(), as_text: false });
+                }
+            }
+            SlackToken::Entity { .. } | SlackToken::Atom { .. } => {}
+        }
+    }
+    spans
+}
+
+/// Code in Slack mrkdwn as our renderer must write it: a run of three or more backticks, which
+/// would end the block, with a zero-width space after every second backtick.
+fn slack_code(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut run = 0;
+    for c in code.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        if run == 3 {
+            out.push(ZWSP);
+            run = 1;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// What the oracle knows about the whole answer.
 struct Model<'a> {
     markdown: &'a str,
@@ -195,6 +424,8 @@ struct Model<'a> {
     dialect: MarkdownDialect,
     /// HTML: tags and entities of `whole`.
     html: Vec<HtmlToken>,
+    /// Slack mrkdwn: markup and entities of `whole`.
+    slack: Vec<SlackToken>,
     /// Markdown: fenced code blocks (content range, opening line, fence).
     fences: Vec<Fence>,
     /// Spans a cut must not fall inside (strictly between their ends) unless they are wider
@@ -337,14 +568,30 @@ impl<'a> Model<'a> {
         } else {
             Vec::new()
         };
+        let slack = if dialect == MarkdownDialect::SlackMrkdwn {
+            slack_tokens(whole).map_err(|e| format!("the whole answer: {e}"))?
+        } else {
+            Vec::new()
+        };
         let (fences, spans) = match dialect {
             MarkdownDialect::Markdown => markdown_structure(markdown),
             MarkdownDialect::TelegramHtml => (Vec::new(), html_spans(&html)),
+            MarkdownDialect::SlackMrkdwn => (Vec::new(), slack_spans(&slack)),
             MarkdownDialect::Plain => (Vec::new(), Vec::new()),
         };
         let styles = if dialect == MarkdownDialect::Markdown { inline_styles(whole) } else { BTreeMap::new() };
-        let mut model =
-            Model { markdown, whole, dialect, html, fences, spans, styles, strictness: Strictness::Full, inside_grapheme: BTreeMap::new() };
+        let mut model = Model {
+            markdown,
+            whole,
+            dialect,
+            html,
+            slack,
+            fences,
+            spans,
+            styles,
+            strictness: Strictness::Full,
+            inside_grapheme: BTreeMap::new(),
+        };
         model.inside_grapheme = model.grapheme_interiors();
         Ok(model)
     }
@@ -368,14 +615,15 @@ impl<'a> Model<'a> {
         // Visible text with a map back to `whole`'s offsets.
         let mut visible = String::new();
         let mut origin = Vec::new();
-        let mut next_token = self.html.iter().peekable();
+        let marks = self.markup_ranges();
+        let mut next_token = marks.iter().peekable();
         let mut i = 0;
         while i < self.whole.len() {
-            if let Some(token) = next_token.peek() {
-                let (range, decoded) = match token {
-                    HtmlToken::Open { range, .. } | HtmlToken::Close { range, .. } => (range.clone(), None),
-                    HtmlToken::Entity { range, decoded } => (range.clone(), Some(*decoded)),
-                };
+            while next_token.peek().is_some_and(|(range, _)| range.is_empty()) {
+                next_token.next();
+            }
+            if let Some((range, decoded)) = next_token.peek() {
+                let (range, decoded) = (range.clone(), *decoded);
                 if range.start == i {
                     for inner in range.start + 1..range.end {
                         interiors.insert(inner, 1);
@@ -413,10 +661,58 @@ impl<'a> Model<'a> {
         interiors
     }
 
+    /// The markup and entities of the whole answer (HTML or Slack), by byte range, with the
+    /// character an entity stands for.
+    fn markup_ranges(&self) -> Vec<(Range<usize>, Option<char>)> {
+        let html = self.html.iter().map(|token| match token {
+            HtmlToken::Open { range, .. } | HtmlToken::Close { range, .. } => (range.clone(), None),
+            HtmlToken::Entity { range, decoded } => (range.clone(), Some(*decoded)),
+        });
+        let slack = self.slack.iter().map(|token| match token {
+            SlackToken::Open { range, .. } | SlackToken::Close { range, .. } | SlackToken::Atom { range } => (range.clone(), None),
+            SlackToken::Entity { range, decoded } => (range.clone(), Some(*decoded)),
+        });
+        html.chain(slack).collect()
+    }
+
+    /// The Slack frames open at `at`, outermost first, with the markup that opened them.
+    fn slack_stack(&self, at: usize) -> Vec<(SlackFrame, Range<usize>)> {
+        let mut stack = Vec::new();
+        for token in &self.slack {
+            match token {
+                SlackToken::Open { frame, range } if range.end <= at => stack.push((*frame, range.clone())),
+                SlackToken::Close { range, .. } if range.end <= at => {
+                    stack.pop();
+                }
+                _ => {}
+            }
+        }
+        stack
+    }
+
     /// The markup a message starting at `at` must open with, and the one a message ending there
     /// must close with.
     fn frames_at(&self, at: usize) -> (String, String) {
         match self.dialect {
+            MarkdownDialect::SlackMrkdwn => {
+                let stack = self.slack_stack(at);
+                if stack.iter().any(|(frame, _)| *frame == SlackFrame::Fence) {
+                    let line_start = if self.whole[..at].ends_with('\n') { "" } else { "\n" };
+                    return ("```\n".to_string(), format!("{line_start}```"));
+                }
+                let reopen = stack.iter().map(|(_, range)| &self.whole[range.clone()]).collect();
+                let close = stack
+                    .iter()
+                    .rev()
+                    .map(|(frame, _)| match frame {
+                        SlackFrame::Style(c) => c.to_string(),
+                        SlackFrame::CodeSpan => "`".to_string(),
+                        SlackFrame::Link => ">".to_string(),
+                        SlackFrame::Quote | SlackFrame::Fence => String::new(),
+                    })
+                    .collect();
+                (reopen, close)
+            }
             MarkdownDialect::TelegramHtml => {
                 let mut open: Vec<(&str, &str)> = Vec::new();
                 for token in &self.html {
@@ -453,6 +749,9 @@ impl<'a> Model<'a> {
         match self.dialect {
             MarkdownDialect::TelegramHtml => self.frames_at(at).0.contains("<pre>") || self.frames_at(at).0.contains("<code>"),
             MarkdownDialect::Markdown => self.fence_at(at).is_some(),
+            MarkdownDialect::SlackMrkdwn => {
+                self.slack_stack(at).iter().any(|(frame, _)| matches!(frame, SlackFrame::Fence | SlackFrame::CodeSpan))
+            }
             MarkdownDialect::Plain => false,
         }
     }
@@ -540,10 +839,19 @@ impl<'a> Model<'a> {
         for start in starts {
             all.push(start);
             let mut next = start;
-            while let Some(end) = self.html.iter().find_map(|t| match t {
-                HtmlToken::Close { range, .. } if range.start == next => Some(range.end),
-                _ => None,
-            }) {
+            let closing_at = |next: usize| {
+                let html = self.html.iter().find_map(|t| match t {
+                    HtmlToken::Close { range, .. } if range.start == next => Some(range.end),
+                    _ => None,
+                });
+                html.or_else(|| {
+                    self.slack.iter().find_map(|t| match t {
+                        SlackToken::Close { range, .. } if range.start == next && range.end > next => Some(range.end),
+                        _ => None,
+                    })
+                })
+            };
+            while let Some(end) = closing_at(next) {
                 next = end;
                 all.push(next);
             }
@@ -588,6 +896,7 @@ impl<'a> Model<'a> {
     fn well_formed(&self, part: &str, placement: Placement) -> Result<(), String> {
         match self.dialect {
             MarkdownDialect::TelegramHtml => html_tokens(part).map(|_| ()),
+            MarkdownDialect::SlackMrkdwn => slack_tokens(part).map(|_| ()),
             MarkdownDialect::Plain => Ok(()),
             MarkdownDialect::Markdown if self.strictness == Strictness::Structure => Ok(()),
             MarkdownDialect::Markdown => {
@@ -804,7 +1113,11 @@ fn model_code_lines(markdown: &str, dialect: MarkdownDialect) -> Vec<String> {
             }
             Event::End(TagEnd::CodeBlock) => {
                 let block = code.take().unwrap_or_default();
-                let block = if dialect == MarkdownDialect::TelegramHtml { expand_tabs(&block) } else { block };
+                let block = match dialect {
+                    MarkdownDialect::TelegramHtml => expand_tabs(&block),
+                    MarkdownDialect::SlackMrkdwn => slack_code(&block),
+                    _ => block,
+                };
                 lines.extend(source_lines(&block));
             }
             _ => {}
@@ -845,6 +1158,28 @@ fn code_lines_shown(body: &str, dialect: MarkdownDialect) -> Result<Vec<String>,
     match dialect {
         MarkdownDialect::Markdown => Ok(markdown_structure(body).0.iter().flat_map(|f| source_lines(&body[f.content.clone()])).collect()),
         MarkdownDialect::Plain => Ok(source_lines(body)),
+        MarkdownDialect::SlackMrkdwn => {
+            let mut lines = Vec::new();
+            let mut code: Option<String> = None;
+            let mut i = 0;
+            for token in slack_tokens(body)? {
+                let (range, decoded) = match &token {
+                    SlackToken::Open { range, .. } | SlackToken::Close { range, .. } | SlackToken::Atom { range } => (range.clone(), None),
+                    SlackToken::Entity { range, decoded } => (range.clone(), Some(*decoded)),
+                };
+                if let Some(code) = code.as_mut() {
+                    code.push_str(&body[i..range.start]);
+                    code.extend(decoded);
+                }
+                match token {
+                    SlackToken::Open { frame: SlackFrame::Fence, .. } => code = Some(String::new()),
+                    SlackToken::Close { frame: SlackFrame::Fence, .. } => lines.extend(source_lines(&code.take().unwrap_or_default())),
+                    _ => {}
+                }
+                i = range.end;
+            }
+            Ok(lines)
+        }
         MarkdownDialect::TelegramHtml => {
             let mut lines = Vec::new();
             let mut depth = 0usize;

@@ -191,9 +191,22 @@ fn discord_markdown_round_trips() {
 fn known_breakers_round_trip() {
     // A cut right after a `~~~` run: the strike's closing `~~` merged with it into `~~~~~`.
     let struck = format!("~~a ~~~ ~~~ {}~~", "a".repeat(101));
-    for limit in 60..=120 {
-        if let Err(e) = oracle::check(&struck, MarkdownDialect::Markdown, limit, LengthUnit::Chars) {
-            panic!("limit {limit}: {e}");
+    for dialect in [MarkdownDialect::Markdown, MarkdownDialect::SlackMrkdwn] {
+        for limit in 60..=120 {
+            if let Err(e) = oracle::check(&struck, dialect, limit, LengthUnit::Chars) {
+                panic!("{dialect:?} limit {limit}: {e}");
+            }
+        }
+    }
+    // A cut right after a strike nested in a strike (found as `~~a ~~~ … ~~b~~ … ~~`: the `~~~`
+    // closes nothing, so the first `~~` pairs with the last): the inner `~~` and the outer one
+    // the part closes after it made `~~~~`, which closes neither, and the part lost its strike.
+    let nested = format!("~~a ~~b~~ {}~~", "c".repeat(101));
+    for dialect in [MarkdownDialect::Markdown, MarkdownDialect::SlackMrkdwn] {
+        for limit in 60..=120 {
+            if let Err(e) = oracle::check(&nested, dialect, limit, LengthUnit::Chars) {
+                panic!("{dialect:?} limit {limit}: {e}");
+            }
         }
     }
 }
@@ -201,6 +214,11 @@ fn known_breakers_round_trip() {
 #[test]
 fn telegram_html_round_trips() {
     run(MarkdownDialect::TelegramHtml, LengthUnit::Utf16, 4096);
+}
+
+#[test]
+fn slack_mrkdwn_round_trips() {
+    run(MarkdownDialect::SlackMrkdwn, LengthUnit::Chars, 39_000);
 }
 
 #[test]
