@@ -374,8 +374,8 @@ fn said_of_mention(m: SlackAppMentionEvent) -> Said {
     }
 }
 
-fn files_of(files: Option<Vec<SlackFile>>) -> Vec<(String, u64)> {
-    files.unwrap_or_default().into_iter().map(|f| (f.name.or(f.title).unwrap_or_else(|| f.id.0.clone()), 0)).collect()
+fn files_of(files: Option<Vec<SlackFile>>) -> Vec<String> {
+    files.unwrap_or_default().into_iter().map(|f| f.name.or(f.title).unwrap_or_else(|| f.id.0.clone())).collect()
 }
 
 /// Ids of handled events, bounded.

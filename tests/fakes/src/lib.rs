@@ -22,6 +22,7 @@ pub mod inbox;
 mod llm;
 mod receiver;
 mod serve;
+mod shared;
 pub mod slack;
 pub mod telegram;
 

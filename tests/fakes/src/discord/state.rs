@@ -3,12 +3,10 @@
 //! side — sessions with their event logs (replayed on RESUME) and the live connections.
 
 use crate::faults::FaultRules;
-use crate::serve::ShutdownSignal;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 
 /// Discord's epoch (2015-01-01), the base of snowflake timestamps.
 const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
@@ -371,19 +369,4 @@ pub(crate) struct Interaction {
 }
 
 /// The state behind one lock, plus the wake-up for test-side waiters.
-pub(crate) struct Shared {
-    state: Mutex<State>,
-    pub changed: Notify,
-    pub shutdown: ShutdownSignal,
-}
-
-impl Shared {
-    pub(super) fn new(state: State, shutdown: ShutdownSignal) -> Self {
-        Self { state: Mutex::new(state), changed: Notify::new(), shutdown }
-    }
-
-    pub(super) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut state)
-    }
-}
+pub(crate) type Shared = crate::shared::Shared<State>;

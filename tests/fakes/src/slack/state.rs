@@ -4,13 +4,11 @@
 //! envelope with its deliveries and acknowledgement.
 
 use crate::faults::FaultRules;
-use crate::serve::ShutdownSignal;
 use rand::Rng;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 
 /// Retries Slack makes of an unacknowledged Events API envelope before it gives up.
 pub(crate) const MAX_RETRIES: u64 = 3;
@@ -558,19 +556,4 @@ pub(crate) fn random_hex(len: usize) -> String {
 }
 
 /// The state behind one lock, plus the wake-up for test-side waiters.
-pub(crate) struct Shared {
-    state: Mutex<State>,
-    pub changed: Notify,
-    pub shutdown: ShutdownSignal,
-}
-
-impl Shared {
-    pub(super) fn new(state: State, shutdown: ShutdownSignal) -> Self {
-        Self { state: Mutex::new(state), changed: Notify::new(), shutdown }
-    }
-
-    pub(super) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut state)
-    }
-}
+pub(crate) type Shared = crate::shared::Shared<State>;
