@@ -41,7 +41,7 @@ pub(crate) async fn run(adapter: &SlackAdapter, ctx: AdapterContext) -> Result<(
     let me = identify(adapter).await?;
     adapter.set_identity(me.clone());
     let gate = adapter.gate();
-    let mut socket = open(adapter, &ctx).await?;
+    let mut socket = open(adapter).await?;
     let mut conn = Connection { me, gate, recent: Recent::default(), last_heard: Instant::now() };
     let mut ping = tokio::time::interval(adapter.settings.ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -117,7 +117,7 @@ async fn reopen(adapter: &SlackAdapter, ctx: &AdapterContext, why: &str) -> Resu
     let started = Instant::now();
     let mut wait = Duration::from_millis(250);
     loop {
-        match open(adapter, ctx).await {
+        match open(adapter).await {
             Ok(socket) => {
                 tracing::info!("Slack socket reopened after: {why}");
                 return Ok(socket);
@@ -140,7 +140,7 @@ async fn reopen(adapter: &SlackAdapter, ctx: &AdapterContext, why: &str) -> Resu
 }
 
 /// `apps.connections.open`, then the WebSocket. Health turns connected at the socket's `hello`.
-async fn open(adapter: &SlackAdapter, _ctx: &AdapterContext) -> Result<Socket, AdapterError> {
+async fn open(adapter: &SlackAdapter) -> Result<Socket, AdapterError> {
     let url = match adapter.web.open_socket().await {
         Ok(url) => url,
         Err(ClientError::Slack(e)) if crate::errors::is_auth_failure(&e) => {

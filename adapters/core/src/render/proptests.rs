@@ -209,6 +209,13 @@ fn known_breakers_round_trip() {
             }
         }
     }
+    // Slack: literal `~` on the second line of a text that spans two; whether they could pair
+    // was judged on the first line, so they were left as typed and Slack would strike `abc`.
+    for limit in [20, 40, 80] {
+        if let Err(e) = oracle::check("a\na ~~a*b*c ~~~ a", MarkdownDialect::SlackMrkdwn, limit, LengthUnit::Chars) {
+            panic!("SlackMrkdwn limit {limit}: {e}");
+        }
+    }
 }
 
 #[test]

@@ -520,9 +520,7 @@ fn neutralise(doc: &mut Doc) {
             }
             Piece::Text { text, kind: TextKind::Prose } if !frames.iter().any(|f| f.0) && text.contains(['*', '_', '~', '`', '>']) => {
                 let in_link = frames.iter().any(|f| f.1);
-                let line_start = written_all[..start].rfind('\n').map_or(0, |n| n + 1);
-                let line_end = written_all[start..].find('\n').map_or(written_all.len(), |n| start + n);
-                let line = Line { text: &written_all[line_start..line_end], offset: start - line_start };
+                let line = Line { text: &written_all, offset: start };
                 split_literals(text, prev, char_after(&doc.pieces, i), in_link, &line, &mut pieces);
                 prev = text.chars().next_back().or(prev);
                 continue;
@@ -535,18 +533,22 @@ fn neutralise(doc: &mut Doc) {
     doc.pieces = pieces;
 }
 
-/// The written line a text piece sits on, and where the piece starts in it.
+/// The written document a text piece sits in, and where the piece starts in it.
 struct Line<'a> {
     text: &'a str,
     offset: usize,
 }
 
 impl Line<'_> {
-    /// Whether the marker `c` at byte `at` (of the line) can pair with another `c` on the line:
+    /// Whether the marker `c` at byte `at` (of the document) can pair with another `c` on its line:
     /// it could open and a later one could close, or it could close and an earlier one could
     /// open (see the module documentation).
     fn pairs(&self, c: char, at: usize) -> bool {
-        let chars: Vec<(usize, char)> = self.text.char_indices().collect();
+        // The line of byte `at`: a piece of text may span several.
+        let start = self.text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let end = self.text[at..].find('\n').map_or(self.text.len(), |n| at + n);
+        let at = at - start;
+        let chars: Vec<(usize, char)> = self.text[start..end].char_indices().collect();
         let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
         let role = |i: usize| {
             let prev = if i > 0 { Some(chars[i - 1].1) } else { None };
