@@ -24,6 +24,28 @@ fn invalid_value_exits_78_naming_the_key() {
 }
 
 #[test]
+fn slack_refuses_a_plain_http_api_url_off_loopback_and_a_missing_app_token() {
+    // The bot token would cross the network in clear text.
+    let mut setup = Setup::new("http://127.0.0.1:9/v1");
+    setup.set("SLACK_BOT_TOKEN", "xoxb-e2e-0000").set("SLACK_APP_TOKEN", "xapp-e2e-0000").set("SLACK_API_BASE_URL", "http://10.0.0.5/api/");
+    let (status, _, stderr) = setup.run(&["gateway", "run"]);
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("platforms.slack.api_base_url") && stderr.contains("loopback"), "{stderr}");
+    assert!(!stderr.contains("xoxb-e2e-0000"), "the token is never shown: {stderr}");
+    // Socket Mode cannot connect without the app-level token; say which variable.
+    setup.set("SLACK_API_BASE_URL", "").set("SLACK_APP_TOKEN", "");
+    let (status, _, stderr) = setup.run(&["gateway", "run"]);
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("platforms.slack.app_token") && stderr.contains("SLACK_APP_TOKEN"), "{stderr}");
+    // A bot token where the app-level token belongs.
+    setup.set("SLACK_APP_TOKEN", "xoxb-e2e-0000");
+    let (status, _, stderr) = setup.run(&["config", "check"]);
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("SLACK_APP_TOKEN") && stderr.contains("xapp-"), "{stderr}");
+    assert!(!stderr.contains("xoxb-e2e-0000"), "the token is never shown: {stderr}");
+}
+
+#[test]
 fn public_api_server_without_a_key_refuses_to_start() {
     let mut setup = Setup::new("http://127.0.0.1:9/v1");
     setup.set("API_SERVER_HOST", "0.0.0.0").set("API_SERVER_KEY", "");
