@@ -120,23 +120,19 @@ impl SlackAdapter {
 
     /// The first message of a thread: who wrote it and what it says.
     pub(crate) async fn thread_parent(&self, channel: &str, thread: &str) -> Option<(String, String)> {
-        let request = SlackApiConversationsRepliesRequest::new(channel.into(), thread.into()).with_limit(1);
-        let session = self.web.client.open_session(self.web.bot_token());
-        match tokio::time::timeout(self.settings.request_timeout, session.conversations_replies(&request)).await {
-            Ok(Ok(replies)) => replies.messages.into_iter().find(|m| m.origin.ts.0 == thread).map(|m| {
-                let author = match (&m.sender.user, self.bot_user()) {
-                    (Some(user), Some(bot)) if user.0 == bot => "the assistant".to_string(),
-                    (Some(user), _) => format!("<@{}>", user.0),
-                    (None, _) => m.sender.username.clone().unwrap_or_else(|| "an app".to_string()),
-                };
-                (author, m.content.text.unwrap_or_default())
-            }),
-            Ok(Err(e)) => {
+        let first = match self.web.first_of_thread(&channel.into(), &thread.into()).await {
+            Ok(first) => first?,
+            Err(e) => {
                 tracing::debug!(channel, "could not read a Slack thread's first message: {e}");
-                None
+                return None;
             }
-            Err(_) => None,
-        }
+        };
+        let author = match (&first.sender.user, self.bot_user()) {
+            (Some(user), Some(bot)) if user.0 == bot => "the assistant".to_string(),
+            (Some(user), _) => format!("<@{}>", user.0),
+            (None, _) => first.sender.username.clone().unwrap_or_else(|| "an app".to_string()),
+        };
+        Some((author, first.content.text.unwrap_or_default()))
     }
 
     /// Waits out the rest of [`SlackSettings::min_edit_interval`] since this message's last edit.

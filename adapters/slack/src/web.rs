@@ -82,10 +82,6 @@ impl Web {
         self.client.open_session(&self.bot)
     }
 
-    pub(crate) fn bot_token(&self) -> &SlackApiToken {
-        &self.bot
-    }
-
     /// `call`, given up on after the timeout: an unanswered call may have been carried out.
     async fn bounded<T>(&self, what: &str, call: impl Future<Output = ClientResult<T>>) -> Result<T, SendError> {
         match tokio::time::timeout(self.timeout, call).await {
@@ -175,6 +171,17 @@ impl Web {
         let request = SlackApiConversationsRepliesRequest::new(channel.clone(), thread.clone()).with_limit(200);
         let replies = self.bounded("conversations.replies", self.bot().conversations_replies(&request)).await?;
         Ok(replies.messages.iter().any(|m| m.sender.user.as_ref().is_some_and(|u| u.0 == bot_user)))
+    }
+
+    /// The first message of a thread (its parent), if Slack still has it.
+    pub(crate) async fn first_of_thread(
+        &self,
+        channel: &SlackChannelId,
+        thread: &SlackTs,
+    ) -> Result<Option<SlackHistoryMessage>, SendError> {
+        let request = SlackApiConversationsRepliesRequest::new(channel.clone(), thread.clone()).with_limit(1);
+        let replies = self.bounded("conversations.replies", self.bot().conversations_replies(&request)).await?;
+        Ok(replies.messages.into_iter().find(|m| m.origin.ts == *thread))
     }
 
     /// A file through Slack's external upload: reserve, upload, then share it in the chat.

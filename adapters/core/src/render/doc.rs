@@ -101,26 +101,15 @@ impl Escape {
             Escape::None => Cow::Borrowed(text),
             Escape::Html if !text.contains(['&', '<', '>', '"']) => Cow::Borrowed(text),
             Escape::Slack if !text.contains(['&', '<', '>']) => Cow::Borrowed(text),
-            Escape::Html => {
+            // Slack decodes only these three entities; HTML attributes also need `"`.
+            Escape::Html | Escape::Slack => {
                 let mut out = String::with_capacity(text.len() + 16);
                 for c in text.chars() {
                     match c {
                         '&' => out.push_str("&amp;"),
                         '<' => out.push_str("&lt;"),
                         '>' => out.push_str("&gt;"),
-                        '"' => out.push_str("&quot;"),
-                        c => out.push(c),
-                    }
-                }
-                Cow::Owned(out)
-            }
-            Escape::Slack => {
-                let mut out = String::with_capacity(text.len() + 16);
-                for c in text.chars() {
-                    match c {
-                        '&' => out.push_str("&amp;"),
-                        '<' => out.push_str("&lt;"),
-                        '>' => out.push_str("&gt;"),
+                        '"' if self == Escape::Html => out.push_str("&quot;"),
                         c => out.push(c),
                     }
                 }
