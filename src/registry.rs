@@ -1,5 +1,5 @@
 //! The one table of platform adapters compiled into this build ([`Registry::builtin`]), each
-//! behind its cargo feature (`telegram`, `discord`, `slack`, `webhook`, `api-server`). Adding a platform is
+//! behind its cargo feature (`telegram`, `discord`, `slack`, `matrix`, `email`, `webhook`, `api-server`). Adding a platform is
 //! its crate under `adapters/` plus one line here; the configuration loader, the gateway's
 //! start-up, `hermes doctor` and the generated examples all read this table.
 
@@ -32,6 +32,10 @@ impl Registry {
             hermes_discord::REGISTRATION,
             #[cfg(feature = "slack")]
             hermes_slack::REGISTRATION,
+            #[cfg(feature = "matrix")]
+            hermes_matrix::REGISTRATION,
+            #[cfg(feature = "email")]
+            hermes_email::REGISTRATION,
         ];
         Self { entries }
     }

@@ -215,7 +215,7 @@ mod tests {
         shown.push_str(&f.finish());
         assert_eq!(shown, "Checking now ");
         let mut f = StreamFilter::default();
-        let out = f.push("a < b and <tag>") + &f.finish();
+        let out = f.push("a < b and <tag>") + f.finish().as_str();
         assert_eq!(out, "a < b and <tag>");
     }
 

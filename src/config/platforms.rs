@@ -122,9 +122,10 @@ pub struct PlatformConfig {
 }
 
 impl PlatformConfig {
-    /// Enabled explicitly, or implicitly by having a token.
+    /// Enabled explicitly, or implicitly by having a token (or another credential of the
+    /// adapter's, such as a Matrix or mailbox password).
     pub fn is_enabled(&self) -> bool {
-        self.enabled.unwrap_or(self.token.is_some())
+        self.enabled.unwrap_or_else(|| self.token.is_some() || self.settings.as_ref().is_some_and(|s| s.has_credential()))
     }
 }
 

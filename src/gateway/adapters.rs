@@ -44,9 +44,11 @@ pub fn build_enabled_with(config: &Config, home: &Home, registry: &Registry) -> 
             check_allowlist(config, name, problem);
         }
         let token = block.token.as_ref().map(|t| t.expose().trim()).filter(|t| !t.is_empty());
+        let state_dir = home.platforms_dir().join(name);
         let ctx = BuildContext {
             token,
             media_dir: &media_dir,
+            state_dir: &state_dir,
             commands: &commands,
             link_previews: config.display.link_previews,
             turn_timeout: Duration::from_secs(config.agent.gateway_timeout),

@@ -4,7 +4,8 @@
 //!
 //! * [`peer`]: what a platform's fake must let the suite do ([`peer::ChatPeer`]).
 //! * [`suite`]: the behaviours, generic over the peer.
-//! * [`telegram`], [`discord`], [`slack`]: the peers.
+//! * [`telegram`], [`discord`], [`slack`]: the peers over fakes; [`matrix_peer`]: a real Synapse
+//!   behind a fault proxy.
 //! * [`faults`]: heavier fault scenarios (throttling storms, kill -9 mid-burst, both platforms in one process).
 //! * [`cron`]: scheduled jobs added from chat, delivered to their topic or home channels, and
 //!   racing tick processes that never run an occurrence twice.
@@ -12,18 +13,28 @@
 //! * [`identity`]: who gets in — display-name spoofs denied, strangers' attachments never fetched.
 //! * [`slack_scenarios`]: Slack's socket refreshes, dead sockets, lost acks and answers, threads,
 //!   `!` and slash commands, and the three chat platforms in one process.
+//! * [`matrix`], [`email`]: Matrix (real Synapse) and email (real Dovecot and Postfix) scenarios:
+//!   invites, encrypted rooms, reactions, threads; forged senders, machines, threading, restarts.
+//! * [`all_platforms`]: every adapter of the build in one process.
 //! * [`pairing`]: strangers get in by a code the owner approves (no allowlist), or not at all.
 
 // A test crate: its helpers run only under tests, where a panic is how a test fails
 // (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
 #![allow(clippy::unwrap_used)]
+// matrix-sdk's futures nest deeper than the default limit when a test spawns a client's sync.
+#![recursion_limit = "256"]
 
 mod admin;
+mod all_platforms;
 mod approvals;
 mod cron;
 mod discord;
+mod email;
+mod email_peer;
 mod faults;
 mod identity;
+mod matrix;
+mod matrix_peer;
 mod pairing;
 mod peer;
 mod slack;
@@ -107,3 +118,56 @@ macro_rules! conformance {
 conformance!(telegram_conformance, crate::telegram::TelegramPeer);
 conformance!(discord_conformance, crate::discord::DiscordPeer);
 conformance!(slack_conformance, crate::slack::SlackPeer);
+conformance!(matrix_conformance, crate::matrix_peer::MatrixPeer);
+
+/// The suite's behaviours a mailbox can show. Email has no groups, threads, edits, typing or
+/// rate-limit answers to provoke, and its 50,000-character limit fits the suite's long answers in
+/// one mail; those behaviours are email's own scenarios in [`email`] instead.
+mod email_conformance {
+    use super::suite;
+    type P = crate::email_peer::EmailPeer;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dm_round_trip() {
+        suite::dm_round_trip::<P>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn redelivery_answered_once() {
+        suite::redelivery_answered_once::<P>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reconnect_mid_conversation() {
+        suite::reconnect_mid_conversation::<P>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn junk_is_ignored() {
+        suite::junk_is_ignored::<P>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn files_are_attached() {
+        suite::files_are_attached::<P>().await;
+    }
+}
+
+/// The HTML a Matrix client renders (`formatted_body`) is the message's own Markdown `body`
+/// rendered, in every part of a long answer: a split never leaves the two saying different things.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_formatted_body_is_the_markdown_rendered() {
+    use crate::peer::ChatPeer;
+    let run = suite::launch::<matrix_peer::MatrixPeer>("").await;
+    let answer = format!("**Plan** with `x < y`:\n\n{}", "- a step with <b>raw html</b> and [a link](javascript:alert(1))\n".repeat(120));
+    run.llm.push(hermes_fakes::Reply::text(answer));
+    let chat = run.peer.dm(2, "plan it").await;
+    run.wait(&chat, "every part", |p| {
+        p.last().is_some_and(|m| m.text.trim_end().ends_with(&format!("({n}/{n})", n = p.len())) && p.len() > 1)
+    })
+    .await;
+    for shown in run.peer.shown_in(&chat.chat_id) {
+        let html = shown.formatted.clone().unwrap_or_else(|| panic!("no formatted_body: {shown:?}"));
+        assert_eq!(html, hermes_adapter::render::matrix_html::to_html(&shown.body), "{shown:?}");
+        assert!(
+            !html.contains("<b>raw") && !html.to_ascii_lowercase().contains("javascript:"),
+            "the model's HTML and script links are inert: {html}"
+        );
+    }
+}

@@ -41,6 +41,9 @@ pub(crate) trait ChatPeer: Sized + Send + Sync + 'static {
     const SHOWS_TYPING: bool = true;
     /// Whether code blocks show a tab as spaces to the next 4-column stop (Telegram).
     const TABS_SHOWN_AS_SPACES: bool = false;
+    /// How long a long streamed answer may take to finish: edits are paced per platform (Matrix
+    /// edits a message at most once a second, so 10,000 characters streamed take longer).
+    const STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
     async fn start() -> Self;
     /// Environment and `platforms:` YAML (indented under `platforms:`) that point the gateway's

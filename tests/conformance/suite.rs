@@ -42,7 +42,12 @@ impl<P: ChatPeer> Run<P> {
     /// Wait until the bot's messages in `chat` satisfy `done`; panics with what was posted and
     /// the gateway's log otherwise.
     pub(crate) async fn wait(&self, chat: &Chat, what: &str, done: impl Fn(&[Posted]) -> bool) -> Vec<Posted> {
-        let deadline = Instant::now() + WAIT;
+        self.wait_for(WAIT, chat, what, done).await
+    }
+
+    /// [`Self::wait`], for at most `timeout`.
+    pub(crate) async fn wait_for(&self, timeout: Duration, chat: &Chat, what: &str, done: impl Fn(&[Posted]) -> bool) -> Vec<Posted> {
+        let deadline = Instant::now() + timeout;
         loop {
             let posted = self.peer.posted(chat);
             if done(&posted) {
@@ -277,7 +282,8 @@ pub(crate) async fn streamed_answer_matches_sent<P: ChatPeer>() {
     let chars: Vec<char> = answer.chars().collect();
     run.llm.push(Reply::chunks(chars.chunks(300).map(|c| c.iter().collect::<String>())));
     let chat = run.peer.dm(13, "stream the tool").await;
-    run.wait(&chat, "the streamed answer, finished", |p| p.last().is_some_and(|m| m.text.trim_end().ends_with('🎉'))).await;
+    run.wait_for(P::STREAM_WAIT, &chat, "the streamed answer, finished", |p| p.last().is_some_and(|m| m.text.trim_end().ends_with('🎉')))
+        .await;
     settle().await;
     let posted = run.peer.posted(&chat);
     assert!(posted.len() >= 3, "a long answer streams over several messages: {}", posted.len());
@@ -429,7 +435,8 @@ pub(crate) async fn junk_is_ignored<P: ChatPeer>() {
     let chat = run.peer.dm(10, "still there?").await;
     run.wait_text(&chat, "echo: still there?").await;
     settle().await;
-    assert_eq!(run.peer.posted(&chat).len(), 1);
+    let posted = run.peer.posted(&chat);
+    assert_eq!(posted.len(), 1, "one answer, nothing about the junk: {posted:#?}");
     assert_eq!(run.llm.request_count(), 1, "junk never reached the agent");
 }
 

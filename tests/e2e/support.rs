@@ -69,7 +69,9 @@ impl Setup {
 
     /// `hermes <args>` with this home and environment, and nothing from the caller's.
     pub(crate) fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+        // HERMES_TEST_BINARY runs another build (a release binary, to measure it) under the same tests.
+        let binary = std::env::var("HERMES_TEST_BINARY").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hermes").to_string());
+        let mut cmd = Command::new(binary);
         cmd.args(args).env_clear().env("HERMES_HOME", self.home.path()).env("HOME", self.home.path()).env("RUST_LOG", "info,hermes=debug");
         if let Ok(path) = std::env::var("PATH") {
             cmd.env("PATH", path);
@@ -105,6 +107,14 @@ pub(crate) struct Gateway {
 }
 
 impl Gateway {
+    /// The process's resident memory now, in kB (`VmRSS`), if it still runs.
+    #[allow(dead_code)] // read by the conformance crate only
+    pub(crate) fn vm_rss_kb(&self) -> Option<u64> {
+        let pid = self.child.as_ref()?.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
     pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

@@ -214,6 +214,13 @@ pub trait AdapterConfig: Serialize + DeserializeOwned + Default + PartialEq + Cl
         Vec::new()
     }
 
+    /// Whether this config holds a credential that turns the platform on by itself, as the
+    /// block's `token` does (a Matrix password, a mailbox password): a platform is enabled
+    /// when it says `enabled: true`, has a `token`, or this is true.
+    fn has_credential(&self) -> bool {
+        false
+    }
+
     /// Toolsets this config names (relative key path, names), which the gateway checks exist.
     fn toolsets(&self) -> Vec<(String, Vec<String>)> {
         Vec::new()
@@ -250,6 +257,8 @@ pub trait ErasedConfig: fmt::Debug + Send + Sync + 'static {
     fn to_json(&self) -> serde_json::Value;
     /// See [`AdapterConfig::secrets`].
     fn secrets(&self) -> Vec<String>;
+    /// See [`AdapterConfig::has_credential`].
+    fn has_credential(&self) -> bool;
     /// See [`AdapterConfig::toolsets`].
     fn toolsets(&self) -> Vec<(String, Vec<String>)>;
     /// See [`AdapterConfig::listener`].
@@ -270,6 +279,10 @@ impl<T: AdapterConfig> ErasedConfig for T {
 
     fn secrets(&self) -> Vec<String> {
         AdapterConfig::secrets(self)
+    }
+
+    fn has_credential(&self) -> bool {
+        AdapterConfig::has_credential(self)
     }
 
     fn toolsets(&self) -> Vec<(String, Vec<String>)> {
@@ -357,6 +370,9 @@ pub struct BuildContext<'a> {
     pub token: Option<&'a str>,
     /// Where inbound attachments are saved (a private [`crate::MediaCache`] folder).
     pub media_dir: &'a Path,
+    /// The platform's own private state folder (`HERMES_HOME/platforms/<name>`, not yet
+    /// created): a sync token, a crypto store, the last mail seen.
+    pub state_dir: &'a Path,
     /// The slash commands, as a command menu shows them: (name without `/`, description).
     pub commands: &'a [(String, String)],
     /// Whether platforms may unfurl links in the agent's messages (`display.link_previews`).

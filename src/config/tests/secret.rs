@@ -29,23 +29,43 @@ platforms:
     routes:
       gh:
         secret: route-secret
-  matrix:
-    token: matrix-token-secret
+  irc:
+    token: irc-token-secret
     extra:
-      password: matrix-password
+      password: irc-password
       nested: {access_token: nested-token}
+  matrix:
+    homeserver: https://matrix.example.org
+    user_id: '@bot:example.org'
+    password: matrix-password-secret
+    recovery_key: matrix-recovery-secret
+  email:
+    address: bot@example.org
+    password: email-password-secret
+    imap_host: imap.example.org
+    smtp_host: smtp.example.org
+    authserv_id: mx.example.org
 ";
     let c = config(yaml, &[("LLM_API_KEY", "")]);
     let debug = format!("{c:?}");
     let masked = c.to_masked_yaml();
-    for secret in
-        ["sk-model-secret", "apikey-secret", "webhook-secret", "route-secret", "matrix-token-secret", "matrix-password", "nested-token"]
-    {
+    for secret in [
+        "sk-model-secret",
+        "apikey-secret",
+        "webhook-secret",
+        "route-secret",
+        "irc-token-secret",
+        "irc-password",
+        "nested-token",
+        "matrix-password-secret",
+        "matrix-recovery-secret",
+        "email-password-secret",
+    ] {
         assert!(!debug.contains(secret), "Debug leaks {secret}: {debug}");
         assert!(!masked.contains(secret), "YAML leaks {secret}: {masked}");
     }
     assert!(masked.contains("****7890"), "{masked}");
-    assert_eq!(c.platforms.get("matrix").unwrap().extra.get("password").and_then(|v| v.as_str()), Some("matrix-password"));
+    assert_eq!(c.platforms.get("irc").unwrap().extra.get("password").and_then(|v| v.as_str()), Some("irc-password"));
     assert_eq!(c.model.api_key.as_ref().map(|k| k.expose()), Some("sk-model-secret-1234567890"));
 }
 

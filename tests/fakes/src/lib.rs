@@ -13,6 +13,9 @@
 //! * [`slack`]: Slack's Web API and Socket Mode WebSocket (tickets, envelopes, acks and retries,
 //!   disconnects) with a control API, fault knobs, and how Slack displays mrkdwn.
 //!
+//! * [`proxy`]: an HTTP proxy in front of a real server (Synapse) that refuses chosen requests,
+//!   replays a recorded answer and cuts every connection on demand.
+//!
 //! All listen on real HTTP on `127.0.0.1`, so the code under test exercises
 //! its actual HTTP client stack rather than a mock trait.
 
@@ -20,6 +23,7 @@ pub mod discord;
 mod faults;
 pub mod inbox;
 mod llm;
+pub mod proxy;
 mod receiver;
 mod serve;
 mod shared;

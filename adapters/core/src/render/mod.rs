@@ -5,10 +5,13 @@
 //! - [`markdown`]: Markdown passed through (Discord, HTTP clients).
 //! - [`telegram_html`]: Telegram's HTML subset.
 //! - [`slack_mrkdwn`]: Slack's mrkdwn.
+//! - [`matrix_html`]: Matrix's HTML `formatted_body`, beside a Markdown `body` (not a chunking
+//!   dialect: Matrix chunks are Markdown, each rendered once it is cut).
 //! - [`plain`]: plain text.
 
 pub mod doc;
 pub mod markdown;
+pub mod matrix_html;
 pub mod plain;
 pub mod slack_mrkdwn;
 pub mod telegram_html;

@@ -1,0 +1,116 @@
+//! What the email adapter is configured with, already resolved from config and environment by
+//! the gateway (this crate never reads the environment itself), and the TLS modes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How a connection to the IMAP or SMTP server is protected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsMode {
+    /// TLS from the first byte (IMAPS 993, SMTPS 465).
+    Tls,
+    /// A plain connection upgraded with STARTTLS before anything secret is sent (143, 587, 25);
+    /// a server that does not offer it is refused, never used in clear text.
+    StartTls,
+    /// No encryption at all: allowed only when both servers are on loopback.
+    None,
+}
+
+impl TlsMode {
+    /// The mode a port usually means: 993 and 465 speak TLS at once, the others upgrade.
+    pub fn for_port(port: u16) -> Self {
+        match port {
+            993 | 465 => TlsMode::Tls,
+            _ => TlsMode::StartTls,
+        }
+    }
+}
+
+/// Everything the adapter needs, with defaults applied.
+#[derive(Clone)]
+pub struct EmailSettings {
+    /// The bot's own address: the IMAP and SMTP login, the `From` of replies.
+    pub address: String,
+    /// The mailbox password (IMAP and SMTP).
+    pub password: String,
+    pub imap_host: String,
+    pub imap_port: u16,
+    pub smtp_host: String,
+    pub smtp_port: u16,
+    pub imap_tls: TlsMode,
+    pub smtp_tls: TlsMode,
+    /// How often the mailbox is polled when the server cannot IDLE (or IDLE failed).
+    pub poll_interval: Duration,
+    /// Wait with IDLE when the server offers it; off, the mailbox is polled (for servers whose
+    /// IDLE misbehaves).
+    pub use_idle: bool,
+    /// How long one IDLE lasts before it is renewed (servers drop IDLE after 30 minutes).
+    pub idle_renewal: Duration,
+    /// Accept the `From` header as the sender's identity without an `Authentication-Results`
+    /// check (only for a mailbox whose server already refuses forged senders).
+    pub trust_from_header: bool,
+    /// The authserv-id of the receiving server's `Authentication-Results` headers; only those
+    /// headers are believed.
+    pub authserv_id: Option<String>,
+    /// Where the mailbox cursor and the conversation threads are kept.
+    pub state_dir: PathBuf,
+    /// Where attachments are saved.
+    pub media_dir: PathBuf,
+    /// The largest mail downloaded whole; bigger ones are answered from their headers only.
+    pub max_mail_bytes: u32,
+    /// The largest attachment saved.
+    pub max_attachment_bytes: usize,
+    /// How long one network step (connect, a command, a DATA transfer) may take.
+    pub io_timeout: Duration,
+}
+
+impl EmailSettings {
+    pub fn new(address: impl Into<String>, password: impl Into<String>, state_dir: PathBuf, media_dir: PathBuf) -> Self {
+        Self {
+            address: address.into(),
+            password: password.into(),
+            imap_host: String::new(),
+            imap_port: 993,
+            smtp_host: String::new(),
+            smtp_port: 587,
+            imap_tls: TlsMode::Tls,
+            smtp_tls: TlsMode::StartTls,
+            poll_interval: Duration::from_secs(15),
+            use_idle: true,
+            idle_renewal: Duration::from_secs(25 * 60),
+            trust_from_header: false,
+            authserv_id: None,
+            state_dir,
+            media_dir,
+            max_mail_bytes: 25 * 1024 * 1024,
+            max_attachment_bytes: 20 * 1024 * 1024,
+            io_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// The domain of the bot's address, lower-cased (Message-IDs of replies are made in it).
+    pub fn domain(&self) -> String {
+        self.address.rsplit_once('@').map(|(_, d)| d.to_ascii_lowercase()).unwrap_or_else(|| "localhost".to_string())
+    }
+}
+
+// The password is a credential: never printed.
+impl std::fmt::Debug for EmailSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmailSettings")
+            .field("address", &self.address)
+            .field("password", &"****")
+            .field("imap", &format_args!("{}:{} ({:?})", self.imap_host, self.imap_port, self.imap_tls))
+            .field("smtp", &format_args!("{}:{} ({:?})", self.smtp_host, self.smtp_port, self.smtp_tls))
+            .field("poll_interval", &self.poll_interval)
+            .field("trust_from_header", &self.trust_from_header)
+            .field("authserv_id", &self.authserv_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `host` is this machine (a name or an address on loopback).
+pub fn is_loopback(host: &str) -> bool {
+    let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}

@@ -1,0 +1,379 @@
+//! The sync loop: our own loop over `sync_once`, resuming from the `next_batch` token in the
+//! state folder. matrix-sdk's store saves its own token before anyone has looked at the events,
+//! so that one is never used: a crash between the two would lose messages. Ours is written only
+//! after every event of the response went through `ctx.accept` (the gateway's durable inbox,
+//! which deduplicates on `matrix:<event id>`), so a crash at any point means the next run syncs
+//! from the last fully accepted token and the inbox drops what it already has.
+//!
+//! Per response: invites (joined only when the gateway would let the inviter in; a stranger's
+//! invite is rejected), then each joined room's timeline in order (messages, reactions on
+//! approval prompts, undecryptable messages), then the token. On the very first start the
+//! backlog is skipped (history is not answered); in a room the bot just joined, what came before
+//! its join is history too. Failures retry with backoff; a rejected credential parks the adapter
+//! naming the variable to fix.
+
+use crate::MatrixAdapter;
+use crate::inbound::{self, Gate, Incoming, Me, Message, RoomFacts};
+use crate::login;
+use crate::media::{self, Saved};
+use crate::undecryptable::{self, Reported};
+use hermes_adapter::untrusted;
+use hermes_adapter::{AcceptError, AdapterContext, AdapterError, ChatType, InboundEvent, MessageKind, Platform, SessionSource};
+use matrix_sdk::config::SyncSettings;
+use matrix_sdk::deserialized_responses::{TimelineEvent, TimelineEventKind};
+use matrix_sdk::ruma::api::client::filter::FilterDefinition;
+use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
+use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId};
+use matrix_sdk::sync::SyncResponse;
+use matrix_sdk::{Client, Room};
+use serde_json::Value;
+use std::time::Duration;
+
+/// Consecutive failed syncs before the run ends and the supervisor rebuilds the client.
+const FAILURES_BEFORE_RESTART: u32 = 6;
+/// Events per room per sync; a busier room than this between two syncs is a "limited" timeline
+/// (the gap is logged).
+const TIMELINE_LIMIT: u32 = 100;
+
+fn sync_filter() -> Option<Filter> {
+    let definition: FilterDefinition = serde_json::from_value(serde_json::json!({"room": {"timeline": {"limit": TIMELINE_LIMIT}}})).ok()?;
+    Some(Filter::FilterDefinition(definition))
+}
+
+pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<(), AdapterError> {
+    let connected = tokio::select! {
+        connected = login::connect(&adapter.settings, &adapter.state) => connected?,
+        _ = ctx.shutdown.cancelled() => return Ok(()),
+    };
+    let client = connected.client;
+    let Some(user_id) = client.user_id().map(|u| u.to_string()) else {
+        return Err(AdapterError::retryable("matrix_setup", "the client has no user after login"));
+    };
+    adapter.set_client(Some(client.clone()));
+    let display_name = client.account().get_display_name().await.ok().flatten();
+    let me = Me { user_id, display_name };
+    if let Some(key) = &adapter.settings.recovery_key {
+        login::recover(&client, key).await;
+    }
+    let mut reported = Reported::load(adapter.state.undecryptable_file());
+    let mut token =
+        adapter.state.sync_token().map_err(|e| AdapterError::retryable("state", format!("could not read the sync token: {e}")))?;
+    tracing::info!(user = %me.user_id, resume = token.is_some(), "Matrix connected");
+    let mut failures = 0u32;
+    loop {
+        let mut settings = SyncSettings::new();
+        if let Some(filter) = sync_filter() {
+            settings = settings.filter(filter);
+        }
+        settings = match &token {
+            Some(token) => settings.token(token.clone()).timeout(adapter.settings.sync_timeout),
+            // The first sync only learns where "now" is.
+            None => settings.timeout(Duration::ZERO),
+        };
+        let response = tokio::select! {
+            response = client.sync_once(settings) => response,
+            _ = ctx.shutdown.cancelled() => return Ok(()),
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(e) => {
+                if crate::errors::is_auth_failure(&e) {
+                    ctx.health.mark_disconnected();
+                    if matches!(adapter.settings.login, crate::settings::Login::Password(_)) {
+                        // The saved token was revoked (a logout elsewhere): log in again next run.
+                        let _ = adapter.state.forget_session();
+                        return Err(AdapterError::retryable(
+                            "session_expired",
+                            format!("the saved Matrix session was rejected ({e}); logging in again"),
+                        ));
+                    }
+                    return Err(crate::errors::sync_failure(&e, connected.credential_var));
+                }
+                failures += 1;
+                ctx.health.set_degraded(Some(format!("sync failing: {e}")));
+                if failures >= FAILURES_BEFORE_RESTART {
+                    return Err(crate::errors::sync_failure(&e, connected.credential_var));
+                }
+                let backoff = Duration::from_secs((1u64 << failures.min(5)).min(30));
+                tracing::warn!(attempt = failures, "Matrix sync failed ({e}); retrying in {backoff:?}");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => continue,
+                    _ = ctx.shutdown.cancelled() => return Ok(()),
+                }
+            }
+        };
+        if failures > 0 {
+            ctx.health.set_degraded(None);
+        }
+        failures = 0;
+        ctx.health.mark_connected();
+        handle_invites(&client, &ctx, &response, &me).await;
+        if token.is_some() {
+            let events = collect(adapter, &ctx, &client, &me, &response, &mut reported).await;
+            match ctx.accept_all(events).await {
+                Ok(_) => {}
+                Err(AcceptError::ShuttingDown) => return Ok(()),
+                Err(e) => {
+                    return Err(AdapterError::retryable(
+                        "inbox",
+                        format!("the inbox refused Matrix events ({e}); they will be synced again"),
+                    ));
+                }
+            }
+        } else {
+            tracing::info!("first Matrix start: earlier messages are not answered");
+        }
+        adapter
+            .state
+            .save_sync_token(&response.next_batch)
+            .map_err(|e| AdapterError::retryable("state", format!("could not save the sync token: {e}")))?;
+        token = Some(response.next_batch);
+    }
+}
+
+fn source(room_id: &str, chat_type: ChatType, sender: &str) -> SessionSource {
+    SessionSource::new(Platform::new("matrix"), room_id, chat_type).with_user(sender)
+}
+
+/// Join the rooms allowed users invited the bot to; reject (leave) the others.
+async fn handle_invites(client: &Client, ctx: &AdapterContext, response: &SyncResponse, me: &Me) {
+    for (room_id, invite) in &response.rooms.invited {
+        let member = invite.invite_state.events.iter().filter_map(|raw| serde_json::from_str::<Value>(raw.json().get()).ok()).find(|e| {
+            e.get("type").and_then(Value::as_str) == Some("m.room.member")
+                && e.get("state_key").and_then(Value::as_str) == Some(me.user_id.as_str())
+        });
+        let inviter = member.as_ref().and_then(|m| m.get("sender")).and_then(Value::as_str).unwrap_or("").to_string();
+        let direct = member.as_ref().and_then(|m| m.pointer("/content/is_direct")).and_then(Value::as_bool).unwrap_or(false);
+        let chat_type = if direct { ChatType::Dm } else { ChatType::Group };
+        let allowed = !inviter.is_empty() && ctx.sender_allowed(&source(room_id.as_str(), chat_type, &inviter));
+        let Some(room) = client.get_room(room_id) else { continue };
+        if allowed {
+            match room.join().await {
+                Ok(()) => tracing::info!(room = %room_id, inviter, "joined a room on an allowed user's invite"),
+                Err(e) => tracing::warn!(room = %room_id, inviter, "could not join a room an allowed user invited the bot to: {e}"),
+            }
+        } else {
+            tracing::warn!(room = %room_id, inviter, "rejected an invite from a user the gateway does not allow");
+            if let Err(e) = room.leave().await {
+                tracing::warn!(room = %room_id, "could not reject the invite: {e}");
+            }
+        }
+    }
+}
+
+/// Everything of one response the gateway must hear about, in timeline order.
+async fn collect(
+    adapter: &MatrixAdapter,
+    ctx: &AdapterContext,
+    client: &Client,
+    me: &Me,
+    response: &SyncResponse,
+    reported: &mut Reported,
+) -> Vec<InboundEvent> {
+    let mut out = Vec::new();
+    for (room_id, update) in &response.rooms.joined {
+        let Some(room) = client.get_room(room_id) else { continue };
+        if update.timeline.limited {
+            tracing::warn!(room = %room_id, "more than {TIMELINE_LIMIT} events arrived in one room between two syncs; older ones of them are not answered");
+        }
+        let mut from_room = Vec::new();
+        for event in &update.timeline.events {
+            let Ok(json) = serde_json::from_str::<Value>(event.raw().json().get()) else { continue };
+            if is_own_join(&json, me) {
+                // What came before the bot joined is history, not a question to it.
+                from_room.clear();
+                continue;
+            }
+            if let TimelineEventKind::UnableToDecrypt { utd_info, .. } = &event.kind {
+                report_undecryptable(client, &room, event, utd_info.session_id.as_deref(), me, reported).await;
+                continue;
+            }
+            match inbound::parse(&json, &me.user_id) {
+                Incoming::Message(msg) => {
+                    if let Some(event) = message_event(adapter, ctx, client, &room, me, msg).await {
+                        from_room.push(event);
+                    }
+                }
+                Incoming::Reaction { event_id, sender, target, key } => {
+                    if let Some(event) = button_press(adapter, &room, &event_id, &sender, &target, &key).await {
+                        from_room.push(event);
+                    }
+                }
+                Incoming::Ignored(why) => tracing::trace!(room = %room_id, "ignored a Matrix event: {why}"),
+            }
+        }
+        out.extend(from_room);
+    }
+    out
+}
+
+fn is_own_join(json: &Value, me: &Me) -> bool {
+    json.get("type").and_then(Value::as_str) == Some("m.room.member")
+        && json.get("state_key").and_then(Value::as_str) == Some(me.user_id.as_str())
+        && json.pointer("/content/membership").and_then(Value::as_str) == Some("join")
+        && json.pointer("/unsigned/prev_content/membership").and_then(Value::as_str) != Some("join")
+}
+
+/// A DM: marked direct, or just the bot and one other person.
+async fn is_dm(room: &Room) -> bool {
+    room.is_direct().await.unwrap_or(false) || joined_members(room).await == 2
+}
+
+/// How many are joined. The sync's room summary carries the count only when it changed (and
+/// Synapse sends summaries only with lazy-loaded members), so a room known from before the first
+/// sync has none: then the member events in the store are counted.
+async fn joined_members(room: &Room) -> u64 {
+    match room.joined_members_count() {
+        0 => room.members_no_sync(matrix_sdk::RoomMemberships::JOIN).await.map(|m| m.len() as u64).unwrap_or(0),
+        known => known,
+    }
+}
+
+fn gate(adapter: &MatrixAdapter) -> Gate {
+    Gate {
+        require_mention: adapter.settings.require_mention,
+        thread_require_mention: adapter.settings.thread_require_mention,
+        free_response_rooms: adapter.settings.free_response_rooms.clone(),
+        auto_thread: adapter.settings.auto_thread,
+    }
+}
+
+/// Whether the bot takes part in the thread at `root`: remembered, or its root mentions the bot
+/// or is the bot's.
+async fn bot_in_thread(adapter: &MatrixAdapter, room: &Room, root: &str, me: &Me) -> bool {
+    if adapter.takes_part(room.room_id().as_str(), root) {
+        return true;
+    }
+    let Ok(root_id) = OwnedEventId::try_from(root) else { return false };
+    let Ok(event) = room.event(&root_id, None).await else { return false };
+    let Ok(json) = serde_json::from_str::<Value>(event.raw().json().get()) else { return false };
+    let takes_part = json.get("sender").and_then(Value::as_str) == Some(me.user_id.as_str())
+        || matches!(inbound::parse(&json, &me.user_id), Incoming::Message(m) if me.is_mentioned(&m));
+    if takes_part {
+        adapter.join_thread(room.room_id().as_str(), root);
+    }
+    takes_part
+}
+
+async fn message_event(
+    adapter: &MatrixAdapter,
+    ctx: &AdapterContext,
+    client: &Client,
+    room: &Room,
+    me: &Me,
+    msg: Message,
+) -> Option<InboundEvent> {
+    let room_id = room.room_id().to_string();
+    let in_thread = match &msg.thread_root {
+        Some(root) => bot_in_thread(adapter, room, root, me).await,
+        None => false,
+    };
+    let facts = RoomFacts { room_id: room_id.clone(), is_dm: is_dm(room).await, bot_in_thread: in_thread };
+    let Some(route) = inbound::route(&msg, &facts, me, &gate(adapter)) else {
+        tracing::debug!(room = %room_id, dm = facts.is_dm, "a room message that does not mention the bot: not answered");
+        return None;
+    };
+    if let Some(thread) = &route.thread_id {
+        adapter.join_thread(&room_id, thread);
+    }
+    let mut source = source(&room_id, route.chat_type, &msg.sender);
+    source.thread_id = route.thread_id.clone();
+    source.chat_name = room.name();
+    if let Ok(user) = matrix_sdk::ruma::OwnedUserId::try_from(msg.sender.as_str())
+        && let Ok(Some(member)) = room.get_member_no_sync(&user).await
+    {
+        source.user_display_name = member.display_name().map(str::to_string);
+    }
+    let own = if route.mentioned { me.strip_mention(&msg.body) } else { msg.body.clone() };
+    let own = inbound::command_text(&own, &adapter.settings.command_prefix, &adapter.settings.commands);
+    let mut kind = MessageKind::Text;
+    let mut media_paths = Vec::new();
+    let mut text = match &msg.in_reply_to {
+        Some(replied) => match replied_text(room, replied, me).await {
+            Some((author, words)) => untrusted::with_reply_context(Some(&author), &words, &own),
+            None => own,
+        },
+        None => own,
+    };
+    if let Some(attachment) = &msg.attachment {
+        kind = attachment.kind;
+        let note = if ctx.sender_allowed(&source) {
+            match media::save(client, attachment, &msg.event_id, &adapter.settings.media_dir, adapter.settings.max_media_bytes).await {
+                Saved::Path(path) => {
+                    media_paths.push(path.to_string_lossy().into_owned());
+                    format!("[attached file {}]", untrusted::mark(&attachment.name))
+                }
+                Saved::Skipped(note) => note,
+            }
+        } else {
+            // A stranger's upload costs nothing: not fetched (the gateway denies the event).
+            "[an attachment, not downloaded]".to_string()
+        };
+        text = if text.trim().is_empty() { note } else { format!("{text}\n{note}") };
+    }
+    let mut event = InboundEvent::text(format!("matrix:{}", msg.event_id), source, inbound::bounded(&text));
+    event.message_id = Some(msg.event_id.clone());
+    event.kind = kind;
+    event.media_paths = media_paths;
+    Some(event)
+}
+
+/// Who wrote the replied-to message and what it says (the bot's own as "the assistant").
+async fn replied_text(room: &Room, event_id: &str, me: &Me) -> Option<(String, String)> {
+    let id = OwnedEventId::try_from(event_id).ok()?;
+    let event = room.event(&id, None).await.ok()?;
+    let json: Value = serde_json::from_str(event.raw().json().get()).ok()?;
+    let sender = json.get("sender").and_then(Value::as_str)?;
+    let body = json.pointer("/content/body").and_then(Value::as_str)?;
+    let author = if sender == me.user_id { "the assistant".to_string() } else { sender.to_string() };
+    Some((author, body.to_string()))
+}
+
+/// A reaction on one of the bot's approval prompts, as the press of the button it stands for.
+async fn button_press(adapter: &MatrixAdapter, room: &Room, event_id: &str, sender: &str, target: &str, key: &str) -> Option<InboundEvent> {
+    let (prompt, choice) = adapter.prompts.pick(target, key)?;
+    if prompt.room_id != room.room_id().as_str() {
+        return None;
+    }
+    let chat_type = match (is_dm(room).await, &prompt.thread_id) {
+        (_, Some(_)) => ChatType::Thread,
+        (true, None) => ChatType::Dm,
+        (false, None) => ChatType::Group,
+    };
+    let mut source = source(&prompt.room_id, chat_type, sender);
+    source.thread_id = prompt.thread_id.clone();
+    source.chat_name = room.name();
+    let mut event = InboundEvent::text(format!("matrix:{event_id}"), source, choice.data);
+    event.kind = MessageKind::ButtonPress;
+    event.message_id = Some(prompt.event_id);
+    Some(event)
+}
+
+async fn report_undecryptable(
+    client: &Client,
+    room: &Room,
+    event: &TimelineEvent,
+    session: Option<&str>,
+    me: &Me,
+    reported: &mut Reported,
+) {
+    let sender = event.sender().map(|s| s.to_string()).unwrap_or_else(|| "someone".to_string());
+    if sender == me.user_id {
+        return;
+    }
+    let room_id: OwnedRoomId = room.room_id().to_owned();
+    let session = session.unwrap_or("unknown session");
+    let event_id = event.event_id().map(|e| e.to_string()).unwrap_or_default();
+    tracing::warn!(room = %room_id, sender, event = event_id, session, "could not decrypt a Matrix message (the bot's device has no key for it)");
+    if !reported.first_time(room_id.as_str(), session) {
+        return;
+    }
+    let device = client.device_id().map(|d| d.to_string()).unwrap_or_default();
+    let text = undecryptable::notice(&sender, &device);
+    let content = serde_json::json!({"msgtype": "m.notice", "body": text, "m.mentions": {}});
+    // A notice, so other bots do not answer it; its txn id makes a resend after a crash harmless.
+    let txn = crate::adapter::txn_id(&format!("utd:{room_id}:{session}"));
+    if let Err(e) = room.send_raw("m.room.message", content).with_transaction_id(&txn).await {
+        tracing::warn!(room = %room_id, "could not tell the room a message was undecryptable: {e}");
+    }
+}

@@ -1,0 +1,202 @@
+//! The email peer of the shared suite: a real Dovecot mailbox and Postfix (tests/peers/mail.sh),
+//! people who write with `smtplib` and read with `imaplib`, and the bot's answers read back over
+//! IMAP and parsed as a mail program would (mail-parser).
+//!
+//! Email has one kind of chat, a sender's own conversation, and no edits, typing, groups or
+//! threads; so it runs the suite's behaviours that a mailbox can show (see `main.rs`). A
+//! redelivery is the same mail (same `Message-ID`) arriving again; a broken connection is
+//! Dovecot kicking the bot's IMAP sessions (`doveadm kick`).
+
+use crate::email::{self, AUTHSERV, MailPeer};
+use crate::peer::{Chat, ChatPeer, Posted};
+use crate::support::Setup;
+use mail_parser::MimeHeaders;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A mail the bot sent, as a mail program shows it.
+struct Received {
+    message_id: String,
+    text: String,
+    files: Vec<String>,
+}
+
+pub(crate) struct EmailPeer {
+    mail: MailPeer,
+    bot: (String, String),
+    /// Unique to this peer: users are `<prefix>u<n>@example.test`.
+    prefix: String,
+    created: Mutex<Vec<u32>>,
+    /// The gateway's HERMES_HOME, to know when the adapter has taken its place in the mailbox.
+    home: Mutex<Option<PathBuf>>,
+    /// (from, subject, message id, body) of the last mail sent, for a redelivery.
+    last: Mutex<Option<(String, String, String, String)>>,
+}
+
+const PASSWORD: &str = "user-password-0123";
+
+impl EmailPeer {
+    fn address(&self, n: u32) -> String {
+        format!("{}u{n}@example.test", self.prefix)
+    }
+
+    /// User `n`'s account, created on first use (the bot answers to it).
+    fn account(&self, n: u32) -> String {
+        let address = self.address(n);
+        let mut created = self.created.lock().unwrap();
+        if !created.contains(&n) {
+            email::mailtool(&["add-user", &self.mail.users, &self.mail.imap_port, &address, PASSWORD]);
+            created.push(n);
+        }
+        address
+    }
+
+    /// Mail sent before the adapter's first look at the mailbox is old mail it never answers:
+    /// wait until it has recorded where the mailbox stood.
+    async fn adapter_ready(&self) {
+        let home = self.home.lock().unwrap().clone().expect("configure() ran");
+        let cursor = home.join("platforms/email/cursor.json");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !cursor.exists() {
+            assert!(Instant::now() < deadline, "the email adapter never connected to the mailbox");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn send(&self, from: &str, subject: &str, message_id: &str, body: &str) {
+        self.mail.send_authenticated(from, &self.bot.0, subject, message_id, body, &[]);
+        *self.last.lock().unwrap() = Some((from.to_string(), subject.to_string(), message_id.to_string(), body.to_string()));
+    }
+
+    fn received(&self, chat: &Chat) -> Vec<Received> {
+        let parser = mail_parser::MessageParser::default();
+        self.mail
+            .mails(&chat.chat_id, PASSWORD)
+            .into_iter()
+            .filter_map(|m| {
+                let parsed = parser.parse(m.raw.as_bytes())?;
+                let from_bot = parsed.from().and_then(|f| f.first()).and_then(|a| a.address()).is_some_and(|a| a == self.bot.0);
+                from_bot.then(|| Received {
+                    message_id: parsed.message_id().unwrap_or_default().to_string(),
+                    text: parsed.body_text(0).map(|t| t.trim_end().to_string()).unwrap_or_default(),
+                    files: parsed.attachments().filter_map(|a| a.attachment_name().map(str::to_string)).collect(),
+                })
+            })
+            .collect()
+    }
+}
+
+static SENT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn message_id() -> String {
+    format!("<suite-{}-{}@example.test>", std::process::id(), SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+impl ChatPeer for EmailPeer {
+    const PLATFORM: &'static str = "email";
+    const MAX_LEN: usize = 50_000;
+    const PARSES_FORMATTING: bool = false;
+    const DIALECT: hermes_adapter::MarkdownDialect = hermes_adapter::MarkdownDialect::Plain;
+    const UNIT: hermes_adapter::LengthUnit = hermes_adapter::LengthUnit::Chars;
+    const SHOWS_TYPING: bool = false;
+
+    async fn start() -> Self {
+        let mail = email::peer();
+        let bot = mail.account("bot");
+        let prefix = format!("s{:08x}", rand::random::<u32>());
+        EmailPeer { mail, bot, prefix, created: Mutex::new(Vec::new()), home: Mutex::new(None), last: Mutex::new(None) }
+    }
+
+    fn configure(&self, setup: &mut Setup) -> String {
+        let allowed = (1..=50).map(|n| self.address(n)).collect::<Vec<_>>().join(",");
+        self.mail.configure(setup, &self.bot, &allowed);
+        *self.home.lock().unwrap() = Some(setup.home.path().to_path_buf());
+        "  email:\n    enabled: true\n".to_string()
+    }
+
+    fn measure(text: &str) -> usize {
+        text.chars().count()
+    }
+
+    async fn dm(&self, user: u32, text: &str) -> Chat {
+        self.adapter_ready().await;
+        let from = self.account(user);
+        // A reply subject: the text reaches the agent without a `[Subject: …]` line.
+        self.send(&from, "Re: hermes", &message_id(), text);
+        Chat { chat_id: from, thread_id: None }
+    }
+
+    async fn reply(&self, user: u32, _chat: &Chat, message_id: &str, text: &str) {
+        let from = self.account(user);
+        let in_reply_to = format!("In-Reply-To: {message_id}");
+        self.mail.send_authenticated(&from, &self.bot.0, "Re: hermes", &self::message_id(), text, &[&in_reply_to]);
+    }
+
+    async fn group(&self, _user: u32, _text: &str, _mention: bool) -> Chat {
+        unreachable!("email has no group chats; the suite's group behaviours are not run for it")
+    }
+
+    async fn thread(&self, _user: u32, _thread: u32, _text: &str) -> Chat {
+        unreachable!("email has no threads of its own; the suite's thread behaviours are not run for it")
+    }
+
+    fn posted(&self, chat: &Chat) -> Vec<Posted> {
+        self.received(chat)
+            .into_iter()
+            .filter(|m| m.files.is_empty() || !m.text.is_empty())
+            .map(|m| Posted {
+                id: format!("<{}>", m.message_id),
+                text: m.text.clone(),
+                raw: m.text,
+                // A mail program shows a link as text; nothing fetches it.
+                previews_off: true,
+                edits: 0,
+                styles: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn files(&self, chat: &Chat) -> Vec<String> {
+        self.received(chat).into_iter().flat_map(|m| m.files).collect()
+    }
+
+    fn typing_seen(&self, _chat: &Chat) -> usize {
+        0
+    }
+
+    fn redeliver_last(&self) {
+        // The same mail, Message-ID and all, delivered once more (a sender's retry, a copy).
+        let (from, subject, id, body) = self.last.lock().unwrap().clone().expect("a mail was sent");
+        self.mail.send_authenticated(&from, &self.bot.0, &subject, &id, &body, &[]);
+    }
+
+    fn rate_limit_sends(&self, _n: usize) {
+        unreachable!("Postfix cannot be told to throttle; the suite's rate-limit behaviour is not run for email")
+    }
+
+    fn reject_formatting(&self, _n: usize) -> bool {
+        false
+    }
+
+    async fn interrupt_connection(&self) {
+        let conf = std::env::var("HERMES_TEST_DOVECOT_CONF").expect("HERMES_TEST_DOVECOT_CONF (set by tests/peers/mail.sh)");
+        let kicked = std::process::Command::new("doveadm").args(["-c", &conf, "kick", &self.bot.0]).output().expect("run doveadm");
+        let said = format!("{}{}", String::from_utf8_lossy(&kicked.stdout), String::from_utf8_lossy(&kicked.stderr));
+        assert!(kicked.status.success() && !said.contains("no users kicked"), "the bot's IMAP session was cut: {said}");
+    }
+
+    fn inject_junk(&self) {
+        // Junk the adapter would skip as old mail proves nothing.
+        tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(self.adapter_ready()));
+        let from = self.account(10);
+        let to = &self.bot.0;
+        // A bounce, an out-of-office answer, list mail, and mail claiming to be user 10 that no
+        // receiving server vouched for: none is answered.
+        let pass = format!("Authentication-Results: {AUTHSERV}; dkim=pass header.d=example.test");
+        self.mail.send("MAILER-DAEMON@example.test", to, "Undelivered Mail Returned to Sender", &message_id(), "bounce", &[]);
+        self.mail.send(&from, to, "Out of office", &message_id(), "away until Monday", &[&pass, "Auto-Submitted: auto-replied"]);
+        self.mail.send(&from, to, "Newsletter", &message_id(), "news", &[&pass, "Precedence: list", "List-Id: <news.example.test>"]);
+        self.mail.send(&from, to, "Re: hermes", &message_id(), "forged: nobody checked me", &[]);
+    }
+}

@@ -1,0 +1,364 @@
+//! Matrix through the whole gateway: the real `hermes` binary with its Matrix adapter logged in
+//! to a real Synapse (tests/peers/synapse.sh, through tests/peers/run.sh), the scripted LLM, and
+//! people who are matrix-sdk clients. A person invites the bot, talks in an unencrypted room, an
+//! encrypted room and a thread; a stranger's invite is not accepted; an approval is resolved by a
+//! reaction; the gateway restarted mid-conversation answers everything once.
+
+use crate::support::{Gateway, Setup};
+use hermes_fakes::{FakeLlm, Reply, ToolCall};
+use hmac::{Hmac, Mac};
+use matrix_sdk::Client;
+use matrix_sdk::config::SyncSettings;
+use matrix_sdk::room::MessagesOptions;
+use matrix_sdk::ruma::{OwnedRoomId, OwnedUserId};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn synapse() -> (String, String) {
+    let url = std::env::var("HERMES_TEST_SYNAPSE_URL").ok().filter(|v| !v.is_empty());
+    let secret = std::env::var("HERMES_TEST_SYNAPSE_SECRET").ok().filter(|v| !v.is_empty());
+    match (url, secret) {
+        (Some(url), Some(secret)) => (url, secret),
+        _ => panic!(
+            "HERMES_TEST_SYNAPSE_URL / HERMES_TEST_SYNAPSE_SECRET are not set: run the tests through tests/peers/run.sh \
+             (e.g. `tests/peers/run.sh cargo test --test conformance matrix`)"
+        ),
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{prefix}{}x{}x{nanos:x}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A user registered through Synapse's shared-secret admin API; their user id.
+async fn register(localpart: &str, password: &str) -> String {
+    let (url, secret) = synapse();
+    let http = reqwest::Client::new();
+    let endpoint = format!("{url}/_synapse/admin/v1/register");
+    let nonce: Value = http.get(&endpoint).send().await.unwrap().json().await.unwrap();
+    let nonce = nonce["nonce"].as_str().unwrap().to_string();
+    let mut mac = Hmac::<sha1::Sha1>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{nonce}\0{localpart}\0{password}\0notadmin").as_bytes());
+    let body = json!({"nonce": nonce, "username": localpart, "password": password, "admin": false,
+                      "mac": hex::encode(mac.finalize().into_bytes())});
+    let answer: Value = http.post(&endpoint).json(&body).send().await.unwrap().json().await.unwrap();
+    answer["user_id"].as_str().unwrap_or_else(|| panic!("registering {localpart}: {answer}")).to_string()
+}
+
+/// Someone on Matrix, with a matrix-sdk client syncing in the background.
+struct Person {
+    client: Client,
+    user_id: OwnedUserId,
+    _store: tempfile::TempDir,
+}
+
+impl Person {
+    async fn new(prefix: &str) -> Person {
+        let (url, _) = synapse();
+        let localpart = unique(prefix);
+        let password = format!("pw-{localpart}");
+        let user_id = register(&localpart, &password).await;
+        let store = tempfile::tempdir().unwrap();
+        let client = Client::builder().homeserver_url(&url).sqlite_store(store.path(), None).build().await.unwrap();
+        client.matrix_auth().login_username(&user_id, &password).send().await.unwrap();
+        client.sync_once(SyncSettings::default().timeout(Duration::ZERO)).await.unwrap();
+        Person { client, user_id: user_id.try_into().unwrap(), _store: store }
+    }
+
+    /// Catch up with the homeserver (room state, keys for encrypted messages). A background
+    /// sync task would be simpler, but its future is too deep for the compiler to prove Send.
+    async fn catch_up(&self) {
+        self.client.sync_once(SyncSettings::default().timeout(Duration::ZERO)).await.unwrap();
+    }
+
+    fn id(&self) -> String {
+        self.user_id.to_string()
+    }
+
+    async fn create_room(&self, invite: &[&str], direct: bool, encrypted: bool) -> OwnedRoomId {
+        use matrix_sdk::ruma::api::client::room::create_room::v3::{Request, RoomPreset};
+        let mut request = Request::new();
+        request.invite = invite.iter().map(|u| OwnedUserId::try_from(*u).unwrap()).collect();
+        request.is_direct = direct;
+        request.preset = Some(RoomPreset::PrivateChat);
+        if encrypted {
+            let state = json!({"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}});
+            request.initial_state = vec![serde_json::from_value(state).unwrap()];
+        }
+        self.client.create_room(request).await.unwrap().room_id().to_owned()
+    }
+
+    async fn join(&self, room: &OwnedRoomId) {
+        let deadline = Instant::now() + WAIT;
+        while {
+            self.catch_up().await;
+            self.client.join_room_by_id(room).await.is_err()
+        } {
+            assert!(Instant::now() < deadline, "{} could not join {room}", self.user_id);
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    async fn send(&self, room: &OwnedRoomId, content: Value) -> String {
+        self.catch_up().await;
+        let room = self.client.get_room(room).unwrap();
+        room.send_raw("m.room.message", content).await.unwrap().response.event_id.to_string()
+    }
+
+    async fn say(&self, room: &OwnedRoomId, text: &str) -> String {
+        self.send(room, json!({"msgtype": "m.text", "body": text})).await
+    }
+
+    async fn membership(&self, room: &OwnedRoomId, user: &str) -> Value {
+        let (url, _) = synapse();
+        let endpoint = format!("{url}/_matrix/client/v3/rooms/{room}/state/m.room.member/{user}");
+        let token = self.client.access_token().unwrap();
+        let got: Value = reqwest::Client::new().get(endpoint).bearer_auth(token).send().await.unwrap().json().await.unwrap_or(Value::Null);
+        got["membership"].clone()
+    }
+
+    async fn wait_membership(&self, room: &OwnedRoomId, user: &str, membership: &str) {
+        let deadline = Instant::now() + WAIT;
+        while self.membership(room, user).await != membership {
+            assert!(Instant::now() < deadline, "{user} never became {membership} in {room}");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    /// The room's events as this person reads them (decrypted), oldest first.
+    async fn events(&self, room: &OwnedRoomId) -> Vec<Value> {
+        self.catch_up().await;
+        let room = self.client.get_room(room).unwrap();
+        let mut options = MessagesOptions::backward();
+        options.limit = 100u32.into();
+        let mut events: Vec<Value> =
+            room.messages(options).await.unwrap().chunk.iter().map(|e| serde_json::from_str(e.raw().json().get()).unwrap()).collect();
+        events.reverse();
+        events
+    }
+}
+
+/// A message of the bot as a person sees it: its latest text (edits applied) and its thread.
+#[derive(Debug, Clone)]
+struct Shown {
+    event_id: String,
+    text: String,
+    thread: Option<String>,
+}
+
+/// The bot's messages in the room, edits applied, oldest first.
+async fn shown(person: &Person, room: &OwnedRoomId, bot: &str) -> Vec<Shown> {
+    let events = person.events(room).await;
+    let mut messages: Vec<Shown> = Vec::new();
+    let mut edits: BTreeMap<String, String> = BTreeMap::new();
+    for event in events.iter().filter(|e| e["sender"] == bot && e["type"] == "m.room.message") {
+        let content = &event["content"];
+        if content["m.relates_to"]["rel_type"] == "m.replace" {
+            let target = content["m.relates_to"]["event_id"].as_str().unwrap_or_default().to_string();
+            edits.insert(target, content["m.new_content"]["body"].as_str().unwrap_or_default().to_string());
+            continue;
+        }
+        let thread =
+            (content["m.relates_to"]["rel_type"] == "m.thread").then(|| content["m.relates_to"]["event_id"].as_str().unwrap().to_string());
+        messages.push(Shown {
+            event_id: event["event_id"].as_str().unwrap().to_string(),
+            text: content["body"].as_str().unwrap_or_default().to_string(),
+            thread,
+        });
+    }
+    for message in &mut messages {
+        if let Some(text) = edits.get(&message.event_id) {
+            message.text = text.clone();
+        }
+    }
+    messages
+}
+
+/// The bot account and a gateway configured for it.
+struct Bot {
+    user_id: String,
+    password: String,
+}
+
+impl Bot {
+    async fn new() -> Bot {
+        let localpart = unique("hermesbot");
+        let password = format!("pw-{localpart}");
+        Bot { user_id: register(&localpart, &password).await, password }
+    }
+
+    fn setup(&self, llm: &FakeLlm, allowed: &[&str], extra_yaml: &str) -> Setup {
+        let (url, _) = synapse();
+        let mut setup = Setup::new(&llm.base_url());
+        setup.set("WEBHOOK_ENABLED", "false");
+        setup.set("MATRIX_HOMESERVER", &url);
+        setup.set("MATRIX_USER_ID", &self.user_id);
+        setup.set("MATRIX_PASSWORD", &self.password);
+        setup.set("MATRIX_ALLOWED_USERS", &allowed.join(","));
+        setup.write_config(&format!("platforms:\n  matrix:\n    require_mention: true\n{extra_yaml}"));
+        setup
+    }
+}
+
+/// Wait until the bot's messages in `room` satisfy `done`.
+async fn wait_shown(
+    person: &Person,
+    room: &OwnedRoomId,
+    bot: &str,
+    gateway: &Gateway,
+    what: &str,
+    done: impl Fn(&[Shown]) -> bool,
+) -> Vec<Shown> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let messages = shown(person, room, bot).await;
+        if done(&messages) {
+            return messages;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; the bot posted {messages:#?}\n--- gateway log ---\n{}",
+            gateway.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+fn count(messages: &[Shown], text: &str) -> usize {
+    messages.iter().filter(|m| m.text == text).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_invite_dm_encrypted_room_thread_and_a_strangers_invite() {
+    let bot = Bot::new().await;
+    let alice = Person::new("alice").await;
+    let carol = Person::new("carol").await;
+    let mallory = Person::new("mallory").await;
+    let llm = FakeLlm::start().await;
+    let setup = bot.setup(&llm, &[&alice.id(), &carol.id()], "");
+    let gateway = setup.start().await;
+
+    // Alice invites the bot to a DM: it joins and answers.
+    let dm = alice.create_room(&[&bot.user_id], true, false).await;
+    alice.wait_membership(&dm, &bot.user_id, "join").await;
+    alice.say(&dm, "hello there").await;
+    wait_shown(&alice, &dm, &bot.user_id, &gateway, "the DM answer", |m| count(m, "echo: hello there") == 1).await;
+
+    // An encrypted DM: the bot reads it and its answer is encrypted too.
+    let secret = alice.create_room(&[&bot.user_id], true, true).await;
+    alice.wait_membership(&secret, &bot.user_id, "join").await;
+    alice.say(&secret, "a secret hello").await;
+    wait_shown(&alice, &secret, &bot.user_id, &gateway, "the encrypted answer", |m| count(m, "echo: a secret hello") == 1).await;
+    let raw_types: Vec<Value> = {
+        let (url, _) = synapse();
+        let token = alice.client.access_token().unwrap();
+        let endpoint = format!("{url}/_matrix/client/v3/rooms/{secret}/messages?dir=b&limit=50");
+        let page: Value = reqwest::Client::new().get(endpoint).bearer_auth(token).send().await.unwrap().json().await.unwrap();
+        page["chunk"].as_array().unwrap().iter().filter(|e| e["sender"] == bot.user_id.as_str()).map(|e| e["type"].clone()).collect()
+    };
+    assert!(
+        raw_types.iter().any(|t| t == "m.room.encrypted") && !raw_types.iter().any(|t| t == "m.room.message"),
+        "on the wire the bot's messages are encrypted: {raw_types:?}"
+    );
+
+    // A room with three people: only a mention is answered, in a thread under it; the thread
+    // then continues without a mention.
+    let group = alice.create_room(&[&bot.user_id, &carol.id()], false, false).await;
+    carol.join(&group).await;
+    alice.wait_membership(&group, &bot.user_id, "join").await;
+    carol.say(&group, "nobody asked you").await;
+    let mention =
+        alice.send(&group, json!({"msgtype": "m.text", "body": "bot: what is up", "m.mentions": {"user_ids": [bot.user_id]}})).await;
+    let posted =
+        wait_shown(&alice, &group, &bot.user_id, &gateway, "the thread answer", |m| m.iter().any(|s| s.text.contains("what is up"))).await;
+    let answer = posted.iter().find(|s| s.text.contains("what is up")).unwrap();
+    assert_eq!(answer.thread.as_deref(), Some(mention.as_str()), "the answer is in a thread under the mention");
+    alice
+        .send(&group, json!({"msgtype": "m.text", "body": "tell me more",
+            "m.relates_to": {"rel_type": "m.thread", "event_id": mention, "is_falling_back": true, "m.in_reply_to": {"event_id": answer.event_id}}}))
+        .await;
+    let posted = wait_shown(&alice, &group, &bot.user_id, &gateway, "the thread follow-up", |m| count(m, "echo: tell me more") == 1).await;
+    assert!(posted.iter().filter(|s| s.text.starts_with("echo:")).all(|s| s.thread.as_deref() == Some(mention.as_str())), "{posted:#?}");
+    assert!(posted.iter().all(|s| !s.text.contains("nobody asked you")), "{posted:#?}");
+    assert!(llm.requests().iter().all(|r| r.messages().iter().all(|(_, t)| !t.contains("nobody asked you"))));
+
+    // A stranger's invite is rejected, never joined.
+    let trap = mallory.create_room(&[&bot.user_id], true, false).await;
+    mallory.wait_membership(&trap, &bot.user_id, "leave").await;
+    assert!(gateway.log_text().contains("rejected an invite"), "the rejection is logged");
+}
+
+fn terminal(id: &str, command: &str) -> ToolCall {
+    ToolCall::new(id, "terminal", json!({ "command": command }).to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_an_approval_is_resolved_by_a_reaction() {
+    let bot = Bot::new().await;
+    let alice = Person::new("alice").await;
+    let llm = FakeLlm::start().await;
+    let setup = bot.setup(&llm, &[&alice.id()], "approvals:\n  mode: manual\n");
+    let gateway = setup.start().await;
+    let dm = alice.create_room(&[&bot.user_id], true, true).await;
+    alice.wait_membership(&dm, &bot.user_id, "join").await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::create_dir_all(victim.join("inner")).unwrap();
+    let command = format!("rm -rf {}", victim.display());
+    llm.push(Reply::ToolCalls(vec![terminal("t1", &command)]));
+    llm.push(Reply::text("cleaned up"));
+    alice.say(&dm, "clean up the old data").await;
+    let posted =
+        wait_shown(&alice, &dm, &bot.user_id, &gateway, "the approval prompt", |m| m.iter().any(|s| s.text.contains("requires approval")))
+            .await;
+    let prompt = posted.iter().find(|s| s.text.contains("requires approval")).unwrap().clone();
+    assert!(prompt.text.contains("✅") && prompt.text.contains("❌"), "the prompt offers its reactions: {}", prompt.text);
+    assert!(victim.exists());
+
+    alice.catch_up().await;
+    let room = alice.client.get_room(&dm).unwrap();
+    let reaction = json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": prompt.event_id, "key": "✅"}});
+    room.send_raw("m.reaction", reaction).await.unwrap();
+    wait_shown(&alice, &dm, &bot.user_id, &gateway, "the agent's answer", |m| m.iter().any(|s| s.text.contains("cleaned up"))).await;
+    assert!(!victim.exists(), "the command approved by the reaction ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_a_restart_mid_conversation_answers_everything_once() {
+    let bot = Bot::new().await;
+    let alice = Person::new("alice").await;
+    let llm = FakeLlm::start().await;
+    let setup = bot.setup(&llm, &[&alice.id()], "");
+    let mut gateway = setup.start().await;
+    let dm = alice.create_room(&[&bot.user_id], true, true).await;
+    alice.wait_membership(&dm, &bot.user_id, "join").await;
+    alice.say(&dm, "first question").await;
+    wait_shown(&alice, &dm, &bot.user_id, &gateway, "the first answer", |m| count(m, "echo: first question") == 1).await;
+
+    gateway.signal(libc::SIGTERM).await;
+    alice.say(&dm, "asked while you were away").await;
+    let gateway = setup.start().await;
+    alice.say(&dm, "and after you came back").await;
+    let posted = wait_shown(&alice, &dm, &bot.user_id, &gateway, "both later answers", |m| {
+        count(m, "echo: asked while you were away") == 1 && count(m, "echo: and after you came back") == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let posted_later = shown(&alice, &dm, &bot.user_id).await;
+    assert_eq!(posted_later.len(), posted.len(), "nothing more arrived: {posted_later:#?}");
+    for text in ["echo: first question", "echo: asked while you were away", "echo: and after you came back"] {
+        assert_eq!(count(&posted_later, text), 1, "{text} answered exactly once: {posted_later:#?}");
+    }
+    assert_eq!(
+        llm.requests().iter().filter(|r| r.last_user_text().as_deref() == Some("first question")).count(),
+        1,
+        "the model was asked once"
+    );
+}

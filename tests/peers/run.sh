@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs a command with the real test peers up: Synapse (Matrix) and Dovecot + an SMTP server
+# (email), each on free loopback ports with its state in a temporary folder, then stops them by
+# PID, whatever the command did. The command sees the peers through HERMES_TEST_* variables.
+#
+#   tests/peers/run.sh cargo test --workspace
+#
+# The peers are installed first when missing (tests/peers/install.sh; Debian's packages need root).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+[ $# -gt 0 ] || { echo "usage: $0 COMMAND [ARGS...]" >&2; exit 64; }
+"$here/install.sh"
+
+state="$(mktemp -d "${TMPDIR:-/tmp}/hermes-peers.XXXXXX")"
+started=()
+stop_peers() {
+    local peer
+    for peer in "${started[@]}"; do
+        "$here/$peer.sh" stop "$state/$peer" || echo "run.sh: stopping $peer failed; its log is in $state/$peer" >&2
+    done
+    rm -rf "$state"
+}
+trap stop_peers EXIT
+
+for peer in synapse mail; do
+    mkdir -p "$state/$peer"
+    started+=("$peer")
+    exports="$("$here/$peer.sh" start "$state/$peer")" || { echo "run.sh: $peer did not start" >&2; exit 1; }
+    eval "$exports"
+done
+
+"$@"
