@@ -308,3 +308,28 @@ async fn the_first_start_does_not_answer_history() {
     assert_eq!(bot.inbox.events().len(), 1, "history is not answered: {:#?}", bot.inbox.events());
     bot.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_with_a_password_publishes_a_cross_signing_identity_that_signs_its_device() {
+    let account = BotAccount::new().await;
+    let alice = Person::new("alice").await;
+    let bot = Bot::start(account.settings(), &[alice.id()]).await;
+    let bot_id = matrix_sdk::ruma::OwnedUserId::try_from(account.user_id.as_str()).unwrap();
+    let encryption = alice.client.encryption();
+    // What a person's client sees when they go to verify the bot: its identity, and the bot's
+    // device signed by it (so verifying the identity once vouches for the device).
+    let deadline = std::time::Instant::now() + support::WAIT;
+    let identity = loop {
+        if let Some(identity) = encryption.request_user_identity(&bot_id).await.unwrap() {
+            break identity;
+        }
+        assert!(std::time::Instant::now() < deadline, "the bot never published a cross-signing identity");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(identity.user_id(), bot_id);
+    alice.catch_up().await;
+    let devices = encryption.get_user_devices(&bot_id).await.unwrap();
+    let signed: Vec<String> = devices.devices().filter(|d| d.is_cross_signed_by_owner()).map(|d| d.device_id().to_string()).collect();
+    assert_eq!(signed.len(), 1, "exactly the bot's one device is signed by its identity: {signed:?}");
+    bot.stop().await;
+}
