@@ -8,6 +8,11 @@
 //!   sequentially (includes the long poll waking, the inbox write, the turn, the outbox);
 //! - bursts: 20 users × 10 messages injected at once → all 200 answered; answered messages/s,
 //!   the median of five rounds with fresh users;
+//! - pacing, against the fake enforcing Telegram's published flood limits with 429s (30/s
+//!   overall, 1/s per chat with short bursts, 20/min per group) and the gateway's default send
+//!   budget: a 200-message burst to 20 chats (throughput and 429s), and the delay pacing adds to
+//!   a three-part answer and to replies to messages sent 1 s apart (against the same on the
+//!   unpaced gateway above);
 //! - with Discord enabled as well (fake Discord, serenity): idle RSS with both platforms and
 //!   Discord's reply latency (a DM dispatched on the gateway WebSocket → the bot's message
 //!   create arriving at the fake);
@@ -45,6 +50,20 @@ const BURST_USERS: u32 = 20;
 const BURST_PER_USER: u32 = 10;
 const BURST_ROUNDS: usize = 5;
 const DISCORD_MESSAGES: usize = 200;
+/// The paced burst's users are the 20 ids after this one.
+const PACED_FIRST_USER: i64 = 5000;
+/// Whose message is answered in three parts (one per gateway run).
+const LONG_ANSWER_USER: [i64; 2] = [5100, 5101];
+/// Who writes once a second (one per gateway run).
+const CONVERSATION_USER: [i64; 2] = [5200, 5201];
+const CONVERSATION_REPLIES: usize = 10;
+
+/// Whether the gateway keeps Telegram's send budget (its defaults) or none.
+#[derive(Clone, Copy, PartialEq)]
+enum Budget {
+    Off,
+    Default,
+}
 const SLACK_MESSAGES: usize = 200;
 
 /// The burst users of one round: 20 ids after this one, distinct per round.
@@ -87,7 +106,7 @@ async fn run() {
     let mut to_first_poll = Vec::new();
     for _ in 0..SPAWN_RUNS {
         let fake = FakeTelegram::start().await.expect("fake Telegram");
-        let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None, None);
+        let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None, None, Budget::Off);
         let polled = fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
         assert!(polled, "the gateway never polled:\n{}", gateway.log());
         let first = fake.first_call_at("getUpdates").expect("polled");
@@ -104,7 +123,7 @@ async fn run() {
     rows.push(("spawn → first getUpdates p50".into(), format!("{p50:.1} ms"), verdict(p50 <= 30.0, "≤ 30 ms")));
 
     let fake = FakeTelegram::start().await.expect("fake Telegram");
-    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None, None);
+    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None, None, Budget::Off);
     fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (rss, hwm) = gateway.memory_kb();
@@ -195,12 +214,16 @@ async fn run() {
     let (rss_after, hwm_after) = gateway.memory_kb();
     println!("memory after the load: VmRSS {:.1} MB, VmHWM {:.1} MB", rss_after as f64 / 1024.0, hwm_after as f64 / 1024.0);
     rows.push(("RSS after load".into(), format!("{:.1} MB", rss_after as f64 / 1024.0), "—".into()));
+    let unpaced_long = long_answer(&fake, LONG_ANSWER_USER[0], &gateway).await;
+    let unpaced_conversation = conversation(&fake, CONVERSATION_USER[0], &gateway).await;
     gateway.stop();
+
+    paced(binary, &llm, &mut rows, unpaced_long, unpaced_conversation).await;
 
     // Both platforms.
     let fake = FakeTelegram::start().await.expect("fake Telegram");
     let discord = FakeDiscord::start().await.expect("fake Discord");
-    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, Some(&discord), None);
+    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, Some(&discord), None, Budget::Off);
     fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
     assert!(discord.wait_connected(Duration::from_secs(20)).await, "the gateway never connected to Discord:\n{}", gateway.log());
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -231,7 +254,7 @@ async fn run() {
     let fake = FakeTelegram::start().await.expect("fake Telegram");
     let discord = FakeDiscord::start().await.expect("fake Discord");
     let slack = FakeSlack::start().await.expect("fake Slack");
-    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, Some(&discord), Some(&slack));
+    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, Some(&discord), Some(&slack), Budget::Off);
     fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
     assert!(discord.wait_connected(Duration::from_secs(20)).await, "the gateway never connected to Discord:\n{}", gateway.log());
     assert!(slack.wait_connected(Duration::from_secs(20)).await, "the gateway never connected to Slack:\n{}", gateway.log());
@@ -266,6 +289,87 @@ async fn run() {
     }
 }
 
+/// The paced gateway against the fake enforcing Telegram's published limits: the 200-message
+/// burst, then the same three-part answer and conversation as on the unpaced gateway.
+async fn paced(
+    binary: &Path,
+    llm: &FakeLlm,
+    rows: &mut Vec<(String, String, String)>,
+    unpaced_long: Duration,
+    unpaced_conversation: Duration,
+) {
+    let fake = FakeTelegram::start().await.expect("fake Telegram");
+    fake.enforce_published_limits();
+    let gateway = Gateway::spawn(binary, &llm.base_url(), &fake, None, None, Budget::Default);
+    fake.wait_until(Duration::from_secs(20), |f| f.first_call_at("getUpdates").is_some()).await;
+    let users: Vec<_> = (1..=BURST_USERS).map(|n| fake.user(PACED_FIRST_USER + i64::from(n), &format!("paced{n}"))).collect();
+    let is_answer = |m: &SentMessage| m.text.starts_with("echo: paced ");
+    let total = (BURST_USERS * BURST_PER_USER) as usize;
+    let started = Instant::now();
+    for k in 1..=BURST_PER_USER {
+        for (n, u) in users.iter().enumerate() {
+            fake.dm(u, &format!("paced u{n} m{k}"));
+        }
+    }
+    let done = fake.wait_until(Duration::from_secs(120), |f| f.count_sent(is_answer) >= total).await;
+    let answered = fake.count_sent(is_answer);
+    assert!(done, "the paced burst was not answered in full ({answered} of {total}):\n{}", gateway.log());
+    let elapsed = fake.last_sent_at(is_answer).expect("answered").duration_since(started);
+    let refused = fake.rate_limited_count();
+    let rate = answered as f64 / elapsed.as_secs_f64();
+    println!(
+        "paced burst (published limits enforced): {answered}/{total} to {BURST_USERS} chats in {:.2} s → {rate:.1} msg/s, {refused} refused with 429",
+        elapsed.as_secs_f64()
+    );
+    rows.push(("paced burst 200 msgs / 20 chats".into(), format!("{rate:.1} msg/s, {refused} × 429"), verdict(refused == 0, "0 × 429")));
+    // Every bucket full again before the next measures.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let long = long_answer(&fake, LONG_ANSWER_USER[1], &gateway).await;
+    let added = ms(long.saturating_sub(unpaced_long));
+    println!("three-part answer, first → last part: paced {:.1} ms, unpaced {:.1} ms → {added:.1} ms added", ms(long), ms(unpaced_long));
+    rows.push(("3-part answer: delay added by pacing".into(), format!("{added:.1} ms"), verdict(added <= 100.0, "≈ 0 (≤ 100 ms)")));
+    let replies = conversation(&fake, CONVERSATION_USER[1], &gateway).await;
+    let added = ms(replies.saturating_sub(unpaced_conversation));
+    println!(
+        "replies to messages 1 s apart, p50 latency: paced {:.2} ms, unpaced {:.2} ms → {added:.2} ms added",
+        ms(replies),
+        ms(unpaced_conversation)
+    );
+    rows.push(("1-s-apart replies: delay added by pacing (p50)".into(), format!("{added:.2} ms"), verdict(added <= 10.0, "≈ 0 (≤ 10 ms)")));
+    println!("429s during the whole paced run: {}", fake.rate_limited_count());
+    gateway.stop();
+}
+
+/// A message whose echo takes three Telegram messages; how long from the first part's arrival
+/// to the last's.
+async fn long_answer(fake: &FakeTelegram, user_id: i64, gateway: &Gateway) -> Duration {
+    let user = fake.user(user_id, "long");
+    // 9,000 characters of echo: three parts of at most 4,096.
+    fake.dm(&user, &"word ".repeat(1800));
+    let answered = fake.wait_until(Duration::from_secs(30), |f| f.sent_to(user_id).len() >= 3).await;
+    assert!(answered, "the long answer did not come in three parts:\n{}", gateway.log());
+    let parts = fake.sent_to(user_id);
+    parts[2].at.duration_since(parts[0].at)
+}
+
+/// One message a second in one chat; the median time from each message to its answer.
+async fn conversation(fake: &FakeTelegram, user_id: i64, gateway: &Gateway) -> Duration {
+    let user = fake.user(user_id, "chatty");
+    let mut latencies = Vec::with_capacity(CONVERSATION_REPLIES);
+    for i in 0..CONVERSATION_REPLIES {
+        let next = tokio::time::Instant::now() + Duration::from_secs(1);
+        let echo = format!("echo: chat {i}");
+        let injected_at = Instant::now();
+        fake.dm(&user, &format!("chat {i}"));
+        let answered = fake.wait_until(Duration::from_secs(10), |f| f.count_sent(|m| m.text == echo) > 0).await;
+        assert!(answered, "conversation message {i} was not answered:\n{}", gateway.log());
+        latencies.push(fake.last_sent_at(|m| m.text == echo).expect("answered").duration_since(injected_at));
+        tokio::time::sleep_until(next).await;
+    }
+    latencies.sort();
+    percentile(&latencies, 50.0)
+}
+
 /// `hermes gateway run` with Telegram (and Discord and Slack when given); killed on drop.
 struct Gateway {
     process: Process,
@@ -273,20 +377,29 @@ struct Gateway {
 }
 
 impl Gateway {
-    fn spawn(binary: &Path, llm_base_url: &str, fake: &FakeTelegram, discord: Option<&FakeDiscord>, slack: Option<&FakeSlack>) -> Gateway {
+    fn spawn(
+        binary: &Path,
+        llm_base_url: &str,
+        fake: &FakeTelegram,
+        discord: Option<&FakeDiscord>,
+        slack: Option<&FakeSlack>,
+        budget: Budget,
+    ) -> Gateway {
         let home = tempfile::tempdir().expect("temp dir");
-        // The fake does not throttle, so the gateway's own Telegram send budget is switched off
-        // to measure the gateway rather than the budget.
-        std::fs::write(
-            home.path().join("config.yaml"),
-            "platforms:\n  telegram:\n    send_budget: {global_per_second: 0, per_chat_per_second: 0, group_per_minute: 0}\ndisplay:\n  busy_input_mode: queue\n",
-        )
-        .expect("config");
+        // Unless pacing is what is measured, the fake does not throttle and the gateway's own
+        // Telegram send budget is switched off, to measure the gateway rather than the budget.
+        let telegram = match budget {
+            Budget::Off => "  telegram:\n    send_budget: {global_per_second: 0, per_chat_per_second: 0, group_per_minute: 0}\n",
+            Budget::Default => "  telegram: {}\n",
+        };
+        std::fs::write(home.path().join("config.yaml"), format!("platforms:\n{telegram}display:\n  busy_input_mode: queue\n"))
+            .expect("config");
         let burst_users = (0..BURST_ROUNDS).flat_map(|round| {
             let first_id = burst_first_user_id(round);
             (1..=i64::from(BURST_USERS)).map(move |n| first_id + n)
         });
-        let allowed: Vec<String> = std::iter::once(1001).chain(burst_users).map(|id| id.to_string()).collect();
+        let paced_users = (1..=i64::from(BURST_USERS)).map(|n| PACED_FIRST_USER + n).chain(LONG_ANSWER_USER).chain(CONVERSATION_USER);
+        let allowed: Vec<String> = std::iter::once(1001).chain(burst_users).chain(paced_users).map(|id| id.to_string()).collect();
         let wrapper: Vec<String> = std::env::var("HERMES_BENCH_WRAPPER").unwrap_or_default().split_whitespace().map(String::from).collect();
         let mut command = match wrapper.split_first() {
             Some((program, args)) => {

@@ -347,6 +347,7 @@ impl Agent {
         }
         let results = futures::future::join_all(calls.iter().map(|c| self.run_call(c, work.tools.as_ref()))).await;
         for (call, output) in requests.iter().zip(results) {
+            crate::observe::metrics::global().tool_call(&call.name, output.is_error);
             let _ = tx
                 .send(TurnEvent::ToolResult {
                     id: call.id.clone(),

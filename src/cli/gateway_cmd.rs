@@ -1,6 +1,7 @@
-//! `hermes gateway run [--replace]` and `hermes gateway status`.
+//! `hermes gateway run [--replace]`, `status [--deep]`, and the systemd service commands
+//! (`install`, `uninstall`, `start`, `stop`, `restart`, `list`) implemented in `cli::service`.
 
-use super::{Cli, EXIT_RESTART, config_failure, resolve};
+use super::{Cli, EXIT_RESTART, config_failure, resolve, service};
 use crate::config::LogFormat;
 use crate::gateway::status_file::StatusFile;
 use crate::gateway::{self, ExitReason, GatewayError, RunOptions};
@@ -16,18 +17,81 @@ pub enum GatewayCommand {
         #[arg(long)]
         replace: bool,
     },
-    /// Show the state of the gateway running on this HERMES_HOME.
-    Status,
+    /// Show the service (installed, current, systemd's view, linger) and the gateway's state.
+    /// Exit 0 when the gateway runs, 3 when it does not.
+    Status {
+        /// Also show the last 20 lines of the service's journal.
+        #[arg(long)]
+        deep: bool,
+        /// Look at the system unit (/etc/systemd/system) rather than the user's.
+        #[arg(long)]
+        system: bool,
+    },
+    /// Install this profile's systemd unit, enable it, start it and enable linger. Without a
+    /// running systemd the unit is still written and the commands to run are printed (exit 0
+    /// with --no-start, else 69).
+    Install {
+        /// A system unit in /etc/systemd/system (needs root) instead of a user unit.
+        #[arg(long)]
+        system: bool,
+        /// Run the system unit as this user (User=, Group=, HOME, USER, LOGNAME).
+        #[arg(long, value_name = "USER", requires = "system")]
+        run_as_user: Option<String>,
+        /// Replace an installed unit that differs from the generated one (hand edits are lost).
+        #[arg(long)]
+        force: bool,
+        /// Enable the unit but do not start it now.
+        #[arg(long)]
+        no_start: bool,
+    },
+    /// Stop and disable this profile's service and remove its unit.
+    Uninstall {
+        #[arg(long)]
+        system: bool,
+    },
+    /// Start this profile's service.
+    Start {
+        #[arg(long)]
+        system: bool,
+    },
+    /// Stop this profile's service (running turns drain first).
+    Stop {
+        #[arg(long)]
+        system: bool,
+    },
+    /// Restart this profile's service.
+    Restart {
+        #[arg(long)]
+        system: bool,
+    },
+    /// List every profile's service with its installed and active state.
+    List,
 }
 
 pub(super) fn run(cli: &Cli, command: &GatewayCommand) -> ExitCode {
-    let resolved = match resolve(cli) {
-        Ok(r) => r,
-        Err(e) => return config_failure(&e),
-    };
+    // Service commands must work with a broken config.yaml (to stop or inspect the gateway
+    // that fails on it), so only `run` and `install` load it.
     match command {
-        GatewayCommand::Run { replace } => run_gateway(resolved, *replace),
-        GatewayCommand::Status => status(&resolved.home),
+        GatewayCommand::Run { replace } => match resolve(cli) {
+            Ok(resolved) => run_gateway(resolved, *replace),
+            Err(e) => config_failure(&e),
+        },
+        GatewayCommand::Status { deep, system } => match service::locate(cli, *system) {
+            Ok(located) => {
+                service::print_service_status(cli, &located, *deep);
+                status(located.home())
+            }
+            Err(code) => code,
+        },
+        GatewayCommand::Install { system, run_as_user, force, no_start } => service::install(
+            cli,
+            &service::InstallOptions { system: *system, run_as_user: run_as_user.clone(), force: *force, no_start: *no_start },
+        ),
+        GatewayCommand::Uninstall { system } => service::uninstall(cli, *system),
+        GatewayCommand::Start { system } => service::control(cli, *system, "start"),
+        GatewayCommand::Stop { system } => service::control(cli, *system, "stop"),
+        GatewayCommand::Restart { system } => service::control(cli, *system, "restart"),
+        GatewayCommand::List => service::list(cli),
     }
 }
 
@@ -37,7 +101,12 @@ fn run_gateway(resolved: super::Resolved, replace: bool) -> ExitCode {
         LogFormat::Text => observe::LogFormat::Text,
         LogFormat::Json => observe::LogFormat::Json,
     };
-    observe::init(&config.logging.level.to_lowercase(), format, config.secret_values());
+    let files = observe::logfile::Rotation {
+        dir: resolved.home.logs_dir(),
+        max_bytes: config.logging.max_size_mb.saturating_mul(1024 * 1024),
+        backups: config.logging.backup_count,
+    };
+    observe::init_with_files(&config.logging.level.to_lowercase(), format, config.secret_values(), Some(files));
     for warning in &resolved.loaded.warnings {
         tracing::warn!("{warning}");
     }
@@ -82,35 +151,9 @@ fn status(home: &crate::config::Home) -> ExitCode {
         }
     };
     let alive = process_alive(status.pid);
-    let state = if alive { status.gateway_state.as_str() } else { "stopped" };
-    println!("gateway: {state} (pid {}, started {})", status.pid, status.start_time.format("%Y-%m-%d %H:%M:%S UTC"));
-    if let Some(reason) = &status.exit_reason {
-        println!("last exit: {reason}");
-    }
-    if alive {
-        println!("active turns: {}", status.active_turns);
-        if let Some(platforms) = status.platforms.as_object() {
-            for (name, p) in platforms {
-                let state = p.get("state").and_then(|v| v.as_str()).unwrap_or("unknown");
-                match p.get("detail").and_then(|v| v.as_str()) {
-                    Some(detail) => println!("  {name}: {state} — {detail}"),
-                    None => println!("  {name}: {state}"),
-                }
-            }
-        }
-        println!("updated: {}", status.updated_at.format("%Y-%m-%d %H:%M:%S UTC"));
-    }
-    if !status.poisoned.is_empty() {
-        println!("parked events (never replayed; processing them crashed): {}", status.poisoned.len());
-        for parked in &status.poisoned {
-            println!(
-                "  {} ({}, received {}): {}",
-                parked.event_id,
-                parked.platform,
-                parked.received_at.format("%Y-%m-%d %H:%M:%S UTC"),
-                parked.reason
-            );
-        }
+    println!("Recent gateway health:");
+    for line in status.health_lines(alive) {
+        println!("{line}");
     }
     if alive { ExitCode::SUCCESS } else { ExitCode::from(3) }
 }

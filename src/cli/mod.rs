@@ -8,6 +8,7 @@ mod doctor;
 mod gateway_cmd;
 mod pairing_cmd;
 mod security_cmd;
+mod service;
 
 use crate::config::{self, ConfigError, Env, Home, Loaded};
 use clap::{Parser, Subcommand};
@@ -50,7 +51,11 @@ pub enum Command {
         command: cron_cmd::CronCommand,
     },
     /// Check that the configuration, HERMES_HOME, the model provider and the platforms work.
-    Doctor,
+    Doctor {
+        /// Only ask the running gateway's admin listener for `/health` (for a container's HEALTHCHECK).
+        #[arg(long)]
+        health: bool,
+    },
     /// Let strangers in by pairing code: list requests, approve or revoke users.
     Pairing {
         #[command(subcommand)]
@@ -75,7 +80,7 @@ pub fn main() -> ExitCode {
         Command::Gateway { ref command } => gateway_cmd::run(&cli, command),
         Command::Config { ref command } => config_cmd::run(&cli, command),
         Command::Cron { ref command } => cron_cmd::run(&cli, command),
-        Command::Doctor => doctor::run(&cli),
+        Command::Doctor { health } => doctor::run(&cli, health),
         Command::Security { ref command } => security_cmd::run(&cli, command),
         Command::Pairing { ref command } => pairing_cmd::run(&cli, command),
     }

@@ -142,11 +142,21 @@ pub struct LoggingConfig {
     /// here; the subscriber reports a bad filter. Hermes' upper-case `INFO` works too.
     pub level: String,
     pub format: LogFormat,
+    /// `HERMES_HOME/logs/gateway.log` is rotated when it reaches this many MiB (outside systemd;
+    /// under systemd the journal keeps the logs).
+    pub max_size_mb: u64,
+    /// Rotated files kept beside `gateway.log` (`gateway.log.1` is the newest).
+    pub backup_count: usize,
 }
+
+/// The largest `logging.max_size_mb` and `logging.backup_count` accepted: beyond them the logs
+/// would fill a small disk before anyone noticed.
+pub(super) const LOG_MAX_SIZE_MB_LIMIT: u64 = 1024;
+pub(super) const LOG_BACKUP_COUNT_LIMIT: usize = 100;
 
 impl Default for LoggingConfig {
     fn default() -> Self {
-        Self { level: "info".to_string(), format: LogFormat::Text }
+        Self { level: "info".to_string(), format: LogFormat::Text, max_size_mb: 5, backup_count: 3 }
     }
 }
 

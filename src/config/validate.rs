@@ -3,7 +3,7 @@
 
 use super::error::ConfigError;
 use super::schema::Config;
-use super::sections::{APPROVAL_MODES, CRON_APPROVAL_MODES};
+use super::sections::{APPROVAL_MODES, CRON_APPROVAL_MODES, LOG_BACKUP_COUNT_LIMIT, LOG_MAX_SIZE_MB_LIMIT, LoggingConfig};
 
 const STREAMING_TRANSPORTS: [&str; 4] = ["auto", "draft", "edit", "off"];
 
@@ -42,6 +42,7 @@ impl Config {
                 ));
             }
         }
+        check_logging(&self.logging)?;
         one_of("streaming.transport", &mut self.streaming.transport, &STREAMING_TRANSPORTS)?;
         let interval = self.streaming.edit_interval;
         if !interval.is_finite() || interval < 0.0 {
@@ -107,4 +108,48 @@ fn one_of(key: &str, value: &mut String, allowed: &[&str]) -> Result<(), ConfigE
     }
     *value = normalized;
     Ok(())
+}
+
+/// The log files' rotation: a size of at least 1 MiB and at least one backup, within limits.
+fn check_logging(logging: &LoggingConfig) -> Result<(), ConfigError> {
+    if !(1..=LOG_MAX_SIZE_MB_LIMIT).contains(&logging.max_size_mb) {
+        return Err(ConfigError::invalid(
+            "logging.max_size_mb",
+            format!("expected a size in MiB from 1 to {LOG_MAX_SIZE_MB_LIMIT}, found {}", logging.max_size_mb),
+        ));
+    }
+    if !(1..=LOG_BACKUP_COUNT_LIMIT).contains(&logging.backup_count) {
+        return Err(ConfigError::invalid(
+            "logging.backup_count",
+            format!("expected a number of rotated files from 1 to {LOG_BACKUP_COUNT_LIMIT}, found {}", logging.backup_count),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Env, load_str};
+    use std::path::Path;
+
+    fn load(yaml: &str) -> Result<super::Config, super::ConfigError> {
+        load_str(yaml, Path::new("config.yaml"), &Env::from_pairs(Vec::<(String, String)>::new())).map(|l| l.config)
+    }
+
+    #[test]
+    fn log_rotation_defaults_and_limits_name_their_key() {
+        let defaults = load("").unwrap().logging;
+        assert_eq!((defaults.max_size_mb, defaults.backup_count), (5, 3));
+        let set = load("logging:\n  max_size_mb: 20\n  backup_count: 7\n").unwrap().logging;
+        assert_eq!((set.max_size_mb, set.backup_count), (20, 7));
+        for (yaml, key) in [
+            ("logging:\n  max_size_mb: 0\n", "logging.max_size_mb"),
+            ("logging:\n  max_size_mb: 5000\n", "logging.max_size_mb"),
+            ("logging:\n  backup_count: 0\n", "logging.backup_count"),
+            ("logging:\n  backup_count: 1000\n", "logging.backup_count"),
+        ] {
+            let error = load(yaml).unwrap_err().to_string();
+            assert!(error.contains(key), "{yaml:?} -> {error}");
+        }
+    }
 }

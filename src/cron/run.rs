@@ -109,6 +109,12 @@ impl JobRunner {
         let ran_at = Utc::now();
         self.save_output(&job, ran_at, &result).await;
         let (end, delivery_error) = self.deliver(&job, occurrence, &result).await;
+        let outcome = match end {
+            RunEnd::Delivered { .. } => "delivered",
+            RunEnd::Silent => "silent",
+            RunEnd::Failed(_) => "failed",
+        };
+        crate::observe::metrics::global().cron_run(outcome, delivery_error.is_some());
         let record = RunResult { error: result.as_ref().err().cloned(), delivery_error };
         self.finish(&job, occurrence, record, ran_at).await;
         tracing::info!(job_id = %job.id, end = ?end, "cron job finished");

@@ -1,11 +1,14 @@
-//! The loopback admin listener: `/health` (the process is alive) and `/readyz` (every adapter is
-//! connected and the gateway is not draining), both from the health board.
+//! The loopback admin listener: `/health` (the process is alive), `/readyz` (every enabled adapter
+//! is connected and making progress, and the gateway is neither starting nor draining; see
+//! [`super::health`] for how progress is judged) and `/metrics` (Prometheus text, see
+//! [`crate::observe::metrics`]).
 //!
 //! It has no key, so web pages are kept out: a request carrying `Origin` is refused (403), and
 //! on a loopback address the `Host` must name this machine (421), so that a DNS-rebinding page
 //! cannot read the gateway's state.
 
-use super::health::HealthBoard;
+use super::health::{AdapterState, HealthBoard};
+use crate::observe::metrics;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
@@ -23,6 +26,7 @@ pub fn routes(board: Arc<HealthBoard>, hosts: HostPolicy) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(prometheus))
         .with_state(board)
         .layer(middleware::from_fn_with_state(Arc::new(hosts), refuse_browsers))
 }
@@ -48,6 +52,21 @@ async fn readyz(State(board): State<Arc<HealthBoard>>) -> impl IntoResponse {
             serde_json::json!({ "status": if snap.ready { "ready" } else { "not_ready" }, "gateway": snap.gateway, "adapters": snap.adapters }),
         ),
     )
+}
+
+/// The metrics, with each adapter's state read from the board now.
+async fn prometheus(State(board): State<Arc<HealthBoard>>) -> Response {
+    let snap = board.snapshot();
+    let all: Vec<&'static str> = AdapterState::ALL.iter().map(|s| s.as_str()).collect();
+    let metrics = metrics::global();
+    metrics.set_adapter_states(snap.adapters.iter().map(|a| (a.platform.as_str(), a.state.as_str())), &all);
+    match metrics.render() {
+        Ok(text) => ([(axum::http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot render the metrics");
+            (StatusCode::INTERNAL_SERVER_ERROR, "cannot render the metrics\n").into_response()
+        }
+    }
 }
 
 /// Bind and serve until `stop`; returns the bound address.

@@ -1,12 +1,19 @@
 //! The health board: every adapter's supervised state, read by `/health`, `/readyz`, `/status`,
 //! the status file and `hermes gateway status`.
+//!
+//! Ready means: every adapter the gateway starts has registered, each is connected (or paused by
+//! an admin), none is draining, and each with a liveness timeout (its
+//! [`hermes_adapter::PlatformAdapter::liveness_timeout`]: Telegram's is its long-poll timeout plus
+//! 20 s) has made progress within it. After a run that lost its connection, the next run counts
+//! only once it has stayed up for that timeout: a Bot API that answers `getMe` but hangs every
+//! `getUpdates` would otherwise look ready after each reconnect.
 
 use chrono::{DateTime, Utc};
 use hermes_adapter::HealthReporter;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -17,10 +24,23 @@ pub enum AdapterState {
     Degraded,
     BackingOff,
     Parked,
+    /// Stopped by an admin (`/platform pause`) until resumed.
+    Paused,
     Stopped,
 }
 
 impl AdapterState {
+    /// Every state, for `/metrics` (one series per platform and state).
+    pub const ALL: [AdapterState; 7] = [
+        AdapterState::Starting,
+        AdapterState::Connected,
+        AdapterState::Degraded,
+        AdapterState::BackingOff,
+        AdapterState::Parked,
+        AdapterState::Paused,
+        AdapterState::Stopped,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             AdapterState::Starting => "starting",
@@ -28,6 +48,7 @@ impl AdapterState {
             AdapterState::Degraded => "degraded",
             AdapterState::BackingOff => "backing_off",
             AdapterState::Parked => "parked",
+            AdapterState::Paused => "paused",
             AdapterState::Stopped => "stopped",
         }
     }
@@ -51,7 +72,8 @@ pub struct AdapterStatus {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct HealthSnapshot {
-    /// `running`, `degraded` (some adapter not connected) or `draining`.
+    /// `starting` (some adapter not registered yet), `running`, `degraded` (some adapter not
+    /// connected, or connected without progress) or `draining`.
     pub gateway: &'static str,
     pub ready: bool,
     pub adapters: Vec<AdapterStatus>,
@@ -65,12 +87,34 @@ struct Slot {
     since: DateTime<Utc>,
     reporter: HealthReporter,
     delays: Vec<Duration>,
+    /// The adapter's [`hermes_adapter::PlatformAdapter::liveness_timeout`]: how long a connected
+    /// adapter may go without progress, and how long a reconnected one must stay up, before it
+    /// counts as ready.
+    liveness: Option<Duration>,
+    /// The last run failed after it had made progress: the connection was lost, not refused.
+    lost_connection: bool,
+    last_error: Option<(String, DateTime<Utc>)>,
+    restarts: u32,
+}
+
+/// What the status file keeps of an adapter beyond its state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AdapterRecord {
+    pub platform: String,
+    /// When it last made real progress (a poll returned, a heartbeat was acknowledged).
+    pub last_progress_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    pub last_error_at: Option<DateTime<Utc>>,
+    /// Runs that failed and were restarted since the gateway started.
+    pub restarts: u32,
 }
 
 #[derive(Debug, Default)]
 pub struct HealthBoard {
     slots: Mutex<BTreeMap<String, Slot>>,
     draining: AtomicBool,
+    /// Adapters the gateway starts; until each has registered, the gateway is starting.
+    expected: AtomicUsize,
 }
 
 impl HealthBoard {
@@ -82,8 +126,33 @@ impl HealthBoard {
         if let Ok(mut slots) = self.slots.lock() {
             slots.insert(
                 platform.to_string(),
-                Slot { state: AdapterState::Starting, detail: None, attempts: 0, since: Utc::now(), reporter, delays: Vec::new() },
+                Slot {
+                    state: AdapterState::Starting,
+                    detail: None,
+                    attempts: 0,
+                    since: Utc::now(),
+                    reporter,
+                    delays: Vec::new(),
+                    liveness: None,
+                    lost_connection: false,
+                    last_error: None,
+                    restarts: 0,
+                },
             );
+        }
+    }
+
+    /// How many adapters the gateway starts: fewer on the board means it is still starting.
+    pub fn expect_adapters(&self, count: usize) {
+        self.expected.store(count, Ordering::Release);
+    }
+
+    /// The adapter's liveness timeout, which `/readyz` judges its progress by.
+    pub fn set_liveness_timeout(&self, platform: &str, timeout: Option<Duration>) {
+        if let Ok(mut slots) = self.slots.lock()
+            && let Some(slot) = slots.get_mut(platform)
+        {
+            slot.liveness = timeout;
         }
     }
 
@@ -91,8 +160,18 @@ impl HealthBoard {
         if let Ok(mut slots) = self.slots.lock()
             && let Some(slot) = slots.get_mut(platform)
         {
+            let now = Utc::now();
+            if state == AdapterState::BackingOff {
+                // A run that made progress before failing had a connection, and lost it.
+                slot.lost_connection = slot.reporter.last_progress_ms() >= slot.since.timestamp_millis();
+                slot.restarts += 1;
+                crate::observe::metrics::global().adapter_restarted(platform);
+            }
+            if let (Some(why), AdapterState::BackingOff | AdapterState::Parked) = (&detail, state) {
+                slot.last_error = Some((why.clone(), now));
+            }
             if slot.state != state {
-                slot.since = Utc::now();
+                slot.since = now;
             }
             slot.state = state;
             slot.detail = detail;
@@ -125,49 +204,169 @@ impl HealthBoard {
     }
 
     pub fn snapshot(&self) -> HealthSnapshot {
-        let now_ms = Utc::now().timestamp_millis();
-        let adapters: Vec<AdapterStatus> = self
-            .slots
-            .lock()
-            .map(|slots| {
-                slots
-                    .iter()
-                    .map(|(name, slot)| {
-                        let mut state = slot.state;
-                        let mut detail = slot.detail.clone();
-                        // The adapter's own reports refine a live run's state.
-                        if matches!(state, AdapterState::Starting | AdapterState::Connected) && slot.reporter.is_connected() {
-                            state = AdapterState::Connected;
-                            if let Some(reason) = slot.reporter.degraded_reason() {
-                                state = AdapterState::Degraded;
-                                detail = Some(reason);
-                            }
-                        }
-                        let last = slot.reporter.last_progress_ms();
-                        AdapterStatus {
-                            platform: name.clone(),
-                            state,
-                            detail,
-                            attempts: slot.attempts,
-                            last_progress_secs: (last > 0).then(|| (now_ms - last).max(0) as f64 / 1000.0),
-                            since: slot.since,
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let all_connected = adapters.iter().all(|a| a.state == AdapterState::Connected);
+        let now = Utc::now();
+        let adapters: Vec<AdapterStatus> =
+            self.slots.lock().map(|slots| slots.iter().map(|(name, slot)| slot.status(name, now)).collect()).unwrap_or_default();
+        // A paused adapter is the admin's choice, not a fault: it does not hold readiness back.
+        let all_connected = adapters.iter().all(|a| matches!(a.state, AdapterState::Connected | AdapterState::Paused));
         let draining = self.is_draining();
+        let starting = adapters.len() < self.expected.load(Ordering::Acquire);
         HealthSnapshot {
             gateway: if draining {
                 "draining"
+            } else if starting {
+                "starting"
             } else if all_connected {
                 "running"
             } else {
                 "degraded"
             },
-            ready: all_connected && !draining,
+            ready: all_connected && !draining && !starting,
             adapters,
         }
+    }
+
+    /// Each adapter's last progress, last error and restarts, for the status file.
+    pub fn records(&self) -> Vec<AdapterRecord> {
+        let Ok(slots) = self.slots.lock() else { return Vec::new() };
+        slots
+            .iter()
+            .map(|(name, slot)| {
+                let last = slot.reporter.last_progress_ms();
+                AdapterRecord {
+                    platform: name.clone(),
+                    last_progress_at: (last > 0).then(|| DateTime::from_timestamp_millis(last)).flatten(),
+                    last_error: slot.last_error.as_ref().map(|(e, _)| e.clone()),
+                    last_error_at: slot.last_error.as_ref().map(|(_, at)| *at),
+                    restarts: slot.restarts,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Slot {
+    /// The state operators see: the supervisor's, refined by the adapter's own reports and by
+    /// its progress measured against its liveness timeout.
+    fn status(&self, name: &str, now: DateTime<Utc>) -> AdapterStatus {
+        let mut state = self.state;
+        let mut detail = self.detail.clone();
+        // The adapter's own reports refine a live run's state.
+        if matches!(state, AdapterState::Starting | AdapterState::Connected) && self.reporter.is_connected() {
+            state = AdapterState::Connected;
+            if let Some(reason) = self.reporter.degraded_reason() {
+                state = AdapterState::Degraded;
+                detail = Some(reason);
+            }
+        }
+        let last = self.reporter.last_progress_ms();
+        let idle = (last > 0).then(|| Duration::from_millis(u64::try_from(now.timestamp_millis() - last).unwrap_or(0)));
+        if state == AdapterState::Connected
+            && let Some(why) = self.not_progressing(idle, now)
+        {
+            state = AdapterState::Degraded;
+            detail = Some(why);
+        }
+        AdapterStatus {
+            platform: name.to_string(),
+            state,
+            detail,
+            attempts: self.attempts,
+            last_progress_secs: idle.map(|d| d.as_secs_f64()),
+            since: self.since,
+        }
+    }
+
+    /// Why a connected adapter is not ready, judged by its liveness timeout: no progress for
+    /// longer than it (a long poll returns within its timeout, so a poll held past it is stuck),
+    /// or back after a lost connection for less than it (a connection that is dropped again
+    /// within the timeout, like a poll that hangs after every reconnect, never counts as ready).
+    fn not_progressing(&self, idle: Option<Duration>, now: DateTime<Utc>) -> Option<String> {
+        let limit = self.liveness?;
+        if let Some(idle) = idle.filter(|idle| *idle > limit) {
+            return Some(format!("no progress for {}s (expected within {}s)", idle.as_secs(), limit.as_secs()));
+        }
+        let up = (now - self.since).to_std().unwrap_or_default();
+        (self.lost_connection && up < limit).then(|| {
+            format!("reconnected {}s ago after losing its connection; ready once it has stayed up {}s", up.as_secs(), limit.as_secs())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A board with one adapter `tg` whose liveness timeout is `limit`, connected.
+    fn connected(limit: Duration) -> (HealthBoard, HealthReporter) {
+        let board = HealthBoard::new();
+        let reporter = HealthReporter::new();
+        board.expect_adapters(1);
+        board.register("tg", reporter.clone());
+        board.set_liveness_timeout("tg", Some(limit));
+        reporter.mark_connected();
+        (board, reporter)
+    }
+
+    #[test]
+    fn a_connected_adapter_without_progress_past_its_timeout_is_not_ready() {
+        let (board, reporter) = connected(Duration::from_millis(100));
+        assert!(board.snapshot().ready);
+        std::thread::sleep(Duration::from_millis(300));
+        let snap = board.snapshot();
+        assert!(!snap.ready, "{snap:?}");
+        assert_eq!(snap.adapters[0].state, AdapterState::Degraded);
+        assert!(snap.adapters[0].detail.as_deref().is_some_and(|d| d.starts_with("no progress for")), "{snap:?}");
+        reporter.progress();
+        assert!(board.snapshot().ready, "progress again: ready again");
+    }
+
+    #[test]
+    fn after_a_lost_connection_an_adapter_is_ready_only_once_it_stayed_up_its_timeout() {
+        let (board, reporter) = connected(Duration::from_millis(200));
+        reporter.mark_disconnected();
+        board.set("tg", AdapterState::BackingOff, Some("getUpdates failed: timed out".into()), 1);
+        board.set("tg", AdapterState::Starting, None, 1);
+        // Through getMe again, the poll not answered yet: connected, but it was so last time too.
+        reporter.mark_connected();
+        let snap = board.snapshot();
+        assert!(!snap.ready, "{snap:?}");
+        assert!(snap.adapters[0].detail.as_deref().is_some_and(|d| d.contains("after losing its connection")), "{snap:?}");
+        std::thread::sleep(Duration::from_millis(300));
+        reporter.progress();
+        assert!(board.snapshot().ready, "{:?}", board.snapshot());
+        let record = &board.records()[0];
+        assert_eq!(record.restarts, 1);
+        assert_eq!(record.last_error.as_deref(), Some("getUpdates failed: timed out"));
+        assert!(record.last_progress_at.is_some());
+    }
+
+    #[test]
+    fn an_adapter_that_never_connected_before_failing_is_ready_when_it_connects() {
+        let board = HealthBoard::new();
+        let reporter = HealthReporter::new();
+        board.register("tg", reporter.clone());
+        board.set_liveness_timeout("tg", Some(Duration::from_secs(3600)));
+        board.set("tg", AdapterState::BackingOff, Some("connection refused".into()), 1);
+        board.set("tg", AdapterState::Starting, None, 1);
+        reporter.mark_connected();
+        assert!(board.snapshot().ready, "a refused start is not a lost connection: {:?}", board.snapshot());
+    }
+
+    #[test]
+    fn starting_until_every_adapter_registered_and_a_paused_one_does_not_hold_readiness() {
+        let board = HealthBoard::new();
+        board.expect_adapters(2);
+        let tg = HealthReporter::new();
+        board.register("tg", tg.clone());
+        tg.mark_connected();
+        let snap = board.snapshot();
+        assert_eq!((snap.gateway, snap.ready), ("starting", false));
+        board.register("dc", HealthReporter::new());
+        board.set("dc", AdapterState::Paused, Some("paused by an admin".into()), 0);
+        let snap = board.snapshot();
+        assert_eq!((snap.gateway, snap.ready), ("running", true), "{snap:?}");
+        board.set_draining();
+        assert_eq!((board.snapshot().gateway, board.snapshot().ready), ("draining", false));
     }
 }

@@ -82,6 +82,7 @@ impl InboundSink for Inbox {
             tracing::debug!(event_id = %event.event_id, "duplicate delivery ignored");
             return Ok(AcceptOutcome::Duplicate);
         }
+        crate::observe::metrics::global().message_received(event.source.platform.as_str(), &event.source.chat_id);
         self.route(event);
         Ok(AcceptOutcome::Accepted)
     }
@@ -99,6 +100,7 @@ impl InboundSink for Inbox {
         let mut outcomes = Vec::with_capacity(events.len());
         for (event, new) in events.into_iter().zip(inserted) {
             if new {
+                crate::observe::metrics::global().message_received(event.source.platform.as_str(), &event.source.chat_id);
                 self.route(event);
                 outcomes.push(AcceptOutcome::Accepted);
             } else {

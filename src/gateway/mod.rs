@@ -7,7 +7,7 @@
 //!   [`turn_limits`] (slots, abort, drain count, background slots).
 //! - [`supervisor`] and [`backoff`]: one task per adapter, restarts with backoff, parking.
 //! - [`instance_lock`] and [`credential_lock`]: one gateway per HERMES_HOME, one per bot token.
-//! - [`health`], [`admin`], [`status_file`]: what operators see.
+//! - [`health`], [`admin`], [`status_file`]: what operators see; [`notify`]: what systemd sees.
 //! - [`inbox`]: durable, deduplicated intake; replay after a crash.
 //! - [`router`], [`auth`], [`pairing`], [`session_key`]: who may talk (strangers pair by DM),
 //!   and to which session.
@@ -45,6 +45,7 @@ pub mod inbox;
 pub mod instance_lock;
 pub mod media_sweep;
 pub mod models;
+pub mod notify;
 pub mod outbound;
 pub(crate) mod pairing;
 pub mod process_guard;
@@ -92,7 +93,7 @@ use tokio_util::sync::CancellationToken;
 pub enum ExitReason {
     /// SIGTERM / SIGINT: exit 0.
     Stopped,
-    /// SIGUSR1 (or `/restart` later): exit 75 so the service manager starts us again.
+    /// SIGUSR1 or `/restart`: exit 75 so the service manager starts us again.
     RestartRequested,
 }
 
@@ -234,6 +235,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let wiring = wire(&config, &home, &adapters, auth.clone()).await?;
     let store = wiring.store.clone();
     let (board, limits) = (wiring.health.clone(), wiring.limits().clone());
+    board.expect_adapters(adapters.len());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
     let inbox = Arc::new(inbox::Inbox::new(store.clone(), router_tx));
     approvals::deny_left_open(&store, wiring.turns().deliverer.clone()).await;
@@ -243,33 +245,38 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let adapters_stop = CancellationToken::new();
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
     let locks = options.credential_lock_dir.clone().map(|dir| supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
-    let supervisors = supervise_adapters(&adapters, &contexts, locks, &board, supervisor_policy(&config));
+    let links = supervisor::SupervisorLinks { controls: wiring.actors.commands.platforms.clone(), pulse: Default::default() };
+    let supervisors = supervise_adapters(&adapters, &contexts, locks, &board, supervisor_policy(&config), &links);
+    let notifier = notify::Notifier::from_env(config.secret_values());
+    let watched = notify::Watched { board: board.clone(), pulse: links.pulse.clone(), expected: adapters.len() };
+    let notifying = notify::spawn(notifier.clone(), watched);
     let ticking = wiring.cron.start();
 
     let admin_stop = CancellationToken::new();
     let mut status = status_file::StatusFile::new(chrono::Utc::now());
     status.listeners = start_admin(&config, &board, &admin_stop).await?.into();
     let status_path = home.status_file();
-    let status_task = chores::spawn_status_writer(status.clone(), status_path.clone(), board.clone(), limits.clone(), store.clone());
+    let status_task = chores::spawn_status_writer(status.clone(), status_path.clone(), chores::StatusSources::of(&wiring));
     let housekeeping = chores::spawn_inbox_pruning(store.clone());
     let media_sweeper = media_sweep::spawn(media_cache, media_limits);
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
-    let reason = wait_for_signal(&options.shutdown).await?;
+    let reason = wait_for_signal(&options.shutdown, &wiring.actors.commands.restart).await?;
+    notifier.stopping(&format!("{}; finishing running turns", exit_label(reason)));
     tracing::info!(?reason, "stopping: no new messages are accepted; finishing running turns");
     board.set_draining();
     limits.running.set_draining();
     inbox.stop_accepting();
     // Turns and cron runs drain side by side; neither waits for the other's deadline.
     tokio::join!(wiring.cron.stop(ticking), drain_turns(&limits, Duration::from_secs(config.gateway.drain_timeout_secs)));
-    let running = Running { adapters_stop, supervisors, admin_stop, side_tasks: vec![status_task, housekeeping, media_sweeper, router] };
+    let mut side_tasks = vec![status_task, housekeeping, media_sweeper, router];
+    // The watchdog keeps being fed through the drain; it stops after the supervisors.
+    side_tasks.extend(notifying);
+    let running = Running { adapters_stop, supervisors, admin_stop, side_tasks };
     running.stop().await;
     status.apply(&board.snapshot(), limits.running.active());
     status.gateway_state = "stopped".into();
-    status.exit_reason = Some(match reason {
-        ExitReason::Stopped => "signal".into(),
-        ExitReason::RestartRequested => "restart_requested".into(),
-    });
+    status.exit_reason = Some(exit_label(reason).into());
     if let Err(e) = status.write(&status_path) {
         tracing::warn!(error = %e, "cannot write the final status file");
     }
@@ -278,6 +285,14 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     }
     tracing::info!("gateway stopped");
     Ok(reason)
+}
+
+/// How an exit is named in the status file and to systemd.
+fn exit_label(reason: ExitReason) -> &'static str {
+    match reason {
+        ExitReason::Stopped => "signal",
+        ExitReason::RestartRequested => "restart_requested",
+    }
 }
 
 /// The store, the agent and every handle, for `adapters` (running or not).
@@ -406,19 +421,19 @@ fn supervise_adapters(
     locks: Option<supervisor::CredentialLocks>,
     board: &Arc<health::HealthBoard>,
     policy: SupervisorPolicy,
+    links: &supervisor::SupervisorLinks,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let mut supervisors = Vec::new();
     for adapter in adapters {
-        let (inbox, directory, stop, senders) =
-            (contexts.inbox.clone(), contexts.directory.clone(), contexts.stop.clone(), contexts.senders.clone());
+        let (inbox, directory, senders) = (contexts.inbox.clone(), contexts.directory.clone(), contexts.senders.clone());
         let supervised = Supervised {
             adapter: adapter.clone(),
-            make_context: Box::new(move |health| {
-                AdapterContext::new(inbox.clone(), directory.clone(), health, stop.clone()).with_sender_policy(senders.clone())
+            make_context: Box::new(move |health, run_stop| {
+                AdapterContext::new(inbox.clone(), directory.clone(), health, run_stop).with_sender_policy(senders.clone())
             }),
             credential_locks: locks.clone(),
         };
-        supervisors.push(supervisor::spawn(supervised, board.clone(), policy, contexts.stop.clone()));
+        supervisors.push(supervisor::spawn(supervised, board.clone(), policy, links, contexts.stop.clone()));
     }
     supervisors
 }
@@ -438,7 +453,7 @@ async fn start_admin(
         let bound = admin::serve(SocketAddr::new(host, port), board.clone(), stop.clone())
             .await
             .map_err(|e| GatewayError::Io(format!("cannot bind the admin listener on {host}:{port}: {e}")))?;
-        tracing::info!(%bound, "admin listener ready (/health, /readyz)");
+        tracing::info!(%bound, "admin listener ready (/health, /readyz, /metrics)");
         listeners.insert("admin".into(), serde_json::json!(bound.to_string()));
     }
     Ok(listeners)
@@ -460,8 +475,8 @@ async fn drain_turns(limits: &turn_limits::TurnLimits, timeout: Duration) {
 }
 
 /// SIGTERM or SIGINT stop the gateway (as does cancelling `shutdown`, for a caller running it
-/// in-process); SIGUSR1 asks for a restart.
-async fn wait_for_signal(shutdown: &CancellationToken) -> Result<ExitReason, GatewayError> {
+/// in-process); SIGUSR1 or `/restart` (`restart`) ask for a restart.
+async fn wait_for_signal(shutdown: &CancellationToken, restart: &CancellationToken) -> Result<ExitReason, GatewayError> {
     let io = |e: std::io::Error| GatewayError::Io(format!("cannot install signal handlers: {e}"));
     let mut term = signal(SignalKind::terminate()).map_err(io)?;
     let mut int = signal(SignalKind::interrupt()).map_err(io)?;
@@ -470,6 +485,7 @@ async fn wait_for_signal(shutdown: &CancellationToken) -> Result<ExitReason, Gat
         _ = term.recv() => ExitReason::Stopped,
         _ = int.recv() => ExitReason::Stopped,
         _ = usr1.recv() => ExitReason::RestartRequested,
+        _ = restart.cancelled() => ExitReason::RestartRequested,
         _ = shutdown.cancelled() => ExitReason::Stopped,
     })
 }

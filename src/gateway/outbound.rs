@@ -234,6 +234,7 @@ async fn send_chunk(
     mut message: OutboundMessage,
     attempt_recorded: bool,
 ) -> ChunkResult {
+    let _sending = crate::observe::metrics::global().sending();
     let store = &deliverer.store;
     let key = message.idempotency_key.clone();
     let mut plain_fallback_used = false;
@@ -248,12 +249,16 @@ async fn send_chunk(
         unrecorded_attempt = true;
         let error = match adapter.send(&message).await {
             Ok(receipt) => {
+                crate::observe::metrics::global().message_sent(message.target.platform.as_str(), &message.target.chat_id);
                 if let Err(e) = store.outbox_mark_sent(&key, receipt.message_id.as_deref()).await {
                     tracing::warn!(error = %e, "could not record a sent message");
                 }
                 return ChunkResult::Sent;
             }
-            Err(e) => e,
+            Err(e) => {
+                crate::observe::metrics::global().send_failed(message.target.platform.as_str(), &e);
+                e
+            }
         };
         // A 429 means the platform did not take the message, so waiting it out is always safe
         // and does not use up an attempt; only the total wait is bounded.

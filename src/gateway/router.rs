@@ -49,6 +49,7 @@ async fn route_events(routing: Routing, mut inbox: mpsc::UnboundedReceiver<Inbou
                 }
             }
         }
+        crate::observe::metrics::global().set_sessions_active(actors.len());
     }
 }
 

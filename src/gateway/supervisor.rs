@@ -1,13 +1,17 @@
 //! The supervisor: one task per adapter that runs it, watches its liveness, and restarts it with
-//! backoff when it fails — or parks it when retrying cannot help.
+//! backoff when it fails — or parks it when retrying cannot help. It also owns the pause switches
+//! `/platform pause|resume` flips ([`PlatformControls`]) and the heartbeat the systemd watchdog
+//! reads ([`Pulse`]).
 
 use super::backoff::Backoff;
 use super::credential_lock::{self, CredentialLock, CredentialLockError};
 use super::health::{AdapterState, HealthBoard};
 use hermes_adapter::{AdapterContext, AdapterError, HealthReporter, PlatformAdapter};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -29,9 +33,19 @@ impl Default for SupervisorPolicy {
 /// Everything needed to (re)build an adapter's context.
 pub struct Supervised {
     pub adapter: Arc<dyn PlatformAdapter>,
-    pub make_context: Box<dyn Fn(HealthReporter) -> AdapterContext + Send + Sync>,
+    /// Builds one run's context from its health reporter and the token that ends that run
+    /// (cancelled at shutdown, or when the adapter is paused).
+    pub make_context: Box<dyn Fn(HealthReporter, CancellationToken) -> AdapterContext + Send + Sync>,
     /// Where the machine-wide credential locks live; `None` runs without them.
     pub credential_locks: Option<CredentialLocks>,
+}
+
+/// What the supervisors share with the rest of the gateway: the pause switches `/platform`
+/// flips, and the pulse the systemd watchdog reads.
+#[derive(Debug, Clone, Default)]
+pub struct SupervisorLinks {
+    pub controls: Arc<PlatformControls>,
+    pub pulse: Arc<Pulse>,
 }
 
 /// The credential lock directory and the HERMES_HOME this gateway names in its locks.
@@ -78,32 +92,155 @@ impl HeldCredential {
     }
 }
 
-/// Spawn the supervising task. It ends when `stop` is cancelled (after the adapter's run returns)
-/// or when the adapter is parked.
-pub fn spawn(supervised: Supervised, board: Arc<HealthBoard>, policy: SupervisorPolicy, stop: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(supervise(supervised, board, policy, stop))
+/// Why an adapter cannot be paused or resumed: no adapter of that name runs here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no adapter named `{name}` runs here")]
+pub struct UnknownPlatform {
+    pub name: String,
+    /// The adapters that do, sorted.
+    pub known: Vec<String>,
 }
 
-async fn supervise(supervised: Supervised, board: Arc<HealthBoard>, policy: SupervisorPolicy, stop: CancellationToken) {
+/// One pause switch per supervised adapter. A paused adapter's run is stopped (it receives
+/// nothing) until it is resumed; the switch outlives runs and restarts of the adapter.
+#[derive(Debug, Default)]
+pub struct PlatformControls {
+    switches: Mutex<BTreeMap<String, watch::Sender<bool>>>,
+}
+
+impl PlatformControls {
+    /// The switch of `platform`, created unpaused on first use.
+    pub(crate) fn register(&self, platform: &str) -> watch::Receiver<bool> {
+        let mut switches = self.switches.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        switches.entry(platform.to_string()).or_insert_with(|| watch::channel(false).0).subscribe()
+    }
+
+    /// Every supervised adapter, sorted.
+    pub fn platforms(&self) -> Vec<String> {
+        self.switches.lock().map(|s| s.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    pub fn is_paused(&self, platform: &str) -> bool {
+        self.switches.lock().ok().and_then(|s| s.get(platform).map(|tx| *tx.borrow())).unwrap_or(false)
+    }
+
+    /// Pause or resume `platform`; `Ok(false)` when it already was in that state.
+    pub fn set_paused(&self, platform: &str, paused: bool) -> Result<bool, UnknownPlatform> {
+        let switches = self.switches.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(switch) = switches.get(platform) else {
+            return Err(UnknownPlatform { name: platform.to_string(), known: switches.keys().cloned().collect() });
+        };
+        Ok(switch.send_if_modified(|current| std::mem::replace(current, paused) != paused))
+    }
+}
+
+/// How often a live supervisor beats.
+pub const BEAT_EVERY: Duration = Duration::from_millis(250);
+
+/// The supervisors' heartbeats: each live supervisor task records when it last ran. A supervisor
+/// that stops beating (its task wedged, or panicked) goes stale, and the systemd watchdog pings
+/// stop ([`super::notify`]) so that systemd restarts the gateway. A supervisor that ends on
+/// purpose (stopped, or its adapter parked) retires its beat.
+#[derive(Debug, Default)]
+pub struct Pulse {
+    beats: Mutex<BTreeMap<String, Instant>>,
+}
+
+impl Pulse {
+    pub fn beat(&self, platform: &str) {
+        if let Ok(mut beats) = self.beats.lock() {
+            beats.insert(platform.to_string(), Instant::now());
+        }
+    }
+
+    fn retire(&self, platform: &str) {
+        if let Ok(mut beats) = self.beats.lock() {
+            beats.remove(platform);
+        }
+    }
+
+    /// The supervisors that have not beaten for `max_age`. A poisoned lock counts as stale: some
+    /// supervisor panicked while holding it.
+    pub fn stale(&self, max_age: Duration) -> Vec<String> {
+        match self.beats.lock() {
+            Ok(beats) => beats.iter().filter(|(_, at)| at.elapsed() > max_age).map(|(name, _)| name.clone()).collect(),
+            Err(_) => vec!["(pulse lock poisoned)".to_string()],
+        }
+    }
+
+    /// Beat every [`BEAT_EVERY`]; never resolves. Awaited beside the adapter's run in the
+    /// supervisor's own task, so the beats stop when that task stops being polled.
+    async fn keep_beating(&self, platform: &str) {
+        let mut tick = tokio::time::interval(BEAT_EVERY);
+        loop {
+            tick.tick().await;
+            self.beat(platform);
+        }
+    }
+}
+
+/// Spawn the supervising task. It ends when `stop` is cancelled (after the adapter's run returns)
+/// or when the adapter is parked.
+pub fn spawn(
+    supervised: Supervised,
+    board: Arc<HealthBoard>,
+    policy: SupervisorPolicy,
+    links: &SupervisorLinks,
+    stop: CancellationToken,
+) -> JoinHandle<()> {
+    let platform = supervised.adapter.platform().to_string();
+    // Registered before the task starts, so `/platform` and the watchdog know it at once.
+    let paused = links.controls.register(&platform);
+    links.pulse.beat(&platform);
+    let pulse = links.pulse.clone();
+    tokio::spawn(async move {
+        supervise(supervised, board, policy, Switches { paused, pulse: pulse.clone() }, stop).await;
+        pulse.retire(&platform);
+    })
+}
+
+/// A supervisor's own ends of the [`SupervisorLinks`].
+struct Switches {
+    paused: watch::Receiver<bool>,
+    pulse: Arc<Pulse>,
+}
+
+/// How one run of the adapter ended.
+enum RunEnd {
+    Returned(Result<(), AdapterError>),
+    Paused,
+}
+
+async fn supervise(
+    supervised: Supervised,
+    board: Arc<HealthBoard>,
+    policy: SupervisorPolicy,
+    mut switches: Switches,
+    stop: CancellationToken,
+) {
     let platform = supervised.adapter.platform().to_string();
     let mut backoff = Backoff::new(policy.backoff_base, policy.backoff_cap);
     let reporter = HealthReporter::new();
     board.register(&platform, reporter.clone());
+    board.set_liveness_timeout(&platform, supervised.adapter.liveness_timeout());
     let mut credential = HeldCredential::NotYetTaken;
     loop {
+        if *switches.paused.borrow() {
+            board.set(&platform, AdapterState::Paused, Some("paused by an admin (/platform resume)".into()), backoff.attempt());
+            if !wait_for_resume(&mut switches, &platform, &stop).await {
+                board.set(&platform, AdapterState::Stopped, None, backoff.attempt());
+                return;
+            }
+            tracing::info!(platform = %platform, "adapter resumed");
+            backoff.reset();
+        }
         board.set(&platform, AdapterState::Starting, None, backoff.attempt());
         reporter.mark_disconnected();
         reporter.set_degraded(None);
         let started = Instant::now();
-        let result = match credential.ensure(&supervised, &platform) {
-            Ok(()) => {
-                let ctx = (supervised.make_context)(reporter.clone());
-                tokio::select! {
-                    r = supervised.adapter.run(ctx) => r,
-                    stalled = watch_liveness(&reporter, supervised.adapter.liveness_timeout()) => Err(stalled),
-                }
-            }
-            Err(in_use) => Err(in_use),
+        let end = match credential.ensure(&supervised, &platform) {
+            Ok(()) => run_once(&supervised, &reporter, &mut switches, &platform, &stop).await,
+            Err(in_use) => RunEnd::Returned(Err(in_use)),
         };
         let connected_for = if reporter.is_connected() { started.elapsed() } else { Duration::ZERO };
         reporter.mark_disconnected();
@@ -111,14 +248,18 @@ async fn supervise(supervised: Supervised, board: Arc<HealthBoard>, policy: Supe
             board.set(&platform, AdapterState::Stopped, None, backoff.attempt());
             return;
         }
-        let error = match result {
-            Err(AdapterError::Fatal { code, message }) => {
+        let error = match end {
+            RunEnd::Paused => {
+                tracing::info!(platform = %platform, "adapter paused");
+                continue;
+            }
+            RunEnd::Returned(Err(AdapterError::Fatal { code, message })) => {
                 tracing::error!(platform = %platform, code = %code, "adapter parked: {message}");
                 board.set(&platform, AdapterState::Parked, Some(format!("{code}: {message}")), backoff.attempt());
                 return;
             }
-            Err(e) => e.to_string(),
-            Ok(()) => "the connection ended".to_string(),
+            RunEnd::Returned(Err(e)) => e.to_string(),
+            RunEnd::Returned(Ok(())) => "the connection ended".to_string(),
         };
         if connected_for >= policy.reset_after {
             backoff.reset();
@@ -129,11 +270,64 @@ async fn supervise(supervised: Supervised, board: Arc<HealthBoard>, policy: Supe
         board.set(&platform, AdapterState::BackingOff, Some(error), backoff.attempt());
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
+            // A pause during the backoff takes effect at the top of the loop.
+            () = switched(&mut switches.paused, true) => {}
+            () = switches.pulse.keep_beating(&platform) => {}
             _ = stop.cancelled() => {
                 board.set(&platform, AdapterState::Stopped, None, backoff.attempt());
                 return;
             }
         }
+    }
+}
+
+/// Run the adapter until it returns, stalls, or is paused. A pause cancels the run's token and
+/// gives the adapter [`PAUSE_GRACE`] to close its connection before the run is dropped.
+async fn run_once(
+    supervised: &Supervised,
+    reporter: &HealthReporter,
+    switches: &mut Switches,
+    platform: &str,
+    stop: &CancellationToken,
+) -> RunEnd {
+    let run_stop = stop.child_token();
+    let run = supervised.adapter.run((supervised.make_context)(reporter.clone(), run_stop.clone()));
+    tokio::pin!(run);
+    let pulse = switches.pulse.clone();
+    tokio::select! {
+        r = &mut run => RunEnd::Returned(r),
+        stalled = watch_liveness(reporter, supervised.adapter.liveness_timeout()) => RunEnd::Returned(Err(stalled)),
+        () = pulse.keep_beating(platform) => RunEnd::Returned(Ok(())),
+        () = switched(&mut switches.paused, true) => {
+            run_stop.cancel();
+            tokio::select! {
+                _ = tokio::time::timeout(PAUSE_GRACE, &mut run) => {}
+                () = pulse.keep_beating(platform) => {}
+            }
+            RunEnd::Paused
+        }
+    }
+}
+
+/// How long a paused adapter may take to close its connection.
+const PAUSE_GRACE: Duration = Duration::from_secs(5);
+
+/// Wait, beating, until the adapter is resumed (`true`) or the gateway stops (`false`).
+async fn wait_for_resume(switches: &mut Switches, platform: &str, stop: &CancellationToken) -> bool {
+    let pulse = switches.pulse.clone();
+    tokio::select! {
+        () = switched(&mut switches.paused, false) => true,
+        () = pulse.keep_beating(platform) => false,
+        _ = stop.cancelled() => false,
+    }
+}
+
+/// Resolves once the switch is (or is already) `paused`; never if the switches are gone.
+async fn switched(switch: &mut watch::Receiver<bool>, paused: bool) {
+    // The borrow the wait returns is dropped here: it must not be held across an await.
+    let reached = switch.wait_for(|now| *now == paused).await.is_ok();
+    if !reached {
+        std::future::pending::<()>().await;
     }
 }
 
@@ -268,11 +462,16 @@ mod tests {
     type Started = (Arc<Scripted>, Arc<HealthBoard>, CancellationToken, JoinHandle<()>);
 
     fn start(steps: Vec<Step>, liveness: Option<Duration>) -> Started {
-        start_with(steps, liveness, None)
+        start_with(steps, liveness, None, &SupervisorLinks::default())
     }
 
     /// `locked`: the adapter's credential, and the lock directory and home its gateway uses.
-    fn start_with(steps: Vec<Step>, liveness: Option<Duration>, locked: Option<(CredentialId, &Path, &str)>) -> Started {
+    fn start_with(
+        steps: Vec<Step>,
+        liveness: Option<Duration>,
+        locked: Option<(CredentialId, &Path, &str)>,
+        links: &SupervisorLinks,
+    ) -> Started {
         let adapter = Arc::new(Scripted {
             platform: Platform::new("scripted"),
             caps: Capabilities::http(),
@@ -283,10 +482,9 @@ mod tests {
         });
         let board = Arc::new(HealthBoard::new());
         let stop = CancellationToken::new();
-        let stop_for_ctx = stop.clone();
         let supervised = Supervised {
             adapter: adapter.clone(),
-            make_context: Box::new(move |health| AdapterContext::new(Arc::new(NullSink), Arc::new(NullSink), health, stop_for_ctx.clone())),
+            make_context: Box::new(move |health, run_stop| AdapterContext::new(Arc::new(NullSink), Arc::new(NullSink), health, run_stop)),
             credential_locks: locked.map(|(_, dir, home)| CredentialLocks { dir: dir.to_path_buf(), home: PathBuf::from(home) }),
         };
         let policy = SupervisorPolicy {
@@ -294,7 +492,7 @@ mod tests {
             backoff_cap: Duration::from_secs(10),
             reset_after: Duration::from_secs(30),
         };
-        let handle = spawn(supervised, board.clone(), policy, stop.clone());
+        let handle = spawn(supervised, board.clone(), policy, links, stop.clone());
         (adapter, board, stop, handle)
     }
 
@@ -373,11 +571,13 @@ mod tests {
     async fn a_bot_token_held_by_another_gateway_waits_until_it_is_free() {
         let locks = tempfile::tempdir().unwrap();
         let token = CredentialId::new("Telegram bot token", "123456:abc");
-        let (_first, first_board, first_stop, first_handle) = start_with(vec![], None, Some((token.clone(), locks.path(), "/srv/a")));
+        let (_first, first_board, first_stop, first_handle) =
+            start_with(vec![], None, Some((token.clone(), locks.path(), "/srv/a")), &SupervisorLinks::default());
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(first_board.snapshot().adapters[0].state, AdapterState::Connected);
 
-        let (second, second_board, second_stop, _second_handle) = start_with(vec![], None, Some((token, locks.path(), "/srv/b")));
+        let (second, second_board, second_stop, _second_handle) =
+            start_with(vec![], None, Some((token, locks.path(), "/srv/b")), &SupervisorLinks::default());
         tokio::time::sleep(Duration::from_secs(5)).await;
         let snap = second_board.snapshot();
         assert_eq!(snap.adapters[0].state, AdapterState::BackingOff, "{snap:?}");
@@ -391,5 +591,56 @@ mod tests {
         assert_eq!(second_board.snapshot().adapters[0].state, AdapterState::Connected, "took over once the token was free");
         assert_eq!(*second.runs.lock().unwrap(), 1);
         second_stop.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pausing_stops_the_run_and_resuming_starts_it_again() {
+        let links = SupervisorLinks::default();
+        let (adapter, board, stop, handle) = start_with(vec![], None, None, &links);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(board.snapshot().adapters[0].state, AdapterState::Connected);
+        assert_eq!(links.controls.platforms(), vec!["scripted".to_string()]);
+
+        assert_eq!(links.controls.set_paused("scripted", true), Ok(true));
+        assert_eq!(links.controls.set_paused("scripted", true), Ok(false), "already paused");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let snap = board.snapshot();
+        assert_eq!(snap.adapters[0].state, AdapterState::Paused, "{snap:?}");
+        assert_eq!(*adapter.runs.lock().unwrap(), 1, "the run ended and was not restarted");
+        // A paused supervisor is alive: it keeps beating for the watchdog.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(links.pulse.stale(Duration::from_secs(1)).is_empty());
+
+        assert_eq!(links.controls.set_paused("scripted", false), Ok(true));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(board.snapshot().adapters[0].state, AdapterState::Connected);
+        assert_eq!(*adapter.runs.lock().unwrap(), 2, "resumed with a fresh run");
+
+        let unknown = links.controls.set_paused("nope", true).unwrap_err();
+        assert_eq!(unknown.known, vec!["scripted".to_string()]);
+        stop.cancel();
+        handle.await.unwrap();
+        assert!(links.pulse.stale(Duration::ZERO).is_empty(), "a stopped supervisor retires its beat");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_paused_adapter_stops_with_the_gateway() {
+        let links = SupervisorLinks::default();
+        let (_adapter, board, stop, handle) = start_with(vec![], None, None, &links);
+        links.controls.set_paused("scripted", true).unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        stop.cancel();
+        handle.await.unwrap();
+        assert_eq!(board.snapshot().adapters[0].state, AdapterState::Stopped);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wedged_supervisor_goes_stale() {
+        let pulse = Pulse::default();
+        pulse.beat("telegram");
+        pulse.beat("discord");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        pulse.beat("telegram");
+        assert_eq!(pulse.stale(Duration::from_secs(2)), vec!["discord".to_string()]);
     }
 }

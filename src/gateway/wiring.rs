@@ -126,6 +126,8 @@ impl Wiring {
             turns: turns.clone(),
             approvals: approvals.clone(),
             cron: cron.commands(home.env_file()),
+            platforms: Default::default(),
+            restart: CancellationToken::new(),
         };
         let behaviour = Behaviour::from_config(&config);
         let actors = Arc::new(ActorHandles { turns, commands, clarify, approvals: approvals.board, behaviour });

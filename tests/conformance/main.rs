@@ -17,6 +17,7 @@
 //!   invites, encrypted rooms, reactions, threads; forged senders, machines, threading, restarts.
 //! * [`all_platforms`]: every adapter of the build in one process.
 //! * [`pairing`]: strangers get in by a code the owner approves (no allowlist), or not at all.
+//! * [`metrics`]: `/metrics` through `promtool` and a conversation, `/readyz` while polls hang.
 
 // A test crate: its helpers run only under tests, where a panic is how a test fails
 // (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
@@ -35,6 +36,7 @@ mod faults;
 mod identity;
 mod matrix;
 mod matrix_peer;
+mod metrics;
 mod pairing;
 mod peer;
 mod slack;

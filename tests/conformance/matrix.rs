@@ -6,49 +6,22 @@
 
 use crate::support::{Gateway, Setup};
 use hermes_fakes::{FakeLlm, Reply, ToolCall};
-use hmac::{Hmac, Mac};
 use matrix_sdk::Client;
 use matrix_sdk::config::SyncSettings;
 use matrix_sdk::room::MessagesOptions;
 use matrix_sdk::ruma::{OwnedRoomId, OwnedUserId};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-fn synapse() -> (String, String) {
-    let url = std::env::var("HERMES_TEST_SYNAPSE_URL").ok().filter(|v| !v.is_empty());
-    let secret = std::env::var("HERMES_TEST_SYNAPSE_SECRET").ok().filter(|v| !v.is_empty());
-    match (url, secret) {
-        (Some(url), Some(secret)) => (url, secret),
-        _ => panic!(
-            "HERMES_TEST_SYNAPSE_URL / HERMES_TEST_SYNAPSE_SECRET are not set: run the tests through tests/peers/run.sh \
-             (e.g. `tests/peers/run.sh cargo test --test conformance matrix`)"
-        ),
-    }
-}
-
-fn unique(prefix: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("{prefix}{}x{}x{nanos:x}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
-}
+use hermes_fakes::synapse::{homeserver as synapse, unique};
 
 /// A user registered through Synapse's shared-secret admin API; their user id.
 async fn register(localpart: &str, password: &str) -> String {
     let (url, secret) = synapse();
-    let http = reqwest::Client::new();
-    let endpoint = format!("{url}/_synapse/admin/v1/register");
-    let nonce: Value = http.get(&endpoint).send().await.unwrap().json().await.unwrap();
-    let nonce = nonce["nonce"].as_str().unwrap().to_string();
-    let mut mac = Hmac::<sha1::Sha1>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{nonce}\0{localpart}\0{password}\0notadmin").as_bytes());
-    let body = json!({"nonce": nonce, "username": localpart, "password": password, "admin": false,
-                      "mac": hex::encode(mac.finalize().into_bytes())});
-    let answer: Value = http.post(&endpoint).json(&body).send().await.unwrap().json().await.unwrap();
-    answer["user_id"].as_str().unwrap_or_else(|| panic!("registering {localpart}: {answer}")).to_string()
+    hermes_fakes::synapse::register(&url, &secret, localpart, password, false).await.user_id
 }
 
 /// Someone on Matrix, with a matrix-sdk client syncing in the background.

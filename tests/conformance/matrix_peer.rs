@@ -11,7 +11,6 @@
 use crate::peer::{Chat, ChatPeer, Posted};
 use crate::support::Setup;
 use hermes_fakes::proxy::{Canned, FaultProxy};
-use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,11 +22,7 @@ pub(crate) const MAX_LEN: usize = 4000;
 
 /// The Synapse the tests run against, or a failure saying how to get one.
 pub(crate) fn synapse() -> (String, String) {
-    let url = std::env::var("HERMES_TEST_SYNAPSE_URL").unwrap_or_else(|_| {
-        panic!("HERMES_TEST_SYNAPSE_URL is not set: the Matrix tests need a real Synapse; run them through tests/peers/run.sh (see README)")
-    });
-    let secret = std::env::var("HERMES_TEST_SYNAPSE_SECRET").expect("HERMES_TEST_SYNAPSE_SECRET (set by tests/peers/run.sh)");
-    (url, secret)
+    hermes_fakes::synapse::homeserver()
 }
 
 /// A registered account.
@@ -52,31 +47,11 @@ impl Cs {
         Cs { base: base.trim_end_matches('/').to_string(), http: reqwest::Client::builder().no_proxy().build().unwrap() }
     }
 
-    /// Registers `local` through the shared-secret admin API (nonce, then HMAC-SHA1 of
-    /// nonce, user, password and admin flag).
+    /// Registers `local` through the shared-secret admin API.
     pub(crate) async fn register(&self, secret: &str, local: &str, admin: bool) -> Account {
-        let nonce: Value = self.http.get(format!("{}/_synapse/admin/v1/register", self.base)).send().await.unwrap().json().await.unwrap();
-        let nonce = nonce["nonce"].as_str().unwrap().to_string();
         let password = format!("pw-{local}-0123456789");
-        let mut mac = Hmac::<sha1::Sha1>::new_from_slice(secret.as_bytes()).unwrap();
-        mac.update(nonce.as_bytes());
-        mac.update(b"\0");
-        mac.update(local.as_bytes());
-        mac.update(b"\0");
-        mac.update(password.as_bytes());
-        mac.update(b"\0");
-        mac.update(if admin { b"admin".as_slice() } else { b"notadmin".as_slice() });
-        let mac = hex::encode(mac.finalize().into_bytes());
-        let body = json!({"nonce": nonce, "username": local, "password": password, "admin": admin, "mac": mac});
-        let answer = self.http.post(format!("{}/_synapse/admin/v1/register", self.base)).json(&body).send().await.unwrap();
-        let status = answer.status();
-        let answer: Value = answer.json().await.unwrap();
-        assert!(status.is_success(), "registering {local}: {answer}");
-        Account {
-            user_id: answer["user_id"].as_str().unwrap().to_string(),
-            token: answer["access_token"].as_str().unwrap().to_string(),
-            password,
-        }
+        let account = hermes_fakes::synapse::register(&self.base, secret, local, &password, admin).await;
+        Account { user_id: account.user_id, token: account.access_token, password }
     }
 
     pub(crate) async fn call(&self, who: &Account, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {

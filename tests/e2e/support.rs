@@ -28,6 +28,8 @@ impl Setup {
     /// Both adapters on free ports, the provider pointed at `llm_base_url`.
     pub(crate) fn new(llm_base_url: &str) -> Setup {
         let home = tempfile::tempdir().expect("temp dir");
+        // Owner-only, as the gateway makes HERMES_HOME at its first start (doctor checks it).
+        std::fs::set_permissions(home.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).expect("chmod 700 HERMES_HOME");
         let (api_port, webhook_port) = (free_port(), free_port());
         let env = [
             ("OPENAI_BASE_URL", llm_base_url.to_string()),

@@ -13,13 +13,20 @@ if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.vers
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "matrix-synapse==1.163.2" "aiosmtpd>=1.4,<2" >&2
 fi
 
-if ! command -v dovecot >/dev/null || ! command -v postfix >/dev/null || [ ! -e /usr/lib/dovecot/lmtp ]; then
+# `promtool` (Debian's prometheus package) checks the gateway's /metrics (tests/conformance/metrics.rs).
+if ! command -v dovecot >/dev/null || ! command -v postfix >/dev/null || [ ! -e /usr/lib/dovecot/lmtp ] || ! command -v promtool >/dev/null; then
     if [ "$(id -u)" != 0 ]; then
-        echo "install.sh: Dovecot and Postfix are missing and installing them needs root (apt-get install dovecot-imapd dovecot-lmtpd postfix)" >&2
+        echo "install.sh: Dovecot, Postfix or promtool are missing and installing them needs root (apt-get install dovecot-imapd dovecot-lmtpd postfix prometheus)" >&2
         exit 1
     fi
     # Postfix asks questions on install; these are the answers for a loopback-only test server.
     printf 'postfix postfix/main_mailer_type select Local only\npostfix postfix/mailname string localhost\n' | debconf-set-selections
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q dovecot-imapd dovecot-lmtpd postfix >&2 || { apt-get update -q >&2 && apt-get install -y -q dovecot-imapd dovecot-lmtpd postfix >&2; }
+    apt-get install -y -q dovecot-imapd dovecot-lmtpd postfix prometheus >&2 || { apt-get update -q >&2 && apt-get install -y -q dovecot-imapd dovecot-lmtpd postfix prometheus >&2; }
+fi
+
+# `systemd-analyze verify` checks the generated units (tests/e2e/service.rs); Debian's systemd
+# package provides it even where systemd is not PID 1.
+if ! command -v systemd-analyze >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q systemd >&2 || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q systemd >&2; }
 fi

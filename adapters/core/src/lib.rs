@@ -9,6 +9,7 @@
 //! - [`source`]: where a message came from ([`SessionSource`], [`Platform`], [`ChatType`]).
 //! - [`inbound`]: the normalized inbound event and the accept outcome.
 //! - [`outbound`]: targets, outbound messages, receipts, send errors, stream events.
+//! - [`pacing`]: token buckets and 429 blocks that keep sends under a platform's limits.
 //! - [`capabilities`]: what a platform can do (limits, edits, buttons, markdown dialect).
 //! - [`credential`]: which account an adapter connects as (one gateway per credential).
 //! - [`context`]: what the gateway hands an adapter while it runs (inbox, health, sender policy,
@@ -39,6 +40,7 @@ pub mod inbound;
 pub mod media;
 pub mod media_cache;
 pub mod outbound;
+pub mod pacing;
 pub mod registration;
 pub mod render;
 pub mod secret;
@@ -99,6 +101,16 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     /// adapter runs; `None` for listeners, whose port already admits only one.
     fn credential(&self) -> Option<CredentialId> {
         None
+    }
+
+    /// Who this adapter is on its platform, asked of the platform with the configured
+    /// credentials and endpoint (Telegram's `getMe`, Slack's `auth.test`, an IMAP login…) without
+    /// receiving or sending a message: `hermes doctor` runs it. `Ok(None)` when there is nothing
+    /// to ask (a listener waits for its clients). A rejected credential is
+    /// [`AdapterError::Fatal`] whose message names the setting to fix; an unreachable endpoint is
+    /// [`AdapterError::Retryable`].
+    async fn probe(&self) -> Result<Option<String>, AdapterError> {
+        Ok(None)
     }
 
     /// Show "typing…" in the chat.

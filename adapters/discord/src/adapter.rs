@@ -7,6 +7,7 @@ use crate::errors::classify;
 use crate::inbound::Place;
 use crate::settings::DiscordSettings;
 use async_trait::async_trait;
+use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::{
     AdapterContext, AdapterError, Button, Capabilities, ChatTarget, LengthUnit, MarkdownDialect, OutboundMessage, Platform,
     PlatformAdapter, SendError, SendReceipt, StreamStyle,
@@ -52,6 +53,8 @@ pub struct DiscordAdapter {
     pub(crate) pending_interactions: Mutex<PendingInteractions>,
     /// The slash commands are published once per process, at the first READY.
     pub(crate) commands_published: AtomicBool,
+    /// Discord's send limits kept on our side, per channel id (see [`crate::DiscordSendBudget`]).
+    pacer: Pacer<u64>,
 }
 
 impl DiscordAdapter {
@@ -87,6 +90,7 @@ impl DiscordAdapter {
             read_live: true,
         };
         let http = Arc::new(build_http(&settings, client.clone()));
+        let pacer = Pacer::new(settings.budget.limits());
         Ok(Self {
             platform: Platform::new("discord"),
             capabilities,
@@ -97,6 +101,7 @@ impl DiscordAdapter {
             seen: Mutex::default(),
             pending_interactions: Mutex::default(),
             commands_published: AtomicBool::new(false),
+            pacer,
         })
     }
 
@@ -166,6 +171,10 @@ impl PlatformAdapter for DiscordAdapter {
         &self.capabilities
     }
 
+    async fn probe(&self) -> Result<Option<String>, AdapterError> {
+        self.identify_for_probe().await
+    }
+
     async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
         crate::gateway::run(self, ctx).await
     }
@@ -211,6 +220,7 @@ impl PlatformAdapter for DiscordAdapter {
         }
         let mut retries = 0;
         loop {
+            self.pacer.acquire(Destination::chat(&channel.get())).await;
             match channel.send_message(&self.http, message.clone()).await {
                 Ok(sent) => return Ok(SendReceipt { message_id: Some(sent.id.get().to_string()) }),
                 Err(e) => match classify(e) {
@@ -218,6 +228,11 @@ impl PlatformAdapter for DiscordAdapter {
                         retries += 1;
                         tracing::warn!(channel = channel.get(), "{why}; sending again with the same nonce (Discord keeps one copy)");
                         tokio::time::sleep(Duration::from_millis(250 * u64::from(retries))).await;
+                    }
+                    SendError::RateLimited { retry_after } => {
+                        // Later sends to this channel wait too, not only this one's retry.
+                        self.pacer.block(&channel.get(), retry_after);
+                        return Err(SendError::RateLimited { retry_after });
                     }
                     other => return Err(other),
                 },
@@ -235,6 +250,8 @@ impl PlatformAdapter for DiscordAdapter {
         if !self.settings.link_previews {
             edit = edit.flags(MessageFlags::SUPPRESS_EMBEDS);
         }
+        // Edits have their own per-message bucket at Discord; they count only globally here.
+        self.pacer.acquire(Destination::global()).await;
         channel.edit_message(&self.http, id, edit).await.map(|_| ()).map_err(classify)
     }
 

@@ -1,10 +1,10 @@
 //! `platforms.discord`: the adapter's keys of the block, their environment variables and
 //! documentation, and the [`REGISTRATION`] that turns them into a [`DiscordAdapter`].
 
-use crate::{DiscordAdapter, DiscordSettings};
+use crate::{DiscordAdapter, DiscordSendBudget, DiscordSettings};
 use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration};
 use hermes_adapter::values::string_list;
-use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter};
+use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, SettingError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -20,11 +20,17 @@ pub struct DiscordConfig {
     /// Channels where every message is answered, mention or not.
     #[serde(deserialize_with = "string_list")]
     pub free_response_chats: Vec<String>,
+    /// Outbound rate limits kept by the gateway.
+    pub send_budget: DiscordSendBudget,
     /// Free-form settings, passed through unchecked.
     pub extra: Extra,
 }
 
-impl AdapterConfig for DiscordConfig {}
+impl AdapterConfig for DiscordConfig {
+    fn validate(&self, _enabled: bool) -> Result<(), SettingError> {
+        self.send_budget.check()
+    }
+}
 
 const ENV: &[EnvVar] = &[
     EnvVar {
@@ -82,6 +88,10 @@ const EXAMPLE: &str = "    enabled: null                      # null: enabled wh
     require_mention: null              # guild channels: answer only when mentioned or replied to
                                        # (Discord default: true; threads need no mention; DISCORD_REQUIRE_MENTION)
     free_response_chats: []            # channel ids answered without a mention (DISCORD_FREE_RESPONSE_CHANNELS)
+    send_budget:                       # outbound messages hermes allows itself (0 = no limit), kept under
+      global_per_second: 40            # Discord's 50 requests/s and 5 messages per 5 s per channel:
+      per_channel_per_second: 0.4      # a burst of 3 at once, then one every 2.5 s
+      per_channel_burst: 3
     extra: {}                          # free-form adapter settings, passed through unchecked
 ";
 
@@ -105,6 +115,37 @@ fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn Pl
     settings.require_mention = config.require_mention.unwrap_or(true);
     settings.free_response_channels = config.free_response_chats.clone();
     settings.link_previews = ctx.link_previews;
+    settings.budget = config.send_budget;
     let adapter = DiscordAdapter::new(settings).map_err(|e| BuildError::new(Some(""), e.to_string()))?;
     Ok(Arc::new(adapter))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `send_budget:` block as written, parsed; the error's text (empty when it is fine).
+    fn budget_error(budget: serde_json::Value) -> String {
+        let block = serde_json::json!({"send_budget": budget});
+        let lookup = |_: &str| None;
+        let input = registration::BlockInput { block: &block, env: &lookup, vars: &[], enabled: false };
+        match registration::parse::<DiscordConfig>(&input) {
+            Ok(_) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn an_unusable_send_budget_is_refused_naming_its_key() {
+        for key in ["global_per_second", "per_channel_per_second"] {
+            let err = budget_error(serde_json::json!({key: -1}));
+            assert!(err.contains(&format!("send_budget.{key}")), "{key}: {err}");
+            assert_eq!(budget_error(serde_json::json!({key: 0})), "", "{key}: 0 switches the limit off");
+        }
+        // A burst below one message would never let anything through.
+        let err = budget_error(serde_json::json!({"per_channel_burst": 0}));
+        assert!(err.contains("send_budget.per_channel_burst"), "{err}");
+        assert!(budget_error(serde_json::json!({"per_hour": 5})).contains("per_hour"), "an unknown key is named");
+        assert_eq!(budget_error(serde_json::json!({})), "", "the published limits by default");
+    }
 }

@@ -20,8 +20,9 @@ pub mod config;
 pub mod errors;
 pub mod gateway;
 pub mod inbound;
+mod probe;
 pub mod settings;
 
 pub use adapter::{DiscordAdapter, DiscordError};
 pub use config::{DiscordConfig, REGISTRATION};
-pub use settings::DiscordSettings;
+pub use settings::{DiscordSendBudget, DiscordSettings};

@@ -1,7 +1,53 @@
 //! What the Discord adapter is configured with, already resolved from config and environment by
 //! the gateway (this crate never reads the environment itself).
 
+use hermes_adapter::SettingError;
+use hermes_adapter::pacing::{Limits, Rate, check_burst, check_rate};
 use std::time::Duration;
+
+/// Sends allowed back to back overall before the global rate applies: with 40 a second, never
+/// more than Discord's 50 requests in any second.
+const GLOBAL_BURST: f64 = 10.0;
+
+/// Discord publishes 5 messages per 5 s per channel and 50 requests a second overall. A token
+/// bucket that never exceeds "5 in any 5 s" while letting a three-part answer out at once is a
+/// burst of 3 then one message every 2.5 s (at most 5 in any 5 s, with 2.5 s to spare for clock
+/// skew); serenity's own header-driven limiter then never has to hold a message back, and a
+/// flood waits here instead of collecting 429s. Zero switches a limit off.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DiscordSendBudget {
+    pub global_per_second: f64,
+    pub per_channel_per_second: f64,
+    pub per_channel_burst: f64,
+}
+
+impl Default for DiscordSendBudget {
+    fn default() -> Self {
+        Self { global_per_second: 40.0, per_channel_per_second: 0.4, per_channel_burst: 3.0 }
+    }
+}
+
+impl DiscordSendBudget {
+    pub fn unlimited() -> Self {
+        Self { global_per_second: 0.0, per_channel_per_second: 0.0, per_channel_burst: 1.0 }
+    }
+
+    /// Every value usable; the error names the key (`send_budget.<field>`).
+    pub fn check(&self) -> Result<(), SettingError> {
+        check_rate("send_budget.global_per_second", self.global_per_second)?;
+        check_rate("send_budget.per_channel_per_second", self.per_channel_per_second)?;
+        check_burst("send_budget.per_channel_burst", self.per_channel_burst)
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            global: Rate::per_second(self.global_per_second, GLOBAL_BURST),
+            chat: Rate::per_second(self.per_channel_per_second, self.per_channel_burst),
+            group: None,
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct DiscordSettings {
@@ -22,6 +68,8 @@ pub struct DiscordSettings {
     pub commands: Vec<(String, String)>,
     /// Let Discord embed links in the bot's messages (`display.link_previews`).
     pub link_previews: bool,
+    /// Outbound rate limits kept by the gateway.
+    pub budget: DiscordSendBudget,
 }
 
 impl DiscordSettings {
@@ -35,6 +83,7 @@ impl DiscordSettings {
             reconnect_grace: Duration::from_secs(60),
             commands: Vec::new(),
             link_previews: false,
+            budget: DiscordSendBudget::default(),
         }
     }
 }
@@ -49,6 +98,7 @@ impl std::fmt::Debug for DiscordSettings {
             .field("thread_require_mention", &self.thread_require_mention)
             .field("free_response_channels", &self.free_response_channels)
             .field("commands", &self.commands.len())
+            .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
 }

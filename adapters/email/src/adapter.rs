@@ -6,6 +6,7 @@ use crate::settings::EmailSettings;
 use crate::state::StateStore;
 use crate::text;
 use async_trait::async_trait;
+use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::{
     AdapterContext, AdapterError, Capabilities, CredentialId, LengthUnit, MarkdownDialect, OutboundMessage, Platform, PlatformAdapter,
     SendError, SendReceipt, StreamStyle,
@@ -26,6 +27,8 @@ pub struct EmailAdapter {
     capabilities: Capabilities,
     pub(crate) settings: EmailSettings,
     pub(crate) store: StateStore,
+    /// Mails handed to the SMTP server, kept under [`crate::EmailSendBudget`] and its 421s.
+    pacer: Pacer<()>,
 }
 
 impl EmailAdapter {
@@ -46,7 +49,8 @@ impl EmailAdapter {
             read_live: false,
         };
         let store = StateStore::new(settings.state_dir.clone());
-        Self { platform: Platform::new("email"), capabilities, settings, store }
+        let pacer = Pacer::new(settings.budget.limits());
+        Self { platform: Platform::new("email"), capabilities, settings, store, pacer }
     }
 
     /// The Message-ID of the mail for `idempotency_key`: the same key always gives the same id,
@@ -145,6 +149,10 @@ impl PlatformAdapter for EmailAdapter {
         &self.capabilities
     }
 
+    async fn probe(&self) -> Result<Option<String>, AdapterError> {
+        self.identify_for_probe().await
+    }
+
     async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
         crate::imap::run(self, ctx).await
     }
@@ -167,7 +175,14 @@ impl PlatformAdapter for EmailAdapter {
         }
         let mail = self.compose(msg).await?;
         let message_id = self.message_id_for(&msg.idempotency_key);
-        crate::smtp::send(&self.settings, mail.envelope(), &mail.formatted()).await?;
+        self.pacer.acquire(Destination::global()).await;
+        if let Err(e) = crate::smtp::send(&self.settings, mail.envelope(), &mail.formatted()).await {
+            if let SendError::RateLimited { retry_after } = &e {
+                // "Too busy" is the server's, not this mail's: every mail waits.
+                self.pacer.block_all(*retry_after);
+            }
+            return Err(e);
+        }
         Ok(SendReceipt { message_id: Some(message_id) })
     }
 }

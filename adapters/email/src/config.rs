@@ -2,7 +2,7 @@
 //! documentation, and the [`REGISTRATION`] that turns them into an [`EmailAdapter`].
 
 use crate::EmailAdapter;
-use crate::settings::{EmailSettings, TlsMode, is_loopback};
+use crate::settings::{EmailSendBudget, EmailSettings, TlsMode, is_loopback};
 use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, SettingError};
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, Secret};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -32,6 +32,8 @@ pub struct EmailConfig {
     pub trust_from_header: Option<bool>,
     /// The authserv-id whose `Authentication-Results` headers are believed.
     pub authserv_id: Option<String>,
+    /// Outbound rate limit kept by the gateway.
+    pub send_budget: EmailSendBudget,
     /// Free-form settings, passed through unchecked.
     pub extra: Extra,
 }
@@ -65,7 +67,7 @@ impl AdapterConfig for EmailConfig {
         {
             return Err(SettingError::key("poll_interval (EMAIL_POLL_INTERVAL)", format!("expected 1 to 3600 seconds, found {secs}")));
         }
-        Ok(())
+        self.send_budget.check()
     }
 
     fn secrets(&self) -> Vec<String> {
@@ -182,6 +184,9 @@ const EXAMPLE: &str = "    enabled: null                      # null: enabled wh
                                        # (EMAIL_TRUST_FROM_HEADER)
     authserv_id: null                  # the authserv-id your receiving server writes in Authentication-Results,
                                        # required unless trust_from_header (EMAIL_AUTHSERV_ID)
+    send_budget:                       # mails hermes hands the SMTP server (0 = no limit):
+      per_second: 1                    # a burst of 10 at once, then one a second
+      burst: 10
     extra: {}                          # free-form adapter settings, passed through unchecked
 ";
 
@@ -247,6 +252,7 @@ pub fn settings_from(config: &EmailConfig, ctx: &BuildContext<'_>) -> Result<Ema
     settings.trust_from_header = trust_from_header;
     settings.authserv_id = authserv_id;
     settings.use_idle = config.idle.unwrap_or(true);
+    settings.budget = config.send_budget;
     if let Some(secs) = config.poll_interval {
         settings.poll_interval = Duration::from_secs(secs.max(1));
     }
@@ -341,5 +347,28 @@ mod tests {
         assert!(EmailConfig { poll_interval: Some(0), ..config() }.validate(true).is_err());
         let parsed: EmailConfig = serde_json::from_value(serde_json::json!({"poll_interval": "30"})).unwrap();
         assert_eq!(parsed.poll_interval, Some(30));
+    }
+
+    /// The `send_budget:` block as written, parsed; the error's text (empty when it is fine).
+    fn budget_error(budget: serde_json::Value) -> String {
+        let block = serde_json::json!({"send_budget": budget});
+        let lookup = |_: &str| None;
+        let input = registration::BlockInput { block: &block, env: &lookup, vars: &[], enabled: false };
+        match registration::parse::<EmailConfig>(&input) {
+            Ok(_) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn an_unusable_send_budget_is_refused_naming_its_key() {
+        let err = budget_error(serde_json::json!({"per_second": -1}));
+        assert!(err.contains("send_budget.per_second"), "{err}");
+        assert_eq!(budget_error(serde_json::json!({"per_second": 0})), "", "0 switches the limit off");
+        // A burst below one message would never let anything through.
+        let err = budget_error(serde_json::json!({"burst": 0}));
+        assert!(err.contains("send_budget.burst"), "{err}");
+        assert!(budget_error(serde_json::json!({"per_hour": 5})).contains("per_hour"), "an unknown key is named");
+        assert_eq!(budget_error(serde_json::json!({})), "", "the published limits by default");
     }
 }

@@ -30,7 +30,7 @@ type Session = async_imap::Session<MailStream>;
 const RECONNECT_GRACE: Duration = Duration::from_secs(120);
 
 /// How a session ended.
-enum End {
+pub(crate) enum End {
     /// Shutdown was asked for.
     Stopped,
     /// Worth reconnecting (network, server trouble).
@@ -90,7 +90,7 @@ async fn timed<T, E: std::fmt::Display>(
 }
 
 /// Connect, log in and select INBOX.
-async fn connect(adapter: &EmailAdapter) -> Result<Session, End> {
+pub(crate) async fn connect(adapter: &EmailAdapter) -> Result<Session, End> {
     let s = &adapter.settings;
     let limit = s.io_timeout;
     let tcp = timed(limit, "connecting to the IMAP server", TcpStream::connect((s.imap_host.as_str(), s.imap_port))).await?;

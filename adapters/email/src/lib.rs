@@ -20,6 +20,7 @@ pub mod config;
 pub mod decide;
 pub(crate) mod imap;
 pub mod inbound;
+mod probe;
 pub mod settings;
 pub(crate) mod smtp;
 pub mod state;
@@ -28,4 +29,4 @@ pub(crate) mod tls;
 
 pub use adapter::EmailAdapter;
 pub use config::{EmailConfig, REGISTRATION};
-pub use settings::{EmailSettings, TlsMode};
+pub use settings::{EmailSendBudget, EmailSettings, TlsMode};

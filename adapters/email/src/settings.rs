@@ -1,8 +1,38 @@
 //! What the email adapter is configured with, already resolved from config and environment by
 //! the gateway (this crate never reads the environment itself), and the TLS modes.
 
+use hermes_adapter::SettingError;
+use hermes_adapter::pacing::{Limits, Rate, check_burst, check_rate};
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// Mails sent through the SMTP server: `burst` at once, then `per_second` (a provider that
+/// counts a relay's mails, or throttles a sudden flood, never sees more). A 421 "too busy" holds
+/// back every mail for a minute. Zero switches the limit off.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmailSendBudget {
+    pub per_second: f64,
+    pub burst: f64,
+}
+
+impl Default for EmailSendBudget {
+    fn default() -> Self {
+        Self { per_second: 1.0, burst: 10.0 }
+    }
+}
+
+impl EmailSendBudget {
+    /// Every value usable; the error names the key (`send_budget.<field>`).
+    pub fn check(&self) -> Result<(), SettingError> {
+        check_rate("send_budget.per_second", self.per_second)?;
+        check_burst("send_budget.burst", self.burst)
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        Limits { global: Rate::per_second(self.per_second, self.burst), chat: None, group: None }
+    }
+}
 
 /// How a connection to the IMAP or SMTP server is protected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +92,8 @@ pub struct EmailSettings {
     pub max_attachment_bytes: usize,
     /// How long one network step (connect, a command, a DATA transfer) may take.
     pub io_timeout: Duration,
+    /// Outbound rate limit kept by the gateway.
+    pub budget: EmailSendBudget,
 }
 
 impl EmailSettings {
@@ -85,6 +117,7 @@ impl EmailSettings {
             max_mail_bytes: 25 * 1024 * 1024,
             max_attachment_bytes: 20 * 1024 * 1024,
             io_timeout: Duration::from_secs(60),
+            budget: EmailSendBudget::default(),
         }
     }
 

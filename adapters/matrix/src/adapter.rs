@@ -7,6 +7,7 @@ use crate::reactions::{self, Prompt, Prompts};
 use crate::settings::{Login, MatrixSettings};
 use crate::state::StateDir;
 use async_trait::async_trait;
+use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::render::matrix_html;
 use hermes_adapter::{
     AdapterContext, AdapterError, Capabilities, ChatTarget, CredentialId, LengthUnit, MarkdownDialect, OutboundMessage, Platform,
@@ -40,6 +41,8 @@ pub struct MatrixAdapter {
     edited: Mutex<HashMap<String, Instant>>,
     /// (room, thread root) the bot takes part in.
     threads: Mutex<HashSet<(String, String)>>,
+    /// Sends per room kept under [`crate::MatrixSendBudget`] and the homeserver's 429s.
+    pacer: Pacer<String>,
 }
 
 /// A Matrix transaction id from a message's idempotency key: the same key always gives the same
@@ -68,6 +71,7 @@ impl MatrixAdapter {
         };
         let state = StateDir::new(settings.state_dir.clone());
         let prompts = Prompts::load(state.prompts_file());
+        let pacer = Pacer::new(settings.budget.limits());
         Self {
             platform: Platform::new("matrix"),
             capabilities,
@@ -77,6 +81,7 @@ impl MatrixAdapter {
             prompts,
             edited: Mutex::new(HashMap::new()),
             threads: Mutex::new(HashSet::new()),
+            pacer,
         }
     }
 
@@ -115,6 +120,19 @@ impl MatrixAdapter {
         self.threads.lock().ok().is_some_and(|t| t.contains(&(room.to_string(), root.to_string())))
     }
 
+    /// Wait for this room's next send slot (the budget, and any 429 the homeserver answered).
+    async fn pace(&self, room: &Room) {
+        self.pacer.acquire(Destination::chat(&room.room_id().to_string())).await;
+    }
+
+    /// A 429 holds back every later send to the room for the homeserver's `retry_after_ms`.
+    fn note_rate_limit(&self, room: &Room, error: SendError) -> SendError {
+        if let SendError::RateLimited { retry_after } = &error {
+            self.pacer.block(&room.room_id().to_string(), *retry_after);
+        }
+        error
+    }
+
     /// Waits out the rest of the edit interval since this message's last edit.
     async fn pace_edit(&self, message_id: &str) {
         let wait = self
@@ -141,7 +159,11 @@ impl MatrixAdapter {
         if !msg.text.trim().is_empty() {
             config = config.caption(Some(matrix_sdk::ruma::events::room::message::TextMessageEventContent::plain(msg.text.clone())));
         }
-        let response = room.send_attachment(file.file_name.clone(), &mime, data, config).await.map_err(|e| classify(&e))?;
+        self.pace(room).await;
+        let response = room
+            .send_attachment(file.file_name.clone(), &mime, data, config)
+            .await
+            .map_err(|e| self.note_rate_limit(room, classify(&e)))?;
         Ok(SendReceipt { message_id: Some(response.event_id.to_string()) })
     }
 }
@@ -223,6 +245,10 @@ impl PlatformAdapter for MatrixAdapter {
         &self.capabilities
     }
 
+    async fn probe(&self) -> Result<Option<String>, AdapterError> {
+        self.identify_for_probe().await
+    }
+
     async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
         let result = crate::sync::run(self, ctx).await;
         self.set_client(None);
@@ -256,8 +282,12 @@ impl PlatformAdapter for MatrixAdapter {
         let text =
             if msg.buttons.is_empty() { msg.text.clone() } else { format!("{}{}", msg.text, reactions::legend(&msg.buttons, &choices)) };
         let content = text_content(&text, thread, msg.reply_to.as_deref(), self.settings.link_previews);
-        let sent =
-            room.send_raw("m.room.message", content).with_transaction_id(&txn_id(&msg.idempotency_key)).await.map_err(|e| classify(&e))?;
+        self.pace(&room).await;
+        let sent = room
+            .send_raw("m.room.message", content)
+            .with_transaction_id(&txn_id(&msg.idempotency_key))
+            .await
+            .map_err(|e| self.note_rate_limit(&room, classify(&e)))?;
         let event_id = sent.response.event_id.to_string();
         if let Some(root) = thread {
             self.join_thread(room.room_id().as_str(), root);
@@ -294,7 +324,9 @@ impl PlatformAdapter for MatrixAdapter {
         self.pace_edit(message_id).await;
         // Each edit gets its own transaction id: two edits with the same text are both wanted,
         // and a doubled edit shows nothing twice.
-        room.send_raw("m.room.message", edit_content(message_id, text, self.settings.link_previews)).await.map_err(|e| classify(&e))?;
+        room.send_raw("m.room.message", edit_content(message_id, text, self.settings.link_previews))
+            .await
+            .map_err(|e| self.note_rate_limit(&room, classify(&e)))?;
         Ok(())
     }
 

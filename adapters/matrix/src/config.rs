@@ -2,7 +2,7 @@
 //! documentation, and the [`REGISTRATION`] that turns them into a [`MatrixAdapter`].
 
 use crate::MatrixAdapter;
-use crate::settings::{Login, MatrixSettings};
+use crate::settings::{Login, MatrixSendBudget, MatrixSettings};
 use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, SettingError};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, Secret};
@@ -38,6 +38,8 @@ pub struct MatrixConfig {
     pub command_prefix: Option<String>,
     /// Largest inbound attachment downloaded, in megabytes; unset: 20.
     pub max_media_mb: Option<u64>,
+    /// Outbound rate limits kept by the gateway.
+    pub send_budget: MatrixSendBudget,
     /// Free-form settings, passed through unchecked.
     pub extra: Extra,
 }
@@ -66,7 +68,7 @@ impl AdapterConfig for MatrixConfig {
                 "a password login needs the bot's user id; set MATRIX_USER_ID (@hermes:example.org)",
             ));
         }
-        Ok(())
+        self.send_budget.check()
     }
 
     fn secrets(&self) -> Vec<String> {
@@ -196,6 +198,9 @@ const EXAMPLE: &str = "    enabled: null                      # null: enabled wh
     auto_thread: null                  # answer a room mention in a thread under it (default true; MATRIX_AUTO_THREAD)
     command_prefix: null               # `!status` means `/status` for the gateway's commands (default \"!\"; \"\" is off)
     max_media_mb: null                 # largest inbound attachment downloaded, in MB (default 20)
+    send_budget:                       # messages per room hermes allows itself (0 = no limit); the
+      per_room_per_second: 1           # homeserver's own limit (Synapse: rc_message) is honoured
+      per_room_burst: 10               # from its 429s, per room
     extra: {}                          # free-form adapter settings, passed through unchecked
 ";
 
@@ -247,6 +252,7 @@ pub fn settings_from(config: &MatrixConfig, ctx: &BuildContext<'_>) -> Result<Ma
     settings.auto_thread = config.auto_thread.unwrap_or(true);
     settings.command_prefix = config.command_prefix.clone().unwrap_or_else(|| "!".to_string()).trim().to_string();
     settings.link_previews = ctx.link_previews;
+    settings.budget = config.send_budget;
     settings.commands = ctx.commands.iter().map(|(name, _)| name.trim_start_matches('/').to_ascii_lowercase()).collect();
     if let Some(mb) = config.max_media_mb {
         settings.max_media_bytes = mb.saturating_mul(1024 * 1024);
@@ -322,5 +328,28 @@ mod tests {
         for key in json.as_object().unwrap().keys() {
             assert!(documented.contains(&key.as_str()), "{key} is not in the example");
         }
+    }
+
+    /// The `send_budget:` block as written, parsed; the error's text (empty when it is fine).
+    fn budget_error(budget: serde_json::Value) -> String {
+        let block = serde_json::json!({"send_budget": budget});
+        let lookup = |_: &str| None;
+        let input = registration::BlockInput { block: &block, env: &lookup, vars: &[], enabled: false };
+        match registration::parse::<MatrixConfig>(&input) {
+            Ok(_) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn an_unusable_send_budget_is_refused_naming_its_key() {
+        let err = budget_error(serde_json::json!({"per_room_per_second": -1}));
+        assert!(err.contains("send_budget.per_room_per_second"), "{err}");
+        assert_eq!(budget_error(serde_json::json!({"per_room_per_second": 0})), "", "0 switches the limit off");
+        // A burst below one message would never let anything through.
+        let err = budget_error(serde_json::json!({"per_room_burst": 0}));
+        assert!(err.contains("send_budget.per_room_burst"), "{err}");
+        assert!(budget_error(serde_json::json!({"per_hour": 5})).contains("per_hour"), "an unknown key is named");
+        assert_eq!(budget_error(serde_json::json!({})), "", "the published limits by default");
     }
 }

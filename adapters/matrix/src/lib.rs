@@ -25,6 +25,7 @@ pub(crate) mod errors;
 pub(crate) mod inbound;
 pub(crate) mod login;
 pub(crate) mod media;
+mod probe;
 pub(crate) mod reactions;
 pub mod settings;
 pub(crate) mod state;
@@ -33,4 +34,4 @@ pub(crate) mod undecryptable;
 
 pub use adapter::MatrixAdapter;
 pub use config::{MatrixConfig, REGISTRATION};
-pub use settings::{Login, MatrixSettings};
+pub use settings::{Login, MatrixSendBudget, MatrixSettings};

@@ -1,9 +1,40 @@
 //! What the Matrix adapter is configured with, already resolved from config and environment by
 //! the gateway (this crate never reads the environment itself).
 
+use hermes_adapter::SettingError;
+use hermes_adapter::pacing::{Limits, Rate, check_burst, check_rate};
 use std::path::PathBuf;
 use std::time::Duration;
 use url::Url;
+
+/// Messages per room hermes allows itself. Synapse's default `rc_message` (0.2 a second, bursts
+/// of 10) counts per user across rooms and bot accounts are usually exempted from it, so this is
+/// a generous flood guard per room; whatever the homeserver enforces comes back as a 429 whose
+/// `retry_after_ms` holds back that room's later sends. Zero switches the limit off.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MatrixSendBudget {
+    pub per_room_per_second: f64,
+    pub per_room_burst: f64,
+}
+
+impl Default for MatrixSendBudget {
+    fn default() -> Self {
+        Self { per_room_per_second: 1.0, per_room_burst: 10.0 }
+    }
+}
+
+impl MatrixSendBudget {
+    /// Every value usable; the error names the key (`send_budget.<field>`).
+    pub fn check(&self) -> Result<(), SettingError> {
+        check_rate("send_budget.per_room_per_second", self.per_room_per_second)?;
+        check_burst("send_budget.per_room_burst", self.per_room_burst)
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        Limits { global: None, chat: Rate::per_second(self.per_room_per_second, self.per_room_burst), group: None }
+    }
+}
 
 /// How the bot proves who it is.
 #[derive(Clone)]
@@ -56,6 +87,8 @@ pub struct MatrixSettings {
     pub request_timeout: Duration,
     /// Shortest time between two edits of one message.
     pub min_edit_interval: Duration,
+    /// Outbound rate limits kept by the gateway.
+    pub budget: MatrixSendBudget,
 }
 
 impl MatrixSettings {
@@ -80,6 +113,7 @@ impl MatrixSettings {
             sync_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
             min_edit_interval: Duration::from_secs(1),
+            budget: MatrixSendBudget::default(),
         }
     }
 }

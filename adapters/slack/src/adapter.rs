@@ -6,6 +6,7 @@ use crate::inbound::{Gate, Identity};
 use crate::settings::SlackSettings;
 use crate::web::{SlackError, Web};
 use async_trait::async_trait;
+use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::{
     AdapterContext, AdapterError, Capabilities, ChatTarget, CredentialId, LengthUnit, MarkdownDialect, OutboundMessage, Platform,
     PlatformAdapter, SendError, SendReceipt, StreamStyle,
@@ -32,6 +33,8 @@ pub struct SlackAdapter {
     threads: Mutex<HashMap<(String, String), bool>>,
     /// (channel, ts) → when the message was last edited, to pace edits.
     edited: Mutex<HashMap<(String, String), Instant>>,
+    /// Slack's posting limits kept on our side, per channel id (see [`crate::SlackSendBudget`]).
+    pacer: Pacer<String>,
 }
 
 impl SlackAdapter {
@@ -52,6 +55,7 @@ impl SlackAdapter {
             supports_files: true,
             read_live: true,
         };
+        let pacer = Pacer::new(settings.budget.limits());
         Ok(Self {
             platform: Platform::new("slack"),
             capabilities,
@@ -60,6 +64,7 @@ impl SlackAdapter {
             identity: Mutex::new(None),
             threads: Mutex::new(HashMap::new()),
             edited: Mutex::new(HashMap::new()),
+            pacer,
         })
     }
 
@@ -155,6 +160,17 @@ impl SlackAdapter {
     }
 }
 
+impl SlackAdapter {
+    /// A 429 holds back every later post to the channel for Slack's `Retry-After`, not only
+    /// this one's retry.
+    fn note_rate_limit<T>(&self, channel: &str, result: Result<T, SendError>) -> Result<T, SendError> {
+        if let Err(SendError::RateLimited { retry_after }) = &result {
+            self.pacer.block(&channel.to_string(), *retry_after);
+        }
+        result
+    }
+}
+
 fn channel_of(target: &ChatTarget) -> Result<SlackChannelId, SendError> {
     let id = target.chat_id.trim();
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -171,6 +187,10 @@ impl PlatformAdapter for SlackAdapter {
 
     fn capabilities(&self) -> &Capabilities {
         &self.capabilities
+    }
+
+    async fn probe(&self) -> Result<Option<String>, AdapterError> {
+        self.identify_for_probe().await
     }
 
     async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
@@ -194,7 +214,9 @@ impl PlatformAdapter for SlackAdapter {
         if let Some(file) = &msg.file {
             let content =
                 tokio::fs::read(&file.path).await.map_err(|e| SendError::Other(format!("could not read `{}`: {e}", file.file_name)))?;
-            self.web.upload(&channel, thread.as_ref(), &file.file_name, content, Some(msg.text.clone())).await?;
+            self.pacer.acquire(Destination::chat(&channel.0)).await;
+            let uploaded = self.web.upload(&channel, thread.as_ref(), &file.file_name, content, Some(msg.text.clone())).await;
+            self.note_rate_limit(&channel.0, uploaded)?;
             return Ok(SendReceipt { message_id: None });
         }
         let mut content = SlackMessageContent::new().with_text(msg.text.clone());
@@ -212,7 +234,8 @@ impl PlatformAdapter for SlackAdapter {
         if let Some(thread) = &thread {
             request = request.with_thread_ts(thread.clone());
         }
-        let ts = self.web.post(request, &msg.idempotency_key).await?;
+        self.pacer.acquire(Destination::chat(&channel.0)).await;
+        let ts = self.note_rate_limit(&channel.0, self.web.post(request, &msg.idempotency_key).await)?;
         if let Some(thread) = &thread {
             self.join_thread(&channel.0, &thread.0);
         }
@@ -225,6 +248,7 @@ impl PlatformAdapter for SlackAdapter {
             return Ok(());
         }
         self.pace_edit(&channel.0, message_id).await;
+        self.pacer.acquire(Destination::global()).await;
         let request = SlackApiChatUpdateRequest::new(channel, SlackMessageContent::new().with_text(text.to_string()), message_id.into());
         self.web.update(&request).await
     }

@@ -1,7 +1,7 @@
 //! `platforms.slack`: the adapter's keys of the block, their environment variables and
 //! documentation, and the [`REGISTRATION`] that turns them into a [`SlackAdapter`].
 
-use crate::{SlackAdapter, SlackSettings};
+use crate::{SlackAdapter, SlackSendBudget, SlackSettings};
 use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, SettingError};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, Secret};
@@ -28,6 +28,8 @@ pub struct SlackConfig {
     pub reply_in_thread: Option<bool>,
     /// Longest message sent, in characters (longer answers are split); unset: 39,000.
     pub chunk_limit: Option<usize>,
+    /// Outbound rate limits kept by the gateway.
+    pub send_budget: SlackSendBudget,
     /// Free-form settings, passed through unchecked.
     pub extra: Extra,
 }
@@ -53,7 +55,7 @@ impl AdapterConfig for SlackConfig {
                 ),
             ));
         }
-        Ok(())
+        self.send_budget.check()
     }
 
     fn secrets(&self) -> Vec<String> {
@@ -131,6 +133,10 @@ const EXAMPLE: &str = "    enabled: null                      # null: enabled wh
     reply_in_thread: null              # answer a channel mention in a thread under it (default true)
     chunk_limit: null                  # longest message in characters, 500-39000 (default 39000); Slack
                                        # folds long messages behind Show more, so 4000 reads better
+    send_budget:                       # outbound messages hermes allows itself (0 = no limit), kept under
+      workspace_per_minute: 100        # Slack's chat.postMessage limits: about one a second per channel
+      per_channel_per_second: 1        # with short bursts, and a workspace-wide limit
+      per_channel_burst: 3
     extra: {}                          # free-form adapter settings, passed through unchecked
 ";
 
@@ -162,9 +168,40 @@ fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn Pl
     settings.reply_in_thread = config.reply_in_thread.unwrap_or(true);
     settings.commands = ctx.commands.to_vec();
     settings.link_previews = ctx.link_previews;
+    settings.budget = config.send_budget;
     if let Some(limit) = config.chunk_limit {
         settings.max_message_len = limit;
     }
     let adapter = SlackAdapter::new(settings).map_err(|e| BuildError::new(e.key(), e.to_string()))?;
     Ok(Arc::new(adapter))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `send_budget:` block as written, parsed; the error's text (empty when it is fine).
+    fn budget_error(budget: serde_json::Value) -> String {
+        let block = serde_json::json!({"send_budget": budget});
+        let lookup = |_: &str| None;
+        let input = registration::BlockInput { block: &block, env: &lookup, vars: &[], enabled: false };
+        match registration::parse::<SlackConfig>(&input) {
+            Ok(_) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn an_unusable_send_budget_is_refused_naming_its_key() {
+        for key in ["workspace_per_minute", "per_channel_per_second"] {
+            let err = budget_error(serde_json::json!({key: -1}));
+            assert!(err.contains(&format!("send_budget.{key}")), "{key}: {err}");
+            assert_eq!(budget_error(serde_json::json!({key: 0})), "", "{key}: 0 switches the limit off");
+        }
+        // A burst below one message would never let anything through.
+        let err = budget_error(serde_json::json!({"per_channel_burst": 0}));
+        assert!(err.contains("send_budget.per_channel_burst"), "{err}");
+        assert!(budget_error(serde_json::json!({"per_hour": 5})).contains("per_hour"), "an unknown key is named");
+        assert_eq!(budget_error(serde_json::json!({})), "", "the published limits by default");
+    }
 }

@@ -19,11 +19,12 @@ pub(crate) mod blocks;
 pub mod config;
 pub mod errors;
 pub(crate) mod inbound;
+mod probe;
 pub mod settings;
 pub(crate) mod socket;
 pub(crate) mod web;
 
 pub use adapter::SlackAdapter;
 pub use config::{REGISTRATION, SlackConfig};
-pub use settings::SlackSettings;
+pub use settings::{SlackSendBudget, SlackSettings};
 pub use web::SlackError;

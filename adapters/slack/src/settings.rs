@@ -1,7 +1,50 @@
 //! What the Slack adapter is configured with, already resolved from config and environment by
 //! the gateway (this crate never reads the environment itself).
 
+use hermes_adapter::SettingError;
+use hermes_adapter::pacing::{Limits, Rate, check_burst, check_rate};
 use std::time::Duration;
+
+/// Posts allowed back to back across the workspace before its per-minute rate applies.
+const WORKSPACE_BURST: f64 = 10.0;
+
+/// Slack's `chat.postMessage` limits: about one message a second per channel, short bursts
+/// allowed, under a workspace-wide limit of a few hundred a minute (100 here, Tier 4's floor).
+/// Zero switches a limit off.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SlackSendBudget {
+    pub workspace_per_minute: f64,
+    pub per_channel_per_second: f64,
+    pub per_channel_burst: f64,
+}
+
+impl Default for SlackSendBudget {
+    fn default() -> Self {
+        Self { workspace_per_minute: 100.0, per_channel_per_second: 1.0, per_channel_burst: 3.0 }
+    }
+}
+
+impl SlackSendBudget {
+    pub fn unlimited() -> Self {
+        Self { workspace_per_minute: 0.0, per_channel_per_second: 0.0, per_channel_burst: 1.0 }
+    }
+
+    /// Every value usable; the error names the key (`send_budget.<field>`).
+    pub fn check(&self) -> Result<(), SettingError> {
+        check_rate("send_budget.workspace_per_minute", self.workspace_per_minute)?;
+        check_rate("send_budget.per_channel_per_second", self.per_channel_per_second)?;
+        check_burst("send_budget.per_channel_burst", self.per_channel_burst)
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            global: Rate::per_minute(self.workspace_per_minute, WORKSPACE_BURST),
+            chat: Rate::per_second(self.per_channel_per_second, self.per_channel_burst),
+            group: None,
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct SlackSettings {
@@ -39,6 +82,8 @@ pub struct SlackSettings {
     /// How long one Web API call may take before it is given up on (an unanswered send is then
     /// ambiguous: it may have been posted).
     pub request_timeout: Duration,
+    /// Outbound rate limits kept by the gateway.
+    pub budget: SlackSendBudget,
 }
 
 impl SlackSettings {
@@ -58,6 +103,7 @@ impl SlackSettings {
             ping_interval: Duration::from_secs(10),
             missed_pings: 3,
             request_timeout: Duration::from_secs(20),
+            budget: SlackSendBudget::default(),
         }
     }
 }
@@ -74,6 +120,7 @@ impl std::fmt::Debug for SlackSettings {
             .field("free_response_channels", &self.free_response_channels)
             .field("reply_in_thread", &self.reply_in_thread)
             .field("commands", &self.commands.len())
+            .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
 }

@@ -259,6 +259,10 @@ impl PlatformAdapter for TelegramAdapter {
         Some(hermes_adapter::CredentialId::new("Telegram bot token", &self.settings.token))
     }
 
+    async fn probe(&self) -> Result<Option<String>, AdapterError> {
+        self.identify_for_probe().await
+    }
+
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
         match &msg.file {
             Some(file) => self.send_file(msg, file).await,

@@ -1,119 +1,54 @@
-//! The send budget: Telegram's flood limits kept on our side (a global rate, a per-chat rate and
-//! a per-group-per-minute rate) so a busy gateway waits a little instead of collecting 429s, and a
-//! `retry_after` from Telegram holds back every later send to that chat, not just the one that
-//! was refused.
-//!
-//! Each limit is a GCRA bucket: a send reserves the next slot and sleeps until it; reservations
-//! are taken under one short lock and waited for outside it.
+//! The send budget: Telegram's flood limits kept on our side (a global rate, a per-chat rate with
+//! a short burst and a per-group-per-minute rate) so a busy gateway waits a little instead of
+//! collecting 429s, and a `retry_after` from Telegram holds back every later send to that chat,
+//! not just the one that was refused. The buckets themselves are the shared
+//! [`hermes_adapter::pacing::Pacer`].
 
 use crate::settings::SendBudget;
-use std::collections::HashMap;
-use std::sync::Mutex;
+use hermes_adapter::pacing::{Destination, Limits, Pacer, Rate};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Sends allowed back to back in one chat before the per-chat rate applies.
+/// Sends allowed back to back in one chat before the per-chat rate applies: a three-part answer
+/// goes out at once.
 const CHAT_BURST: f64 = 3.0;
 
 #[derive(Debug)]
-struct Bucket {
-    interval: Duration,
-    tolerance: Duration,
-}
-
-impl Bucket {
-    fn new(per_second: f64, burst: f64) -> Option<Self> {
-        (per_second > 0.0 && per_second.is_finite()).then(|| {
-            let interval = Duration::from_secs_f64(1.0 / per_second);
-            Self { interval, tolerance: interval.mul_f64((burst - 1.0).max(0.0)) }
-        })
-    }
-
-    /// Reserve the next slot at or after `now`; returns when it may be used and updates `tat`.
-    fn reserve(&self, tat: &mut Instant, now: Instant) -> Instant {
-        let earliest = tat.checked_sub(self.tolerance).unwrap_or(now).max(now);
-        *tat = (*tat).max(now) + self.interval;
-        earliest
-    }
-}
-
-#[derive(Debug)]
 pub struct Budget {
-    global: Option<Bucket>,
-    chat: Option<Bucket>,
-    group: Option<Bucket>,
-    state: Mutex<State>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    global_tat: Option<Instant>,
-    chat_tat: HashMap<i64, Instant>,
-    group_tat: HashMap<i64, Instant>,
-    /// Telegram said wait: nothing goes to this chat before then.
-    blocked_until: HashMap<i64, Instant>,
+    pacer: Pacer<i64>,
 }
 
 impl Budget {
     pub fn new(limits: SendBudget) -> Self {
         Self {
-            global: Bucket::new(limits.global_per_second, limits.global_per_second),
-            chat: Bucket::new(limits.per_chat_per_second, CHAT_BURST),
-            group: Bucket::new(limits.group_per_minute / 60.0, limits.group_per_minute),
-            state: Mutex::new(State::default()),
+            pacer: Pacer::new(Limits {
+                global: Rate::per_second(limits.global_per_second, limits.global_per_second),
+                chat: Rate::per_second(limits.per_chat_per_second, CHAT_BURST),
+                group: Rate::per_minute(limits.group_per_minute, limits.group_per_minute),
+            }),
         }
     }
 
     /// Wait until a message may go to `chat_id` (negative ids are groups and channels).
     pub async fn acquire(&self, chat_id: i64) {
-        let now = Instant::now();
-        let at = self.reserve(chat_id, now);
-        // Only sleep when there is a wait: tokio's timer rounds a deadline up to its next
-        // millisecond tick, so even a sleep until "now" would hold every send up to a millisecond.
-        if at > now {
-            tokio::time::sleep_until(at).await;
-        }
+        self.pacer.acquire(destination(&chat_id)).await;
     }
 
-    fn reserve(&self, chat_id: i64, now: Instant) -> Instant {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut at = now;
-        if let Some(until) = state.blocked_until.get(&chat_id).copied() {
-            if until > now {
-                at = until;
-            } else {
-                state.blocked_until.remove(&chat_id);
-            }
-        }
-        if let Some(bucket) = &self.chat {
-            let tat = state.chat_tat.entry(chat_id).or_insert(now);
-            at = at.max(bucket.reserve(tat, at));
-        }
-        if chat_id < 0
-            && let Some(bucket) = &self.group
-        {
-            let tat = state.group_tat.entry(chat_id).or_insert(now);
-            at = at.max(bucket.reserve(tat, at));
-        }
-        if let Some(bucket) = &self.global {
-            let tat = state.global_tat.get_or_insert(now);
-            at = at.max(bucket.reserve(tat, at));
-        }
-        // Forget idle chats so the maps do not grow with every chat ever seen.
-        if state.chat_tat.len() > 4096 {
-            state.chat_tat.retain(|_, tat| *tat > now);
-            state.group_tat.retain(|_, tat| *tat > now);
-        }
-        at
+    /// Take the next slot for `chat_id` at or after `now` and return it (what `acquire` waits
+    /// until).
+    pub fn reserve(&self, chat_id: i64, now: Instant) -> Instant {
+        self.pacer.reserve(destination(&chat_id), now)
     }
 
     /// Telegram answered 429 for `chat_id`: hold that chat back for `retry_after`.
     pub fn block(&self, chat_id: i64, retry_after: Duration) {
-        let until = Instant::now() + retry_after;
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let slot = state.blocked_until.entry(chat_id).or_insert(until);
-        *slot = (*slot).max(until);
+        self.pacer.block(&chat_id, retry_after);
     }
+}
+
+/// Groups and channels (negative ids) count against the group limit as well.
+fn destination(chat_id: &i64) -> Destination<'_, i64> {
+    if *chat_id < 0 { Destination::in_group(chat_id, chat_id) } else { Destination::chat(chat_id) }
 }
 
 #[cfg(test)]
@@ -167,5 +102,44 @@ mod tests {
         let budget = Budget::new(SendBudget::unlimited());
         let now = Instant::now();
         assert!(offsets(&budget, -1, 100, now).iter().all(|&ms| ms == 0));
+    }
+
+    #[test]
+    fn with_the_default_limits_a_three_part_answer_and_replies_a_second_apart_never_wait() {
+        let budget = Budget::new(SendBudget::default());
+        let start = Instant::now();
+        assert_eq!(offsets(&budget, 42, 3, start), vec![0, 0, 0], "a three-part answer goes out at once");
+        // Two conversations side by side, one reply a second each: a private chat and a group.
+        for second in 0..20 {
+            let now = start + Duration::from_secs(second);
+            for chat in [43, -1001] {
+                assert_eq!(budget.reserve(chat, now), now, "chat {chat}, reply {second}");
+            }
+        }
+    }
+
+    /// The most sends of `times` (sorted) in any window of `window`.
+    fn most_in_any_window(times: &[Duration], window: Duration) -> usize {
+        times.iter().enumerate().map(|(i, from)| times[i..].iter().take_while(|t| **t < *from + window).count()).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn with_the_default_limits_a_burst_to_twenty_chats_stays_under_telegrams_limits() {
+        // 200 messages to 20 private chats asked for at once, each chat's in order.
+        let budget = Budget::new(SendBudget::default());
+        let now = Instant::now();
+        let slots: Vec<(i64, Duration)> =
+            (0..10).flat_map(|_| 1..=20).map(|chat| (chat, budget.reserve(chat, now).duration_since(now))).collect();
+        let mut all: Vec<Duration> = slots.iter().map(|(_, s)| *s).collect();
+        all.sort();
+        assert!(all[199] <= Duration::from_secs(8), "all 200 within 8 s: {:?}", all[199]);
+        assert_eq!(all.iter().filter(|s| s.is_zero()).count(), 30, "the global burst goes at once");
+        assert!(most_in_any_window(&all, Duration::from_secs(1)) <= 60, "a burst of 30 plus 30 a second at most");
+        for chat in 1..=20 {
+            let times: Vec<Duration> = slots.iter().filter(|(c, _)| *c == chat).map(|(_, s)| *s).collect();
+            assert!(times.windows(2).all(|w| w[0] <= w[1]), "chat {chat} in order: {times:?}");
+            assert!(most_in_any_window(&times, Duration::from_secs(1)) <= 3, "chat {chat}: a burst of 3, then 1 a second: {times:?}");
+            assert!(most_in_any_window(&times, Duration::from_secs(5)) <= 7, "chat {chat}: {times:?}");
+        }
     }
 }

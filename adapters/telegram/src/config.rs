@@ -4,7 +4,7 @@
 use crate::{SendBudget, TelegramAdapter, TelegramSettings};
 use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration};
 use hermes_adapter::values::string_list;
-use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter};
+use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, SettingError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -26,7 +26,11 @@ pub struct TelegramConfig {
     pub extra: Extra,
 }
 
-impl AdapterConfig for TelegramConfig {}
+impl AdapterConfig for TelegramConfig {
+    fn validate(&self, _enabled: bool) -> Result<(), SettingError> {
+        self.send_budget.check()
+    }
+}
 
 const ENV: &[EnvVar] = &[
     EnvVar {
@@ -116,4 +120,31 @@ fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn Pl
     settings.budget = config.send_budget;
     let adapter = TelegramAdapter::new(settings).map_err(|e| BuildError::new(Some(""), e.to_string()))?;
     Ok(Arc::new(adapter))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `send_budget:` block as written, parsed; the error's text (empty when it is fine).
+    fn budget_error(budget: serde_json::Value) -> String {
+        let block = serde_json::json!({"send_budget": budget});
+        let lookup = |_: &str| None;
+        let input = registration::BlockInput { block: &block, env: &lookup, vars: &[], enabled: false };
+        match registration::parse::<TelegramConfig>(&input) {
+            Ok(_) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn an_unusable_send_budget_is_refused_naming_its_key() {
+        for key in ["global_per_second", "per_chat_per_second", "group_per_minute"] {
+            let err = budget_error(serde_json::json!({key: -1}));
+            assert!(err.contains(&format!("send_budget.{key}")), "{key}: {err}");
+            assert_eq!(budget_error(serde_json::json!({key: 0})), "", "{key}: 0 switches the limit off");
+        }
+        assert!(budget_error(serde_json::json!({"per_hour": 5})).contains("per_hour"), "an unknown key is named");
+        assert_eq!(budget_error(serde_json::json!({})), "", "the published limits by default");
+    }
 }

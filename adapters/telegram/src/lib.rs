@@ -22,6 +22,7 @@ pub mod errors;
 pub mod inbound;
 pub mod media;
 pub mod poll;
+mod probe;
 pub mod settings;
 
 pub use adapter::{TelegramAdapter, TelegramError};

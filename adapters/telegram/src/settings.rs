@@ -25,6 +25,14 @@ impl SendBudget {
     pub fn unlimited() -> Self {
         Self { global_per_second: 0.0, per_chat_per_second: 0.0, group_per_minute: 0.0 }
     }
+
+    /// Every rate a finite number, 0 or more; the error names the key (`send_budget.<field>`).
+    pub fn check(&self) -> Result<(), hermes_adapter::SettingError> {
+        use hermes_adapter::pacing::check_rate;
+        check_rate("send_budget.global_per_second", self.global_per_second)?;
+        check_rate("send_budget.per_chat_per_second", self.per_chat_per_second)?;
+        check_rate("send_budget.group_per_minute", self.group_per_minute)
+    }
 }
 
 #[derive(Clone)]

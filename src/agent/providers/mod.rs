@@ -160,11 +160,24 @@ impl ProviderRouter {
 #[async_trait]
 impl ChatProvider for ProviderRouter {
     async fn complete(&self, request: &ChatRequest, deltas: Option<&mpsc::Sender<String>>) -> Result<ChatResponse, ProviderError> {
-        match wire_format(&request.model) {
-            WireFormat::ChatCompletions => self.openai.complete(request, deltas).await,
-            WireFormat::AnthropicMessages => self.anthropic.complete(request, deltas).await,
-        }
+        let started = std::time::Instant::now();
+        let (wire, result) = match wire_format(&request.model) {
+            WireFormat::ChatCompletions => ("openai", self.openai.complete(request, deltas).await),
+            WireFormat::AnthropicMessages => ("anthropic", self.anthropic.complete(request, deltas).await),
+        };
+        record_request(request.model.provider.as_deref().unwrap_or(wire), &request.model.model, started.elapsed(), &result);
+        result
     }
+}
+
+/// One request in `/metrics`: latency, outcome and tokens per provider and model.
+fn record_request(provider: &str, model: &str, elapsed: Duration, result: &Result<ChatResponse, ProviderError>) {
+    use crate::observe::metrics::{LlmOutcome, global};
+    let outcome = match result {
+        Ok(r) => LlmOutcome::Answered { prompt_tokens: r.usage.prompt_tokens, completion_tokens: r.usage.completion_tokens },
+        Err(e) => LlmOutcome::Failed(e.kind()),
+    };
+    global().llm_request(provider, model, elapsed, outcome);
 }
 
 #[cfg(test)]

@@ -84,13 +84,17 @@ impl ApprovalBoard {
     pub(super) fn open(&self, id: &str, session_key: &str, command: &str, keys: Vec<&'static str>) -> oneshot::Receiver<Answer> {
         let (reply, answer) = oneshot::channel();
         let waiting = Waiting { id: id.to_string(), session_key: session_key.to_string(), command: command.to_string(), keys, reply };
-        self.state().waiting.push(waiting);
+        let mut state = self.state();
+        state.waiting.push(waiting);
+        crate::observe::metrics::global().set_approvals_pending(state.waiting.len());
         answer
     }
 
     /// Stop waiting for `id` (answered, timed out, the turn stopped).
     pub(super) fn close(&self, id: &str) {
-        self.state().waiting.retain(|w| w.id != id);
+        let mut state = self.state();
+        state.waiting.retain(|w| w.id != id);
+        crate::observe::metrics::global().set_approvals_pending(state.waiting.len());
     }
 
     /// Where `id` stands among its session's waiting approvals: `(position, of)`, 1-based.

@@ -160,6 +160,7 @@ impl ChatApprovals {
             tracing::warn!(error = %e, id, "could not record an approval's outcome");
         }
         tracing::info!(id, outcome, session_key = %scope.session_key, "approval ended");
+        crate::observe::metrics::global().approval_decided(outcome);
         decision
     }
 

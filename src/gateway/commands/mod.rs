@@ -12,7 +12,9 @@ mod list_commands;
 mod model;
 mod new;
 mod pair;
+mod platform;
 mod queue;
+mod restart;
 mod retry;
 mod sethome;
 mod status;
@@ -76,6 +78,10 @@ pub struct CommandHandles {
     pub approvals: ApprovalHandles,
     /// Jobs, home channels and the ticker's health (`/cron`, `/sethome`, `/status`).
     pub cron: crate::gateway::cron_wiring::CronCommandHandles,
+    /// The adapters' pause switches (`/platform`).
+    pub platforms: Arc<crate::gateway::supervisor::PlatformControls>,
+    /// Cancelled by `/restart`: the gateway drains and exits 75.
+    pub restart: tokio_util::sync::CancellationToken,
 }
 
 /// What a running command may see and touch.
@@ -117,6 +123,8 @@ pub fn registry() -> CommandRegistry {
             Arc::new(compress::Compress),
             Arc::new(whoami::WhoAmI),
             Arc::new(pair::Pair),
+            Arc::new(platform::PlatformCommand),
+            Arc::new(restart::Restart),
         ],
     }
 }

@@ -111,12 +111,19 @@ impl SqliteStore {
 }
 
 fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI
     } else {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI
     };
     let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
+    if !read_only {
+        // Every conversation is in here: create it owner-only whatever the umask (SQLite gives
+        // the -wal and -shm files the database's mode). An existing file is left as it is, and
+        // any other failure is reported by the open below.
+        let _ = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path);
+    }
     let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
     if !read_only {

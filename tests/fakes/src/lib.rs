@@ -13,8 +13,11 @@
 //! * [`slack`]: Slack's Web API and Socket Mode WebSocket (tickets, envelopes, acks and retries,
 //!   disconnects) with a control API, fault knobs, and how Slack displays mrkdwn.
 //!
+//! * [`limits`]: published rate limits a fake enforces with 429s (buckets or sliding windows).
 //! * [`proxy`]: an HTTP proxy in front of a real server (Synapse) that refuses chosen requests,
 //!   replays a recorded answer and cuts every connection on demand.
+//! * [`synapse`]: the real Synapse of `tests/peers/run.sh` — its address, unique account names
+//!   and shared-secret registration.
 //!
 //! All listen on real HTTP on `127.0.0.1`, so the code under test exercises
 //! its actual HTTP client stack rather than a mock trait.
@@ -22,12 +25,14 @@
 pub mod discord;
 mod faults;
 pub mod inbox;
+pub mod limits;
 mod llm;
 pub mod proxy;
 mod receiver;
 mod serve;
 mod shared;
 pub mod slack;
+pub mod synapse;
 pub mod telegram;
 
 pub use llm::{FakeLlm, LlmConfig, RecordedRequest, Reply, ToolCall};

@@ -11,7 +11,6 @@ use hermes_adapter::{
     SessionDirectoryError, SessionSource, StoredMessage,
 };
 use hermes_matrix::{Login, MatrixAdapter, MatrixSettings};
-use hmac::{Hmac, Mac};
 use matrix_sdk::Client;
 use matrix_sdk::config::SyncSettings;
 use matrix_sdk::room::MessagesOptions;
@@ -27,48 +26,17 @@ use tokio_util::sync::CancellationToken;
 
 pub const WAIT: Duration = Duration::from_secs(60);
 
+pub use hermes_fakes::synapse::unique;
+
 /// The homeserver URL and registration secret, from tests/peers/synapse.sh through run.sh.
 pub fn synapse() -> (String, String) {
-    let url = std::env::var("HERMES_TEST_SYNAPSE_URL").ok().filter(|v| !v.is_empty());
-    let secret = std::env::var("HERMES_TEST_SYNAPSE_SECRET").ok().filter(|v| !v.is_empty());
-    match (url, secret) {
-        (Some(url), Some(secret)) => (url, secret),
-        _ => panic!(
-            "HERMES_TEST_SYNAPSE_URL / HERMES_TEST_SYNAPSE_SECRET are not set: run the tests through tests/peers/run.sh \
-             (e.g. `tests/peers/run.sh cargo test -p hermes-matrix`)"
-        ),
-    }
-}
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A fresh localpart: tests share one homeserver and run in parallel.
-pub fn unique(prefix: &str) -> String {
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}{}x{n}x{}", std::process::id(), rand_suffix())
-}
-
-fn rand_suffix() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("{nanos:x}")
+    hermes_fakes::synapse::homeserver()
 }
 
 /// Register `localpart` with `password` through Synapse's shared-secret admin API; the user id.
 pub async fn register(localpart: &str, password: &str) -> String {
     let (url, secret) = synapse();
-    let http = reqwest::Client::new();
-    let endpoint = format!("{url}/_synapse/admin/v1/register");
-    let nonce: Value = http.get(&endpoint).send().await.unwrap().json().await.unwrap();
-    let nonce = nonce["nonce"].as_str().unwrap().to_string();
-    let mut mac = Hmac::<sha1::Sha1>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{nonce}\0{localpart}\0{password}\0notadmin").as_bytes());
-    let mac = hex::encode(mac.finalize().into_bytes());
-    let body = json!({"nonce": nonce, "username": localpart, "password": password, "admin": false, "mac": mac});
-    let response = http.post(&endpoint).json(&body).send().await.unwrap();
-    let status = response.status();
-    let answer: Value = response.json().await.unwrap();
-    assert!(status.is_success(), "registering {localpart} failed: {status} {answer}");
-    answer["user_id"].as_str().unwrap().to_string()
+    hermes_fakes::synapse::register(&url, &secret, localpart, password, false).await.user_id
 }
 
 /// A person using Matrix: a logged-in matrix-sdk client that keeps syncing in the background.

@@ -368,6 +368,28 @@ impl FakeDiscord {
         self.shared.with(|s| s.faults.clear());
     }
     /// Answer REST calls matching `scope` only after `d`.
+    /// Enforce these limits on message creates from now on: over them, a create gets a 429 and
+    /// is not posted.
+    pub fn enforce_limits(&self, limits: Vec<crate::limits::RateLimit>) {
+        self.shared.with(|s| s.limits.set(limits));
+    }
+
+    /// Enforce Discord's published limits on message creates: 5 per 5 s per channel and 50 a
+    /// second overall, each counted over a sliding window (stricter than Discord's resetting
+    /// buckets).
+    pub fn enforce_published_limits(&self) {
+        use crate::limits::{Per, RateLimit};
+        self.enforce_limits(vec![
+            RateLimit::window(Per::Chat, 5, Duration::from_secs(5)),
+            RateLimit::window(Per::Everything, 50, Duration::from_secs(1)),
+        ]);
+    }
+
+    /// Message creates refused with a 429 by the enforced limits.
+    pub fn rate_limited_count(&self) -> usize {
+        self.shared.with(|s| s.limits.refused)
+    }
+
     pub fn set_latency(&self, scope: FaultScope, d: Duration) {
         self.shared.with(|s| s.faults.delay(scope, d));
     }

@@ -91,6 +91,17 @@ async fn read_body(request: Request) -> Result<(Value, Vec<(String, usize)>), Re
     serde_json::from_slice(&body).map(|v| (v, Vec::new())).map_err(|_| error(400, 50109, "The request body contains invalid JSON."))
 }
 
+/// A message create over the enforced limits: Discord's 429 with the seconds to wait.
+fn over_limit(shared: &Shared, method: &Method, path: &str) -> Option<Fault> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let ["channels", channel, "messages"] = segments.as_slice() else { return None };
+    if *method != Method::POST {
+        return None;
+    }
+    let wait = shared.with(|s| s.limits.admit(channel, false, Instant::now())).err()?;
+    Some(Fault::RateLimited { retry_after: wait.as_secs_f64() })
+}
+
 pub(crate) async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().strip_prefix("/api/v10").unwrap_or(request.uri().path()).to_string();
@@ -116,6 +127,7 @@ pub(crate) async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: R
         if let Some(d) = latency {
             tokio::time::sleep(d).await;
         }
+        let fault = fault.or_else(|| over_limit(&shared, &method, &path));
         match fault {
             Some(Fault::RateLimited { retry_after }) => rate_limited(retry_after),
             Some(Fault::ServerError(code)) => error(code, 0, "500: Internal Server Error"),

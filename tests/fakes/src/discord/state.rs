@@ -174,6 +174,8 @@ pub(crate) struct State {
     /// (channel, nonce) → message id, for creates with `enforce_nonce`.
     pub nonces: HashMap<(u64, String), u64>,
     pub faults: FaultRules<FaultScope, Fault>,
+    /// Rate limits enforced on message creates with 429s (none unless a test asks).
+    pub limits: crate::limits::Enforcer,
     last_id: u64,
     // The gateway.
     pub ws_url: String,
@@ -213,6 +215,7 @@ impl State {
             commands: json!([]),
             nonces: HashMap::new(),
             faults: FaultRules::new(),
+            limits: crate::limits::Enforcer::default(),
             last_id: 0,
             ws_url: String::new(),
             heartbeat_interval_ms: 1_000,

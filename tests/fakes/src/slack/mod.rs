@@ -413,6 +413,24 @@ impl FakeSlack {
         self.shared.with(|s| s.ack_timeout = d);
     }
 
+    /// Enforce these limits on `chat.postMessage` from now on: over them, a post gets a 429 and
+    /// is not posted.
+    pub fn enforce_limits(&self, limits: Vec<crate::limits::RateLimit>) {
+        self.shared.with(|s| s.limits.set(limits));
+    }
+
+    /// Enforce Slack's published `chat.postMessage` limit: about one message a second per
+    /// channel with short bursts (4 here) allowed.
+    pub fn enforce_published_limits(&self) {
+        use crate::limits::{Per, RateLimit};
+        self.enforce_limits(vec![RateLimit::bucket(Per::Chat, 1.0, 4.0, Duration::ZERO)]);
+    }
+
+    /// Posts refused with a 429 by the enforced limits.
+    pub fn rate_limited_count(&self) -> usize {
+        self.shared.with(|s| s.limits.refused)
+    }
+
     /// The next `n` Web API calls matching `scope` get `fault`.
     pub fn fail_next(&self, scope: SlScope, n: usize, fault: SlFault) {
         self.shared.with(|s| s.faults.fail_next(scope, n, fault));

@@ -217,6 +217,8 @@ pub(crate) struct State {
     pub responses: Vec<(String, Value)>,
     pub calls: Vec<ApiCall>,
     pub faults: FaultRules<SlScope, SlFault>,
+    /// Rate limits enforced on `chat.postMessage` with 429s (none unless a test asks).
+    pub limits: crate::limits::Enforcer,
     last_ts_micros: u64,
     counter: u64,
     // Socket Mode.
@@ -262,6 +264,7 @@ impl State {
             responses: Vec::new(),
             calls: Vec::new(),
             faults: FaultRules::new(),
+            limits: crate::limits::Enforcer::default(),
             last_ts_micros: 0,
             counter: 0,
             tickets: HashSet::new(),

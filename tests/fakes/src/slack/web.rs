@@ -217,6 +217,16 @@ pub(crate) async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: R
     response
 }
 
+/// A post over the enforced limits: Slack's 429 with `Retry-After` in whole seconds.
+fn over_limit(shared: &Shared, method: &str, params: &Map<String, Value>) -> Option<SlFault> {
+    if method != "chat.postMessage" {
+        return None;
+    }
+    let channel = text(params, "channel").unwrap_or_default();
+    let wait = shared.with(|s| s.limits.admit(&channel, false, Instant::now())).err()?;
+    Some(SlFault::RateLimited { retry_after_secs: u64::try_from(wait.as_millis().div_ceil(1000)).unwrap_or(u64::MAX) })
+}
+
 /// The answer to one call, with its status (0 when cut) and JSON body for the log.
 async fn respond(shared: &Shared, method: &str, bearer: Option<String>, params: Option<Map<String, Value>>) -> (Response, u16, Value) {
     let done = |status: StatusCode, body: Value| (answer(status, &body), status.as_u16(), body);
@@ -248,6 +258,7 @@ async fn respond(shared: &Shared, method: &str, bearer: Option<String>, params: 
             _ = shared.shutdown.wait() => {}
         }
     }
+    let fault = fault.or_else(|| over_limit(shared, method, &params));
     match fault {
         Some(SlFault::RateLimited { retry_after_secs }) => (rate_limited(retry_after_secs), 429, error("ratelimited")),
         Some(SlFault::ServerError) => done(StatusCode::INTERNAL_SERVER_ERROR, error("fatal_error")),

@@ -183,6 +183,7 @@ async fn method(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, method)): 
     if let Some(d) = latency {
         tokio::time::sleep(d).await;
     }
+    let fault = fault.or_else(|| flood_limited(&shared, &method, &params));
     let was_reset = matches!(fault, Some(Fault::Reset));
     let response = match fault {
         Some(Fault::RateLimited { retry_after }) => reply(
@@ -208,7 +209,19 @@ async fn method(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, method)): 
     response
 }
 
+/// Sends over the enforced flood limits get Telegram's 429 with a whole number of seconds to wait.
+fn flood_limited(shared: &Shared, method: &str, params: &Params) -> Option<Fault> {
+    const SENDS: [&str; 3] = ["sendmessage", "sendphoto", "senddocument"];
+    if !SENDS.contains(&method) {
+        return None;
+    }
+    let chat = int(params, "chat_id").unwrap_or_default();
+    let wait = shared.with(|s| s.limits.admit(&chat.to_string(), chat < 0, Instant::now())).err()?;
+    Some(Fault::RateLimited { retry_after: u32::try_from(wait.as_millis().div_ceil(1000)).unwrap_or(u32::MAX) })
+}
+
 async fn get_updates(shared: &Shared, params: &Params) -> Response {
+    hold_while_stalled(shared).await;
     let offset = int(params, "offset").unwrap_or(0);
     let limit = int(params, "limit").unwrap_or(100).clamp(1, 100) as usize;
     let timeout = Duration::from_secs(int(params, "timeout").unwrap_or(0).clamp(0, 50) as u64);
@@ -263,8 +276,25 @@ async fn get_updates(shared: &Shared, params: &Params) -> Response {
             _ = shared.shutdown.wait() => break ok(json!([])),
         }
     };
+    hold_while_stalled(shared).await;
     shared.with(|s| s.active_polls = s.active_polls.saturating_sub(1));
     result
+}
+
+/// Hold a poll while [`super::FakeTelegram::stall_polls`] is on (or until the fake shuts down).
+async fn hold_while_stalled(shared: &Shared) {
+    loop {
+        let released = shared.updates.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        if !shared.with(|s| s.polls_stalled) {
+            return;
+        }
+        tokio::select! {
+            _ = &mut released => {}
+            _ = shared.shutdown.wait() => return,
+        }
+    }
 }
 
 /// Whether the request switched link previews off.

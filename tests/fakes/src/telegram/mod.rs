@@ -213,6 +213,15 @@ impl FakeTelegram {
         self.shared.with(|s| s.active_polls)
     }
 
+    /// Stall (`true`) or release (`false`) long polling: while stalled, every `getUpdates`, the
+    /// one waiting now included, is held without an answer (the connection stays open), as a
+    /// wedged Bot API or a broken proxy does; other methods keep answering. Released, held
+    /// polls answer as usual.
+    pub fn stall_polls(&self, stalled: bool) {
+        self.shared.with(|s| s.polls_stalled = stalled);
+        self.shared.updates.notify_waiters();
+    }
+
     /// The next `n` calls matching `scope` get `fault` (and have no effect).
     pub fn fail_next(&self, scope: FaultScope, n: usize, fault: Fault) {
         self.shared.with(|s| s.faults.fail_next(scope, n, fault));
@@ -228,6 +237,30 @@ impl FakeTelegram {
         self.shared.with(|s| s.faults.clear());
     }
     /// Answer calls matching `scope` only after `d`.
+    /// Enforce these flood limits on sends from now on: over them, a send gets a 429 with
+    /// `retry_after` and is not delivered.
+    pub fn enforce_limits(&self, limits: Vec<crate::limits::RateLimit>) {
+        self.shared.with(|s| s.limits.set(limits));
+    }
+
+    /// Enforce Telegram's published limits: 30 messages a second overall, one a second per chat
+    /// (Telegram tolerates short bursts; 3 here) and 20 a minute per group; each judged with
+    /// 250 ms of allowance for jitter between the client's send and the arrival here.
+    pub fn enforce_published_limits(&self) {
+        use crate::limits::{Per, RateLimit};
+        let allowance = Duration::from_millis(250);
+        self.enforce_limits(vec![
+            RateLimit::bucket(Per::Everything, 30.0, 30.0, allowance),
+            RateLimit::bucket(Per::Chat, 1.0, 3.0, allowance),
+            RateLimit::bucket(Per::Group, 20.0 / 60.0, 20.0, allowance),
+        ]);
+    }
+
+    /// Sends refused with a 429 by the enforced limits.
+    pub fn rate_limited_count(&self) -> usize {
+        self.shared.with(|s| s.limits.refused)
+    }
+
     pub fn set_latency(&self, scope: FaultScope, d: Duration) {
         self.shared.with(|s| s.faults.delay(scope, d));
     }

@@ -170,9 +170,13 @@ pub(crate) struct State {
     pub downloads: Vec<String>,
     next_file: u64,
     pub faults: FaultRules<FaultScope, Fault>,
+    /// Flood limits enforced on sends with 429s (none unless a test asks).
+    pub limits: crate::limits::Enforcer,
     /// Bumped by every getUpdates; an older poll still waiting answers 409.
     pub poll_generation: u64,
     pub active_polls: usize,
+    /// `getUpdates` is held unanswered (a wedged Bot API) until this is cleared.
+    pub polls_stalled: bool,
 }
 
 impl State {
@@ -201,8 +205,10 @@ impl State {
             downloads: Vec::new(),
             next_file: 1,
             faults: FaultRules::new(),
+            limits: crate::limits::Enforcer::default(),
             poll_generation: 0,
             active_polls: 0,
+            polls_stalled: false,
         }
     }
 

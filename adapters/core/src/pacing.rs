@@ -1,0 +1,437 @@
+//! Outbound pacing: a platform's published send limits kept on our side, so a busy gateway waits
+//! a little instead of collecting 429s, while a short burst (a multi-part answer, a quick
+//! exchange) still goes out at once.
+//!
+//! A [`Pacer`] holds keyed token buckets — one global, one per chat, one per group for platforms
+//! that limit groups — each a GCRA with a rate and a burst, plus "the platform told us to wait"
+//! blocks per chat and for everything (a 429's `retry_after`). A send reserves the earliest slot
+//! every bucket allows under one short lock and sleeps until it outside the lock. Keys whose
+//! buckets are full again and whose blocks have ended are forgotten, so memory follows the chats
+//! that sent recently, not every chat ever seen.
+//!
+//! The `check_*` helpers validate the numbers of an adapter's `send_budget:` block.
+
+use crate::registration::SettingError;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Keys tracked before the first sweep of idle ones; later sweeps wait until the map has doubled
+/// since the last, so sweeping costs O(1) per send on average.
+const SWEEP_FLOOR: usize = 1024;
+/// Idle keys are swept at least this often too, so a quiet pacer does not keep a past crowd.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// One limit: `per_second` sends on average, up to `burst` back to back.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate {
+    per_second: f64,
+    burst: f64,
+}
+
+impl Rate {
+    /// `per_second` sends a second with bursts of `burst` (at least 1). `None` — no limit —
+    /// when `per_second` is zero, negative or not finite (configs are checked before this with
+    /// [`check_rate`], so only a deliberate 0 gets here).
+    pub fn per_second(per_second: f64, burst: f64) -> Option<Rate> {
+        (per_second > 0.0 && per_second.is_finite()).then_some(Rate { per_second, burst: burst.max(1.0) })
+    }
+
+    /// `per_minute` sends a minute with bursts of `burst`.
+    pub fn per_minute(per_minute: f64, burst: f64) -> Option<Rate> {
+        Rate::per_second(per_minute / 60.0, burst)
+    }
+}
+
+/// The buckets of a [`Pacer`]; `None` switches one off.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Limits {
+    /// Every send of the adapter.
+    pub global: Option<Rate>,
+    /// Sends to one chat (channel, room, conversation).
+    pub chat: Option<Rate>,
+    /// Sends to one group, for platforms with a separate group limit (Telegram's per minute).
+    pub group: Option<Rate>,
+}
+
+/// A GCRA bucket: a send conforms at `t` when `t >= tat - tolerance`; it then moves the
+/// theoretical arrival time `tat` one interval past `max(tat, t)`.
+#[derive(Debug)]
+struct Bucket {
+    interval: Duration,
+    tolerance: Duration,
+}
+
+impl Bucket {
+    fn new(rate: Rate) -> Bucket {
+        let interval = Duration::from_secs_f64(1.0 / rate.per_second);
+        Bucket { interval, tolerance: interval.mul_f64(rate.burst - 1.0) }
+    }
+
+    /// The earliest instant at or after `now` this bucket allows a send; an unknown key (`None`)
+    /// is a full bucket.
+    fn earliest(&self, tat: Option<Instant>, now: Instant) -> Instant {
+        tat.and_then(|tat| tat.checked_sub(self.tolerance)).map_or(now, |at| at.max(now))
+    }
+
+    fn commit(&self, tat: &mut Instant, at: Instant) {
+        *tat = (*tat).max(at) + self.interval;
+    }
+}
+
+/// Where one send goes: the chat, and the group it counts against when the platform has a
+/// group limit.
+#[derive(Clone, Copy, Debug)]
+pub struct Destination<'a, K> {
+    /// The chat's key; `None` for requests that count only globally.
+    pub chat: Option<&'a K>,
+    /// The group's key, for sends that count against a group limit too.
+    pub group: Option<&'a K>,
+}
+
+impl<'a, K> Destination<'a, K> {
+    /// A send to `chat`.
+    pub fn chat(chat: &'a K) -> Self {
+        Destination { chat: Some(chat), group: None }
+    }
+
+    /// A send to `chat`, which counts against `group`'s limit too.
+    pub fn in_group(chat: &'a K, group: &'a K) -> Self {
+        Destination { chat: Some(chat), group: Some(group) }
+    }
+
+    /// A request that counts only against the global limit (an edit, a typing notice).
+    pub fn global() -> Self {
+        Destination { chat: None, group: None }
+    }
+}
+
+/// Keyed token buckets and wait blocks for one adapter's sends; see the module doc.
+#[derive(Debug)]
+pub struct Pacer<K> {
+    global: Option<Bucket>,
+    chat: Option<Bucket>,
+    group: Option<Bucket>,
+    state: Mutex<State<K>>,
+}
+
+#[derive(Debug)]
+struct State<K> {
+    global_tat: Option<Instant>,
+    chat_tat: HashMap<K, Instant>,
+    group_tat: HashMap<K, Instant>,
+    /// The platform said wait: nothing goes to this chat before then.
+    chat_blocked: HashMap<K, Instant>,
+    /// The platform said wait for everything (a global 429).
+    global_blocked: Option<Instant>,
+    /// Tracked keys above which idle ones are swept.
+    sweep_above: usize,
+    /// When idle keys were last swept.
+    swept_at: Option<Instant>,
+}
+
+impl<K> Default for State<K> {
+    fn default() -> Self {
+        State {
+            global_tat: None,
+            chat_tat: HashMap::new(),
+            group_tat: HashMap::new(),
+            chat_blocked: HashMap::new(),
+            global_blocked: None,
+            sweep_above: SWEEP_FLOOR,
+            swept_at: None,
+        }
+    }
+}
+
+impl<K> State<K> {
+    fn tracked(&self) -> usize {
+        self.chat_tat.len() + self.group_tat.len() + self.chat_blocked.len()
+    }
+}
+
+impl<K: Hash + Eq + Clone> Pacer<K> {
+    /// A pacer with these buckets.
+    pub fn new(limits: Limits) -> Self {
+        Pacer {
+            global: limits.global.map(Bucket::new),
+            chat: limits.chat.map(Bucket::new),
+            group: limits.group.map(Bucket::new),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Wait until a send to `to` may go, and take its slot.
+    pub async fn acquire(&self, to: Destination<'_, K>) {
+        let now = Instant::now();
+        let at = self.reserve(to, now);
+        // Only sleep when there is a wait: tokio's timer rounds a deadline up to its next
+        // millisecond tick, so even a sleep until "now" would hold every send up to a millisecond.
+        if at > now {
+            tokio::time::sleep_until(at).await;
+        }
+    }
+
+    /// Take the earliest slot at or after `now` that every bucket of `to` and every block allows,
+    /// and return it (what [`Pacer::acquire`] sleeps until). Each bucket is charged at that
+    /// slot, so a send held back by one limit never lets the next one crowd another.
+    pub fn reserve(&self, to: Destination<'_, K>, now: Instant) -> Instant {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut at = now;
+        if let Some(until) = state.global_blocked {
+            at = at.max(until);
+        }
+        if let Some(until) = to.chat.and_then(|chat| state.chat_blocked.get(chat)) {
+            at = at.max(*until);
+        }
+        if let Some(bucket) = &self.global {
+            at = at.max(bucket.earliest(state.global_tat, at));
+        }
+        if let (Some(bucket), Some(chat)) = (&self.chat, to.chat) {
+            at = at.max(bucket.earliest(state.chat_tat.get(chat).copied(), at));
+        }
+        if let (Some(bucket), Some(group)) = (&self.group, to.group) {
+            at = at.max(bucket.earliest(state.group_tat.get(group).copied(), at));
+        }
+        if let Some(bucket) = &self.global {
+            bucket.commit(state.global_tat.get_or_insert(at), at);
+        }
+        if let (Some(bucket), Some(chat)) = (&self.chat, to.chat) {
+            bucket.commit(state.chat_tat.entry(chat.clone()).or_insert(at), at);
+        }
+        if let (Some(bucket), Some(group)) = (&self.group, to.group) {
+            bucket.commit(state.group_tat.entry(group.clone()).or_insert(at), at);
+        }
+        Self::sweep_idle(&mut state, now);
+        at
+    }
+
+    /// The platform answered "too many requests" for `chat`: nothing more goes there for
+    /// `retry_after` (sends already waiting for a slot wait for this too when they next reserve).
+    pub fn block(&self, chat: &K, retry_after: Duration) {
+        self.block_until(Some(chat), Instant::now() + retry_after);
+    }
+
+    /// The platform answered "too many requests" for everything (a global 429): nothing goes
+    /// anywhere for `retry_after`.
+    pub fn block_all(&self, retry_after: Duration) {
+        self.block_until(None, Instant::now() + retry_after);
+    }
+
+    /// Hold back `chat` (or everything, for `None`) until `until`; a longer block already in
+    /// place stays.
+    pub fn block_until(&self, chat: Option<&K>, until: Instant) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = match chat {
+            Some(chat) => state.chat_blocked.entry(chat.clone()).or_insert(until),
+            None => state.global_blocked.get_or_insert(until),
+        };
+        *slot = (*slot).max(until);
+    }
+
+    /// How many chat and group keys the pacer remembers (for tests of its memory bound).
+    pub fn tracked_keys(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).tracked()
+    }
+
+    /// Forget keys whose bucket is full again and whose block has ended: an idle key behaves
+    /// exactly like one never seen, so forgetting it changes no reservation.
+    fn sweep_idle(state: &mut State<K>, now: Instant) {
+        let swept_at = *state.swept_at.get_or_insert(now);
+        if state.tracked() <= state.sweep_above && now < swept_at + SWEEP_EVERY {
+            return;
+        }
+        state.chat_tat.retain(|_, tat| *tat > now);
+        state.group_tat.retain(|_, tat| *tat > now);
+        state.chat_blocked.retain(|_, until| *until > now);
+        if state.global_blocked.is_some_and(|until| until <= now) {
+            state.global_blocked = None;
+        }
+        state.sweep_above = (state.tracked() * 2).max(SWEEP_FLOOR);
+        state.swept_at = Some(now);
+    }
+}
+
+/// A rate of a `send_budget:` block: a finite number, 0 or more (0 switches the limit off).
+pub fn check_rate(path: &str, value: f64) -> Result<(), SettingError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(SettingError::key(path, format!("{value} is not a rate: use a number of messages, 0 or more (0 = no limit)")))
+    }
+}
+
+/// A burst of a `send_budget:` block: how many messages may go back to back, at least 1.
+pub fn check_burst(path: &str, value: f64) -> Result<(), SettingError> {
+    if value.is_finite() && value >= 1.0 {
+        Ok(())
+    } else {
+        Err(SettingError::key(path, format!("{value} is not a burst: use the number of messages sent back to back, 1 or more")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn per_second(rate: f64, burst: f64) -> Option<Rate> {
+        Rate::per_second(rate, burst)
+    }
+
+    /// Milliseconds after `now` of `n` reservations for `to`, all asked for at `now`.
+    fn offsets(pacer: &Pacer<i64>, to: Destination<'_, i64>, n: usize, now: Instant) -> Vec<u128> {
+        (0..n).map(|_| pacer.reserve(to, now).duration_since(now).as_millis()).collect()
+    }
+
+    #[test]
+    fn a_chat_gets_its_burst_at_once_then_the_rate() {
+        let pacer = Pacer::new(Limits { chat: per_second(1.0, 3.0), ..Limits::default() });
+        let now = Instant::now();
+        assert_eq!(offsets(&pacer, Destination::chat(&7), 5, now), vec![0, 0, 0, 1000, 2000]);
+        // Another chat is not held back by the first.
+        assert_eq!(offsets(&pacer, Destination::chat(&8), 1, now), vec![0]);
+    }
+
+    #[test]
+    fn sends_spaced_at_the_rate_never_wait_and_the_burst_refills() {
+        let pacer = Pacer::new(Limits { chat: per_second(1.0, 3.0), ..Limits::default() });
+        let start = Instant::now();
+        for second in 0..10 {
+            let now = start + Duration::from_secs(second);
+            assert_eq!(pacer.reserve(Destination::chat(&1), now), now, "reply {second}");
+        }
+        // After a quiet spell the full burst is back.
+        let later = start + Duration::from_secs(20);
+        assert_eq!(offsets(&pacer, Destination::chat(&1), 4, later), vec![0, 0, 0, 1000]);
+    }
+
+    #[test]
+    fn the_global_rate_spreads_many_chats() {
+        let pacer = Pacer::new(Limits { global: per_second(10.0, 10.0), chat: per_second(1.0, 3.0), ..Limits::default() });
+        let now = Instant::now();
+        let slots: Vec<u128> = (0..12).map(|chat| pacer.reserve(Destination::chat(&chat), now).duration_since(now).as_millis()).collect();
+        assert_eq!(&slots[..10], &[0; 10]);
+        assert_eq!(&slots[10..], &[100, 200]);
+    }
+
+    #[test]
+    fn a_send_held_back_by_one_limit_charges_the_others_at_the_slot_it_got() {
+        // The group's limit pushes chat 1's second message to 10 s; the chat's bucket must count
+        // it there, so the chat's next message comes a chat interval after it, not at 1 s (which
+        // would overtake it).
+        let pacer = Pacer::new(Limits { chat: per_second(1.0, 1.0), group: per_second(0.1, 1.0), ..Limits::default() });
+        let now = Instant::now();
+        assert_eq!(offsets(&pacer, Destination::in_group(&1, &9), 2, now), vec![0, 10_000]);
+        assert_eq!(offsets(&pacer, Destination::chat(&1), 1, now), vec![11_000]);
+    }
+
+    #[test]
+    fn groups_have_their_own_limit() {
+        let pacer = Pacer::new(Limits { group: Rate::per_minute(20.0, 20.0), ..Limits::default() });
+        let now = Instant::now();
+        let slots = offsets(&pacer, Destination::in_group(&-100, &-100), 21, now);
+        assert!(slots[..20].iter().all(|&ms| ms == 0), "{slots:?}");
+        assert_eq!(slots[20], 3000);
+        // A private chat counts against no group.
+        assert_eq!(offsets(&pacer, Destination::chat(&5), 30, now), vec![0; 30]);
+    }
+
+    #[test]
+    fn retry_after_blocks_that_chat_only() {
+        let pacer = Pacer::new(Limits { chat: per_second(1.0, 3.0), ..Limits::default() });
+        let now = Instant::now();
+        pacer.block_until(Some(&5), now + Duration::from_secs(3));
+        assert_eq!(pacer.reserve(Destination::chat(&5), now), now + Duration::from_secs(3));
+        // The burst is spent from the end of the block on, not before it.
+        assert_eq!(pacer.reserve(Destination::chat(&5), now), now + Duration::from_secs(3));
+        assert_eq!(pacer.reserve(Destination::chat(&6), now), now);
+        // A shorter block does not shorten a longer one.
+        pacer.block_until(Some(&5), now + Duration::from_secs(1));
+        assert!(pacer.reserve(Destination::chat(&5), now) >= now + Duration::from_secs(3));
+    }
+
+    #[test]
+    fn a_global_block_holds_back_every_chat_and_global_requests() {
+        let pacer: Pacer<i64> = Pacer::new(Limits::default());
+        let now = Instant::now();
+        pacer.block_until(None, now + Duration::from_secs(2));
+        for chat in 0..5 {
+            assert_eq!(pacer.reserve(Destination::chat(&chat), now), now + Duration::from_secs(2));
+        }
+        assert_eq!(pacer.reserve(Destination::global(), now), now + Duration::from_secs(2));
+        let after = now + Duration::from_secs(2) + MS;
+        assert_eq!(pacer.reserve(Destination::chat(&1), after), after);
+    }
+
+    #[test]
+    fn block_measures_retry_after_from_now() {
+        let pacer = Pacer::new(Limits::default());
+        pacer.block(&5, Duration::from_secs(3));
+        let now = Instant::now();
+        assert!(pacer.reserve(Destination::chat(&5), now) > now + Duration::from_millis(2900));
+        pacer.block_all(Duration::from_secs(3));
+        assert!(pacer.reserve(Destination::chat(&6), now) > now + Duration::from_millis(2900));
+    }
+
+    #[test]
+    fn idle_keys_are_forgotten() {
+        let pacer = Pacer::new(Limits { chat: per_second(1.0, 3.0), group: Rate::per_minute(20.0, 20.0), ..Limits::default() });
+        let start = Instant::now();
+        for chat in 0..5000_i64 {
+            pacer.reserve(Destination::in_group(&chat, &chat), start);
+            pacer.block_until(Some(&chat), start + MS);
+        }
+        assert!(pacer.tracked_keys() >= 10_000, "busy keys are all kept: {}", pacer.tracked_keys());
+        // Later every bucket is full again and every block over: the next send sweeps them.
+        let later = start + SWEEP_EVERY;
+        for chat in 0..10_i64 {
+            pacer.reserve(Destination::chat(&(100_000 + chat)), later);
+        }
+        assert!(pacer.tracked_keys() <= 20, "idle keys forgotten: {} kept", pacer.tracked_keys());
+        // A forgotten chat gets its full burst, as a new one would.
+        assert_eq!(offsets(&pacer, Destination::chat(&1), 4, later), vec![0, 0, 0, 1000]);
+    }
+
+    #[test]
+    fn a_zero_limit_never_waits() {
+        let pacer = Pacer::new(Limits { global: per_second(0.0, 30.0), chat: per_second(0.0, 3.0), group: Rate::per_minute(0.0, 20.0) });
+        assert!(pacer.global.is_none() && pacer.chat.is_none() && pacer.group.is_none());
+        let now = Instant::now();
+        assert!(offsets(&pacer, Destination::in_group(&-1, &-1), 1000, now).iter().all(|&ms| ms == 0));
+        assert_eq!(pacer.tracked_keys(), 0, "nothing is remembered without limits");
+    }
+
+    #[tokio::test]
+    async fn a_send_waiting_for_its_slot_does_not_hold_back_other_chats() {
+        let pacer = std::sync::Arc::new(Pacer::new(Limits { chat: per_second(1.0, 1.0), ..Limits::default() }));
+        pacer.block(&1, Duration::from_secs(3600));
+        let waiting = tokio::spawn({
+            let pacer = pacer.clone();
+            async move { pacer.acquire(Destination::chat(&1)).await }
+        });
+        tokio::task::yield_now().await;
+        // The wait happens outside the lock: another chat's send goes through meanwhile (the
+        // timeout only guards against a hang; chat 1 waits an hour).
+        let other = tokio::time::timeout(Duration::from_secs(60), pacer.acquire(Destination::chat(&2))).await;
+        assert!(other.is_ok(), "chat 2 was held back by chat 1's wait");
+        assert!(!waiting.is_finished(), "chat 1 still waits for its block to end");
+        waiting.abort();
+    }
+
+    #[test]
+    fn budget_values_are_checked_with_their_key() {
+        assert!(check_rate("send_budget.per_second", 0.0).is_ok());
+        assert!(check_rate("send_budget.per_second", 2.5).is_ok());
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            let err = check_rate("send_budget.per_second", bad).unwrap_err();
+            assert!(matches!(&err, SettingError::Key { path, .. } if path == "send_budget.per_second"), "{err}");
+        }
+        assert!(check_burst("send_budget.burst", 1.0).is_ok());
+        assert!(check_burst("send_budget.burst", 0.0).is_err());
+        assert!(check_burst("send_budget.burst", f64::NAN).is_err());
+    }
+}

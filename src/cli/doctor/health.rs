@@ -1,0 +1,86 @@
+//! `hermes doctor --health`: the one question a container's `HEALTHCHECK` (or any supervisor)
+//! asks, answered by the binary itself so the runtime image needs no curl: does the running
+//! gateway's admin listener answer `/health` (`gateway.admin_port`)? Without an admin listener,
+//! whether the process named in the status file is alive. Exit 0 healthy, 1 not.
+
+use crate::config::{Config, Home};
+use crate::gateway::status_file::StatusFile;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Docker's default HEALTHCHECK timeout is 30 s; answer well within it.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(super) fn run(config: &Config, home: &Home) -> ExitCode {
+    let verdict = match config.gateway.admin_port {
+        Some(port) => probe(admin_address(&config.gateway.admin_host, port)),
+        None => process_alive(home),
+    };
+    match verdict {
+        Ok(line) => {
+            println!("healthy: {line}");
+            ExitCode::SUCCESS
+        }
+        Err(line) => {
+            println!("unhealthy: {line}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Where to reach the admin listener from this machine: a wildcard bind is reached on loopback.
+fn admin_address(host: &str, port: u16) -> SocketAddr {
+    let ip = match host.parse::<IpAddr>() {
+        Ok(ip) if ip.is_unspecified() && ip.is_ipv6() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        Ok(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        Ok(ip) => ip,
+        Err(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+    };
+    SocketAddr::new(ip, port)
+}
+
+fn probe(addr: SocketAddr) -> Result<String, String> {
+    let url = format!("http://{addr}/health");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("no async runtime: {e}"))?;
+    runtime.block_on(async {
+        let client = reqwest::Client::builder().timeout(TIMEOUT).build().map_err(|e| format!("no HTTP client: {e}"))?;
+        match client.get(&url).send().await {
+            Ok(r) if r.status().is_success() => Ok(format!("{url} answered {}", r.status())),
+            Ok(r) => Err(format!("{url} answered {}", r.status())),
+            Err(e) => Err(format!("{url}: {}", e.without_url())),
+        }
+    })
+}
+
+fn process_alive(home: &Home) -> Result<String, String> {
+    let path = home.status_file();
+    let status = StatusFile::read(&path).map_err(|e| format!("no gateway status at {} ({e})", path.display()))?;
+    // SAFETY: kill(2) with signal 0 only checks that the process exists.
+    let alive = unsafe { libc::kill(status.pid as libc::pid_t, 0) == 0 };
+    if alive {
+        Ok(format!("gateway pid {} is running (set gateway.admin_port for a /health check)", status.pid))
+    } else {
+        Err(format!("gateway pid {} is not running", status.pid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wildcard_admin_bind_is_probed_on_loopback() {
+        assert_eq!(admin_address("0.0.0.0", 9090), "127.0.0.1:9090".parse().unwrap());
+        assert_eq!(admin_address("::", 9090), "[::1]:9090".parse().unwrap());
+        assert_eq!(admin_address("10.0.0.5", 9090), "10.0.0.5:9090".parse().unwrap());
+    }
+
+    #[test]
+    fn a_closed_admin_port_is_unhealthy() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        assert!(probe(addr).is_err(), "nothing listens there");
+    }
+}

@@ -1,0 +1,36 @@
+//! `/restart`: an admin asks the gateway to restart. It drains like SIGUSR1 — no new messages,
+//! running turns finish (or are replayed after the restart) — and `gateway run` exits 75, which
+//! the systemd unit (`RestartForceExitStatus=75`) answers by starting it again. Run in a terminal
+//! without a service manager, the gateway simply stops.
+
+use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use async_trait::async_trait;
+
+pub(super) struct Restart;
+
+static SPEC: CommandSpec = CommandSpec {
+    name: "restart",
+    aliases: &[],
+    args_hint: "",
+    description: "Restart the gateway after running turns finish (admins)",
+    runs_mid_turn: true,
+};
+
+#[async_trait]
+impl SlashCommand for Restart {
+    fn spec(&self) -> &'static CommandSpec {
+        &SPEC
+    }
+    async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
+        if !ctx.handles.auth.is_admin(ctx.event) {
+            return CommandOutcome::Reply("⛔ Only an admin can restart the gateway.".into());
+        }
+        tracing::warn!(by = ?ctx.event.source.user_id, platform = %ctx.event.source.platform, "restart requested from chat");
+        ctx.handles.restart.cancel();
+        CommandOutcome::Reply(
+            "♻️ Restarting: no new messages are taken, running answers finish first, then the service manager starts me again \
+             (exit status 75)."
+                .into(),
+        )
+    }
+}

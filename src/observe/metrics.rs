@@ -1,0 +1,450 @@
+//! The gateway's Prometheus metrics (`/metrics` on the admin listener, Prometheus text format
+//! 0.0.4 through the `prometheus-client` crate): messages in and out, send errors, reply latency,
+//! LLM latency and tokens, tool calls, approvals, cron runs, adapter states and restarts, queue
+//! depths, resident memory and the build.
+//!
+//! **One process-wide registry ([`global`]), not a handle passed down.** The events happen in the
+//! inbox, the outbound path, the agent's provider and tool loop, the approval board, the router,
+//! the cron runner and the supervisor: threading an `Arc<Metrics>` through every constructor on
+//! the way would change a dozen signatures (and their tests) for what is, in the end, one set of
+//! counters per process. A `OnceLock` gives the same sharing with one line at each site; tests
+//! that need their own numbers read deltas, or build a [`Metrics`] of their own.
+//!
+//! **Recording is cheap.** Counters and gauges are atomics; a label lookup takes the family's read
+//! lock. Label values are `&'static str` from [`labels::BoundedLabels`], so a message copies no
+//! string, and every label set is bounded: platforms by the configured adapters, providers,
+//! models and tools by a cap past which values count as `other` (a user may `/model` any string,
+//! a model may call a tool that does not exist). No chat or user id is ever a label.
+
+pub mod labels;
+pub mod replies;
+
+use hermes_adapter::SendError;
+use labels::BoundedLabels;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use replies::ReplyClocks;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The `Content-Type` of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// Distinct values kept per label before the rest count as `other`.
+const PLATFORM_LABELS: usize = 32;
+const PROVIDER_LABELS: usize = 16;
+const MODEL_LABELS: usize = 32;
+const TOOL_LABELS: usize = 64;
+
+/// Seconds from a user's message to the first thing they see: a streamed answer starts within
+/// a second, a long agent run takes minutes.
+const REPLY_BUCKETS: [f64; 14] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+/// Seconds per model request.
+const LLM_BUCKETS: [f64; 12] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0];
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PlatformLabel {
+    platform: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SendErrorLabels {
+    platform: &'static str,
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelLabels {
+    provider: &'static str,
+    model: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelOutcomeLabels {
+    provider: &'static str,
+    model: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    provider: &'static str,
+    model: &'static str,
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AdapterStateLabels {
+    platform: &'static str,
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn reply_histogram() -> Histogram {
+    Histogram::new(REPLY_BUCKETS)
+}
+
+fn llm_histogram() -> Histogram {
+    Histogram::new(LLM_BUCKETS)
+}
+
+/// Every metric of the gateway and the registry that renders them.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    messages_received: Family<PlatformLabel, Counter>,
+    messages_sent: Family<PlatformLabel, Counter>,
+    send_errors: Family<SendErrorLabels, Counter>,
+    reply_latency: HistogramFamily<PlatformLabel>,
+    llm_requests: Family<ModelOutcomeLabels, Counter>,
+    llm_latency: HistogramFamily<ModelLabels>,
+    llm_tokens: Family<TokenLabels, Counter>,
+    tool_calls: Family<ToolLabels, Counter>,
+    approvals: Family<OutcomeLabel, Counter>,
+    approvals_pending: Gauge,
+    cron_runs: Family<OutcomeLabel, Counter>,
+    cron_delivery_failures: Counter,
+    adapter_state: Family<AdapterStateLabels, Gauge>,
+    adapter_restarts: Family<PlatformLabel, Counter>,
+    inbox_depth: Gauge,
+    outbox_depth: Gauge,
+    sessions_active: Gauge,
+    resident_memory: Gauge,
+    platforms: BoundedLabels,
+    providers: BoundedLabels,
+    models: BoundedLabels,
+    tools: BoundedLabels,
+    replies: ReplyClocks,
+}
+
+static METRICS: OnceLock<Metrics> = OnceLock::new();
+
+/// The process's metrics (see the module doc for why there is one).
+pub fn global() -> &'static Metrics {
+    METRICS.get_or_init(Metrics::new)
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("hermes"),
+            messages_received: Family::default(),
+            messages_sent: Family::default(),
+            send_errors: Family::default(),
+            reply_latency: Family::new_with_constructor(reply_histogram),
+            llm_requests: Family::default(),
+            llm_latency: Family::new_with_constructor(llm_histogram),
+            llm_tokens: Family::default(),
+            tool_calls: Family::default(),
+            approvals: Family::default(),
+            approvals_pending: Gauge::default(),
+            cron_runs: Family::default(),
+            cron_delivery_failures: Counter::default(),
+            adapter_state: Family::default(),
+            adapter_restarts: Family::default(),
+            inbox_depth: Gauge::default(),
+            outbox_depth: Gauge::default(),
+            sessions_active: Gauge::default(),
+            resident_memory: Gauge::default(),
+            platforms: BoundedLabels::new(PLATFORM_LABELS),
+            providers: BoundedLabels::new(PROVIDER_LABELS),
+            models: BoundedLabels::new(MODEL_LABELS),
+            tools: BoundedLabels::new(TOOL_LABELS),
+            replies: ReplyClocks::default(),
+        };
+        m.register_all();
+        m
+    }
+
+    fn register_all(&mut self) {
+        let r = &mut self.registry;
+        r.register("messages_received", "Inbound messages accepted into the inbox", self.messages_received.clone());
+        r.register("messages_sent", "Messages delivered to the platform", self.messages_sent.clone());
+        r.register("send_errors", "Failed send attempts, by the platform's kind of refusal", self.send_errors.clone());
+        r.register(
+            "reply_latency_seconds",
+            "From a chat's oldest unanswered message being accepted to the first message the gateway got onto the platform there",
+            self.reply_latency.clone(),
+        );
+        r.register("llm_requests", "Model requests by outcome", self.llm_requests.clone());
+        r.register("llm_request_duration_seconds", "Model request latency", self.llm_latency.clone());
+        r.register("llm_tokens", "Tokens the provider reported, prompt or completion", self.llm_tokens.clone());
+        r.register("tool_calls", "Tool calls the agent made, by outcome", self.tool_calls.clone());
+        r.register("approvals", "Command approvals asked of a person, by how they ended", self.approvals.clone());
+        r.register("approvals_pending", "Command approvals waiting for an answer", self.approvals_pending.clone());
+        r.register("cron_runs", "Scheduled job runs by outcome", self.cron_runs.clone());
+        r.register("cron_delivery_failures", "Scheduled runs whose output could not be delivered", self.cron_delivery_failures.clone());
+        r.register("adapter_state", "1 for each adapter's current state, 0 for the others", self.adapter_state.clone());
+        r.register("adapter_restarts", "Adapter runs that failed and were restarted", self.adapter_restarts.clone());
+        r.register("inbox_depth", "Accepted inbound events not finished yet (sampled every 2 s)", self.inbox_depth.clone());
+        r.register("outbox_depth", "Outbound messages being sent (including retries and rate-limit waits)", self.outbox_depth.clone());
+        r.register("sessions_active", "Sessions with a live actor", self.sessions_active.clone());
+        r.register("process_resident_memory_bytes", "Resident memory of the gateway process", self.resident_memory.clone());
+        let build: Family<BuildLabels, Gauge> = Family::default();
+        build.get_or_create(&BuildLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
+        r.register("build_info", "The running build; the value is always 1", build);
+    }
+
+    fn platform(&self, name: &str) -> PlatformLabel {
+        PlatformLabel { platform: self.platforms.label(name) }
+    }
+
+    /// An inbound message was accepted (not a redelivery) in `chat`.
+    pub fn message_received(&self, platform: &str, chat: &str) {
+        let label = self.platform(platform);
+        self.messages_received.get_or_create(&label).inc();
+        self.replies.started(label.platform, chat);
+    }
+
+    /// A message reached the platform in `chat`; the first after a user's message times the reply.
+    pub fn message_sent(&self, platform: &str, chat: &str) {
+        let label = self.platform(platform);
+        self.messages_sent.get_or_create(&label).inc();
+        self.answer_seen(label, chat);
+    }
+
+    /// A streamed answer was edited in `chat`: visible to the user, though no new message.
+    pub fn message_edited(&self, platform: &str, chat: &str) {
+        self.answer_seen(self.platform(platform), chat);
+    }
+
+    fn answer_seen(&self, label: PlatformLabel, chat: &str) {
+        if let Some(waited) = self.replies.answered(label.platform, chat) {
+            self.reply_latency.get_or_create(&label).observe(waited.as_secs_f64());
+        }
+    }
+
+    /// One send attempt failed.
+    pub fn send_failed(&self, platform: &str, error: &SendError) {
+        let labels = SendErrorLabels { platform: self.platforms.label(platform), kind: send_error_kind(error) };
+        self.send_errors.get_or_create(&labels).inc();
+    }
+
+    /// A message starts leaving; the outbox depth counts it until the returned guard drops.
+    pub fn sending(&'static self) -> Sending {
+        self.outbox_depth.inc();
+        Sending { metrics: self }
+    }
+
+    /// A model request ended. `provider` is the configured one, or the wire format's name.
+    pub fn llm_request(&self, provider: &str, model: &str, elapsed: Duration, outcome: LlmOutcome) {
+        let (provider, model) = (self.providers.label(provider), self.models.label(model));
+        self.llm_latency.get_or_create(&ModelLabels { provider, model }).observe(elapsed.as_secs_f64());
+        let outcome_label = match outcome {
+            LlmOutcome::Answered { .. } => "ok",
+            LlmOutcome::Failed(kind) => kind,
+        };
+        self.llm_requests.get_or_create(&ModelOutcomeLabels { provider, model, outcome: outcome_label }).inc();
+        if let LlmOutcome::Answered { prompt_tokens, completion_tokens } = outcome {
+            self.llm_tokens.get_or_create(&TokenLabels { provider, model, kind: "prompt" }).inc_by(prompt_tokens);
+            self.llm_tokens.get_or_create(&TokenLabels { provider, model, kind: "completion" }).inc_by(completion_tokens);
+        }
+    }
+
+    pub fn tool_call(&self, tool: &str, failed: bool) {
+        let outcome = if failed { "error" } else { "ok" };
+        self.tool_calls.get_or_create(&ToolLabels { tool: self.tools.label(tool), outcome }).inc();
+    }
+
+    /// An approval asked of a person ended: `once`, `session`, `always`, `denied`, `timed_out`,
+    /// `stopped` or `undeliverable`.
+    pub fn approval_decided(&self, outcome: &'static str) {
+        self.approvals.get_or_create(&OutcomeLabel { outcome }).inc();
+    }
+
+    pub fn set_approvals_pending(&self, waiting: usize) {
+        self.approvals_pending.set(as_gauge(waiting));
+    }
+
+    /// A scheduled run ended (`delivered`, `silent` or `failed`); `delivery_failed` when a target
+    /// did not get its output.
+    pub fn cron_run(&self, outcome: &'static str, delivery_failed: bool) {
+        self.cron_runs.get_or_create(&OutcomeLabel { outcome }).inc();
+        if delivery_failed {
+            self.cron_delivery_failures.inc();
+        }
+    }
+
+    pub fn adapter_restarted(&self, platform: &str) {
+        self.adapter_restarts.get_or_create(&self.platform(platform)).inc();
+    }
+
+    /// Each adapter's current state (1) among `all_states` (0).
+    pub fn set_adapter_states<'a>(&self, adapters: impl IntoIterator<Item = (&'a str, &'static str)>, all_states: &[&'static str]) {
+        for (platform, current) in adapters {
+            let platform = self.platforms.label(platform);
+            for state in all_states {
+                self.adapter_state.get_or_create(&AdapterStateLabels { platform, state }).set(i64::from(*state == current));
+            }
+        }
+    }
+
+    pub fn set_inbox_depth(&self, unfinished: usize) {
+        self.inbox_depth.set(as_gauge(unfinished));
+    }
+
+    pub fn set_sessions_active(&self, sessions: usize) {
+        self.sessions_active.set(as_gauge(sessions));
+    }
+
+    /// What the status file shows next to the adapters.
+    pub fn queues(&self) -> Queues {
+        Queues {
+            inbox_depth: self.inbox_depth.get(),
+            outbox_depth: self.outbox_depth.get(),
+            sessions_active: self.sessions_active.get(),
+            approvals_pending: self.approvals_pending.get(),
+        }
+    }
+
+    /// The Prometheus text of every metric, resident memory read now.
+    pub fn render(&self) -> Result<String, std::fmt::Error> {
+        if let Some(rss) = resident_memory_bytes() {
+            self.resident_memory.set(i64::try_from(rss).unwrap_or(i64::MAX));
+        }
+        let mut text = String::with_capacity(8 * 1024);
+        prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry)?;
+        Ok(text)
+    }
+}
+
+/// How a model request ended, for [`Metrics::llm_request`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LlmOutcome {
+    Answered {
+        prompt_tokens: u64,
+        completion_tokens: u64,
+    },
+    /// The provider error's kind (`rate_limited`, `auth`, …).
+    Failed(&'static str),
+}
+
+/// The queue gauges, read back for the status file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Queues {
+    pub inbox_depth: i64,
+    pub outbox_depth: i64,
+    pub sessions_active: i64,
+    pub approvals_pending: i64,
+}
+
+/// A message being sent; see [`Metrics::sending`].
+#[derive(Debug)]
+pub struct Sending {
+    metrics: &'static Metrics,
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        self.metrics.outbox_depth.dec();
+    }
+}
+
+fn as_gauge(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn send_error_kind(error: &SendError) -> &'static str {
+    match error {
+        SendError::RateLimited { .. } => "rate_limited",
+        SendError::TooLong => "too_long",
+        SendError::BadFormat(_) => "bad_format",
+        SendError::Forbidden(_) => "forbidden",
+        SendError::NotFound(_) => "not_found",
+        SendError::Transient(_) => "transient",
+        SendError::Ambiguous(_) => "ambiguous",
+        SendError::Gone(_) => "gone",
+        SendError::Unsupported(_) => "unsupported",
+        SendError::Other(_) => "other",
+    }
+}
+
+/// The process's resident set size in bytes, from `/proc/self/statm` (Linux); `None` elsewhere.
+pub fn resident_memory_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
+    let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page_size).ok().filter(|p| *p > 0).unwrap_or(4096))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn model_labels(text: &str) -> HashSet<String> {
+        text.lines()
+            .filter(|l| l.starts_with("hermes_llm_requests_total{"))
+            .filter_map(|l| l.split("model=\"").nth(1)?.split('"').next().map(str::to_string))
+            .collect()
+    }
+
+    #[test]
+    fn models_a_user_names_do_not_grow_the_exposition_without_bound() {
+        let metrics = Metrics::new();
+        for i in 0..2_000 {
+            // What `/model` would pass on: any string a user typed.
+            let typed = format!("my-own-model-{i} \"with\" {{braces}}\nand lines");
+            metrics.llm_request(
+                "openai",
+                &typed,
+                Duration::from_millis(20),
+                LlmOutcome::Answered { prompt_tokens: 3, completion_tokens: 1 },
+            );
+        }
+        let text = metrics.render().expect("render");
+        let models = model_labels(&text);
+        assert_eq!(models.len(), MODEL_LABELS + 1, "{MODEL_LABELS} names and `other`: {models:?}");
+        assert!(models.contains(labels::OTHER));
+        assert!(models.iter().all(|m| !m.contains('"') && !m.contains('\n')), "{models:?}");
+        assert!(text.contains("hermes_llm_tokens_total{provider=\"openai\",model=\"other\",kind=\"prompt\"}"), "{text}");
+    }
+
+    #[test]
+    fn a_reply_is_timed_from_the_message_to_the_first_send_in_its_chat() {
+        let metrics = Metrics::new();
+        metrics.message_received("telegram", "1001");
+        metrics.message_sent("telegram", "1001");
+        metrics.message_sent("telegram", "1001");
+        let text = metrics.render().expect("render");
+        assert!(text.contains("hermes_messages_received_total{platform=\"telegram\"} 1"), "{text}");
+        assert!(text.contains("hermes_messages_sent_total{platform=\"telegram\"} 2"), "{text}");
+        assert!(text.contains("hermes_reply_latency_seconds_count{platform=\"telegram\"} 1"), "one reply, two messages: {text}");
+        assert!(text.contains("hermes_build_info{version="), "{text}");
+        assert!(!text.contains("1001"), "no chat id in the exposition");
+    }
+
+    #[test]
+    fn resident_memory_is_read_from_proc() {
+        let rss = resident_memory_bytes().expect("Linux has /proc/self/statm");
+        assert!(rss > 1024 * 1024, "a test process holds more than a megabyte: {rss}");
+    }
+}
