@@ -22,6 +22,7 @@ pub const CORE_ENV_VARS: &[&str] = &[
     "LLM_API_KEY",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
     "GATEWAY_ALLOWED_USERS",
     "GATEWAY_ALLOW_ALL_USERS",
     "GATEWAY_ADMIN_USERS",
@@ -35,6 +36,15 @@ pub const CORE_ENV_VARS: &[&str] = &[
     "SESSION_IDLE_MINUTES",
     "SESSION_RESET_HOUR",
 ];
+
+/// The variable Hermes reads a named provider's API key from.
+fn provider_key_variable(provider: &str) -> Option<&'static str> {
+    match provider.to_ascii_lowercase().as_str() {
+        "anthropic" => Some("ANTHROPIC_API_KEY"),
+        "openrouter" => Some("OPENROUTER_API_KEY"),
+        _ => None,
+    }
+}
 
 /// `<PLATFORM>_HOME_CHANNEL_THREAD_ID`: the thread or topic of a platform's home channel.
 const HOME_THREAD_SUFFIX: &str = "_HOME_CHANNEL_THREAD_ID";
@@ -110,23 +120,21 @@ impl Config {
                 self.model.base_url = v.trim().to_string();
             }
         }
-        for name in ["OPENAI_API_KEY", "LLM_API_KEY"] {
-            if let Some(v) = env.get(name) {
-                self.model.api_key = Some(Secret::new(v.trim()));
-            }
-        }
         if let Some(v) = env.get("LLM_MODEL") {
             self.model.default = v.trim().to_string();
         }
         if let Some(v) = env.get("LLM_PROVIDER") {
             self.model.provider = Some(v.trim().to_string());
         }
-        let anthropic = self.model.provider.as_deref().is_some_and(|p| p.eq_ignore_ascii_case("anthropic"));
-        if anthropic
-            && self.model.api_key.is_none()
-            && let Some(v) = env.get("ANTHROPIC_API_KEY")
-        {
-            self.model.api_key = Some(Secret::new(v.trim()));
+        // Applied in order, so each name wins over the ones before it: the generic OpenAI
+        // variable, then the named provider's own (as Hermes reads it: an `.env` holding both an
+        // OpenAI and an OpenRouter key with `provider: openrouter` means the OpenRouter one),
+        // then our explicit LLM_API_KEY.
+        let provider_variable = self.model.provider.as_deref().and_then(provider_key_variable);
+        for name in ["OPENAI_API_KEY"].into_iter().chain(provider_variable).chain(["LLM_API_KEY"]) {
+            if let Some(v) = env.get(name) {
+                self.model.api_key = Some(Secret::new(v.trim()));
+            }
         }
         for fallback in &mut self.fallback_providers {
             if fallback.api_key.is_none()

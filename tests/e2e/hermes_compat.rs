@@ -128,6 +128,13 @@ async fn a_python_hermes_home_runs_its_cron_job_and_applies_its_allowlist_and_pa
     assert!(!eventually(Duration::from_secs(2), || asked("hello from mallory")).await, "a stranger's message reached the model");
     assert!(telegram.sent_to(STRANGER).iter().all(|m| !m.text.contains("echo:")), "{:#?}", telegram.sent_to(STRANGER));
 
+    // provider: openrouter takes its key from OPENROUTER_API_KEY in Python's .env (over the
+    // OPENAI_API_KEY the harness exports), as Hermes does.
+    let keys: Vec<Option<String>> = llm.requests().iter().map(|r| r.authorization.clone()).collect();
+    let fixture_key = "Bearer sk-or-v1-fixture-not-a-real-key-0123456789";
+    assert!(keys.iter().all(|k| k.as_deref() == Some(fixture_key)), "the model was not called with OPENROUTER_API_KEY: {keys:?}");
+    assert!(!gateway.log_text().contains("sk-or-v1-fixture"), "the key reached the log");
+
     // The memories Python wrote are in the agent's prompt.
     let remembered = llm.requests().iter().filter_map(|r| r.system_text()).any(|s| s.contains("Debian 13"));
     assert!(remembered, "MEMORY.md is not in the system prompt");

@@ -42,6 +42,20 @@ fn env_overrides_file() {
 }
 
 #[test]
+fn a_named_provider_takes_its_key_from_its_own_variable_as_hermes_does() {
+    let key = |file: &str, vars: &[(&str, &str)]| config(file, vars).model.api_key.map(|k| k.expose().to_string());
+    let openrouter = "model:\n  provider: openrouter\n  base_url: https://openrouter.ai/api/v1\n";
+    let both = [("OPENAI_API_KEY", "sk-openai"), ("OPENROUTER_API_KEY", "sk-or-v1-abc")];
+    assert_eq!(key(openrouter, &both).as_deref(), Some("sk-or-v1-abc"), "a Python Hermes .env with provider: openrouter");
+    assert_eq!(key(openrouter, &[("OPENAI_API_KEY", "sk-openai")]).as_deref(), Some("sk-openai"));
+    let all = [("OPENROUTER_API_KEY", "sk-or-v1-abc"), ("LLM_API_KEY", "sk-llm")];
+    assert_eq!(key(openrouter, &all).as_deref(), Some("sk-llm"), "LLM_API_KEY is the explicit choice");
+    let anthropic = "model:\n  provider: anthropic\n";
+    assert_eq!(key(anthropic, &[("OPENAI_API_KEY", "sk-openai"), ("ANTHROPIC_API_KEY", "sk-ant-x")]).as_deref(), Some("sk-ant-x"));
+    assert_eq!(key("", &both).as_deref(), Some("sk-openai"), "no provider named: the OpenAI-compatible key");
+}
+
+#[test]
 fn empty_env_values_count_as_unset() {
     let c = config("platforms:\n  api_server:\n    port: 9000\n", &[("API_SERVER_PORT", ""), ("LLM_MODEL", "")]);
     assert_eq!(api_server(&c).port, 9000);
