@@ -11,21 +11,6 @@ const DEFAULT_PROFILE: &str = "default";
 /// This gateway's store in a home whose `state.db` belongs to Python Hermes.
 const PYTHON_HOME_STORE: &str = "gateway.db";
 
-/// Whether `path` is a SQLite database written by Python Hermes: it has Hermes' `sessions` table
-/// but none of the tables every version of our schema has (`outbox`). A missing, unreadable or
-/// empty file is not: the store then creates or reports it as before.
-fn is_python_hermes_db(path: &Path) -> bool {
-    if !path.is_file() {
-        return false;
-    }
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let Ok(conn) = rusqlite::Connection::open_with_flags(path, flags) else {
-        return false;
-    };
-    let has = |table: &str| conn.query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |_| Ok(())).is_ok();
-    has("sessions") && !has("outbox")
-}
-
 /// A resolved Hermes home directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Home {
@@ -81,7 +66,7 @@ impl Home {
     /// keeps its own store beside it in `gateway.db` and leaves `state.db` untouched.
     pub fn state_db(&self) -> PathBuf {
         let shared = self.root.join("state.db");
-        if is_python_hermes_db(&shared) { self.root.join(PYTHON_HOME_STORE) } else { shared }
+        if crate::store::is_python_hermes_db(&shared) { self.root.join(PYTHON_HOME_STORE) } else { shared }
     }
 
     pub fn logs_dir(&self) -> PathBuf {

@@ -18,6 +18,7 @@ pub use backend::{
     StoreBackend, TurnContext, TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
 };
 pub use sqlite::SqliteStore;
+pub(crate) use sqlite::is_python_hermes_db;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -211,13 +211,13 @@ impl<K: Hash + Eq + Clone> Pacer<K> {
     /// The platform answered "too many requests" for `chat`: nothing more goes there for
     /// `retry_after` (sends already waiting for a slot wait for this too when they next reserve).
     pub fn block(&self, chat: &K, retry_after: Duration) {
-        self.block_until(Some(chat), Instant::now() + retry_after);
+        self.block_until(Some(chat), until_after(retry_after));
     }
 
     /// The platform answered "too many requests" for everything (a global 429): nothing goes
     /// anywhere for `retry_after`.
     pub fn block_all(&self, retry_after: Duration) {
-        self.block_until(None, Instant::now() + retry_after);
+        self.block_until(None, until_after(retry_after));
     }
 
     /// Hold back `chat` (or everything, for `None`) until `until`; a longer block already in
@@ -270,6 +270,16 @@ pub fn check_burst(path: &str, value: f64) -> Result<(), SettingError> {
     } else {
         Err(SettingError::key(path, format!("{value} is not a burst: use the number of messages sent back to back, 1 or more")))
     }
+}
+
+/// The longest a platform's "retry after" may hold sends back. The value comes from the server's
+/// answer: a broken or hostile one (`retry_after: 1e12`) must neither overflow the clock (a panic)
+/// nor mute a chat for years; past an hour the adapter's own retries and errors take over.
+pub const MAX_BLOCK: Duration = Duration::from_secs(3600);
+
+fn until_after(retry_after: Duration) -> Instant {
+    let now = Instant::now();
+    now + retry_after.min(MAX_BLOCK)
 }
 
 #[cfg(test)]
@@ -433,5 +443,15 @@ mod tests {
         assert!(check_burst("send_budget.burst", 1.0).is_ok());
         assert!(check_burst("send_budget.burst", 0.0).is_err());
         assert!(check_burst("send_budget.burst", f64::NAN).is_err());
+    }
+
+    #[test]
+    fn an_absurd_retry_after_is_capped_instead_of_overflowing_the_clock() {
+        let pacer: Pacer<i64> = Pacer::new(Limits::default());
+        pacer.block(&1, Duration::from_secs(u64::MAX));
+        pacer.block_all(Duration::MAX);
+        let now = Instant::now();
+        let wait = pacer.reserve(Destination::chat(&1), now).duration_since(now);
+        assert!(wait <= MAX_BLOCK && wait > MAX_BLOCK - Duration::from_secs(5), "{wait:?}");
     }
 }

@@ -26,6 +26,7 @@ mod tests;
 use super::StoreError;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, OpenFlags};
+pub(crate) use schema::is_python_hermes_db;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

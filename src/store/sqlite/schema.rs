@@ -142,6 +142,21 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub(super) const VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// Whether `path` is a SQLite database written by Python Hermes: it has Hermes' `sessions` table
+/// but none of the tables every version of our schema has (`outbox`). A missing, unreadable or
+/// empty file is not: the store then creates or reports it as before.
+pub(crate) fn is_python_hermes_db(path: &Path) -> bool {
+    if !path.is_file() {
+        return false;
+    }
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let Ok(conn) = Connection::open_with_flags(path, flags) else {
+        return false;
+    };
+    let has = |table: &str| conn.query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |_| Ok(())).is_ok();
+    has("sessions") && !has("outbox")
+}
+
 pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if found > VERSION {
