@@ -6,6 +6,7 @@ mod config_cmd;
 mod cron_cmd;
 mod doctor;
 mod gateway_cmd;
+mod outbox_cmd;
 mod pairing_cmd;
 mod security_cmd;
 mod service;
@@ -56,6 +57,11 @@ pub enum Command {
         #[arg(long)]
         health: bool,
     },
+    /// Messages that could not be delivered: list them (and each platform's queue), resend or drop one.
+    Outbox {
+        #[command(subcommand)]
+        command: outbox_cmd::OutboxCommand,
+    },
     /// Let strangers in by pairing code: list requests, approve or revoke users.
     Pairing {
         #[command(subcommand)]
@@ -83,6 +89,7 @@ pub fn main() -> ExitCode {
         Command::Doctor { health } => doctor::run(&cli, health),
         Command::Security { ref command } => security_cmd::run(&cli, command),
         Command::Pairing { ref command } => pairing_cmd::run(&cli, command),
+        Command::Outbox { ref command } => outbox_cmd::run(&cli, command),
     }
 }
 

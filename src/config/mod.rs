@@ -76,4 +76,6 @@ pub use overrides::CORE_ENV_VARS;
 pub use persist::{PersistError, add_to_command_allowlist, set_env_vars, write_model_default};
 pub use platforms::{PlatformConfig, Platforms};
 pub use schema::Config;
-pub use sections::{AgentConfig, ApprovalsConfig, CronConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig, SessionResetConfig};
+pub use sections::{
+    AgentConfig, ApprovalsConfig, CronConfig, DeliveryConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig, SessionResetConfig,
+};

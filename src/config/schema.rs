@@ -8,7 +8,7 @@ use super::display::DisplayConfig;
 use super::gateway::{GatewayConfig, StreamingConfig};
 use super::model::ModelConfig;
 use super::platforms::Platforms;
-use super::sections::{AgentConfig, ApprovalsConfig, CronConfig, LoggingConfig, SecurityConfig, SessionResetConfig};
+use super::sections::{AgentConfig, ApprovalsConfig, CronConfig, DeliveryConfig, LoggingConfig, SecurityConfig, SessionResetConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -34,6 +34,7 @@ pub struct Config {
     /// always` adds to it.
     pub command_allowlist: Vec<String>,
     pub cron: CronConfig,
+    pub delivery: DeliveryConfig,
     pub agent: AgentConfig,
     pub logging: LoggingConfig,
     pub security: SecurityConfig,

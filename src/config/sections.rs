@@ -4,6 +4,7 @@ use super::de::string_list;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::time::Duration;
 
 /// Automatic session resets (`session_reset.*`, reference §3.4).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -110,6 +111,62 @@ impl Default for CronConfig {
     fn default() -> Self {
         Self { wrap_response: true, max_parallel_jobs: None, output_retention: 50, timeout: 600, script_timeout_seconds: 3600 }
     }
+}
+
+/// Outbound delivery (`delivery.*`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeliveryConfig {
+    /// How long an answer is retried through a platform's outage before it is given up (and
+    /// listed by `/undelivered`): seconds, or a number with `s`, `m`, `h` or `d`.
+    #[serde(deserialize_with = "window_text")]
+    pub retry_window: String,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        Self { retry_window: "24h".into() }
+    }
+}
+
+/// The shortest and longest retry windows accepted.
+pub(crate) const RETRY_WINDOW_RANGE: (Duration, Duration) = (Duration::from_secs(10), Duration::from_secs(30 * 24 * 3600));
+
+impl DeliveryConfig {
+    /// The window, checked by `validate` (a value that does not parse falls back to a day).
+    pub fn retry_window(&self) -> Duration {
+        parse_window(&self.retry_window).unwrap_or(Duration::from_secs(24 * 3600))
+    }
+}
+
+/// `90`, `90s`, `30m`, `24h`, `7d` as a duration; `None` for anything else.
+pub(crate) fn parse_window(text: &str) -> Option<Duration> {
+    let text = text.trim().to_ascii_lowercase();
+    let digits_end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits_end);
+    let count: u64 = number.parse().ok()?;
+    let unit_secs = match unit.trim() {
+        "" | "s" | "sec" | "secs" | "seconds" => 1,
+        "m" | "min" | "mins" | "minutes" => 60,
+        "h" | "hr" | "hrs" | "hours" => 3600,
+        "d" | "day" | "days" => 86_400,
+        _ => return None,
+    };
+    count.checked_mul(unit_secs).map(Duration::from_secs)
+}
+
+/// A window given as a bare YAML number (seconds) or as text.
+fn window_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(u64),
+        Text(String),
+    }
+    Ok(match Raw::deserialize(d)? {
+        Raw::Number(n) => n.to_string(),
+        Raw::Text(t) => t,
+    })
 }
 
 /// The agent loop (`agent.*`).

@@ -3,7 +3,23 @@
 
 use super::error::ConfigError;
 use super::schema::Config;
-use super::sections::{APPROVAL_MODES, CRON_APPROVAL_MODES, LOG_BACKUP_COUNT_LIMIT, LOG_MAX_SIZE_MB_LIMIT, LoggingConfig};
+use super::sections::{
+    APPROVAL_MODES, CRON_APPROVAL_MODES, LOG_BACKUP_COUNT_LIMIT, LOG_MAX_SIZE_MB_LIMIT, LoggingConfig, RETRY_WINDOW_RANGE, parse_window,
+};
+
+fn check_retry_window(text: &str) -> Result<(), ConfigError> {
+    let (shortest, longest) = RETRY_WINDOW_RANGE;
+    match parse_window(text) {
+        Some(d) if d >= shortest && d <= longest => Ok(()),
+        Some(_) => Err(ConfigError::invalid(
+            "delivery.retry_window",
+            format!("expected between 10s and 30d, found `{text}` (how long an undelivered answer is retried, e.g. 24h)"),
+        )),
+        None => {
+            Err(ConfigError::invalid("delivery.retry_window", format!("expected a duration such as 90s, 30m, 24h or 7d, found `{text}`")))
+        }
+    }
+}
 
 const STREAMING_TRANSPORTS: [&str; 4] = ["auto", "draft", "edit", "off"];
 
@@ -23,6 +39,7 @@ impl Config {
         if self.cron.max_parallel_jobs == Some(0) {
             return Err(ConfigError::invalid("cron.max_parallel_jobs", "expected at least 1 (leave it unset for no limit), found 0"));
         }
+        check_retry_window(&self.delivery.retry_window)?;
         if let Err(e) = crate::cron::schedule::Zone::from_config(self.timezone.as_deref()) {
             return Err(ConfigError::invalid("timezone", e.to_string()));
         }

@@ -42,6 +42,9 @@ pub struct AgentRun {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sent {
     Delivered,
+    /// The platform is not accepting messages now; the outbox keeps trying (and lists it as
+    /// undelivered if its retry window ends).
+    Queued,
     /// The platform may have it; it is not sent again.
     InDoubt,
     Failed(String),
@@ -219,6 +222,9 @@ impl JobRunner {
             let key = delivery::key(&job.id, occurrence, target);
             match self.host.deliver(target, text, &key).await {
                 Sent::Delivered => {}
+                Sent::Queued => {
+                    tracing::warn!(job_id = %job.id, %target.platform, "cron delivery queued: the platform is not accepting messages now")
+                }
                 Sent::InDoubt => tracing::warn!(job_id = %job.id, %target.platform, "cron delivery unconfirmed; not resent"),
                 Sent::Failed(why) => problems.push(format!("{}:{}: {why}", target.platform, target.chat_id)),
             }

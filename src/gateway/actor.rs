@@ -201,11 +201,13 @@ impl SessionActor {
     /// Answer an event with a system text (command reply, refusal) and close it in the inbox.
     async fn reply_and_close(&self, event: &InboundEvent, text: &str) {
         let target = event.answer_target();
-        outbound::deliver(
+        // Queued, not awaited: an outage must not hold up the session's other events.
+        outbound::queue(
             self.deliverer(),
             &target,
             event.answer_reply_to(),
             text,
+            &[],
             &format!("{}:reply", event.event_id),
             Some(Finish::stop()),
         )
@@ -248,14 +250,14 @@ impl SessionActor {
                 let target = event.answer_target();
                 let reply_to = event.answer_reply_to();
                 let key = format!("{}:reply", event.event_id);
-                outbound::deliver_with_buttons(self.deliverer(), &target, reply_to, &text, &buttons, &key, Some(Finish::stop())).await;
+                outbound::queue(self.deliverer(), &target, reply_to, &text, &buttons, &key, Some(Finish::stop())).await;
                 self.close(&event).await;
             }
             CommandOutcome::Silent => self.close(&event).await,
             CommandOutcome::ReplyAndRun { reply, prompt } => {
                 if let Some(text) = reply {
                     let target = event.answer_target();
-                    outbound::deliver(self.deliverer(), &target, None, &text, &format!("{}:notice", event.event_id), None).await;
+                    outbound::queue(self.deliverer(), &target, None, &text, &[], &format!("{}:notice", event.event_id), None).await;
                 }
                 let mut as_prompt = event;
                 as_prompt.text = prompt;
@@ -327,7 +329,7 @@ impl SessionActor {
         }
         let target = event.answer_target();
         let key = format!("{}:approval-pending", event.event_id);
-        outbound::deliver(self.deliverer(), &target, event.answer_reply_to(), texts::PENDING_NOTICE, &key, None).await;
+        outbound::queue(self.deliverer(), &target, event.answer_reply_to(), texts::PENDING_NOTICE, &[], &key, None).await;
     }
 
     /// Tell the user their message was seen, at most once per 30 s, on chat platforms only (a
@@ -344,7 +346,7 @@ impl SessionActor {
             return;
         }
         self.state.last_busy_ack = Some(Instant::now());
-        outbound::deliver(self.deliverer(), &target, None, text, &format!("{}:ack", event.event_id), None).await;
+        outbound::queue(self.deliverer(), &target, None, text, &[], &format!("{}:ack", event.event_id), None).await;
     }
 
     fn start_next(&mut self, done: &mpsc::UnboundedSender<String>) {

@@ -1,14 +1,14 @@
 //! The gateway's periodic chores beside the message path: the status file `hermes gateway
-//! status` reads (rewritten every 2 s, which also samples the inbox depth for `/metrics`) and
-//! the pruning of finished inbox rows (hourly).
+//! status` reads (rewritten every 2 s, which also samples the inbox depth and the outbox's queues
+//! for `/metrics`) and the pruning of finished inbox rows and old outbox records (hourly).
 
 use super::health::HealthBoard;
 use super::status_file::{CronStatus, ParkedEvent, StatusFile};
 use super::turn_limits::TurnLimits;
 use super::wiring::Wiring;
 use crate::cron::status::TickerHealth;
-use crate::observe::metrics;
-use crate::store::Store;
+use crate::observe::metrics::{self, OutboxQueue};
+use crate::store::{QueueSummary, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +18,10 @@ use tokio::task::JoinHandle;
 const PARKED_SHOWN: usize = 20;
 /// Finished inbox rows are kept a day: redeliveries within that window are dropped.
 const FINISHED_KEPT: Duration = Duration::from_secs(24 * 3600);
+/// Sent outbox records outlive any replay of their message (an inbox row lives a day) by far.
+const OUTBOX_RECORDS_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Dead letters nobody resent or dropped are forgotten after a month.
+const DEAD_LETTERS_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// What the status file is written from.
 pub struct StatusSources {
@@ -62,6 +66,14 @@ async fn refresh(status: &mut StatusFile, sources: &StatusSources) {
         Err(e) => tracing::warn!(error = %e, "cannot count unfinished inbox events"),
     }
     status.apply_queues(metrics::global().queues());
+    match sources.store.outbox_summary().await {
+        Ok(summary) => {
+            metrics::global().set_outbox_queues(&outbox_gauges(&summary, chrono::Utc::now().timestamp_millis()));
+            status.apply_outbox(&summary);
+        }
+        // The last numbers stay: stale by seconds beats none.
+        Err(e) => tracing::warn!(error = %e, "cannot read the outbox's queues"),
+    }
     match sources.store.inbox_poisoned(PARKED_SHOWN).await {
         Ok(rows) => {
             status.poisoned = rows
@@ -78,6 +90,19 @@ async fn refresh(status: &mut StatusFile, sources: &StatusSources) {
     }
 }
 
+/// The outbox's queues as `/metrics` gauges, ages at `now_ms`.
+fn outbox_gauges(summary: &[QueueSummary], now_ms: i64) -> Vec<OutboxQueue<'_>> {
+    summary
+        .iter()
+        .map(|q| OutboxQueue {
+            platform: &q.platform,
+            pending: q.pending,
+            dead: q.dead,
+            oldest_pending: q.oldest_pending_at.map(|at| Duration::from_millis(u64::try_from(now_ms - at).unwrap_or(0))),
+        })
+        .collect()
+}
+
 /// Prune finished inbox rows every hour, until aborted.
 pub fn spawn_inbox_pruning(store: Store) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -87,6 +112,45 @@ pub fn spawn_inbox_pruning(store: Store) -> JoinHandle<()> {
             if let Err(e) = store.inbox_prune(FINISHED_KEPT).await {
                 tracing::warn!(error = %e, "inbox pruning failed");
             }
+            match store.outbox_prune(OUTBOX_RECORDS_KEPT, DEAD_LETTERS_KEPT).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(rows = n, "old outbox records pruned"),
+                Err(e) => tracing::warn!(error = %e, "outbox pruning failed"),
+            }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::commands::undelivered::tests::{dead_letter, rig};
+
+    #[tokio::test]
+    async fn a_refresh_records_the_outbox_queues_in_the_status_file() {
+        let (_dir, wiring, _chat) = rig().await;
+        let sources = StatusSources::of(&wiring);
+        let mut status = StatusFile::new(chrono::Utc::now());
+        refresh(&mut status, &sources).await;
+        assert!(status.outbox.is_empty(), "{:?}", status.outbox);
+        dead_letter(&wiring.store, "k1", "c1", "lost").await;
+        refresh(&mut status, &sources).await;
+        assert_eq!(status.outbox.len(), 1, "{:?}", status.outbox);
+        let chat = &status.outbox[0];
+        assert_eq!((chat.platform.as_str(), chat.pending, chat.dead, chat.oldest_pending_at), ("chat", 0, 1, None));
+        // The process-wide gauges are shared with other tests, so only their presence is checked.
+        let text = metrics::global().render().unwrap();
+        assert!(text.contains("hermes_outbox_dead_letters{platform=\"chat\"}"), "{text}");
+    }
+
+    #[test]
+    fn gauges_carry_the_oldest_waiting_messages_age() {
+        let summary = [
+            QueueSummary { platform: "telegram".into(), pending: 2, dead: 1, oldest_pending_at: Some(1_000) },
+            QueueSummary { platform: "discord".into(), pending: 0, dead: 1, oldest_pending_at: None },
+        ];
+        let gauges = outbox_gauges(&summary, 61_000);
+        assert_eq!(gauges[0], OutboxQueue { platform: "telegram", pending: 2, dead: 1, oldest_pending: Some(Duration::from_secs(60)) });
+        assert_eq!(gauges[1].oldest_pending, None);
+    }
 }

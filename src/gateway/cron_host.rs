@@ -168,6 +168,7 @@ impl CronHost for GatewayCronHost {
         }
         match outbound::deliver(&self.deliverer, target, None, text, key, None).await {
             Delivery::Delivered => Sent::Delivered,
+            Delivery::Queued => Sent::Queued,
             Delivery::InDoubt => Sent::InDoubt,
             Delivery::Failed => Sent::Failed("the platform refused the message or could not be reached (see the gateway log)".into()),
         }

@@ -1,8 +1,10 @@
 //! [`Deliverer`]: everything a message needs to leave the gateway — the running adapters by
-//! platform, the outbox that makes each send idempotent, and the folders files may be attached
-//! from. [`super::outbound`] does the delivering with it; nothing else reaches the adapters'
-//! send side.
+//! platform, the courier that queues each part in the outbox and delivers it, and the folders
+//! files may be attached from. [`super::outbound`] does the delivering with it; nothing else
+//! reaches the adapters' send side.
 
+use super::courier::{Courier, RetryPolicy};
+use super::health::HealthBoard;
 use crate::config::Home;
 use crate::store::Store;
 use hermes_adapter::PlatformAdapter;
@@ -14,6 +16,8 @@ pub struct Deliverer {
     adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
     /// The outbox (and only the outbox) is used: the idempotency record of every send.
     pub(super) store: Store,
+    /// Delivers every queued part, through outages and restarts.
+    pub(super) courier: Arc<Courier>,
     /// Where `MEDIA:` files may come from besides the temp folder.
     pub(super) files: FileRoots,
 }
@@ -27,9 +31,23 @@ pub struct FileRoots {
 }
 
 impl Deliverer {
-    pub fn new(adapters: &[Arc<dyn PlatformAdapter>], store: Store, files: FileRoots) -> Self {
-        let adapters = adapters.iter().map(|a| (a.platform().to_string(), a.clone())).collect();
-        Self { adapters, store, files }
+    /// `health`: whose adapters are connected (a lane waits while its adapter is not); `None`
+    /// assumes every adapter is up.
+    pub fn new(
+        adapters: &[Arc<dyn PlatformAdapter>],
+        store: Store,
+        files: FileRoots,
+        health: Option<Arc<HealthBoard>>,
+        policy: RetryPolicy,
+    ) -> Self {
+        let adapters: HashMap<String, Arc<dyn PlatformAdapter>> = adapters.iter().map(|a| (a.platform().to_string(), a.clone())).collect();
+        let courier = Arc::new(Courier::new(adapters.clone(), store.clone(), health, policy));
+        Self { adapters, store, courier, files }
+    }
+
+    /// The courier, to start its sweeper (which resumes what a restart left queued).
+    pub fn courier(&self) -> &Arc<Courier> {
+        &self.courier
     }
 
     /// The running adapter of `platform`, if it is enabled.

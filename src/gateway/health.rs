@@ -195,6 +195,18 @@ impl HealthBoard {
         self.slots.lock().ok().and_then(|s| s.get(platform).map(|slot| slot.delays.clone())).unwrap_or_default()
     }
 
+    /// Whether sends to `platform` are worth attempting: its adapter is connected, degraded (its
+    /// receiving side is unwell; sending may still work) or stopped for shutdown (the answers of
+    /// draining turns still go out). Starting, backing off, parked or paused: its parts wait. A
+    /// platform not on the board (a gateway without supervisors, in tests) is assumed up.
+    pub fn accepts_sends(&self, platform: &str) -> bool {
+        let Ok(slots) = self.slots.lock() else { return true };
+        // The state operators see: the supervisor's, refined by the adapter's own reports.
+        slots.get(platform).is_none_or(|slot| {
+            matches!(slot.status(platform, Utc::now()).state, AdapterState::Connected | AdapterState::Degraded | AdapterState::Stopped)
+        })
+    }
+
     pub fn set_draining(&self) {
         self.draining.store(true, Ordering::Release);
     }
@@ -306,6 +318,24 @@ mod tests {
         board.set_liveness_timeout("tg", Some(limit));
         reporter.mark_connected();
         (board, reporter)
+    }
+
+    #[test]
+    fn sends_wait_while_an_adapter_is_starting_backing_off_or_paused() {
+        let board = HealthBoard::new();
+        let reporter = HealthReporter::new();
+        board.register("tg", reporter.clone());
+        assert!(!board.accepts_sends("tg"), "starting, not connected yet");
+        reporter.mark_connected();
+        assert!(board.accepts_sends("tg"), "connected by the adapter's own report");
+        reporter.mark_disconnected();
+        board.set("tg", AdapterState::BackingOff, Some("getUpdates failed".into()), 1);
+        assert!(!board.accepts_sends("tg"), "backing off");
+        board.set("tg", AdapterState::Paused, None, 0);
+        assert!(!board.accepts_sends("tg"), "paused by an admin");
+        board.set("tg", AdapterState::Stopped, None, 0);
+        assert!(board.accepts_sends("tg"), "stopping: the drain's answers still go out");
+        assert!(board.accepts_sends("unsupervised"), "a platform not on the board is assumed up");
     }
 
     #[test]

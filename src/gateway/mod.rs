@@ -13,7 +13,8 @@
 //!   and to which session.
 //! - [`actor`], [`turn`], [`turns`]: one actor per session; turns; drain accounting.
 //! - [`commands`]: slash commands, one file each.
-//! - [`outbound`]: render, chunk, outbox, send with retries.
+//! - [`outbound`] and [`courier`]: render, chunk, queue in the outbox; per-chat lanes deliver
+//!   through outages and restarts, dead letters for what cannot be delivered.
 //! - [`directory`]: sessions for HTTP surfaces.
 //! - [`media_sweep`]: the attachment cache kept private and within its limits.
 //! - [`cron_wiring`] and [`cron_host`]: the scheduler's ticker beside the adapters, and scheduled
@@ -30,6 +31,7 @@ pub mod chores;
 pub mod clarify;
 pub mod commands;
 pub mod compaction;
+pub mod courier;
 #[cfg(test)]
 mod crash_tests;
 pub mod credential_lock;
@@ -259,6 +261,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let status_task = chores::spawn_status_writer(status.clone(), status_path.clone(), chores::StatusSources::of(&wiring));
     let housekeeping = chores::spawn_inbox_pruning(store.clone());
     let media_sweeper = media_sweep::spawn(media_cache, media_limits);
+    // Resumes what the last run left queued, and notices parts resent from the shell.
+    let courier = tokio::spawn(wiring.turns().deliverer.courier().clone().run_sweeper());
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
     let reason = wait_for_signal(&options.shutdown, &wiring.actors.commands.restart).await?;
@@ -269,7 +273,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     inbox.stop_accepting();
     // Turns and cron runs drain side by side; neither waits for the other's deadline.
     tokio::join!(wiring.cron.stop(ticking), drain_turns(&limits, Duration::from_secs(config.gateway.drain_timeout_secs)));
-    let mut side_tasks = vec![status_task, housekeeping, media_sweeper, router];
+    let mut side_tasks = vec![status_task, housekeeping, media_sweeper, router, courier];
     // The watchdog keeps being fed through the drain; it stops after the supervisors.
     side_tasks.extend(notifying);
     let running = Running { adapters_stop, supervisors, admin_stop, side_tasks };

@@ -1,24 +1,16 @@
-//! Outbound delivery: render for the platform's dialect, chunk to its limit, record each chunk in
-//! the outbox under an idempotency key, and send with retries classified by error kind. A chunk
-//! whose earlier send may have reached the platform is never blindly resent.
+//! Outbound delivery: render for the platform's dialect, chunk to its limit, and hand the parts
+//! to the [`Courier`](super::courier::Courier), which queues them in the outbox under their
+//! idempotency keys and delivers them through outages and restarts. A caller waits only for
+//! each part's first outcome (see [`Delivery`]).
 
+use super::courier::Outcome;
 use super::deliverer::Deliverer;
-use crate::store::OutboxReservation;
+use crate::store::NewOutboxRow;
 use hermes_adapter::media::extract_media_tags;
-use hermes_adapter::{Button, Capabilities, ChatTarget, OutboundFile, OutboundMessage, PlatformAdapter, SendError, Usage, chunk, render};
+use hermes_adapter::{Button, Capabilities, ChatTarget, OutboundFile, OutboundMessage, Usage, chunk, render};
 use std::time::Duration;
 
-/// Attempts per chunk for failures that are safe to retry.
-const MAX_ATTEMPTS: u32 = 3;
-const RETRY_BASE: Duration = Duration::from_secs(2);
-/// Longest total rate-limit wait honoured before giving up on a chunk.
-const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(300);
-/// Sends a chunk gets when a restart interrupted them: the first, then one labelled resend.
-const INTERRUPTED_SENDS: i64 = 2;
-/// Starts a message resent after a restart cut off its first send (it may be a repeat).
-pub const RESEND_MARK: &str = "↻ (resent) ";
-const DELIVERY_FAILED_NOTICE: &str =
-    "⚠️ Message delivery failed after multiple attempts. Please try again — your request was processed but the response could not be sent.";
+pub use super::courier::RESEND_MARK;
 
 /// Marks the last message of a turn (usage and finish reason travel with it).
 #[derive(Debug, Clone)]
@@ -33,15 +25,38 @@ impl Finish {
     }
 }
 
-/// What happened to a delivery.
+/// What happened to a delivery, as far as its caller waits to know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
-    /// Every chunk is on the platform (now or in an earlier attempt).
+    /// Every part is on the platform (now or in an earlier attempt).
     Delivered,
-    /// Some chunk may or may not have arrived; it was not resent.
+    /// Some part is not delivered yet: the platform is having trouble (or an earlier message of
+    /// the chat is), and the courier keeps at it until its retry window ends.
+    Queued,
+    /// Some part may or may not have arrived and will not be sent again without a person.
     InDoubt,
-    /// Nobody could be reached (no adapter, recipient gone, refused, retries exhausted).
+    /// Given up: no adapter, refused for good, or nobody waiting any more.
     Failed,
+}
+
+/// How long a caller waits for a delivery's first outcome before it hears [`Delivery::Queued`]
+/// (the courier keeps at it either way): long enough for a platform's usual answer, short
+/// enough that a turn or a session is never held up by an outage.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// The terms of one delivery: how long it is tried, and how long its caller waits.
+#[derive(Debug, Clone, Copy)]
+struct Terms {
+    /// Give the parts up after this long instead of the configured window (an approval prompt
+    /// is worthless once it expired).
+    expiry: Option<Duration>,
+    /// How long the caller waits for the first outcome.
+    patience: Duration,
+}
+
+impl Terms {
+    const WAIT: Terms = Terms { expiry: None, patience: PATIENCE };
+    const QUEUE_ONLY: Terms = Terms { expiry: None, patience: Duration::ZERO };
 }
 
 /// Deliver `markdown` to `target`. `key_base` must be stable for the same logical message (turn id
@@ -57,6 +72,22 @@ pub async fn deliver(
     deliver_with_buttons(deliverer, target, reply_to, markdown_text, &[], key_base, finish).await
 }
 
+/// [`deliver`] without waiting for the platform: the parts are queued (durably) and the courier
+/// delivers them. For replies a session's actor sends while it has other events to handle (a
+/// command's answer, "your message is queued"), which must not wait out a platform's outage.
+pub async fn queue(
+    deliverer: &Deliverer,
+    target: &ChatTarget,
+    reply_to: Option<&str>,
+    markdown_text: &str,
+    buttons: &[Vec<Button>],
+    key_base: &str,
+    finish: Option<Finish>,
+) -> Delivery {
+    let parts = Parts { target, reply_to, body: Body::Markdown(markdown_text), buttons, key_base, finish };
+    deliver_parts(deliverer, parts, Terms::QUEUE_ONLY).await
+}
+
 /// One message already rendered in the platform's dialect and within its limit (a part of an
 /// answer being streamed, a tool progress line): sent as it is, under `{key_base}:0`. `MEDIA:`
 /// tags stay text (the turn sends the files once, when the answer is complete).
@@ -67,7 +98,8 @@ pub async fn deliver_streamed_part(
     rendered: &str,
     key_base: &str,
 ) -> Delivery {
-    deliver_inner(deliverer, target, reply_to, Body::Rendered(rendered), &[], key_base, None).await
+    let parts = Parts { target, reply_to, body: Body::Rendered(rendered), buttons: &[], key_base, finish: None };
+    deliver_parts(deliverer, parts, Terms::WAIT).await
 }
 
 /// What a delivery carries.
@@ -78,6 +110,16 @@ enum Body<'a> {
     Markdown(&'a str),
     /// One message already in the platform's dialect.
     Rendered(&'a str),
+}
+
+/// One delivery: what goes where, under which keys.
+struct Parts<'a> {
+    target: &'a ChatTarget,
+    reply_to: Option<&'a str>,
+    body: Body<'a>,
+    buttons: &'a [Vec<Button>],
+    key_base: &'a str,
+    finish: Option<Finish>,
 }
 
 /// [`deliver`], with buttons under the last message where the platform has buttons (elsewhere
@@ -91,18 +133,26 @@ pub async fn deliver_with_buttons(
     key_base: &str,
     finish: Option<Finish>,
 ) -> Delivery {
-    deliver_inner(deliverer, target, reply_to, Body::Markdown(markdown_text), buttons, key_base, finish).await
+    let parts = Parts { target, reply_to, body: Body::Markdown(markdown_text), buttons, key_base, finish };
+    deliver_parts(deliverer, parts, Terms::WAIT).await
 }
 
-async fn deliver_inner(
+/// [`deliver_with_buttons`] for a prompt that is worthless after `expires_in`: never shown
+/// later than that.
+pub async fn deliver_prompt(
     deliverer: &Deliverer,
     target: &ChatTarget,
-    reply_to: Option<&str>,
-    body: Body<'_>,
+    markdown_text: &str,
     buttons: &[Vec<Button>],
     key_base: &str,
-    finish: Option<Finish>,
+    expires_in: Duration,
 ) -> Delivery {
+    let parts = Parts { target, reply_to: None, body: Body::Markdown(markdown_text), buttons, key_base, finish: None };
+    deliver_parts(deliverer, parts, Terms { expiry: Some(expires_in), ..Terms::WAIT }).await
+}
+
+async fn deliver_parts(deliverer: &Deliverer, parts: Parts<'_>, terms: Terms) -> Delivery {
+    let Parts { target, reply_to, body, buttons, key_base, finish } = parts;
     let Some(adapter) = deliverer.adapter(target.platform.as_str()) else {
         tracing::error!(platform = %target.platform, "cannot deliver: platform `{}` is not enabled", target.platform);
         return Delivery::Failed;
@@ -143,63 +193,49 @@ async fn deliver_inner(
             last.buttons = buttons.to_vec();
         }
     }
-    send_in_order(deliverer, adapter.as_ref(), target, messages, key_base).await
+    let window = terms.expiry.unwrap_or(deliverer.courier.policy().window);
+    let rows = queue_rows(target, messages, window, terms.expiry.is_none());
+    summarize(&deliverer.courier.dispatch(rows, terms.patience).await)
 }
 
-/// Send `messages` one after another, each claimed in the outbox first (a chunk already sent is
-/// skipped, one that may have arrived is not resent); the first that fails ends the delivery.
-async fn send_in_order(
-    deliverer: &Deliverer,
-    adapter: &dyn PlatformAdapter,
-    target: &ChatTarget,
-    messages: Vec<OutboundMessage>,
-    key_base: &str,
-) -> Delivery {
+/// The outbox rows of one delivery's parts, in order; the first says how late it is, if late.
+fn queue_rows(target: &ChatTarget, messages: Vec<OutboundMessage>, window: Duration, notify_on_death: bool) -> Vec<NewOutboxRow> {
+    let deadline_ms = chrono::Utc::now().timestamp_millis().saturating_add(window.as_millis().min(i64::MAX as u128) as i64);
     let target_json = serde_json::to_string(target).unwrap_or_default();
-    let mut outcome = Delivery::Delivered;
-    for mut message in messages {
-        let key = message.idempotency_key.clone();
-        // What the outbox remembers: the text, or the file's path.
-        let body = message.file.as_ref().map(|f| f.path.to_string_lossy().into_owned()).unwrap_or_else(|| message.text.clone());
-        let claimed = deliverer.store.outbox_claim(&key, &target_json, &body, sends_now).await;
-        let attempt_recorded = matches!(&claimed, Ok(r) if sends_now(r));
-        match claimed {
-            Ok(OutboxReservation::AlreadySent { .. }) => continue,
-            Ok(OutboxReservation::Interrupted { attempts }) if attempts < INTERRUPTED_SENDS => {
-                // Cut off mid-send by a crash: it may or may not have arrived. Losing an answer is
-                // worse than a labelled repeat, so it goes out once more, marked as such.
-                tracing::warn!(outbox_key = %key, "a send was interrupted by a restart; resending it once, marked as a possible repeat");
-                message.text =
-                    if message.text.is_empty() { RESEND_MARK.trim_end().to_string() } else { format!("{RESEND_MARK}{}", message.text) };
-            }
-            Ok(OutboxReservation::Interrupted { .. }) | Ok(OutboxReservation::InDoubt) => {
-                tracing::warn!(outbox_key = %key, "an earlier send of this message may have arrived; not resending");
-                outcome = Delivery::InDoubt;
-                continue;
-            }
-            Ok(OutboxReservation::Failed { error }) => {
-                tracing::warn!(outbox_key = %key, "message failed earlier ({error}); not retrying");
-                return Delivery::Failed;
-            }
-            Ok(OutboxReservation::New) | Ok(OutboxReservation::Resume { .. }) => {}
-            Err(e) => {
-                // Without an outbox row a crash could resend it; sending anyway beats losing it.
-                tracing::error!(error = %e, outbox_key = %key, "outbox unavailable; sending without a record");
-            }
-        }
-        match send_chunk(deliverer, adapter, message, attempt_recorded).await {
-            ChunkResult::Sent => {}
-            ChunkResult::Ambiguous => outcome = Delivery::InDoubt,
-            ChunkResult::Gone => return Delivery::Failed,
-            ChunkResult::Failed { notify } => {
-                if notify && adapter.capabilities().supports_async_delivery {
-                    notify_failure(deliverer, adapter, target, key_base).await;
-                }
-                return Delivery::Failed;
-            }
-        }
+    let lane = super::courier::lane_of(target.platform.as_str(), &target.chat_id);
+    messages
+        .into_iter()
+        .enumerate()
+        .map(|(i, message)| NewOutboxRow {
+            key: message.idempotency_key.clone(),
+            lane: lane.clone(),
+            platform: target.platform.to_string(),
+            target: target_json.clone(),
+            // What an operator is shown: the text, or the file's path.
+            body: message.file.as_ref().map(|f| f.path.to_string_lossy().into_owned()).unwrap_or_else(|| message.text.clone()),
+            message: serde_json::to_string(&message).unwrap_or_default(),
+            deadline_ms,
+            // One notice per delivery at most, carried by its first part.
+            notify_on_death: notify_on_death && i == 0,
+            lead: i == 0,
+        })
+        .collect()
+}
+
+/// One word for a delivery's parts: the worst of their outcomes.
+fn summarize(outcomes: &[Outcome]) -> Delivery {
+    let worst = |d: &Outcome| match d {
+        Outcome::Delivered { .. } => 0,
+        Outcome::Queued => 1,
+        Outcome::InDoubt => 2,
+        Outcome::GivenUp { .. } => 3,
+    };
+    match outcomes.iter().max_by_key(|o| worst(o)) {
+        None | Some(Outcome::Delivered { .. }) => Delivery::Delivered,
+        Some(Outcome::Queued) => Delivery::Queued,
+        Some(Outcome::InDoubt) => Delivery::InDoubt,
+        Some(Outcome::GivenUp { .. }) => Delivery::Failed,
     }
-    outcome
 }
 
 /// The agent's Markdown as the messages a platform receives: rendered in its dialect (the
@@ -208,117 +244,6 @@ async fn send_in_order(
 pub fn render_for(caps: &Capabilities, markdown_text: &str) -> Vec<String> {
     let doc = render::document(markdown_text, caps.dialect);
     if caps.splits_long_messages { chunk::split(&doc, caps.max_message_len, caps.length_unit) } else { vec![doc.to_text()] }
-}
-
-enum ChunkResult {
-    Sent,
-    Ambiguous,
-    Gone,
-    Failed { notify: bool },
-}
-
-/// Whether a reservation is to be sent now: new, reserved but never attempted, or cut off by a
-/// restart fewer than [`INTERRUPTED_SENDS`] times (the one labelled resend).
-fn sends_now(reservation: &OutboxReservation) -> bool {
-    match reservation {
-        OutboxReservation::New | OutboxReservation::Resume { .. } => true,
-        OutboxReservation::Interrupted { attempts } => *attempts < INTERRUPTED_SENDS,
-        _ => false,
-    }
-}
-
-/// `attempt_recorded`: the outbox already holds the first attempt as `sending` (claimed with it).
-async fn send_chunk(
-    deliverer: &Deliverer,
-    adapter: &dyn PlatformAdapter,
-    mut message: OutboundMessage,
-    attempt_recorded: bool,
-) -> ChunkResult {
-    let _sending = crate::observe::metrics::global().sending();
-    let store = &deliverer.store;
-    let key = message.idempotency_key.clone();
-    let mut plain_fallback_used = false;
-    let mut rate_limit_waited = Duration::ZERO;
-    let mut attempt = 0;
-    let mut unrecorded_attempt = !attempt_recorded;
-    loop {
-        attempt += 1;
-        if unrecorded_attempt && let Err(e) = store.outbox_mark_sending(&key).await {
-            tracing::warn!(error = %e, "could not record a send attempt");
-        }
-        unrecorded_attempt = true;
-        let error = match adapter.send(&message).await {
-            Ok(receipt) => {
-                crate::observe::metrics::global().message_sent(message.target.platform.as_str(), &message.target.chat_id);
-                if let Err(e) = store.outbox_mark_sent(&key, receipt.message_id.as_deref()).await {
-                    tracing::warn!(error = %e, "could not record a sent message");
-                }
-                return ChunkResult::Sent;
-            }
-            Err(e) => {
-                crate::observe::metrics::global().send_failed(message.target.platform.as_str(), &e);
-                e
-            }
-        };
-        // A 429 means the platform did not take the message, so waiting it out is always safe
-        // and does not use up an attempt; only the total wait is bounded.
-        if let SendError::RateLimited { retry_after } = &error
-            && rate_limit_waited + *retry_after <= MAX_RATE_LIMIT_WAIT
-        {
-            rate_limit_waited += *retry_after;
-            attempt -= 1;
-            tracing::info!(outbox_key = %key, wait_ms = retry_after.as_millis() as u64, "rate limited by the platform; waiting");
-            tokio::time::sleep(*retry_after).await;
-            continue;
-        }
-        let wait = match &error {
-            SendError::Transient(_) => Some(jittered(RETRY_BASE * 2u32.pow(attempt - 1))),
-            // The mark pushed a chunk that was exactly at the limit over it.
-            SendError::TooLong if message.text.starts_with(RESEND_MARK) => {
-                message.text = message.text[RESEND_MARK.len()..].to_string();
-                attempt -= 1;
-                Some(Duration::ZERO)
-            }
-            SendError::BadFormat(_) if !plain_fallback_used => {
-                // The platform rejected the markup: send the same words as plain text.
-                plain_fallback_used = true;
-                message.text = render::to_plain_text(&message.text, adapter.capabilities().dialect);
-                attempt -= 1;
-                Some(Duration::ZERO)
-            }
-            _ => None,
-        };
-        match (&error, wait) {
-            (_, Some(wait)) if attempt < MAX_ATTEMPTS => {
-                tracing::warn!(outbox_key = %key, attempt, wait_ms = wait.as_millis() as u64, error = %error, "send failed; retrying");
-                tokio::time::sleep(wait).await;
-            }
-            (SendError::Ambiguous(detail), _) => {
-                if let Err(e) = store.outbox_mark_ambiguous(&key, detail).await {
-                    // A restart then finds it `sending` and may resend it once, labelled as a
-                    // possible repeat: the operator should know why.
-                    tracing::error!(outbox_key = %key, error = %e, "could not record an outcome-unknown send in the outbox");
-                }
-                tracing::warn!(outbox_key = %key, "send outcome unknown ({detail}); not resending to avoid a duplicate");
-                return ChunkResult::Ambiguous;
-            }
-            (SendError::Gone(detail), _) => {
-                if let Err(e) = store.outbox_mark_failed(&key, &format!("recipient gone: {detail}")).await {
-                    tracing::error!(outbox_key = %key, error = %e, "could not record a failed send in the outbox");
-                }
-                tracing::info!(outbox_key = %key, "the recipient is gone; the answer stays in the session");
-                return ChunkResult::Gone;
-            }
-            _ => {
-                if let Err(e) = store.outbox_mark_failed(&key, &error.to_string()).await {
-                    tracing::error!(outbox_key = %key, error = %e, "could not record a failed send in the outbox");
-                }
-                tracing::error!(outbox_key = %key, attempts = attempt, error = %error, "message could not be delivered");
-                let notify = matches!(error, SendError::Transient(_) | SendError::RateLimited { .. });
-                return ChunkResult::Failed { notify };
-            }
-        }
-    }
 }
 
 /// Largest file sent from a `MEDIA:` tag (Telegram's upload limit for bots).
@@ -370,43 +295,4 @@ fn attachable(deliverer: &Deliverer, path: &str) -> Result<std::path::PathBuf, S
         return Err("it is outside the folders files may be sent from (the cache, the temp folder, the working folder)".to_string());
     }
     Ok(real)
-}
-
-/// One best-effort notice that the answer could not be delivered.
-async fn notify_failure(deliverer: &Deliverer, adapter: &dyn PlatformAdapter, target: &ChatTarget, key_base: &str) {
-    let key = format!("{key_base}:delivery-failed");
-    match deliverer.store.outbox_reserve(&key, "", DELIVERY_FAILED_NOTICE).await {
-        Ok(OutboxReservation::New) => {}
-        // Sent (or tried) before: one notice at most.
-        Ok(_) => return,
-        // Without a reservation the notice could go out twice; skip it, but say why.
-        Err(e) => {
-            tracing::error!(outbox_key = %key, error = %e, "could not reserve the delivery-failed notice in the outbox; not sending it");
-            return;
-        }
-    }
-    let dialect_text = render::render(DELIVERY_FAILED_NOTICE, adapter.capabilities().dialect);
-    let message = OutboundMessage {
-        target: target.clone(),
-        text: dialect_text,
-        reply_to: None,
-        idempotency_key: key.clone(),
-        is_final: false,
-        usage: None,
-        finish_reason: None,
-        buttons: Vec::new(),
-        file: None,
-    };
-    let result = adapter.send(&message).await;
-    let recorded = match result {
-        Ok(r) => deliverer.store.outbox_mark_sent(&key, r.message_id.as_deref()).await,
-        Err(e) => deliverer.store.outbox_mark_failed(&key, &e.to_string()).await,
-    };
-    if let Err(e) = recorded {
-        tracing::error!(outbox_key = %key, error = %e, "could not record the delivery-failed notice's outcome in the outbox");
-    }
-}
-
-fn jittered(d: Duration) -> Duration {
-    d.mul_f64(0.8 + 0.4 * rand::random::<f64>())
 }

@@ -1,6 +1,7 @@
 //! `gateway_state.json`: the runtime status that `hermes gateway status` reads, rewritten
 //! atomically (temp file + rename): the gateway's state and version, each adapter's state, last
-//! inbound progress and last error, the cron ticker, the queues and the resident memory.
+//! inbound progress and last error, the cron ticker, the queues (with each platform's outbox:
+//! messages waiting, the oldest one's age, and dead letters) and the resident memory.
 //!
 //! Every field added after the first release has a serde default, so a file written by an older
 //! gateway still reads.
@@ -8,6 +9,7 @@
 use super::health::{AdapterRecord, HealthSnapshot};
 use crate::cron::status::TickerSnapshot;
 use crate::observe::metrics::Queues;
+use crate::store::QueueSummary;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -46,6 +48,9 @@ pub struct StatusFile {
     /// Outbound messages being sent.
     #[serde(default)]
     pub outbox_depth: u64,
+    /// Each platform's outbox with messages waiting or given up (none listed: nothing waits).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outbox: Vec<OutboxQueueStatus>,
     /// Resident memory of the gateway process, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
@@ -62,6 +67,19 @@ pub struct ParkedEvent {
     pub platform: String,
     pub reason: String,
     pub received_at: DateTime<Utc>,
+}
+
+/// One platform's outbox queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OutboxQueueStatus {
+    pub platform: String,
+    /// Messages waiting to be delivered.
+    pub pending: u64,
+    /// Dead letters (`hermes outbox list`).
+    pub dead: u64,
+    /// When the oldest waiting message was queued.
+    pub oldest_pending_at: Option<DateTime<Utc>>,
 }
 
 /// The cron ticker as the status file keeps it.
@@ -102,6 +120,7 @@ impl StatusFile {
             pending_approvals: 0,
             inbox_depth: 0,
             outbox_depth: 0,
+            outbox: Vec::new(),
             rss_bytes: None,
             poisoned: Vec::new(),
             updated_at: Utc::now(),
@@ -147,6 +166,20 @@ impl StatusFile {
         self.outbox_depth = count(queues.outbox_depth);
     }
 
+    /// Keep the outbox's queues that have anything waiting or given up.
+    pub fn apply_outbox(&mut self, summary: &[QueueSummary]) {
+        self.outbox = summary
+            .iter()
+            .filter(|q| q.pending > 0 || q.dead > 0)
+            .map(|q| OutboxQueueStatus {
+                platform: q.platform.clone(),
+                pending: q.pending,
+                dead: q.dead,
+                oldest_pending_at: q.oldest_pending_at.and_then(DateTime::from_timestamp_millis),
+            })
+            .collect();
+    }
+
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         crate::fs_atomic::write(path, &serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)
     }
@@ -184,6 +217,9 @@ impl StatusFile {
                 queues.push_str(&format!(", memory: {:.1} MB", rss as f64 / (1024.0 * 1024.0)));
             }
             lines.push(queues);
+            if let Some(outbox) = self.outbox_line(now) {
+                lines.push(outbox);
+            }
             self.platform_lines(now, &mut lines);
             if let Some(cron) = &self.cron {
                 lines.push(cron_line(cron, now));
@@ -192,6 +228,34 @@ impl StatusFile {
         }
         self.parked_lines(&mut lines);
         lines
+    }
+
+    /// "outbox queues: telegram 3 waiting (oldest 4m 0s), 1 undelivered; …", with where to act on
+    /// the undelivered ones; `None` when nothing waits.
+    fn outbox_line(&self, now: DateTime<Utc>) -> Option<String> {
+        if self.outbox.is_empty() {
+            return None;
+        }
+        let queues: Vec<String> = self
+            .outbox
+            .iter()
+            .map(|q| {
+                let mut parts = Vec::new();
+                if q.pending > 0 {
+                    let oldest = q.oldest_pending_at.map(|at| format!(" (oldest {})", ago(at, now))).unwrap_or_default();
+                    parts.push(format!("{} waiting{oldest}", q.pending));
+                }
+                if q.dead > 0 {
+                    parts.push(format!("{} undelivered", q.dead));
+                }
+                format!("{} {}", q.platform, parts.join(", "))
+            })
+            .collect();
+        let mut line = format!("outbox queues: {}", queues.join("; "));
+        if self.outbox.iter().any(|q| q.dead > 0) {
+            line.push_str(" (see `hermes outbox list`)");
+        }
+        Some(line)
     }
 
     fn platform_lines(&self, now: DateTime<Utc>, lines: &mut Vec<String>) {
@@ -292,6 +356,7 @@ mod tests {
         assert!(lines[0].starts_with("gateway: running (pid 4242") && lines[0].contains("up 2h 30m"), "{lines:#?}");
         assert!(lines.iter().any(|l| l == "  telegram: connected"), "{lines:#?}");
         assert!(lines.iter().all(|l| !l.contains("cron")), "no ticker recorded, none shown: {lines:#?}");
+        assert!(lines.iter().all(|l| !l.contains("outbox queues")), "no outbox recorded, none shown: {lines:#?}");
     }
 
     #[test]
@@ -320,7 +385,31 @@ mod tests {
         assert!(text.contains("last error (10s ago): getUpdates failed: timed out"), "{text}");
         assert!(text.contains("discord: connected; no inbound progress yet"), "{text}");
         assert!(text.contains("cron ticker: firing, last tick 30s ago"), "{text}");
+        assert!(!text.contains("outbox queues"), "nothing waits, nothing said: {text}");
         let stopped = back.health_lines_at(false, at("2026-11-01T12:00:00Z"));
         assert_eq!(stopped.len(), 1, "a dead gateway's states are not shown: {stopped:#?}");
+    }
+
+    #[test]
+    fn the_outbox_queues_are_kept_and_shown_per_platform_when_anything_waits() {
+        let now = at("2026-11-01T12:00:00Z");
+        let mut status = StatusFile::new(at("2026-11-01T10:00:00Z"));
+        status.gateway_state = "running".into();
+        let four_min_ago = now.timestamp_millis() - 4 * 60_000;
+        status.apply_outbox(&[
+            QueueSummary { platform: "discord".into(), pending: 0, dead: 1, oldest_pending_at: None },
+            QueueSummary { platform: "slack".into(), ..Default::default() },
+            QueueSummary { platform: "telegram".into(), pending: 3, dead: 0, oldest_pending_at: Some(four_min_ago) },
+        ]);
+        assert_eq!(status.outbox.len(), 2, "an empty queue is not kept: {:?}", status.outbox);
+        let back: StatusFile = serde_json::from_slice(&serde_json::to_vec(&status).unwrap()).expect("round trip");
+        let text = back.health_lines_at(true, now).join("\n");
+        assert!(
+            text.contains("outbox queues: discord 1 undelivered; telegram 3 waiting (oldest 4m 0s) (see `hermes outbox list`)"),
+            "{text}"
+        );
+        status.apply_outbox(&[QueueSummary { platform: "telegram".into(), pending: 1, dead: 0, oldest_pending_at: Some(four_min_ago) }]);
+        let text = status.health_lines_at(true, now).join("\n");
+        assert!(text.contains("outbox queues: telegram 1 waiting (oldest 4m 0s)\n"), "no hint without dead letters: {text}");
     }
 }

@@ -191,6 +191,10 @@ impl ToolHost for GatewayToolHost {
         }
         match outbound::deliver(&self.deliverer, &resolved, None, text, key, None).await {
             Delivery::Delivered => Ok(format!("Sent to {}:{}.", resolved.platform, resolved.chat_id)),
+            Delivery::Queued => Ok(format!(
+                "{} is not accepting messages right now; the message is queued and will be delivered when it recovers. Do not send it again.",
+                resolved.platform
+            )),
             Delivery::InDoubt => Ok("The platform did not confirm the delivery; it may have arrived. Do not send it again.".into()),
             Delivery::Failed => Err(HostError::Delivery("the platform refused or could not be reached (see the gateway log)".into())),
         }

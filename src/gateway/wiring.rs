@@ -86,7 +86,9 @@ impl Wiring {
             rules: Arc::new(ApprovalRules::from_config(&config, home.config_file())),
         };
         let files = FileRoots { home: home.clone(), workdir: paths.workdir.clone() };
-        let deliverer = Arc::new(Deliverer::new(adapters, store.clone(), files));
+        let health = Arc::new(HealthBoard::new());
+        let retry = super::courier::RetryPolicy::with_window(config.delivery.retry_window());
+        let deliverer = Arc::new(Deliverer::new(adapters, store.clone(), files, Some(health.clone()), retry));
         let clarify = Arc::new(ClarifyBoard::default());
         let homes = HomeChannels::from_config(&config);
         let jobs = super::cron_wiring::jobs(&config, &home);
@@ -115,7 +117,6 @@ impl Wiring {
             stream: Arc::new(StreamSettings::from_config(&config)),
             approvals: approvals.board.clone(),
         };
-        let health = Arc::new(HealthBoard::new());
         let cron = super::cron_wiring::CronParts::build(&config, &home, &turns, jobs, homes, CancellationToken::new());
         let commands = CommandHandles {
             store: store.clone(),

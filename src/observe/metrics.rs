@@ -1,7 +1,8 @@
 //! The gateway's Prometheus metrics (`/metrics` on the admin listener, Prometheus text format
 //! 0.0.4 through the `prometheus-client` crate): messages in and out, send errors, reply latency,
 //! LLM latency and tokens, tool calls, approvals, cron runs, adapter states and restarts, queue
-//! depths, resident memory and the build.
+//! depths, the outbox's waiting and undelivered messages per platform, resident memory and the
+//! build.
 //!
 //! **One process-wide registry ([`global`]), not a handle passed down.** The events happen in the
 //! inbox, the outbound path, the agent's provider and tool loop, the approval board, the router,
@@ -28,7 +29,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use replies::ReplyClocks;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// The `Content-Type` of [`Metrics::render`]'s text.
@@ -129,6 +130,12 @@ pub struct Metrics {
     adapter_restarts: Family<PlatformLabel, Counter>,
     inbox_depth: Gauge,
     outbox_depth: Gauge,
+    outbox_pending: Family<PlatformLabel, Gauge>,
+    outbox_dead_letters: Family<PlatformLabel, Gauge>,
+    outbox_oldest_pending: Family<PlatformLabel, Gauge>,
+    /// Platforms the outbox gauges were last set for: one whose queue has emptied since is set
+    /// to 0 rather than left showing its last numbers.
+    outbox_platforms: Mutex<Vec<&'static str>>,
     sessions_active: Gauge,
     resident_memory: Gauge,
     platforms: BoundedLabels,
@@ -171,6 +178,10 @@ impl Metrics {
             adapter_restarts: Family::default(),
             inbox_depth: Gauge::default(),
             outbox_depth: Gauge::default(),
+            outbox_pending: Family::default(),
+            outbox_dead_letters: Family::default(),
+            outbox_oldest_pending: Family::default(),
+            outbox_platforms: Mutex::default(),
             sessions_active: Gauge::default(),
             resident_memory: Gauge::default(),
             platforms: BoundedLabels::new(PLATFORM_LABELS),
@@ -205,6 +216,17 @@ impl Metrics {
         r.register("adapter_restarts", "Adapter runs that failed and were restarted", self.adapter_restarts.clone());
         r.register("inbox_depth", "Accepted inbound events not finished yet (sampled every 2 s)", self.inbox_depth.clone());
         r.register("outbox_depth", "Outbound messages being sent (including retries and rate-limit waits)", self.outbox_depth.clone());
+        r.register("outbox_pending", "Outbound messages waiting to be delivered (sampled every 2 s)", self.outbox_pending.clone());
+        r.register(
+            "outbox_dead_letters",
+            "Outbound messages given up and neither resent nor dropped (see /undelivered)",
+            self.outbox_dead_letters.clone(),
+        );
+        r.register(
+            "outbox_oldest_pending_seconds",
+            "How long the oldest outbound message still waiting has waited (0 when none waits)",
+            self.outbox_oldest_pending.clone(),
+        );
         r.register("sessions_active", "Sessions with a live actor", self.sessions_active.clone());
         r.register("process_resident_memory_bytes", "Resident memory of the gateway process", self.resident_memory.clone());
         let build: Family<BuildLabels, Gauge> = Family::default();
@@ -310,6 +332,29 @@ impl Metrics {
         self.inbox_depth.set(as_gauge(unfinished));
     }
 
+    /// The outbox's queues, one entry per platform with messages waiting or given up; every
+    /// platform set before and missing now reads 0.
+    pub fn set_outbox_queues(&self, queues: &[OutboxQueue<'_>]) {
+        let mut known = self.outbox_platforms.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = Vec::with_capacity(queues.len());
+        for queue in queues {
+            let label = self.platform(queue.platform);
+            self.outbox_pending.get_or_create(&label).set(i64::try_from(queue.pending).unwrap_or(i64::MAX));
+            self.outbox_dead_letters.get_or_create(&label).set(i64::try_from(queue.dead).unwrap_or(i64::MAX));
+            let oldest = queue.oldest_pending.map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+            self.outbox_oldest_pending.get_or_create(&label).set(oldest);
+            seen.push(label.platform);
+        }
+        for gone in known.iter().filter(|p| !seen.contains(*p)) {
+            let label = PlatformLabel { platform: gone };
+            self.outbox_pending.get_or_create(&label).set(0);
+            self.outbox_dead_letters.get_or_create(&label).set(0);
+            self.outbox_oldest_pending.get_or_create(&label).set(0);
+        }
+        known.retain(|p| !seen.contains(p));
+        known.extend(seen);
+    }
+
     pub fn set_sessions_active(&self, sessions: usize) {
         self.sessions_active.set(as_gauge(sessions));
     }
@@ -353,6 +398,18 @@ pub struct Queues {
     pub outbox_depth: i64,
     pub sessions_active: i64,
     pub approvals_pending: i64,
+}
+
+/// One platform's outbox queue, for [`Metrics::set_outbox_queues`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxQueue<'a> {
+    pub platform: &'a str,
+    /// Messages waiting to be delivered.
+    pub pending: u64,
+    /// Dead letters.
+    pub dead: u64,
+    /// How long the oldest waiting message has waited.
+    pub oldest_pending: Option<Duration>,
 }
 
 /// A message being sent; see [`Metrics::sending`].
@@ -440,6 +497,43 @@ mod tests {
         assert!(text.contains("hermes_reply_latency_seconds_count{platform=\"telegram\"} 1"), "one reply, two messages: {text}");
         assert!(text.contains("hermes_build_info{version="), "{text}");
         assert!(!text.contains("1001"), "no chat id in the exposition");
+    }
+
+    #[test]
+    fn outbox_gauges_follow_each_platforms_queue_and_fall_to_zero_when_it_empties() {
+        let metrics = Metrics::new();
+        metrics.set_outbox_queues(&[
+            OutboxQueue { platform: "telegram", pending: 3, dead: 1, oldest_pending: Some(Duration::from_secs(240)) },
+            OutboxQueue { platform: "discord", pending: 0, dead: 2, oldest_pending: None },
+        ]);
+        let text = metrics.render().expect("render");
+        for line in [
+            "hermes_outbox_pending{platform=\"telegram\"} 3",
+            "hermes_outbox_dead_letters{platform=\"telegram\"} 1",
+            "hermes_outbox_oldest_pending_seconds{platform=\"telegram\"} 240",
+            "hermes_outbox_pending{platform=\"discord\"} 0",
+            "hermes_outbox_dead_letters{platform=\"discord\"} 2",
+            "hermes_outbox_oldest_pending_seconds{platform=\"discord\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
+        }
+        // Telegram's queue delivered; discord's dead letters were dropped.
+        metrics.set_outbox_queues(&[OutboxQueue {
+            platform: "discord",
+            pending: 1,
+            dead: 0,
+            oldest_pending: Some(Duration::from_secs(5)),
+        }]);
+        let text = metrics.render().expect("render");
+        for line in [
+            "hermes_outbox_pending{platform=\"telegram\"} 0",
+            "hermes_outbox_dead_letters{platform=\"telegram\"} 0",
+            "hermes_outbox_oldest_pending_seconds{platform=\"telegram\"} 0",
+            "hermes_outbox_pending{platform=\"discord\"} 1",
+            "hermes_outbox_oldest_pending_seconds{platform=\"discord\"} 5",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
+        }
     }
 
     #[test]

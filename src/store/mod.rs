@@ -13,9 +13,9 @@ mod sqlite;
 mod suite;
 
 pub use backend::{
-    Approvals, CallUsage, Claims, HistoryUpdate, Inbox, InboxRow, InboxState, KnownHistory, MessageRow, NewMessage, OpenedTurn, Outbox,
-    OutboxReservation, OutboxRow, PendingApproval, RouteEntry, Routes, SearchHit, SearchScope, SendNow, SessionLog, SessionRow,
-    StoreBackend, TurnContext, TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
+    Approvals, AttemptEnd, CallUsage, Claims, DeadLetter, HistoryUpdate, Inbox, InboxRow, InboxState, KnownHistory, LaneHead, MessageRow,
+    NewMessage, NewOutboxRow, OpenedTurn, Outbox, OutboxRow, PendingApproval, QueueSummary, Queued, RouteEntry, Routes, SearchHit,
+    SearchScope, SessionLog, SessionRow, StoreBackend, TurnContext, TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
 };
 pub use sqlite::SqliteStore;
 pub(crate) use sqlite::is_python_hermes_db;

@@ -29,7 +29,7 @@ macro_rules! store_suite {
             origin_search_never_crosses_users,
             session_key_and_userless_origin_scopes,
             outbox_reports_what_happened_to_a_key,
-            claiming_an_outbox_key_records_the_first_attempt_with_it,
+            an_outbox_lane_yields_its_parts_in_order_and_remembers_each_attempt,
             usage_accumulates_per_model,
             the_first_prompt_snapshot_of_a_session_wins,
             prompt_tokens_of_an_unknown_session_are_zero,
@@ -329,34 +329,84 @@ pub(crate) async fn session_key_and_userless_origin_scopes(store: Store) {
 
 // --- outbox ---
 
-pub(crate) async fn outbox_reports_what_happened_to_a_key(store: Store) {
-    assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::New);
-    assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::Resume { attempts: 0 });
-    store.outbox_mark_sending("a").await.unwrap();
-    // A crash here leaves the send interrupted: the sender decides (it resends once, labelled).
-    assert_eq!(store.outbox_reserve("a", "t", "body").await.unwrap(), OutboxReservation::Interrupted { attempts: 1 });
-    store.outbox_mark_sent("a", Some("m-1")).await.unwrap();
-    assert_eq!(
-        store.outbox_reserve("a", "t", "body").await.unwrap(),
-        OutboxReservation::AlreadySent { platform_message_id: Some("m-1".into()) }
-    );
-    store.outbox_reserve("b", "t", "body").await.unwrap();
-    store.outbox_mark_failed("b", "403 forbidden").await.unwrap();
-    assert_eq!(store.outbox_reserve("b", "t", "body").await.unwrap(), OutboxReservation::Failed { error: "403 forbidden".into() });
-    store.outbox_reserve("c", "t", "body").await.unwrap();
-    store.outbox_mark_ambiguous("c", "timeout").await.unwrap();
-    assert_eq!(store.outbox_reserve("c", "t", "body").await.unwrap(), OutboxReservation::InDoubt);
-    assert_eq!(store.outbox_get("a").await.unwrap().unwrap().attempts, 1);
+fn part(key: &str, lane: &str) -> NewOutboxRow {
+    NewOutboxRow {
+        key: key.into(),
+        lane: lane.into(),
+        platform: "telegram".into(),
+        target: "{}".into(),
+        body: format!("body of {key}"),
+        message: format!("{{\"key\":\"{key}\"}}"),
+        deadline_ms: i64::MAX,
+        notify_on_death: true,
+        lead: key.ends_with(":0"),
+    }
 }
 
-pub(crate) async fn claiming_an_outbox_key_records_the_first_attempt_with_it(store: Store) {
-    let send_new: fn(&OutboxReservation) -> bool = |r| matches!(r, OutboxReservation::New);
-    assert_eq!(store.outbox_claim("a", "t", "body", send_new).await.unwrap(), OutboxReservation::New);
-    let row = store.outbox_get("a").await.unwrap().unwrap();
-    assert_eq!((row.state.as_str(), row.attempts), ("sending", 1), "on disk as sending before the request leaves");
-    // A restart now finds it interrupted; a claim that does not send leaves it as it was.
-    assert_eq!(store.outbox_claim("a", "t", "body", send_new).await.unwrap(), OutboxReservation::Interrupted { attempts: 1 });
-    assert_eq!(store.outbox_get("a").await.unwrap().unwrap().attempts, 1);
+pub(crate) async fn outbox_reports_what_happened_to_a_key(store: Store) {
+    assert_eq!(store.outbox_enqueue(vec![part("a:0", "l1")]).await.unwrap(), [Queued::New]);
+    assert_eq!(store.outbox_enqueue(vec![part("a:0", "l1")]).await.unwrap(), [Queued::Waiting], "queued twice is one row");
+    store.outbox_begin_attempt("a:0", false).await.unwrap();
+    store.outbox_end_attempt("a:0", AttemptEnd::Sent { platform_message_id: Some("m-1".into()) }).await.unwrap();
+    assert_eq!(store.outbox_enqueue(vec![part("a:0", "l1")]).await.unwrap(), [Queued::Sent { platform_message_id: Some("m-1".into()) }]);
+    store.outbox_enqueue(vec![part("b:0", "l1")]).await.unwrap();
+    store.outbox_end_attempt("b:0", AttemptEnd::Dead { reason: "403 forbidden".into() }).await.unwrap();
+    assert_eq!(store.outbox_enqueue(vec![part("b:0", "l1")]).await.unwrap(), [Queued::GivenUp { reason: "403 forbidden".into() }]);
+    assert_eq!(store.outbox_get("a:0").await.unwrap().unwrap().attempts, 1);
+}
+
+pub(crate) async fn an_outbox_lane_yields_its_parts_in_order_and_remembers_each_attempt(store: Store) {
+    store.outbox_enqueue(vec![part("t1:0", "chat-1"), part("t1:1", "chat-1"), part("t2:0", "chat-2")]).await.unwrap();
+    store.outbox_enqueue(vec![part("t3:0", "chat-1")]).await.unwrap();
+    let mut lanes = store.outbox_busy_lanes().await.unwrap();
+    lanes.sort();
+    assert_eq!(lanes, ["chat-1", "chat-2"]);
+    let head = store.outbox_lane_head("chat-1").await.unwrap().unwrap();
+    assert_eq!((head.key.as_str(), head.state.as_str(), head.lead, head.message.as_str()), ("t1:0", "pending", true, "{\"key\":\"t1:0\"}"));
+    // A definite failure keeps the part at the head, pending, with when and why.
+    store.outbox_begin_attempt("t1:0", false).await.unwrap();
+    store.outbox_end_attempt("t1:0", AttemptEnd::RetryAt { at: 1234, error: "502".into() }).await.unwrap();
+    let head = store.outbox_lane_head("chat-1").await.unwrap().unwrap();
+    assert_eq!((head.key.as_str(), head.state.as_str(), head.attempts, head.next_attempt_at), ("t1:0", "pending", 1, 1234));
+    assert_eq!(head.error.as_deref(), Some("502"));
+    // An attempt that never recorded its end is found `sending` (a restart cut it off).
+    store.outbox_begin_attempt("t1:0", true).await.unwrap();
+    let head = store.outbox_lane_head("chat-1").await.unwrap().unwrap();
+    assert_eq!((head.state.as_str(), head.attempts, head.resent_marked), ("sending", 2, true));
+    store.outbox_end_attempt("t1:0", AttemptEnd::Sent { platform_message_id: None }).await.unwrap();
+    let head = store.outbox_lane_head("chat-1").await.unwrap().unwrap();
+    assert_eq!((head.key.as_str(), head.lead), ("t1:1", false), "the next part of the same chat, in order");
+    store.outbox_end_attempt("t1:1", AttemptEnd::Dead { reason: "bot blocked".into() }).await.unwrap();
+    assert_eq!(store.outbox_lane_head("chat-1").await.unwrap().unwrap().key, "t3:0", "a dead part no longer holds its lane");
+
+    let summary = store.outbox_summary().await.unwrap();
+    assert_eq!(summary.len(), 1);
+    assert_eq!((summary[0].platform.as_str(), summary[0].pending, summary[0].dead), ("telegram", 2, 1));
+    assert!(summary[0].oldest_pending_at.is_some());
+
+    let dead = store.outbox_dead_letters(10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!((dead[0].key.as_str(), dead[0].reason.as_str(), dead[0].body.as_str()), ("t1:1", "bot blocked", "body of t1:1"));
+    // Resent by hand: back on its way, ahead of the later part of its chat.
+    assert_eq!(store.outbox_requeue(dead[0].id, i64::MAX).await.unwrap().as_deref(), Some("chat-1"));
+    assert_eq!(store.outbox_requeue(dead[0].id, i64::MAX).await.unwrap(), None, "only a dead letter is requeued");
+    let head = store.outbox_lane_head("chat-1").await.unwrap().unwrap();
+    assert_eq!((head.key.as_str(), head.attempts), ("t1:1", 0));
+    store.outbox_end_attempt("t1:1", AttemptEnd::Dead { reason: "still blocked".into() }).await.unwrap();
+    assert!(store.outbox_drop(dead[0].id).await.unwrap());
+    assert!(!store.outbox_drop(dead[0].id).await.unwrap(), "dropped once");
+    assert!(store.outbox_dead_letters(10).await.unwrap().is_empty());
+    assert_eq!(store.outbox_get("t1:1").await.unwrap().unwrap().state, "dropped");
+
+    // Pruning forgets finished records and old dead letters, never a part on its way.
+    store.outbox_end_attempt("t2:0", AttemptEnd::Dead { reason: "gone".into() }).await.unwrap();
+    assert_eq!(store.outbox_prune(Duration::from_secs(3600), Duration::from_secs(3600)).await.unwrap(), 0, "nothing is old yet");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.outbox_prune(Duration::ZERO, Duration::from_secs(3600)).await.unwrap(), 2, "the sent and the dropped row");
+    assert!(store.outbox_get("t1:0").await.unwrap().is_none());
+    assert_eq!(store.outbox_dead_letters(10).await.unwrap().len(), 1, "a recent dead letter stays");
+    assert_eq!(store.outbox_prune(Duration::ZERO, Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(store.outbox_lane_head("chat-1").await.unwrap().unwrap().key, "t3:0", "a part on its way is never pruned");
 }
 
 // --- usage ---

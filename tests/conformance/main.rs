@@ -37,6 +37,8 @@ mod identity;
 mod matrix;
 mod matrix_peer;
 mod metrics;
+mod outages;
+mod outages_peers;
 mod pairing;
 mod peer;
 mod slack;

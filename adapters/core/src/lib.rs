@@ -57,7 +57,7 @@ pub use error::AdapterError;
 pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
 pub use media::{FileKind, OutboundFile};
 pub use media_cache::{CacheLimits, MediaCache};
-pub use outbound::{Button, ChatTarget, ChatTargetError, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
+pub use outbound::{Button, ChatTarget, ChatTargetError, Lookup, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
 pub use registration::{AdapterConfig, BuildContext, BuildError, EnvKind, EnvValueError, EnvVar, ErasedConfig, Registration, SettingError};
 pub use secret::Secret;
 pub use source::{ChatType, Platform, SessionSource};
@@ -83,6 +83,14 @@ pub trait PlatformAdapter: Send + Sync + 'static {
 
     /// Send one already rendered and chunked message.
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError>;
+
+    /// A send of `msg` was cut off between its request and its answer (the gateway restarted, or
+    /// the answer was lost) `since` ago: does the platform hold it? The gateway resends a part the
+    /// platform does not hold, or whose resend it deduplicates, as it is; one it cannot tell
+    /// about, once, marked as a possible repeat. The default cannot tell.
+    async fn find_sent(&self, _msg: &OutboundMessage, _since: std::time::Duration) -> Result<Lookup, SendError> {
+        Ok(Lookup::CannotTell)
+    }
 
     /// Replace the text of a message this adapter sent earlier (edit-in-place streaming).
     async fn edit(&self, _target: &ChatTarget, _message_id: &str, _text: &str) -> Result<(), SendError> {

@@ -167,6 +167,20 @@ pub struct SendReceipt {
     pub message_id: Option<String>,
 }
 
+/// What a platform can say about a message whose send was cut off (see
+/// [`crate::PlatformAdapter::find_sent`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The platform has it (found by its idempotency key).
+    Found(SendReceipt),
+    /// The platform looked and does not have it: sending it is no repeat.
+    NotThere,
+    /// Sending it again is deduplicated by the platform (a nonce or transaction id it remembers).
+    ResendIsDeduplicated,
+    /// The platform cannot tell.
+    CannotTell,
+}
+
 /// Incremental output of a turn, for adapters that stream events rather than edit messages. The
 /// turn always ends with a [`crate::PlatformAdapter::send`] of the whole final text with
 /// `is_final` set, which is also the end of the stream.

@@ -9,7 +9,7 @@ use crate::settings::DiscordSettings;
 use async_trait::async_trait;
 use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::{
-    AdapterContext, AdapterError, Button, Capabilities, ChatTarget, LengthUnit, MarkdownDialect, OutboundMessage, Platform,
+    AdapterContext, AdapterError, Button, Capabilities, ChatTarget, LengthUnit, Lookup, MarkdownDialect, OutboundMessage, Platform,
     PlatformAdapter, SendError, SendReceipt, StreamStyle,
 };
 use serenity::builder::{CreateActionRow, CreateAllowedMentions, CreateAttachment, CreateButton, CreateMessage, EditMessage};
@@ -26,6 +26,10 @@ use std::time::Duration;
 pub const MAX_MESSAGE_LEN: usize = 2000;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long after a send Discord is relied on to deduplicate its nonce: its documentation says
+/// "the past few minutes"; two is within any reading of that.
+const NONCE_MEMORY: Duration = Duration::from_secs(120);
+
 /// Resends of a message create whose answer was lost; safe because Discord deduplicates the nonce.
 const AMBIGUOUS_RETRIES: u32 = 2;
 
@@ -181,6 +185,13 @@ impl PlatformAdapter for DiscordAdapter {
 
     fn credential(&self) -> Option<hermes_adapter::CredentialId> {
         Some(hermes_adapter::CredentialId::new("Discord bot token", &self.settings.token))
+    }
+
+    /// Discord keeps one message per nonce (with `enforce_nonce`) for a few minutes, and its API
+    /// cannot look a nonce up afterwards: within that time a resend is deduplicated; later it
+    /// cannot tell.
+    async fn find_sent(&self, _msg: &OutboundMessage, since: Duration) -> Result<Lookup, SendError> {
+        Ok(if since < NONCE_MEMORY { Lookup::ResendIsDeduplicated } else { Lookup::CannotTell })
     }
 
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {

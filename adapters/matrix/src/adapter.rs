@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::render::matrix_html;
 use hermes_adapter::{
-    AdapterContext, AdapterError, Capabilities, ChatTarget, CredentialId, LengthUnit, MarkdownDialect, OutboundMessage, Platform,
+    AdapterContext, AdapterError, Capabilities, ChatTarget, CredentialId, LengthUnit, Lookup, MarkdownDialect, OutboundMessage, Platform,
     PlatformAdapter, SendError, SendReceipt, StreamStyle,
 };
 use matrix_sdk::attachment::AttachmentConfig;
@@ -48,6 +48,10 @@ pub struct MatrixAdapter {
 /// A Matrix transaction id from a message's idempotency key: the same key always gives the same
 /// id, so the homeserver recognises a resend (see [`crate::errors`]). Hashed because keys may
 /// hold characters a URL path segment must not.
+/// How long after a send its transaction id is relied on to deduplicate a resend (Synapse keeps
+/// them about 30 minutes; a margin below that).
+const TXN_MEMORY: Duration = Duration::from_secs(20 * 60);
+
 pub(crate) fn txn_id(idempotency_key: &str) -> OwnedTransactionId {
     let digest = Sha256::digest(idempotency_key.as_bytes());
     OwnedTransactionId::from(format!("hermes-{}", &hex::encode(digest)[..40]))
@@ -267,6 +271,14 @@ impl PlatformAdapter for MatrixAdapter {
     fn liveness_timeout(&self) -> Option<Duration> {
         // A long poll returns at least every sync_timeout; three missed in a row is not normal.
         Some(self.settings.sync_timeout * 3 + self.settings.request_timeout)
+    }
+
+    /// Every event is sent under a transaction id made from its idempotency key, and the
+    /// homeserver answers a repeated transaction id of the same device with the event it already
+    /// made (Synapse remembers them for about half an hour): within [`TXN_MEMORY`] a resend is
+    /// deduplicated; later it cannot tell.
+    async fn find_sent(&self, _msg: &OutboundMessage, since: Duration) -> Result<Lookup, SendError> {
+        Ok(if since < TXN_MEMORY { Lookup::ResendIsDeduplicated } else { Lookup::CannotTell })
     }
 
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {

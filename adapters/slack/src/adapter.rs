@@ -8,7 +8,7 @@ use crate::web::{SlackError, Web};
 use async_trait::async_trait;
 use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::{
-    AdapterContext, AdapterError, Capabilities, ChatTarget, CredentialId, LengthUnit, MarkdownDialect, OutboundMessage, Platform,
+    AdapterContext, AdapterError, Capabilities, ChatTarget, CredentialId, LengthUnit, Lookup, MarkdownDialect, OutboundMessage, Platform,
     PlatformAdapter, SendError, SendReceipt, StreamStyle,
 };
 use slack_morphism::prelude::*;
@@ -240,6 +240,21 @@ impl PlatformAdapter for SlackAdapter {
             self.join_thread(&channel.0, &thread.0);
         }
         Ok(SendReceipt { message_id: Some(ts.0) })
+    }
+
+    /// Every message carries its key in Slack's message metadata, so a cut-off send is looked
+    /// up among the channel's (or thread's) latest messages. A file upload carries none.
+    async fn find_sent(&self, msg: &OutboundMessage, _since: Duration) -> Result<Lookup, SendError> {
+        if msg.file.is_some() {
+            return Ok(Lookup::CannotTell);
+        }
+        let channel = channel_of(&msg.target)?;
+        let thread = msg.target.thread_id.as_deref().filter(|t| !t.is_empty()).map(SlackTs::from);
+        self.pacer.acquire(Destination::global()).await;
+        Ok(match self.web.find_by_key(&channel, thread.as_ref(), &msg.idempotency_key).await? {
+            Some(ts) => Lookup::Found(SendReceipt { message_id: Some(ts.0) }),
+            None => Lookup::NotThere,
+        })
     }
 
     async fn edit(&self, target: &ChatTarget, message_id: &str, text: &str) -> Result<(), SendError> {

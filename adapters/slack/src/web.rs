@@ -141,7 +141,12 @@ impl Web {
     }
 
     /// The message with `key` in its metadata among the latest of the channel (or thread).
-    async fn find_by_key(&self, channel: &SlackChannelId, thread: Option<&SlackTs>, key: &str) -> Result<Option<SlackTs>, SendError> {
+    pub(crate) async fn find_by_key(
+        &self,
+        channel: &SlackChannelId,
+        thread: Option<&SlackTs>,
+        key: &str,
+    ) -> Result<Option<SlackTs>, SendError> {
         let messages = match thread {
             Some(ts) => {
                 // slack-morphism's request type lacks `include_all_metadata`; its generic GET

@@ -147,7 +147,8 @@ impl ChatApprovals {
         let mut waiting = Waiting { board: &self.handles.board, store: &self.store, id: &id, open: true };
         let ending = match self.prompt(&pending, findings, smart_denied).await {
             Delivery::Failed => Ending::Undeliverable,
-            Delivery::Delivered | Delivery::InDoubt => tokio::select! {
+            // Queued: the prompt may still arrive before the timeout (it is never shown after).
+            Delivery::Delivered | Delivery::Queued | Delivery::InDoubt => tokio::select! {
                 answer = answer => Ending::Answered(answer.unwrap_or(Answer::Deny { reason: None })),
                 _ = tokio::time::sleep(self.rules().timeout) => Ending::TimedOut,
                 _ = cancel.cancelled() => Ending::Stopped,
@@ -169,7 +170,7 @@ impl ChatApprovals {
         let place = self.handles.board.place(&pending.id).filter(|(_, of)| *of > 1);
         let text = texts::prompt(&pending.command, findings, leaves_sandbox(findings), smart_denied, place);
         let key = format!("approval:{}", pending.id);
-        outbound::deliver_with_buttons(&self.deliverer, &pending.target, None, &text, &texts::buttons(&pending.id), &key, None).await
+        outbound::deliver_prompt(&self.deliverer, &pending.target, &text, &texts::buttons(&pending.id), &key, self.rules().timeout).await
     }
 
     /// The outcome to record and the decision for the agent; a timeout is also told to the chat.

@@ -7,6 +7,7 @@ mod background;
 mod compress;
 mod cron;
 mod deny;
+mod drop;
 mod help;
 mod list_commands;
 mod model;
@@ -14,6 +15,7 @@ mod new;
 mod pair;
 mod platform;
 mod queue;
+mod resend;
 mod restart;
 mod retry;
 mod sethome;
@@ -21,6 +23,8 @@ mod status;
 mod steer;
 mod stop;
 mod title;
+// `hermes outbox` lists, resends and drops dead letters with the same words and store calls.
+pub(crate) mod undelivered;
 mod undo;
 mod usage;
 mod whoami;
@@ -124,6 +128,9 @@ pub fn registry() -> CommandRegistry {
             Arc::new(whoami::WhoAmI),
             Arc::new(pair::Pair),
             Arc::new(platform::PlatformCommand),
+            Arc::new(undelivered::Undelivered),
+            Arc::new(resend::Resend),
+            Arc::new(drop::DropCommand),
             Arc::new(restart::Restart),
         ],
     }
@@ -242,6 +249,9 @@ mod tests {
             "approve",
             "deny",
             "yolo",
+            "undelivered",
+            "resend",
+            "drop",
         ] {
             assert!(names.contains(&required), "{required} missing");
         }

@@ -1,8 +1,9 @@
 //! `/status`: this conversation's session, model, usage, approvals (pending, `/yolo`), the
-//! gateway's platforms, the home channels and the cron ticker.
+//! gateway's platforms, the outbox's queues, the home channels and the cron ticker.
 
-use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
+use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand, undelivered};
 use crate::gateway::health::AdapterState;
+use crate::store::Store;
 use async_trait::async_trait;
 
 pub(super) struct Status;
@@ -77,11 +78,45 @@ impl SlashCommand for Status {
             .collect();
         let platforms = if platforms.is_empty() { "none".to_string() } else { platforms.join(", ") };
         text.push_str(&format!("**Platforms:** {platforms}\n"));
+        if let Some(outbox) = outbox_line(store).await {
+            text.push_str(&format!("**Outbox:** {outbox}\n"));
+        }
         let cron = &ctx.handles.cron;
         let homes: Vec<String> = cron.homes.targets().into_iter().map(|(p, t)| format!("{p} `{}`", t.chat_id)).collect();
         let homes = if homes.is_empty() { "none (send /sethome in a chat)".to_string() } else { homes.join(", ") };
         text.push_str(&format!("**Home channels:** {homes}\n"));
         text.push_str(&format!("**Cron ticker:** {}", cron.ticker.snapshot().line()));
         CommandOutcome::Reply(text)
+    }
+}
+
+/// Each platform's waiting and undelivered messages ("telegram 3 waiting (oldest 4 min), 1
+/// undelivered; discord 1 undelivered"); `None` when nothing waits and nothing was given up.
+async fn outbox_line(store: &Store) -> Option<String> {
+    let summary = match store.outbox_summary().await {
+        Ok(summary) => summary,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the outbox's queues for /status");
+            return None;
+        }
+    };
+    let now = undelivered::now_ms();
+    let queues: Vec<String> = summary.iter().filter_map(|s| undelivered::queue_line(s, now)).collect();
+    (!queues.is_empty()).then(|| queues.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::commands::undelivered::tests::{dead_letter, rig};
+
+    #[tokio::test]
+    async fn the_outbox_line_counts_waiting_and_undelivered_messages_and_is_absent_when_both_are_zero() {
+        let (_dir, wiring, _chat) = rig().await;
+        let store = &wiring.actors.commands.store;
+        assert_eq!(outbox_line(store).await, None, "nothing queued, nothing said");
+        dead_letter(store, "k1", "c1", "lost").await;
+        crate::gateway::commands::undelivered::tests::queued(store, "k2", "c2", "on its way").await;
+        assert_eq!(outbox_line(store).await.as_deref(), Some("chat 1 waiting (oldest 0 s), 1 undelivered"));
     }
 }

@@ -28,7 +28,7 @@ impl AnswerTo {
     /// Tell the user the turn failed (the text names what to do), as the turn's answer.
     pub(super) async fn fail(&self, text: &str) {
         let finish = Some(Finish { usage: Default::default(), finish_reason: "error".into() });
-        outbound::deliver(&self.deliverer, &self.target, self.reply_to.as_deref(), text, &self.key, finish).await;
+        outbound::queue(&self.deliverer, &self.target, self.reply_to.as_deref(), text, &[], &self.key, finish).await;
     }
 }
 

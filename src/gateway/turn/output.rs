@@ -84,7 +84,7 @@ impl Output {
             Output::ProgressLines { sent, seen, mode } => {
                 if mode.shows(seen.insert(name.clone())) {
                     let key = format!("{}:progress{sent}", answer.key);
-                    outbound::deliver(&answer.deliverer, &answer.target, None, &format!("🔧 {name}"), &key, None).await;
+                    outbound::queue(&answer.deliverer, &answer.target, None, &format!("🔧 {name}"), &[], &key, None).await;
                     *sent += 1;
                 }
             }
@@ -107,7 +107,8 @@ impl Output {
         }
     }
 
-    /// Deliver the final answer. Where it was streamed into an edited message, that message
+    /// Deliver the final answer (queued: the turn does not wait out a platform's outage; its
+    /// chat's lane keeps the order). Where it was streamed into an edited message, that message
     /// shows the words and files named by `MEDIA:` tags follow it.
     pub(super) async fn answer(&mut self, answer: &AnswerTo, text: &str, finish: Finish) {
         if let Output::EditInPlace(editor) = self {
@@ -115,12 +116,12 @@ impl Output {
             if editor.finish(&words).await {
                 if !tags.is_empty() {
                     let only_tags: String = tags.iter().map(|t| format!("{t}\n")).collect();
-                    outbound::deliver(&answer.deliverer, &answer.target, None, &only_tags, &format!("{}:media", answer.key), None).await;
+                    outbound::queue(&answer.deliverer, &answer.target, None, &only_tags, &[], &format!("{}:media", answer.key), None).await;
                 }
                 return;
             }
         }
-        outbound::deliver(&answer.deliverer, &answer.target, answer.reply_to.as_deref(), text, &answer.key, Some(finish)).await;
+        outbound::queue(&answer.deliverer, &answer.target, answer.reply_to.as_deref(), text, &[], &answer.key, Some(finish)).await;
     }
 
     /// The user stopped the turn: an edited message keeps what was written; a client waiting for
@@ -133,7 +134,7 @@ impl Output {
         }
         if !answer.caps.supports_async_delivery {
             let finish = Finish { usage: Default::default(), finish_reason: "interrupted".into() };
-            outbound::deliver(&answer.deliverer, &answer.target, answer.reply_to.as_deref(), streamed, &answer.key, Some(finish)).await;
+            outbound::queue(&answer.deliverer, &answer.target, answer.reply_to.as_deref(), streamed, &[], &answer.key, Some(finish)).await;
         }
     }
 }

@@ -18,7 +18,7 @@ mod usage;
 pub use approvals::{Approvals, PendingApproval};
 pub use claims::Claims;
 pub use inbox::{Inbox, InboxRow, InboxState};
-pub use outbox::{Outbox, OutboxReservation, OutboxRow, SendNow};
+pub use outbox::{AttemptEnd, DeadLetter, LaneHead, NewOutboxRow, Outbox, OutboxRow, QueueSummary, Queued};
 pub use routes::{RouteEntry, Routes, SessionRow};
 pub use session_log::{MessageRow, NewMessage, SearchHit, SearchScope, SessionLog, Undone};
 pub use turns::{HistoryUpdate, KnownHistory, OpenedTurn, TurnContext, TurnOpening, Turns};

@@ -1,27 +1,73 @@
-//! The outbox: one row per outbound message part, keyed by its idempotency key, recording
-//! whether it was sent, failed, or might have arrived. Reserving a key that already exists tells
-//! the sender what happened before (e.g. before a crash), so nothing is sent twice.
+//! The outbox: one row per outbound message part, keyed by its idempotency key. It is a durable
+//! queue as well as a record: a part is written before it is sent, waits in its chat's lane (one
+//! lane per platform and chat, in the order the parts were queued) until it is delivered, and
+//! every attempt's outcome is written before the next one starts, so a restart knows which parts
+//! are plainly still to send and which were cut off between request and response.
+//!
+//! States: `pending` (to send, at `next_attempt_at`), `sending` (a request is out; found so after
+//! a restart, it was cut off), `ambiguous` (the request left and its answer was lost), `sent`,
+//! `dead` (given up: a permanent refusal or the end of its retry window; listed, can be resent),
+//! `dropped` (an admin gave up on it), and `failed` (an older hermes's word for dead).
 
 use crate::store::StoreError;
 use async_trait::async_trait;
 
-/// What the outbox knows about a key the caller is about to send.
+/// One part to queue.
+#[derive(Debug, Clone)]
+pub struct NewOutboxRow {
+    pub key: String,
+    /// The chat's lane: parts of one lane go out in the order they were queued.
+    pub lane: String,
+    pub platform: String,
+    /// The target as JSON (for listings).
+    pub target: String,
+    /// What an operator is shown: the text, or the file's path.
+    pub body: String,
+    /// The whole message as JSON, exactly as it is to be sent.
+    pub message: String,
+    /// Milliseconds since the epoch after which the part is given up.
+    pub deadline_ms: i64,
+    /// Whether the chat is told when this part is given up.
+    pub notify_on_death: bool,
+    /// The first part of a delivery: the one that says how late it is.
+    pub lead: bool,
+}
+
+/// What the outbox already knew about a key being queued.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OutboxReservation {
-    /// Never seen: reserved now; send it.
+pub enum Queued {
+    /// Never seen: queued now.
     New,
-    /// Reserved earlier but never attempted: send it.
-    Resume { attempts: i64 },
-    /// Already delivered: do not send again.
-    AlreadySent { platform_message_id: Option<String> },
-    /// A send was under way when the process stopped (`attempts` so far): it may or may not have
-    /// arrived. The sender may resend it once, marked as a possible repeat, rather than lose it.
-    Interrupted { attempts: i64 },
-    /// The platform may have received it (a timeout after the request left, or a send already
-    /// resent once after an interruption): never sent again.
-    InDoubt,
-    /// It failed for good earlier.
-    Failed { error: String },
+    /// Queued before and still on its way.
+    Waiting,
+    /// Delivered before (e.g. before a restart).
+    Sent { platform_message_id: Option<String> },
+    /// Given up before (dead-lettered, dropped, or failed in an older hermes).
+    GivenUp { reason: String },
+}
+
+/// A part on its way, as its lane's worker sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneHead {
+    pub id: i64,
+    pub key: String,
+    pub platform: String,
+    /// The message JSON ([`NewOutboxRow::message`]).
+    pub message: String,
+    /// `pending`, `sending` or `ambiguous`.
+    pub state: String,
+    pub attempts: i64,
+    /// What the last attempt ended with, if it failed.
+    pub error: Option<String>,
+    pub next_attempt_at: i64,
+    pub created_at: i64,
+    /// When its state last changed (for a part in doubt: when the cut-off attempt started).
+    pub updated_at: i64,
+    pub deadline: i64,
+    pub notify_on_death: bool,
+    pub lead: bool,
+    /// It was already resent once, marked as a possible repeat.
+    pub resent_marked: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -29,39 +75,96 @@ pub struct OutboxRow {
     pub idempotency_key: String,
     pub target: String,
     pub body: String,
-    /// `pending`, `sending`, `sent`, `failed` or `ambiguous`.
     pub state: String,
     pub attempts: i64,
     pub platform_message_id: Option<String>,
     pub error: Option<String>,
 }
 
-/// Whether a reservation is to be sent now (see [`Outbox::outbox_claim`]). An alias so the
-/// higher-ranked `fn(&_)` survives `async_trait`, which would tie its elided lifetime to the call.
-pub type SendNow = fn(&OutboxReservation) -> bool;
+/// A part that was given up, for `/undelivered` and `hermes outbox list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub id: i64,
+    pub key: String,
+    pub platform: String,
+    pub target: String,
+    pub body: String,
+    pub reason: String,
+    pub attempts: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One platform's queue, for `/status`, `hermes gateway status` and `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueSummary {
+    pub platform: String,
+    /// Parts on their way (pending, sending, ambiguous).
+    pub pending: u64,
+    /// Dead letters.
+    pub dead: u64,
+    /// When the oldest part on its way was queued (ms since the epoch).
+    pub oldest_pending_at: Option<i64>,
+}
+
+/// How an attempt ended, written before anything else happens to the part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptEnd {
+    Sent {
+        platform_message_id: Option<String>,
+    },
+    /// A definite failure that may pass: try again at `at` (ms since the epoch).
+    RetryAt {
+        at: i64,
+        error: String,
+    },
+    /// The request may have reached the platform and its answer was lost.
+    Ambiguous {
+        detail: String,
+    },
+    /// Given up, with why.
+    Dead {
+        reason: String,
+    },
+    /// Nobody waits for it any more (an HTTP client went away): closed, not listed.
+    Closed {
+        reason: String,
+    },
+}
 
 #[async_trait]
 pub trait Outbox: Send + Sync {
-    /// Reserve `key` and say what the outbox knows about it (see [`OutboxReservation`]).
-    async fn outbox_reserve(&self, key: &str, target: &str, body: &str) -> Result<OutboxReservation, StoreError> {
-        self.outbox_claim(key, target, body, |_| false).await
-    }
+    /// Queue `rows` in one write (in their order), and say for each what was known before.
+    async fn outbox_enqueue(&self, rows: Vec<NewOutboxRow>) -> Result<Vec<Queued>, StoreError>;
 
-    /// [`Outbox::outbox_reserve`], and when `send_now` says the reservation is to be sent, its
-    /// first attempt recorded as starting (`sending`) in the same write: one round trip before
-    /// the send instead of two, and still durable before the request leaves.
-    async fn outbox_claim(&self, key: &str, target: &str, body: &str, send_now: SendNow) -> Result<OutboxReservation, StoreError>;
+    /// The oldest part of `lane` still on its way.
+    async fn outbox_lane_head(&self, lane: &str) -> Result<Option<LaneHead>, StoreError>;
 
-    /// A send attempt is starting (one more attempt): from now on a crash leaves the message
-    /// in doubt.
-    async fn outbox_mark_sending(&self, key: &str) -> Result<(), StoreError>;
+    /// Every lane with a part on its way (at start-up, and to notice a resend from the shell).
+    async fn outbox_busy_lanes(&self) -> Result<Vec<String>, StoreError>;
 
-    async fn outbox_mark_sent(&self, key: &str, platform_message_id: Option<&str>) -> Result<(), StoreError>;
+    /// An attempt is starting: from now until its end is recorded, a crash leaves it in doubt.
+    /// `marked`: this attempt is the one resend marked as a possible repeat.
+    async fn outbox_begin_attempt(&self, key: &str, marked: bool) -> Result<(), StoreError>;
 
-    async fn outbox_mark_failed(&self, key: &str, error: &str) -> Result<(), StoreError>;
-
-    /// The request left but its outcome is unknown (e.g. a timeout after sending).
-    async fn outbox_mark_ambiguous(&self, key: &str, detail: &str) -> Result<(), StoreError>;
+    async fn outbox_end_attempt(&self, key: &str, end: AttemptEnd) -> Result<(), StoreError>;
 
     async fn outbox_get(&self, key: &str) -> Result<Option<OutboxRow>, StoreError>;
+
+    /// The dead letters, newest first.
+    async fn outbox_dead_letters(&self, limit: usize) -> Result<Vec<DeadLetter>, StoreError>;
+
+    /// Put dead letter `id` back on its way with a new deadline; its lane, if it was dead.
+    async fn outbox_requeue(&self, id: i64, deadline_ms: i64) -> Result<Option<String>, StoreError>;
+
+    /// Give up dead letter `id` for good; false if there is no such dead letter.
+    async fn outbox_drop(&self, id: i64) -> Result<bool, StoreError>;
+
+    /// Per platform: parts on their way, dead letters, and the oldest part on its way.
+    async fn outbox_summary(&self) -> Result<Vec<QueueSummary>, StoreError>;
+
+    /// Forget finished rows (sent, dropped, closed) last changed more than `finished` ago, and
+    /// dead letters nobody acted on for more than `dead`; how many went. A finished row is an
+    /// idempotency record only while its message could still be replayed.
+    async fn outbox_prune(&self, finished: std::time::Duration, dead: std::time::Duration) -> Result<usize, StoreError>;
 }

@@ -137,6 +137,22 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX approvals_open ON approvals(created_at) WHERE outcome IS NULL;
     "#,
+    // 5: the outbox as a durable queue: each part carries its whole message, its chat's lane, its
+    // next attempt and its deadline, so a part outlives outages and restarts. Rows written by an
+    // older hermes have no message and stay records only.
+    r#"
+    ALTER TABLE outbox ADD COLUMN lane TEXT;
+    ALTER TABLE outbox ADD COLUMN platform TEXT;
+    ALTER TABLE outbox ADD COLUMN message TEXT;
+    ALTER TABLE outbox ADD COLUMN next_attempt_at INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE outbox ADD COLUMN deadline INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE outbox ADD COLUMN notify_on_death INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE outbox ADD COLUMN lead INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE outbox ADD COLUMN resent_marked INTEGER NOT NULL DEFAULT 0;
+    -- Every index ends with the rowid, so this one yields a lane's parts in their order.
+    CREATE INDEX outbox_lane_queue ON outbox(lane) WHERE lane IS NOT NULL AND state IN ('pending', 'sending', 'ambiguous');
+    CREATE INDEX outbox_dead ON outbox(updated_at) WHERE state IN ('dead', 'failed');
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -113,14 +113,22 @@ async fn a_database_from_before_claims_and_approvals_is_upgraded_in_place() {
             [],
         )
         .unwrap();
+        // An older outbox row: a record of a send, without the message to send again.
+        c.execute(
+            "INSERT INTO outbox (idempotency_key, target, body, state, attempts, created_at, updated_at) VALUES ('old:0', '{}', 'hi', 'sending', 1, 1, 1)",
+            [],
+        )
+        .unwrap();
     }
     let store = open_at(&path).await;
     assert_eq!(store.inbox_unfinished().await.unwrap().len(), 1, "the old data is kept");
+    assert_eq!(store.outbox_get("old:0").await.unwrap().unwrap().state, "sending", "the old outbox row is kept");
+    assert!(store.outbox_busy_lanes().await.unwrap().is_empty(), "and not mistaken for a queued part");
     assert!(store.claim_take("job", "a", Duration::from_secs(60)).await.unwrap(), "the new table is there");
     assert!(store.approval_close_orphans("denied_by_restart").await.unwrap().is_empty(), "and the approvals table");
     drop(store);
     let c = rusqlite::Connection::open(&path).unwrap();
     let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, schema::VERSION);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
 }

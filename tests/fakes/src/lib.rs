@@ -16,6 +16,8 @@
 //! * [`limits`]: published rate limits a fake enforces with 429s (buckets or sliding windows).
 //! * [`proxy`]: an HTTP proxy in front of a real server (Synapse) that refuses chosen requests,
 //!   replays a recorded answer and cuts every connection on demand.
+//! * [`smtp_proxy`]: a relay in front of a real SMTP server (Postfix) that answers for it with a
+//!   chosen refusal of every recipient (a 4xx to try again later, a 5xx for good).
 //! * [`synapse`]: the real Synapse of `tests/peers/run.sh` — its address, unique account names
 //!   and shared-secret registration.
 //!
@@ -32,6 +34,7 @@ mod receiver;
 mod serve;
 mod shared;
 pub mod slack;
+pub mod smtp_proxy;
 pub mod synapse;
 pub mod telegram;
 

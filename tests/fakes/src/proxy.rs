@@ -1,7 +1,8 @@
 //! [`FaultProxy`]: an HTTP/1 proxy on loopback in front of a real server, for faults the real
 //! server will not produce on demand. It forwards every request unchanged, and can
 //! * answer the next `n` requests matching a method and a path fragment with a canned response
-//!   (a 429 with the server's own error shape), without forwarding them;
+//!   (a 429 with the server's own error shape, a 502 of a gateway in front), without forwarding
+//!   them, until told to stop;
 //! * answer the next request matching a path fragment with a response recorded earlier (a stale
 //!   `/sync` page: the same events delivered again);
 //! * cut every open connection at once, in-flight long polls included (a network drop);
@@ -115,6 +116,11 @@ impl FaultProxy {
         self.with(|s| {
             s.refusals.push(Refusal { method: method.to_string(), path_fragment: path_fragment.to_string(), remaining: n, answer })
         });
+    }
+
+    /// Forget every refusal not yet used up: matching requests reach the server again.
+    pub fn stop_refusing(&self) {
+        self.with(|s| s.refusals.clear());
     }
 
     /// Keep the bodies of successful responses to requests whose path contains `path_fragment`.

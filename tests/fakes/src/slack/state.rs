@@ -106,6 +106,9 @@ pub enum SlFault {
     CutBeforeApply,
     /// The call takes effect, then the connection is cut: the client cannot know it worked.
     CutAfterApply,
+    /// HTTP 200 with `{"ok":false,"error":"<code>"}`, how the Web API refuses a call (e.g.
+    /// `service_unavailable`, "the service is temporarily unavailable"); nothing happens.
+    Refused(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -262,6 +262,7 @@ async fn respond(shared: &Shared, method: &str, bearer: Option<String>, params: 
     match fault {
         Some(SlFault::RateLimited { retry_after_secs }) => (rate_limited(retry_after_secs), 429, error("ratelimited")),
         Some(SlFault::ServerError) => done(StatusCode::INTERNAL_SERVER_ERROR, error("fatal_error")),
+        Some(SlFault::Refused(code)) => done(StatusCode::OK, error(&code)),
         Some(SlFault::CutBeforeApply) => (cut(), 0, Value::Null),
         Some(SlFault::CutAfterApply) => {
             let body = shared.with(|s| route(s, method, &params));

@@ -337,6 +337,10 @@ fn dispatch(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) 
             s.webhook_url = string(params, "url").unwrap_or_default();
             ok(json!(true))
         }
+        // A private chat whose user blocked the bot: Telegram answers 403 to every send.
+        "sendmessage" | "senddocument" | "sendphoto" if int(params, "chat_id").is_some_and(|c| s.blocked_by.contains(&c)) => {
+            error(403, "Forbidden: bot was blocked by the user")
+        }
         "sendmessage" => send_message(s, params),
         "editmessagetext" => edit_message(s, params),
         "deletemessage" => {

@@ -233,6 +233,16 @@ impl FakeTelegram {
     pub fn set_seed(&self, seed: u64) {
         self.shared.with(|s| s.faults.reseed(seed));
     }
+    /// The user of private chat `chat_id` blocks (`true`) or unblocks the bot.
+    pub fn set_blocked(&self, chat_id: i64, blocked: bool) {
+        self.shared.with(|s| {
+            if blocked {
+                s.blocked_by.insert(chat_id);
+            } else {
+                s.blocked_by.remove(&chat_id);
+            }
+        });
+    }
     pub fn clear_faults(&self) {
         self.shared.with(|s| s.faults.clear());
     }

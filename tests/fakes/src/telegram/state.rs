@@ -170,6 +170,8 @@ pub(crate) struct State {
     pub downloads: Vec<String>,
     next_file: u64,
     pub faults: FaultRules<FaultScope, Fault>,
+    /// Private chats whose user blocked the bot.
+    pub blocked_by: HashSet<i64>,
     /// Flood limits enforced on sends with 429s (none unless a test asks).
     pub limits: crate::limits::Enforcer,
     /// Bumped by every getUpdates; an older poll still waiting answers 409.
@@ -205,6 +207,7 @@ impl State {
             downloads: Vec::new(),
             next_file: 1,
             faults: FaultRules::new(),
+            blocked_by: HashSet::new(),
             limits: crate::limits::Enforcer::default(),
             poll_generation: 0,
             active_polls: 0,

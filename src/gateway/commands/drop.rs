@@ -1,0 +1,71 @@
+//! `/drop <id>`: an admin gives a dead letter (see `/undelivered`) up for good. It is kept in the
+//! outbox as `dropped` (a record of what was never delivered) but no longer listed or resendable.
+
+use super::undelivered;
+use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
+use async_trait::async_trait;
+use hermes_adapter::InboundEvent;
+
+pub(super) struct DropCommand;
+
+static SPEC: CommandSpec = CommandSpec {
+    name: "drop",
+    aliases: &[],
+    args_hint: "<id>",
+    description: "Give up an undelivered message for good (admins; ids from /undelivered)",
+    runs_mid_turn: true,
+};
+
+const USAGE: &str = "Usage: /drop <id> (a number from /undelivered)";
+
+#[async_trait]
+impl SlashCommand for DropCommand {
+    fn spec(&self) -> &'static CommandSpec {
+        &SPEC
+    }
+    async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
+        CommandOutcome::Reply(respond(ctx.handles, ctx.event, args).await)
+    }
+}
+
+/// The reply to `/drop <args>` from `event`'s sender.
+async fn respond(handles: &CommandHandles, event: &InboundEvent, args: &str) -> String {
+    if !handles.auth.is_admin(event) {
+        return "⛔ Only an admin can drop undelivered messages.".into();
+    }
+    let Some(id) = undelivered::parse_id(args) else { return USAGE.into() };
+    match undelivered::drop_letter(&handles.store, id).await {
+        Ok(Some(destination)) => {
+            tracing::info!(outbox_id = id, by = ?event.source.user_id, "dead letter dropped by an admin");
+            format!("Dropped #{id} to {destination}: it will not be sent.")
+        }
+        Ok(None) => format!("No undelivered message #{id}; see /undelivered."),
+        Err(e) => {
+            tracing::warn!(outbox_id = id, error = %e, "cannot drop a dead letter");
+            format!("Could not drop #{id}: {e}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::commands::undelivered::tests::{dead_letter, from, rig};
+
+    #[tokio::test]
+    async fn drop_removes_a_dead_letter_from_the_list_for_good() {
+        let (_dir, wiring, chat) = rig().await;
+        let handles = &wiring.actors.commands;
+        let id = dead_letter(&handles.store, "k1", "c9", "the lost answer").await;
+        let kept = dead_letter(&handles.store, "k2", "c9", "another one").await;
+        let refused = respond(handles, &from("guest", ""), &id.to_string()).await;
+        assert!(refused.starts_with("⛔ Only an admin"), "{refused}");
+        assert_eq!(respond(handles, &from("boss", ""), &id.to_string()).await, format!("Dropped #{id} to chat:c9: it will not be sent."));
+        let left: Vec<i64> = handles.store.outbox_dead_letters(10).await.unwrap().iter().map(|l| l.id).collect();
+        assert_eq!(left, vec![kept]);
+        assert_eq!(respond(handles, &from("boss", ""), &id.to_string()).await, format!("No undelivered message #{id}; see /undelivered."));
+        assert!(handles.store.outbox_requeue(id, i64::MAX).await.unwrap().is_none(), "a dropped message cannot be resent");
+        assert_eq!(respond(handles, &from("boss", ""), "x").await, USAGE);
+        assert!(chat.sent.lock().unwrap().is_empty());
+    }
+}

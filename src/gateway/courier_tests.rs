@@ -1,0 +1,266 @@
+//! The courier against a scripted adapter: what each failure kind does to a part, the order of a
+//! chat's parts, lanes that do not wait for each other, what a restart leaves behind, the end of
+//! the window and the notice, and the late note. (Each adapter's own wire is tested against its
+//! fake or real peer in `tests/conformance`.)
+
+use super::*;
+use crate::store::SqliteStore;
+use hermes_adapter::{AdapterContext, AdapterError, Capabilities, ChatTarget, Platform, SendReceipt};
+use std::collections::VecDeque;
+
+/// Long enough for every scripted retry in these tests.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A chat platform whose sends fail as scripted, per chat, and record what arrived.
+struct Scripted {
+    platform: Platform,
+    caps: Capabilities,
+    /// Per chat: the errors the next sends get (then success).
+    script: Mutex<HashMap<String, VecDeque<SendError>>>,
+    /// What the platform holds: (chat, text), in arrival order.
+    arrived: Mutex<Vec<(String, String)>>,
+    lookup: Mutex<Lookup>,
+}
+
+impl Scripted {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            platform: Platform::new("chat"),
+            caps: Capabilities { supports_async_delivery: true, ..Capabilities::http() },
+            script: Mutex::default(),
+            arrived: Mutex::default(),
+            lookup: Mutex::new(Lookup::CannotTell),
+        })
+    }
+
+    fn fail(&self, chat: &str, errors: impl IntoIterator<Item = SendError>) {
+        self.script.lock().unwrap().entry(chat.to_string()).or_default().extend(errors);
+    }
+
+    fn arrived(&self, chat: &str) -> Vec<String> {
+        self.arrived.lock().unwrap().iter().filter(|(c, _)| c == chat).map(|(_, t)| t.clone()).collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl PlatformAdapter for Scripted {
+    fn platform(&self) -> &Platform {
+        &self.platform
+    }
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+    async fn run(&self, _ctx: AdapterContext) -> Result<(), AdapterError> {
+        Ok(())
+    }
+    async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
+        let scripted = self.script.lock().unwrap().get_mut(&msg.target.chat_id).and_then(|q| q.pop_front());
+        if let Some(error) = scripted {
+            return Err(error);
+        }
+        let mut arrived = self.arrived.lock().unwrap();
+        arrived.push((msg.target.chat_id.clone(), msg.text.clone()));
+        Ok(SendReceipt { message_id: Some(format!("m{}", arrived.len())) })
+    }
+    async fn find_sent(&self, _msg: &OutboundMessage, _since: Duration) -> Result<Lookup, SendError> {
+        Ok(self.lookup.lock().unwrap().clone())
+    }
+}
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    store: Store,
+    chat: Arc<Scripted>,
+    courier: Arc<Courier>,
+}
+
+async fn rig(policy: RetryPolicy) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+    let chat = Scripted::new();
+    let adapters: HashMap<String, Arc<dyn PlatformAdapter>> =
+        HashMap::from([("chat".to_string(), chat.clone() as Arc<dyn PlatformAdapter>)]);
+    let courier = Arc::new(Courier::new(adapters, store.clone(), None, policy));
+    Rig { _dir: dir, store, chat, courier }
+}
+
+fn row(chat: &str, key: &str, text: &str, lead: bool) -> NewOutboxRow {
+    let target = ChatTarget { platform: Platform::new("chat"), chat_id: chat.into(), thread_id: None };
+    let message = OutboundMessage {
+        target: target.clone(),
+        text: text.into(),
+        reply_to: None,
+        idempotency_key: key.into(),
+        is_final: false,
+        usage: None,
+        finish_reason: None,
+        buttons: Vec::new(),
+        file: None,
+    };
+    NewOutboxRow {
+        key: key.into(),
+        lane: lane_of("chat", chat),
+        platform: "chat".into(),
+        target: serde_json::to_string(&target).unwrap(),
+        body: text.into(),
+        message: serde_json::to_string(&message).unwrap(),
+        deadline_ms: now_ms() + 3_600_000,
+        notify_on_death: lead,
+        lead,
+    }
+}
+
+/// Wait until `key` is in `state` in the outbox.
+async fn settled(store: &Store, key: &str, state: &str) -> bool {
+    for _ in 0..200 {
+        if store.outbox_get(key).await.unwrap().is_some_and(|r| r.state == state) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+async fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    for _ in 0..200 {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    check()
+}
+
+#[tokio::test]
+async fn a_transient_failure_is_retried_until_the_part_is_delivered_once() {
+    let rig = rig(RetryPolicy::default()).await;
+    rig.chat.fail("c1", [SendError::Transient("502".into()), SendError::RateLimited { retry_after: Duration::from_millis(200) }]);
+    let outcomes = rig.courier.dispatch(vec![row("c1", "t1:0", "hello", true)], WAIT).await;
+    assert!(matches!(outcomes[0], Outcome::Delivered { .. }), "{outcomes:?}");
+    assert_eq!(rig.chat.arrived("c1"), ["hello"]);
+    let stored = rig.store.outbox_get("t1:0").await.unwrap().unwrap();
+    assert_eq!((stored.state.as_str(), stored.attempts), ("sent", 3), "each attempt is recorded");
+    // Queued again (a replayed turn): already sent, not sent twice.
+    let again = rig.courier.dispatch(vec![row("c1", "t1:0", "hello", true)], WAIT).await;
+    assert!(matches!(again[0], Outcome::Delivered { .. }));
+    assert_eq!(rig.chat.arrived("c1").len(), 1);
+}
+
+#[tokio::test]
+async fn a_chat_keeps_its_order_and_a_blocked_chat_holds_up_nobody() {
+    let rig = rig(RetryPolicy::default()).await;
+    // c1's first part fails twice; its second part must wait behind it.
+    rig.chat.fail("c1", [SendError::Transient("502".into()), SendError::Transient("502".into())]);
+    rig.chat.fail("blocked", [SendError::Forbidden("bot was blocked by the user".into())]);
+    let courier = rig.courier.clone();
+    let first =
+        tokio::spawn(async move { courier.dispatch(vec![row("c1", "a:0", "first", true), row("c1", "a:1", "second", false)], WAIT).await });
+    let blocked = rig.courier.dispatch(vec![row("blocked", "b:0", "to a blocked chat", true)], WAIT).await;
+    assert!(matches!(&blocked[0], Outcome::GivenUp { reason } if reason.contains("blocked")), "{blocked:?}");
+    let other = rig.courier.dispatch(vec![row("c2", "c:0", "other chat", true)], WAIT).await;
+    assert!(matches!(other[0], Outcome::Delivered { .. }));
+    assert!(rig.chat.arrived("c1").is_empty(), "c2 did not wait for c1's retries");
+    let first = first.await.unwrap();
+    assert!(first.iter().all(|o| matches!(o, Outcome::Delivered { .. })), "{first:?}");
+    assert_eq!(rig.chat.arrived("c1"), ["first", "second"], "in the order they were answered");
+
+    // The blocked chat's part is a dead letter with its reason; resent by hand once unblocked.
+    let dead = rig.store.outbox_dead_letters(10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert!(dead[0].reason.contains("bot was blocked"), "{dead:?}");
+    let lane = rig.store.outbox_requeue(dead[0].id, now_ms() + 60_000).await.unwrap().unwrap();
+    rig.courier.wake(&lane);
+    assert!(eventually(|| rig.chat.arrived("blocked") == ["to a blocked chat"]).await);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(rig.chat.arrived("blocked").len(), 1, "delivered once");
+}
+
+#[tokio::test]
+async fn a_send_cut_off_by_a_restart_is_resent_once_marked_and_a_second_cut_off_is_not_resent() {
+    let rig = rig(RetryPolicy::default()).await;
+    // What a kill -9 between request and answer leaves: the part `sending`.
+    rig.store.outbox_enqueue(vec![row("c1", "k:0", "the answer", true)]).await.unwrap();
+    rig.store.outbox_begin_attempt("k:0", false).await.unwrap();
+    rig.store.outbox_enqueue(vec![row("c1", "k:1", "the rest", false)]).await.unwrap();
+    let sweeper = tokio::spawn(rig.courier.clone().run_sweeper());
+    assert!(eventually(|| rig.chat.arrived("c1").len() == 2).await, "{:?}", rig.chat.arrived("c1"));
+    assert_eq!(rig.chat.arrived("c1"), [format!("{RESEND_MARK}the answer"), "the rest".to_string()], "marked once, the rest plain");
+
+    // Cut off again after the marked resend: a third copy is never risked.
+    rig.store.outbox_enqueue(vec![row("c1", "j:0", "twice cut", true)]).await.unwrap();
+    rig.store.outbox_begin_attempt("j:0", true).await.unwrap();
+    rig.courier.wake(&lane_of("chat", "c1"));
+    assert!(settled(&rig.store, "j:0", "dead").await);
+    let letters = rig.store.outbox_dead_letters(10).await.unwrap();
+    assert_eq!(letters.len(), 1);
+    assert!(letters[0].reason.contains("may have arrived"), "{letters:?}");
+    assert_eq!(rig.chat.arrived("c1").len(), 2, "not sent a third time");
+    sweeper.abort();
+}
+
+#[tokio::test]
+async fn a_cut_off_send_the_platform_can_find_is_not_sent_again() {
+    let rig = rig(RetryPolicy::default()).await;
+    *rig.chat.lookup.lock().unwrap() = Lookup::Found(SendReceipt { message_id: Some("found-1".into()) });
+    rig.store.outbox_enqueue(vec![row("c1", "k:0", "the answer", true)]).await.unwrap();
+    rig.store.outbox_begin_attempt("k:0", false).await.unwrap();
+    rig.courier.wake(&lane_of("chat", "c1"));
+    assert!(settled(&rig.store, "k:0", "sent").await);
+    let stored = rig.store.outbox_get("k:0").await.unwrap().unwrap();
+    assert_eq!((stored.state.as_str(), stored.platform_message_id.as_deref()), ("sent", Some("found-1")));
+    assert!(rig.chat.arrived("c1").is_empty(), "found on the platform, not sent again");
+    // A platform that deduplicates a resend gets it unmarked.
+    *rig.chat.lookup.lock().unwrap() = Lookup::ResendIsDeduplicated;
+    rig.store.outbox_enqueue(vec![row("c1", "n:0", "deduplicated", true)]).await.unwrap();
+    rig.store.outbox_begin_attempt("n:0", false).await.unwrap();
+    rig.courier.wake(&lane_of("chat", "c1"));
+    assert!(eventually(|| rig.chat.arrived("c1") == ["deduplicated"]).await, "{:?}", rig.chat.arrived("c1"));
+}
+
+#[tokio::test]
+async fn at_the_end_of_the_window_a_part_is_given_up_listed_and_the_chat_told_once() {
+    let rig = rig(RetryPolicy { window: Duration::from_secs(2), late_after: Duration::from_secs(3600) }).await;
+    // Two failures: at 0 s and at about 1 s; the next try (about 3 s) is past the window. The
+    // notice that follows has a window of its own and goes through.
+    rig.chat.fail("c1", (0..2).map(|_| SendError::Transient("502 Bad Gateway".into())));
+    let mut part = row("c1", "w:0", "the answer", true);
+    part.deadline_ms = now_ms() + 2_000;
+    let outcomes = rig.courier.dispatch(vec![part], WAIT).await;
+    // 1 s + 2 s of backoff passes the 2 s window.
+    assert!(matches!(&outcomes[0], Outcome::GivenUp { reason } if reason.contains("not delivered within 2 s")), "{outcomes:?}");
+    let letters = rig.store.outbox_dead_letters(10).await.unwrap();
+    assert_eq!(letters.len(), 1);
+    assert!(letters[0].reason.contains("502 Bad Gateway"), "the last error is kept: {letters:?}");
+    assert!(eventually(|| rig.chat.arrived("c1").len() == 1).await);
+    assert_eq!(rig.chat.arrived("c1"), [UNDELIVERED_NOTICE]);
+}
+
+#[tokio::test]
+async fn a_part_delivered_late_says_how_late_and_why() {
+    let rig = rig(RetryPolicy { window: Duration::from_secs(3600), late_after: Duration::from_secs(1) }).await;
+    rig.chat.fail("c1", [SendError::Transient("502".into()), SendError::Transient("502".into())]);
+    let outcomes = rig.courier.dispatch(vec![row("c1", "l:0", "the answer", true), row("c1", "l:1", "more", false)], WAIT).await;
+    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Delivered { .. })), "{outcomes:?}");
+    let arrived = rig.chat.arrived("c1");
+    assert!(arrived[0].starts_with("⏱ Delivered ") && arrived[0].contains("late: Chat was unreachable."), "{arrived:?}");
+    assert!(arrived[0].ends_with("\n\nthe answer"), "{arrived:?}");
+    assert_eq!(arrived[1], "more", "only the first part carries the note");
+}
+
+#[test]
+fn backoff_doubles_from_a_second_to_five_minutes_with_jitter() {
+    for (attempt, base) in [(1, 1.0), (2, 2.0), (5, 16.0), (9, 256.0), (10, 300.0), (40, 300.0)] {
+        let wait = backoff(attempt).as_secs_f64();
+        assert!(wait >= base * 0.8 - 1e-9 && wait <= base * 1.2 + 1e-9, "attempt {attempt}: {wait}");
+    }
+}
+
+#[test]
+fn late_notes_read_as_a_person_would_say_them() {
+    assert_eq!(late_note(Duration::from_secs(14 * 60), "telegram", Some("502")), "⏱ Delivered 14 min late: Telegram was unreachable.");
+    assert_eq!(late_note(Duration::from_secs(75), "slack", None), "⏱ Delivered 75 s late: the gateway or the platform was down.");
+    assert_eq!(
+        late_note(Duration::from_secs(3 * 3600), "discord", Some("Discord was rate limiting the bot")),
+        "⏱ Delivered 3 h late: Discord was rate limiting the bot."
+    );
+}
