@@ -162,7 +162,8 @@ impl Courier {
                     Queued::GivenUp { reason } => Err(Outcome::GivenUp { reason }),
                     Queued::New | Queued::Waiting => {
                         let lane_state = board.lanes.get(lane.as_str());
-                        if lane_state.is_some_and(|l| l.blocked.is_some()) {
+                        // Nobody waits (a caller without patience, or a lane known to be stuck).
+                        if patience.is_zero() || lane_state.is_some_and(|l| l.blocked.is_some()) {
                             Err(Outcome::Queued)
                         } else {
                             let (tx, rx) = oneshot::channel();
@@ -284,11 +285,13 @@ impl Courier {
         };
         if now >= head.deadline {
             let why = head.error.clone().unwrap_or_else(|| "its platform could not be reached".into());
-            let reason = format!("not delivered within {} ({why})", human(self.policy.window));
+            let window = Duration::from_millis((head.deadline - head.created_at).max(0) as u64);
+            let reason = format!("not delivered within {} ({why})", human(window));
             self.give_up(lane, &head, reason, true).await;
             return None;
         }
-        if head.state == "pending" && head.next_attempt_at > now {
+        // A retry's time, or a cut-off send's look-up time, has not come.
+        if head.next_attempt_at > now {
             return Some(Duration::from_millis((head.next_attempt_at.min(head.deadline) - now).max(0) as u64));
         }
         if !self.can_send(&head.platform) {
@@ -333,7 +336,10 @@ impl Courier {
             }
             Attempted::Ambiguous(detail) => {
                 tracing::warn!(outbox_key = %head.key, "send outcome unknown ({detail}); it will be looked up or resent once, marked");
-                self.record(&head.key, AttemptEnd::Ambiguous { detail }).await;
+                // Backed off like a failure: a platform answering 500s is not asked again at once.
+                let at = now_ms() + backoff(head.attempts as u32 + 1).as_millis() as i64;
+                self.note_trouble(lane, &detail);
+                self.record(&head.key, AttemptEnd::Ambiguous { at, detail }).await;
             }
             Attempted::Refused(reason) => self.give_up(lane, &head, reason, false).await,
             Attempted::Gone(reason) => {
@@ -548,7 +554,7 @@ fn label(platform: &str) -> String {
 
 /// A duration as a person says it: "45 s", "14 min", "3 h", "2 d".
 pub fn human(d: Duration) -> String {
-    let secs = d.as_secs();
+    let secs = d.as_millis().div_ceil(1000).min(u128::from(u64::MAX)) as u64;
     match secs {
         0..=89 => format!("{secs} s"),
         90..=5399 => format!("{} min", (secs + 30) / 60),

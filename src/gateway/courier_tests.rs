@@ -218,6 +218,18 @@ async fn a_cut_off_send_the_platform_can_find_is_not_sent_again() {
 }
 
 #[tokio::test]
+async fn a_lost_answer_is_looked_up_after_a_backoff_and_sent_once_when_the_platform_lacks_it() {
+    let rig = rig(RetryPolicy::default()).await;
+    *rig.chat.lookup.lock().unwrap() = Lookup::NotThere;
+    rig.chat.fail("c1", [SendError::Ambiguous("the answer was lost".into())]);
+    let started = std::time::Instant::now();
+    let outcomes = rig.courier.dispatch(vec![row("c1", "a:0", "the answer", true)], WAIT).await;
+    assert!(matches!(outcomes[0], Outcome::Delivered { .. }), "{outcomes:?}");
+    assert!(started.elapsed() >= Duration::from_millis(700), "not asked again at once: {:?}", started.elapsed());
+    assert_eq!(rig.chat.arrived("c1"), ["the answer"], "the platform lacked it: sent again, unmarked");
+}
+
+#[tokio::test]
 async fn at_the_end_of_the_window_a_part_is_given_up_listed_and_the_chat_told_once() {
     let rig = rig(RetryPolicy { window: Duration::from_secs(2), late_after: Duration::from_secs(3600) }).await;
     // Two failures: at 0 s and at about 1 s; the next try (about 3 s) is past the window. The

@@ -12,11 +12,13 @@ use hermes_fakes::{FakeLlm, Reply};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-const RESEND_MARK: &str = "↻ (resent) ";
-const LATE_NOTE: &str = "⏱ Delivered ";
+/// What starts a part resent after a cut-off send, as the user sees it.
+pub(crate) const RESEND_MARK: &str = "↻ (resent) ";
+/// What starts a part delivered late.
+pub(crate) const LATE_NOTE: &str = "⏱ Delivered ";
 
 /// An answer as the user reads it: (the echo, marked as a possible repeat, carried a late note).
-fn read_answer(text: &str) -> Option<(String, bool, bool)> {
+pub(crate) fn read_answer(text: &str) -> Option<(String, bool, bool)> {
     let (marked, text) = match text.strip_prefix(RESEND_MARK) {
         Some(rest) => (true, rest),
         None => (false, text),

@@ -15,6 +15,7 @@
 use crate::discord::DiscordPeer;
 use crate::email_peer::EmailPeer;
 use crate::matrix_peer::MatrixPeer;
+use crate::outages::{LATE_NOTE, read_answer};
 use crate::peer::{Chat, ChatPeer};
 use crate::slack::SlackPeer;
 use crate::support::{Gateway, Setup, eventually, open_db};
@@ -25,8 +26,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-const RESEND_MARK: &str = "↻ (resent) ";
-const LATE_NOTE: &str = "⏱ Delivered ";
 /// What queue mode answers a message that arrives while the chat's turn is still busy (here, still
 /// waiting for its answer to be delivered).
 const QUEUED_ACK: &str = "⏳ Queued for the next turn.";
@@ -35,20 +34,6 @@ const OUTAGE: Duration = Duration::from_secs(20);
 /// The longest wait for the answers after the platform is back: the last retry before the end of
 /// the outage was scheduled up to 16 s (±20 %) after the one before it.
 const RECOVERY: Duration = Duration::from_secs(45);
-
-/// An answer as the user reads it: the echo, whether it is marked as a possible repeat, and
-/// whether it carries a note of how late it is. `None` for anything that is not an answer.
-fn read_answer(text: &str) -> Option<(String, bool, bool)> {
-    let (marked, text) = match text.strip_prefix(RESEND_MARK) {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let (late, text) = match text.strip_prefix(LATE_NOTE) {
-        Some(rest) => (true, rest.split_once("\n\n").map(|(_, body)| body)?),
-        None => (false, text),
-    };
-    text.starts_with("echo: ").then(|| (text.to_string(), marked, late))
-}
 
 /// The gateway's own log lines (the client libraries' are many, and say nothing about delivery).
 fn gateway_lines(gateway: &Gateway) -> String {
@@ -153,6 +138,9 @@ async fn answers_wait_out_an_outage<P: ChatPeer>(peer: &P, setup: &Setup, gatewa
         let note_where_late = posted.iter().all(|m| !m.text.starts_with(LATE_NOTE) || m.text.contains("was unreachable."));
         assert!(note_where_late, "{}: a late note says why: {texts:#?}", P::PLATFORM);
     }
+    let (_, listed, _) = setup.run(&["outbox", "list"]);
+    let clear = listed.contains("Nothing is undelivered.") && listed.contains("nothing waits to be delivered");
+    assert!(clear, "{}: the operator finds nothing undelivered and nothing waiting: {listed}", P::PLATFORM);
     println!(
         "{}: {refused} sends refused during a {:?} outage; every answer arrived {:.1} s after it ended",
         P::PLATFORM,
@@ -204,11 +192,11 @@ async fn matrix_answers_wait_out_20_s_of_a_502_gateway_in_front_of_synapse_and_a
     let (setup, gateway) = start(&llm, &peer, &[]).await;
     const SEND: &str = "/send/m.room.message/";
     // What nginx in front of a homeserver that is down answers: not the homeserver's JSON.
-    let bad_gateway = Canned { status: 429, body: r#"{"errcode":"M_LIMIT_EXCEEDED","error":"Too Many Requests","retry_after_ms":2000}"#.into() };
+    let bad_gateway = Canned { status: 502, body: "<html><head><title>502 Bad Gateway</title></head></html>".into() };
     let sends = Sends {
         fail: &|| peer.proxy.refuse_next("PUT", SEND, usize::MAX, bad_gateway.clone()),
         mend: &|| peer.proxy.stop_refusing(),
-        refused: &|| peer.proxy.seen("PUT", SEND).iter().filter(|r| r.status == 429).count(),
+        refused: &|| peer.proxy.seen("PUT", SEND).iter().filter(|r| r.status == 502).count(),
     };
     answers_wait_out_an_outage(&peer, &setup, &gateway, sends).await;
 }
@@ -251,6 +239,8 @@ async fn email_550_refusal_makes_a_dead_letter_at_once_that_holds_up_no_later_an
     assert!(given_up, "the refused answer became a dead letter\n{}", gateway.log_text());
     let reason = dead_letters(&setup).concat();
     assert!(reason.contains("550"), "the dead letter names the refusal: {reason}");
+    let (_, listed, _) = setup.run(&["outbox", "list"]);
+    assert!(listed.contains("550") && listed.contains("echo: doomed"), "the operator finds it, and why: {listed}");
     assert!(gateway.log_text().contains("message given up"), "the log says it was given up:\n{}", gateway.log_text());
     // Long enough for the first retries of a transient failure (1 s, then 2 s): none comes.
     tokio::time::sleep(Duration::from_secs(5)).await;

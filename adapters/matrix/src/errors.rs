@@ -11,7 +11,8 @@
 //! unreferenced blob, not a doubled message; the message itself still carries the txn id.
 
 use hermes_adapter::{AdapterError, SendError};
-use matrix_sdk::ruma::api::error::{ErrorKind, RetryAfter};
+use matrix_sdk::ruma::api::client::uiaa::UiaaResponse;
+use matrix_sdk::ruma::api::error::{ErrorKind, FromHttpResponseError, RetryAfter};
 use std::time::{Duration, SystemTime};
 
 /// Waited out when a 429 comes without `retry_after_ms`.
@@ -19,25 +20,32 @@ pub(crate) const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// What a failed request (a send, an edit, a reaction) means for the gateway.
 pub(crate) fn classify(error: &matrix_sdk::Error) -> SendError {
-    if let Some(kind) = error.client_api_error_kind() {
-        return by_kind(kind, &error.to_string());
-    }
     match error {
         matrix_sdk::Error::Http(http) => classify_http(http),
-        other => SendError::Other(other.to_string()),
+        other => match other.client_api_error_kind() {
+            Some(kind) => by_kind(kind, &other.to_string()),
+            None => SendError::Other(other.to_string()),
+        },
     }
 }
 
 pub(crate) fn classify_http(error: &matrix_sdk::HttpError) -> SendError {
+    let status = http_status(error);
     if let Some(kind) = error.client_api_error_kind() {
-        return by_kind(kind, &error.to_string());
+        return match (kind, status) {
+            (ErrorKind::LimitExceeded(_), _) => by_kind(kind, &error.to_string()),
+            // The homeserver (or a proxy in front of it) failed, whatever code its body names:
+            // the request is idempotent by transaction id, so it is retried.
+            (_, Some(500..=599)) => SendError::Transient(format!("the homeserver failed: {error}")),
+            _ => by_kind(kind, &error.to_string()),
+        };
     }
     match error {
         matrix_sdk::HttpError::Reqwest(e) if e.is_connect() => SendError::Transient(format!("could not reach the homeserver: {e}")),
         // Idempotent by transaction id (see the module doc): resending is safe.
         matrix_sdk::HttpError::Reqwest(e) => SendError::Transient(format!("the request to the homeserver failed: {e}")),
         matrix_sdk::HttpError::Cached(inner) => classify_http(inner),
-        matrix_sdk::HttpError::Api(e) => match status_of(&error.to_string()) {
+        matrix_sdk::HttpError::Api(e) => match status.or_else(|| status_of(&e.to_string())) {
             Some(500..=599) => SendError::Transient(format!("the homeserver failed: {e}")),
             _ => SendError::Other(format!("the homeserver refused the request: {e}")),
         },
@@ -45,9 +53,24 @@ pub(crate) fn classify_http(error: &matrix_sdk::HttpError) -> SendError {
     }
 }
 
-/// The status of a ruma error's text (`[502] ...`), for errors without a Matrix error code.
+/// The HTTP status the homeserver (or a proxy in front of it) answered with, when it answered
+/// with an error.
+fn http_status(error: &matrix_sdk::HttpError) -> Option<u16> {
+    match error {
+        matrix_sdk::HttpError::Api(e) => match e.as_ref() {
+            FromHttpResponseError::Server(UiaaResponse::MatrixError(m)) => Some(m.status_code.as_u16()),
+            _ => None,
+        },
+        matrix_sdk::HttpError::Cached(inner) => http_status(inner),
+        _ => None,
+    }
+}
+
+/// The status in a ruma error's text (`[502] ...`, after any prefix), for errors whose status
+/// is not at hand otherwise.
 fn status_of(text: &str) -> Option<u16> {
-    text.strip_prefix('[').and_then(|t| t.get(..3)).and_then(|code| code.parse().ok())
+    let start = text.find('[')?;
+    text.get(start + 1..start + 4).and_then(|code| code.parse().ok())
 }
 
 fn by_kind(kind: &ErrorKind, text: &str) -> SendError {
@@ -103,5 +126,7 @@ mod tests {
         assert!(matches!(by_kind(&ErrorKind::NotFound, ""), SendError::NotFound(_)));
         assert!(matches!(by_kind(&ErrorKind::TooLarge, ""), SendError::TooLong));
         assert_eq!(status_of("[502] <non-json bytes>"), Some(502));
+        assert_eq!(status_of("the server returned an error: [502] <non-json bytes>"), Some(502), "after matrix-sdk's prefix");
+        assert_eq!(status_of("no status here"), None);
     }
 }

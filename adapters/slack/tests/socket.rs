@@ -184,3 +184,34 @@ async fn a_send_carries_its_key_no_unfurling_and_buttons_as_block_kit() {
     assert_eq!(bot.fake.calls().len(), calls);
     assert!(bot.stopped().await.is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_send_is_looked_up_by_its_key_in_the_channel() {
+    let fake = FakeSlack::start().await.unwrap();
+    let bot = Bot::start(fake, |_| {}).await;
+    assert!(bot.healthy().await);
+    let alice = bot.fake.user("U0100", "alice");
+    let channel = bot.fake.dm_channel(&alice);
+    let message = OutboundMessage {
+        target: dm_target(&channel),
+        text: "the answer".into(),
+        reply_to: None,
+        idempotency_key: "turn-9:0".into(),
+        is_final: true,
+        usage: None,
+        finish_reason: None,
+        buttons: Vec::new(),
+        file: None,
+    };
+    // Never posted: Slack does not have it, so sending it is no repeat.
+    let before = bot.adapter.find_sent(&message, Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(before, hermes_adapter::Lookup::NotThere);
+    let receipt = bot.adapter.send(&message).await.unwrap();
+    // Posted (say the answer was lost to a restart): found by the key in its metadata.
+    let after = bot.adapter.find_sent(&message, Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(after, hermes_adapter::Lookup::Found(receipt));
+    let other = OutboundMessage { idempotency_key: "turn-9:1".into(), ..message.clone() };
+    assert_eq!(bot.adapter.find_sent(&other, Duration::ZERO).await.unwrap(), hermes_adapter::Lookup::NotThere, "another key is not");
+    assert_eq!(bot.fake.sent_to(&channel).len(), 1, "looking sends nothing");
+    assert!(bot.stopped().await.is_ok());
+}

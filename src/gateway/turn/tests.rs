@@ -155,7 +155,15 @@ async fn a_full_turn_answers_once_and_a_one_shot_closes_its_session() {
     let mut e = event("e1", "question");
     e.one_shot = true;
     run(&rig, e).await;
-    assert_eq!(*rig.chat.sent.lock().unwrap(), ["the answer"]);
+    // The answer is queued when the turn ends; the chat's lane delivers it a moment later.
+    for _ in 0..100 {
+        if !rig.chat.sent.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(*rig.chat.sent.lock().unwrap(), ["the answer"], "once");
     assert_eq!(rig.model.asked.lock().unwrap().len(), 1);
     assert!(rig.store.route_get("chat:dm:c1").await.unwrap().is_none(), "the one-shot session is closed");
     assert!(rig.store.inbox_unfinished().await.unwrap().is_empty(), "the inbox row is closed");

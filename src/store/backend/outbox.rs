@@ -118,8 +118,10 @@ pub enum AttemptEnd {
         at: i64,
         error: String,
     },
-    /// The request may have reached the platform and its answer was lost.
+    /// The request may have reached the platform and its answer was lost: looked up (or resent
+    /// once, marked) at `at`.
     Ambiguous {
+        at: i64,
         detail: String,
     },
     /// Given up, with why.

@@ -85,7 +85,10 @@ impl Outbox for SqliteStore {
                     "UPDATE outbox SET state = 'pending', next_attempt_at = ?2, error = ?3, updated_at = ?4 WHERE idempotency_key = ?1",
                     params![key, at, error, now],
                 )?,
-                AttemptEnd::Ambiguous { detail } => set_state(c, &key, "ambiguous", &detail, now)?,
+                AttemptEnd::Ambiguous { at, detail } => c.run(
+                    "UPDATE outbox SET state = 'ambiguous', next_attempt_at = ?2, error = ?3, updated_at = ?4 WHERE idempotency_key = ?1",
+                    params![key, at, detail, now],
+                )?,
                 AttemptEnd::Dead { reason } => set_state(c, &key, "dead", &reason, now)?,
                 AttemptEnd::Closed { reason } => set_state(c, &key, "failed", &reason, now)?,
             };
