@@ -554,7 +554,8 @@ fn label(platform: &str) -> String {
 
 /// A duration as a person says it: "45 s", "14 min", "3 h", "2 d".
 pub fn human(d: Duration) -> String {
-    let secs = d.as_millis().div_ceil(1000).min(u128::from(u64::MAX)) as u64;
+    // Rounded to the nearest second: a window of 1,999 ms is "2 s".
+    let secs = ((d.as_millis() + 500) / 1000).min(u128::from(u64::MAX)) as u64;
     match secs {
         0..=89 => format!("{secs} s"),
         90..=5399 => format!("{} min", (secs + 30) / 60),

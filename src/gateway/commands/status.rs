@@ -117,6 +117,7 @@ mod tests {
         assert_eq!(outbox_line(store).await, None, "nothing queued, nothing said");
         dead_letter(store, "k1", "c1", "lost").await;
         crate::gateway::commands::undelivered::tests::queued(store, "k2", "c2", "on its way").await;
-        assert_eq!(outbox_line(store).await.as_deref(), Some("chat 1 waiting (oldest 0 s), 1 undelivered"));
+        let line = outbox_line(store).await.unwrap_or_default();
+        assert!(line.starts_with("chat 1 waiting (oldest ") && line.ends_with(" s), 1 undelivered"), "{line}");
     }
 }
