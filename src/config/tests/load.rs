@@ -204,6 +204,9 @@ fn semantic_checks_name_the_key() {
         ("model:\n  base_url: api.example.com\n", "model.base_url"),
         ("platforms:\n  webhook:\n    routes:\n      \"a/b\": {}\n", "platforms.webhook.routes.a/b"),
         ("streaming:\n  transport: carrier-pigeon\n", "streaming.transport"),
+        ("delivery:\n  retry_window: soon\n", "delivery.retry_window"),
+        ("delivery:\n  retry_window: 5s\n", "delivery.retry_window"),
+        ("delivery:\n  retry_window: 90d\n", "delivery.retry_window"),
     ];
     for (text, expected) in cases {
         match error(text, &[]) {
@@ -211,6 +214,14 @@ fn semantic_checks_name_the_key() {
             other => panic!("{text}: {other:?}"),
         }
     }
+}
+
+#[test]
+fn the_retry_window_reads_as_a_person_writes_it() {
+    assert_eq!(config("", &[]).delivery.retry_window(), std::time::Duration::from_secs(24 * 3600), "a day by default");
+    assert_eq!(config("delivery:\n  retry_window: 90m\n", &[]).delivery.retry_window(), std::time::Duration::from_secs(5400));
+    assert_eq!(config("delivery:\n  retry_window: 600\n", &[]).delivery.retry_window(), std::time::Duration::from_secs(600), "seconds");
+    assert_eq!(config("delivery:\n  retry_window: 7d\n", &[]).delivery.retry_window(), std::time::Duration::from_secs(7 * 86_400));
 }
 
 #[test]
