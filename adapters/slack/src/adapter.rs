@@ -235,7 +235,7 @@ impl PlatformAdapter for SlackAdapter {
             request = request.with_thread_ts(thread.clone());
         }
         self.pacer.acquire(Destination::chat(&channel.0)).await;
-        let ts = self.note_rate_limit(&channel.0, self.web.post(request, &msg.idempotency_key).await)?;
+        let ts = self.note_rate_limit(&channel.0, self.web.post(request, &msg.idempotency_key, self.bot_user().as_deref()).await)?;
         if let Some(thread) = &thread {
             self.join_thread(&channel.0, &thread.0);
         }
@@ -251,7 +251,7 @@ impl PlatformAdapter for SlackAdapter {
         let channel = channel_of(&msg.target)?;
         let thread = msg.target.thread_id.as_deref().filter(|t| !t.is_empty()).map(SlackTs::from);
         self.pacer.acquire(Destination::global()).await;
-        Ok(match self.web.find_by_key(&channel, thread.as_ref(), &msg.idempotency_key).await? {
+        Ok(match self.web.find_by_key(&channel, thread.as_ref(), &msg.idempotency_key, self.bot_user().as_deref()).await? {
             Some(ts) => Lookup::Found(SendReceipt { message_id: Some(ts.0) }),
             None => Lookup::NotThere,
         })

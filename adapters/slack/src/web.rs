@@ -109,7 +109,13 @@ impl Web {
 
     /// Post a message carrying `key`; an answer that was lost is settled by looking for the key
     /// (see the module doc), and a message not found is sent once more.
-    pub(crate) async fn post(&self, request: SlackApiChatPostMessageRequest, key: &str) -> Result<SlackTs, SendError> {
+    /// `author`: the bot's user id, when known; only its own messages count as found.
+    pub(crate) async fn post(
+        &self,
+        request: SlackApiChatPostMessageRequest,
+        key: &str,
+        author: Option<&str>,
+    ) -> Result<SlackTs, SendError> {
         let request = with_key(request, key);
         let mut attempts = 0;
         loop {
@@ -119,7 +125,7 @@ impl Web {
                 Err(SendError::Ambiguous(why)) => {
                     // Give Slack a moment to finish what it may have started.
                     tokio::time::sleep(Duration::from_millis(500)).await;
-                    match self.find_by_key(&request.channel, request.thread_ts.as_ref(), key).await {
+                    match self.find_by_key(&request.channel, request.thread_ts.as_ref(), key, author).await {
                         Ok(Some(ts)) => {
                             tracing::info!(channel = %request.channel, "a send whose answer was lost had been posted; not sending it again");
                             return Ok(ts);
@@ -140,12 +146,15 @@ impl Web {
         self.bounded("chat.update", self.bot().chat_update(request)).await.map(|_| ())
     }
 
-    /// The message with `key` in its metadata among the latest of the channel (or thread).
+    /// The message with `key` in its metadata among the latest of the channel (or thread),
+    /// written by `author` when it is known: another app in the channel could post the same
+    /// metadata, and taking its message for ours would silently drop an answer.
     pub(crate) async fn find_by_key(
         &self,
         channel: &SlackChannelId,
         thread: Option<&SlackTs>,
         key: &str,
+        author: Option<&str>,
     ) -> Result<Option<SlackTs>, SendError> {
         let messages = match thread {
             Some(ts) => {
@@ -168,7 +177,8 @@ impl Web {
                 self.bounded("conversations.history", self.bot().conversations_history(&request)).await?.messages
             }
         };
-        Ok(messages.into_iter().find(|m| carries_key(&m.content, key)).map(|m| m.origin.ts))
+        let by_author = |m: &SlackHistoryMessage| author.is_none_or(|a| m.sender.user.as_ref().is_some_and(|u| u.0 == a));
+        Ok(messages.into_iter().find(|m| by_author(m) && carries_key(&m.content, key)).map(|m| m.origin.ts))
     }
 
     /// Whether the bot has written in the thread (a thread it takes part in needs no mention).

@@ -266,6 +266,19 @@ pub(crate) mod tests {
     }
 
     #[tokio::test]
+    async fn a_platform_error_or_an_answer_quoting_a_secret_is_listed_without_it() {
+        let (_dir, wiring, _chat) = rig().await;
+        let handles = &wiring.actors.commands;
+        let token = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw";
+        queued(&handles.store, "k1", "c9", "the key is sk-proj-abcdefghijklmnop").await;
+        let reason = format!("error sending request for url (https://api.telegram.org/bot{token}/sendMessage)");
+        handles.store.outbox_end_attempt("k1", AttemptEnd::Dead { reason }).await.unwrap();
+        let reply = respond(handles, &from("boss", "/undelivered")).await;
+        assert!(reply.contains("#") && reply.contains("api.telegram.org"), "{reply}");
+        assert!(!reply.contains("AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw") && !reply.contains("abcdefghijklmnop"), "{reply}");
+    }
+
+    #[tokio::test]
     async fn lists_dead_letters_for_admins_only() {
         let (_dir, wiring, _chat) = rig().await;
         let handles = &wiring.actors.commands;
