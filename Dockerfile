@@ -66,14 +66,16 @@ RUN apt-get update \
 
 COPY --from=builder /out/hermes /usr/local/bin/hermes
 
+# The admin listener is on by default, on loopback inside the container (gateway.admin_host's
+# default), so the HEALTHCHECK below really asks the gateway for /health.
 ENV HERMES_HOME=/data \
+    GATEWAY_ADMIN_PORT=8643 \
     RUST_LOG=info
 VOLUME ["/data"]
 WORKDIR /data
 USER 10001:10001
 
-# The admin listener (gateway.admin_port in /data/config.yaml) is asked for /health by hermes
-# itself; without an admin port the check falls back to "the gateway process is alive".
+# hermes itself asks the admin listener (GATEWAY_ADMIN_PORT above) for /health: no curl needed.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
     CMD ["hermes", "doctor", "--health"]
 

@@ -1,9 +1,18 @@
 //! `hermes cron list | create | edit | pause | resume | run | remove | status | tick`: the jobs
 //! of the selected HERMES_HOME from the shell, beside a running gateway or without one. The
-//! shell is the machine's owner, so it manages every job. `tick` runs one tick here under the
-//! same tick lock as the gateway's ticker (a held lock means it does nothing), running the due
-//! jobs with the gateway's agent and delivering through its adapters (which only send here).
-//! `run` makes a job due now and ticks. Exit 0 on success, 1 on failure, 78 on a bad config.
+//! shell is the machine's owner, so it manages every job.
+//!
+//! `run` makes a job due now; `tick` runs the due jobs. Where they run:
+//! - A gateway is running (its PID file names a live process and its ticker's heartbeat is
+//!   fresh): it runs them, with its connected adapters. `run` changes `jobs.json` (which wakes
+//!   its ticker) and follows the job until its run is recorded; `tick` touches the ticker's wake
+//!   file ([`crate::cron::ticker::request_tick`]). Nothing is delivered from this process.
+//! - None is running: one tick here, under the same tick lock as the gateway's ticker (a held
+//!   lock means it does nothing), with the gateway's agent and the adapters built but not
+//!   connected: a part a platform does not take from here (Matrix needs its sync connection)
+//!   stays in the outbox, and the gateway's courier sends it, once, when it starts.
+//!
+//! Exit 0 on success, 1 on failure (and when a job was not run), 78 on a bad config.
 
 use super::{Cli, config_failure, report, resolve};
 use crate::config::Config;
@@ -16,6 +25,9 @@ use chrono::Utc;
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
 use std::time::Duration;
+
+#[path = "cron_handoff.rs"]
+mod handoff;
 
 #[derive(Debug, Subcommand)]
 pub enum CronCommand {
@@ -143,24 +155,39 @@ async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, c
         CronCommand::Remove { job } => {
             jobs.remove(&shell, job).await.map(|j| format!("removed '{}' (id {})", j.name, j.id)).map_err(|e| e.to_string())
         }
-        CronCommand::Run { job } => {
-            let job = jobs.run_now(&shell, job).await.map_err(|e| e.to_string())?;
-            let report = tick(home, config).await?;
-            Ok(match report.started {
-                0 => format!("'{}' is due now; the running gateway picked it up (or picks it up within seconds)", job.name),
-                _ => format!("ran '{}' here (see `hermes cron list` for its result)", job.name),
-            })
-        }
+        CronCommand::Run { job } => run_now(home, config, jobs, job).await,
         CronCommand::Status => status(home, jobs).await,
         CronCommand::Tick => {
-            let report = tick(home, config).await?;
+            if let Some(pid) = handoff::running_gateway(home) {
+                crate::cron::ticker::request_tick(&home.cron_dir()).map_err(|e| format!("cannot ask the running gateway to tick: {e}"))?;
+                return Ok(format!("handed to the running gateway (PID {pid}): it ticks now and runs what is due"));
+            }
+            let (report, waiting) = tick(home, config).await?;
             Ok(if report.skipped {
                 "tick skipped: another process (the gateway, or another tick) holds the tick lock".into()
             } else {
-                format!("tick done: {} run(s)", report.started)
+                format!("tick done here (no gateway is running): {} run(s){}", report.started, handoff::waiting_note(waiting))
             })
         }
     }
+}
+
+/// `hermes cron run`: make the job due now, then let the running gateway run it (and follow the
+/// run to its record), or run it here when no gateway runs.
+async fn run_now(home: &crate::config::Home, config: Config, jobs: &CronJobs, reference: &str) -> Result<String, String> {
+    let before = jobs.find(&Actor::shell(), reference).await.map_err(|e| e.to_string())?;
+    let job = jobs.run_now(&Actor::shell(), &before.id).await.map_err(|e| e.to_string())?;
+    if let Some(pid) = handoff::running_gateway(home) {
+        // `jobs.json` changed, which wakes its ticker within seconds; the wake file says "now".
+        if let Err(e) = crate::cron::ticker::request_tick(&home.cron_dir()) {
+            tracing::debug!(error = %e, "cannot touch the ticker's wake file; its next look at jobs.json picks the run up");
+        }
+        let taken = format!("'{}' handed to the running gateway (PID {pid}), which delivers through its connected adapters", job.name);
+        return handoff::follow(jobs, &before, &taken).await;
+    }
+    let (_, waiting) = tick(home, config).await?;
+    let after = handoff::after_run(jobs, &before).await?;
+    Ok(format!("ran '{}' here (no gateway is running): {after}{}", job.name, handoff::waiting_note(waiting)))
 }
 
 async fn list(jobs: &CronJobs, all: bool) -> Result<String, String> {
@@ -173,8 +200,10 @@ async fn list(jobs: &CronJobs, all: bool) -> Result<String, String> {
     Ok(text)
 }
 
-/// One tick in this process, with the gateway's agent and adapters; waits for the runs it began.
-async fn tick(home: &crate::config::Home, config: Config) -> Result<TickReport, String> {
+/// One tick in this process, with the gateway's agent and adapters (built, not connected);
+/// waits for the runs it began. Also says how many parts wait in the outbox afterwards (those a
+/// platform would not take from here, for the gateway to send).
+async fn tick(home: &crate::config::Home, config: Config) -> Result<(TickReport, u64), String> {
     let wiring = gateway::headless(home, config, &crate::registry::Registry::builtin()).await.map_err(|e| e.to_string())?;
     let ticker = &wiring.cron.ticker;
     let markers = Markers::new(&home.cron_dir());
@@ -186,7 +215,14 @@ async fn tick(home: &crate::config::Home, config: Config) -> Result<TickReport, 
         }
     };
     ticker.wait_for_runs().await;
-    Ok(report)
+    let waiting = match wiring.store.outbox_summary().await {
+        Ok(queues) => queues.iter().map(|q| q.pending).sum(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot count the messages waiting in the outbox");
+            0
+        }
+    };
+    Ok((report, waiting))
 }
 
 async fn status(home: &crate::config::Home, jobs: &CronJobs) -> Result<String, String> {

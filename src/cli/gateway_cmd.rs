@@ -151,11 +151,37 @@ fn status(home: &crate::config::Home) -> ExitCode {
         }
     };
     let alive = process_alive(status.pid);
+    // The running gateway's own answer is now; the status file is up to a few seconds old.
+    if let Some(live) = alive.then(|| live_health(home)).flatten() {
+        for line in live {
+            println!("{line}");
+        }
+    }
     println!("Recent gateway health:");
     for line in status.health_lines(alive) {
         println!("{line}");
     }
     if alive { ExitCode::SUCCESS } else { ExitCode::from(3) }
+}
+
+/// What the running gateway's admin listener (`gateway.admin_port`) says about its adapters now,
+/// when the configuration names one and it answers; `None` otherwise (the status file stays).
+fn live_health(home: &crate::config::Home) -> Option<Vec<String>> {
+    let env = crate::config::Env::layered(&home.env_file(), crate::config::Env::from_process()).ok()?;
+    let config = crate::config::load(home, &env).ok()?.config;
+    let addr = super::doctor::admin_address(&config.gateway.admin_host, config.gateway.admin_port?);
+    let url = format!("http://{addr}/readyz");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+    let body: serde_json::Value = runtime.block_on(async {
+        let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(3)).build().ok()?;
+        client.get(&url).send().await.ok()?.json().await.ok()
+    })?;
+    let mut lines = vec![format!("Live ({url}): {}", body["status"].as_str().unwrap_or("unknown"))];
+    for adapter in body["adapters"].as_array().into_iter().flatten() {
+        let detail = adapter["detail"].as_str().map(|d| format!(" — {d}")).unwrap_or_default();
+        lines.push(format!("  {}: {}{detail}", adapter["platform"].as_str().unwrap_or("?"), adapter["state"].as_str().unwrap_or("?")));
+    }
+    Some(lines)
 }
 
 fn process_alive(pid: u32) -> bool {

@@ -35,8 +35,6 @@ pub struct Finding {
     pub fix: String,
 }
 
-/// Chat platforms whose allowlists decide who reaches the agent.
-const CHAT_PLATFORMS: &[&str] = &["telegram", "discord", "slack", "matrix", "email"];
 /// Files in HERMES_HOME that hold secrets or other users' conversations.
 const PRIVATE_FILES: &[&str] = &[".env", "config.yaml", "state.db", "state.db-wal", "auth.json"];
 
@@ -57,6 +55,13 @@ pub fn audit_with(config: &Config, home: &Home, landlock: Availability) -> Vec<F
     findings
 }
 
+/// Only the findings about who may get in and who may act as an admin (for `hermes doctor`).
+pub fn access(config: &Config) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    who_may_talk(config, &mut findings);
+    findings
+}
+
 /// The adapters' own judgement of their listeners (a public API without a key, an unsigned
 /// public webhook route).
 fn listeners(config: &Config, out: &mut Vec<Finding>) {
@@ -70,7 +75,14 @@ fn listeners(config: &Config, out: &mut Vec<Finding>) {
 }
 
 fn who_may_talk(config: &Config, out: &mut Vec<Finding>) {
-    let enabled: Vec<&str> = CHAT_PLATFORMS.iter().copied().filter(|p| config.platforms.get(p).is_some_and(|b| b.is_enabled())).collect();
+    // The platforms where people write under a user id; there, allowlists decide who gets in.
+    let enabled: Vec<&str> = config
+        .platforms
+        .others
+        .iter()
+        .filter(|(_, block)| block.is_enabled() && block.facts.is_some_and(|f| f.people))
+        .map(|(name, _)| name.as_str())
+        .collect();
     for platform in &enabled {
         let listed = config.allowed_users(platform);
         if config.allow_all(platform) || listed.iter().any(|u| u == "*") {
@@ -82,6 +94,7 @@ fn who_may_talk(config: &Config, out: &mut Vec<Finding>) {
             });
         }
     }
+    no_admin(config, &enabled, out);
     let users: usize = enabled.iter().map(|p| config.allowed_users(p).iter().filter(|u| *u != "*").count()).sum();
     if users > 1 && config.gateway.admin_users.is_empty() {
         out.push(Finding {
@@ -91,6 +104,30 @@ fn who_may_talk(config: &Config, out: &mut Vec<Finding>) {
             fix: "name the owner in gateway.admin_users (or <PLATFORM>_ADMIN_USERS)".into(),
         });
     }
+}
+
+/// People can get in (allow-all, `*`, or pairing where the configuration names nobody), yet no
+/// admin exists: nobody can use `/yolo`, `/approve always` or `/sethome`, and nobody is told why.
+fn no_admin(config: &Config, enabled: &[&str], out: &mut Vec<Finding>) {
+    if !config.no_admin_exists() {
+        return;
+    }
+    let pairs = |p: &str| {
+        config.platforms.get(p).and_then(|b| b.facts).is_some_and(|f| f.pairing.is_offered()) && config.allowed_users(p).is_empty() && !config.allow_all(p)
+    };
+    let open: Vec<&str> = enabled.iter().copied().filter(|p| config.allow_all(p) || config.allowed_users(p).iter().any(|u| u == "*") || pairs(p)).collect();
+    if open.is_empty() {
+        return;
+    }
+    out.push(Finding {
+        severity: Severity::Low,
+        key: "auth.no_admin",
+        what: format!(
+            "no admin exists: people get in on {} by allow-all, `*` or pairing, which make nobody an admin, so /yolo, /approve always, /sethome and the global /model are refused to everyone",
+            open.join(", ")
+        ),
+        fix: "name the owner in gateway.admin_users (or <PLATFORM>_ADMIN_USERS)".into(),
+    });
 }
 
 fn agent_powers(config: &Config, out: &mut Vec<Finding>) {
@@ -112,7 +149,7 @@ fn agent_powers(config: &Config, out: &mut Vec<Finding>) {
     }
     for (name, block) in config.platforms.others.iter().filter(|(_, b)| b.is_enabled()) {
         for (key, sets) in block.settings.iter().flat_map(|s| s.toolsets()) {
-            let acting: Vec<&str> = sets.iter().map(String::as_str).filter(|s| ACTING_TOOLSETS.contains(s)).collect();
+            let acting: Vec<&str> = sets.iter().map(String::as_str).filter(|s| crate::agent::tools::toolset_acts(s)).collect();
             if !acting.is_empty() {
                 out.push(Finding {
                     severity: Severity::Medium,
@@ -137,8 +174,6 @@ fn sandbox_support(config: &Config, landlock: Availability, out: &mut Vec<Findin
     }
 }
 
-/// Toolsets that act on the machine or on other people.
-pub const ACTING_TOOLSETS: &[&str] = &["terminal", "file", "messaging", "memory", "skills", "delegation"];
 
 fn files(home: &Home, out: &mut Vec<Finding>) {
     let root = home.root();

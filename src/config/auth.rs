@@ -119,6 +119,14 @@ impl Config {
             || self.platforms.others.values().any(|p| !p.admin_users.is_empty())
     }
 
+    /// True when nobody may act as an admin: none is named, and no allowlist names a user (an
+    /// allow-all switch, `*` and pairing name nobody, so they make no admins).
+    pub fn no_admin_exists(&self) -> bool {
+        let names = |list: &[String]| list.iter().any(|u| u.trim() != "*" && !u.trim().is_empty());
+        let named_in_file = self.platforms.others.iter().any(|(name, p)| !self.env_auth.allowed.contains_key(name) && names(&p.allowed_users));
+        !self.admins_named() && !names(&self.gateway.allowed_users) && !self.env_auth.allowed.values().any(|l| names(l)) && !named_in_file
+    }
+
     /// True when configuration authorises no one anywhere: no allowlist and no allow-all flag,
     /// global or per platform. The gateway then denies everyone except paired users and should
     /// say so at start-up.

@@ -1,7 +1,9 @@
 //! `gateway:` (concurrency, drain, supervision back-off, session keying, admin listener, global
-//! allowlist, media cache limits) and `streaming:` (edit-in-place replies, reference §1.12).
+//! allowlist, media cache limits, the bounds of what is kept in memory) and `streaming:`
+//! (edit-in-place replies, reference §1.12).
 
 use super::de::string_list;
+use super::error::ConfigError;
 use super::platforms::Platforms;
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +41,8 @@ pub struct GatewayConfig {
     pub admin_users: Vec<String>,
     /// How much of what users send is kept in `HERMES_HOME/cache`.
     pub media_cache: MediaCacheConfig,
+    /// What is kept in memory, each with its bound, so months of traffic do not grow the daemon.
+    pub memory: MemoryBounds,
     /// `gateway.streaming`, Hermes' second home of `streaming:`; folded into `Config::streaming`
     /// while loading (top-level wins), then `None`.
     #[serde(rename = "streaming", skip_serializing)]
@@ -64,6 +68,7 @@ impl Default for GatewayConfig {
             allow_all_users: false,
             admin_users: Vec::new(),
             media_cache: MediaCacheConfig::default(),
+            memory: MemoryBounds::default(),
             streaming_alias: None,
             platforms_alias: None,
         }
@@ -91,6 +96,86 @@ impl MediaCacheConfig {
             max_bytes: self.max_megabytes.saturating_mul(1024 * 1024),
             max_age: std::time::Duration::from_secs(self.max_age_hours.saturating_mul(3600)),
         }
+    }
+}
+
+/// The bound of every in-memory cache the gateway keeps (`gateway.memory.*`). Each evicts at its
+/// bound; none is ever unbounded, so a daemon running for months levels off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryBounds {
+    /// Recent conversation text kept between turns so a turn reads only what is new; the least
+    /// recently used session goes first. 0 = nothing kept (every turn reads its history).
+    pub history_cache_megabytes: u64,
+    /// Session actors kept in memory; beyond it the least recently active idle one retires
+    /// (its history stays in `state.db`). Busy sessions are never retired.
+    pub live_sessions: usize,
+    /// SQLite's page cache per connection to `state.db`, in KiB.
+    pub sqlite_cache_kilobytes: u64,
+    /// Read connections to `state.db` (each with its page cache); reads beyond it wait.
+    pub sqlite_read_connections: usize,
+    /// Sessions whose `/approve session` patterns and `/yolo` are remembered; beyond it the
+    /// least recently answered session's are forgotten (it is asked again).
+    pub approval_sessions: usize,
+}
+
+impl Default for MemoryBounds {
+    fn default() -> Self {
+        Self {
+            history_cache_megabytes: 4,
+            live_sessions: 1000,
+            sqlite_cache_kilobytes: 1024,
+            sqlite_read_connections: 4,
+            approval_sessions: 1000,
+        }
+    }
+}
+
+/// Ceilings that catch a unit mistake (bytes for megabytes) rather than limit a real install.
+const MAX_HISTORY_CACHE_MEGABYTES: u64 = 4096;
+const MAX_SQLITE_CACHE_KILOBYTES: u64 = 4 * 1024 * 1024;
+const MAX_SQLITE_READ_CONNECTIONS: usize = 64;
+/// SQLite's own floor: a smaller page cache is raised to about this by SQLite anyway.
+const MIN_SQLITE_CACHE_KILOBYTES: u64 = 64;
+
+impl MemoryBounds {
+    /// The first bound out of range, named by its key.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let key = |name: &str| format!("gateway.memory.{name}");
+        if self.history_cache_megabytes > MAX_HISTORY_CACHE_MEGABYTES {
+            let found = self.history_cache_megabytes;
+            return Err(ConfigError::invalid(
+                key("history_cache_megabytes"),
+                format!("expected 0-{MAX_HISTORY_CACHE_MEGABYTES} (megabytes, 0 = keep none), found {found}"),
+            ));
+        }
+        if self.live_sessions == 0 {
+            return Err(ConfigError::invalid(key("live_sessions"), "expected at least 1 (session actors kept in memory), found 0"));
+        }
+        if !(MIN_SQLITE_CACHE_KILOBYTES..=MAX_SQLITE_CACHE_KILOBYTES).contains(&self.sqlite_cache_kilobytes) {
+            return Err(ConfigError::invalid(
+                key("sqlite_cache_kilobytes"),
+                format!(
+                    "expected {MIN_SQLITE_CACHE_KILOBYTES}-{MAX_SQLITE_CACHE_KILOBYTES} (KiB of page cache per connection), found {}",
+                    self.sqlite_cache_kilobytes
+                ),
+            ));
+        }
+        if !(1..=MAX_SQLITE_READ_CONNECTIONS).contains(&self.sqlite_read_connections) {
+            return Err(ConfigError::invalid(
+                key("sqlite_read_connections"),
+                format!("expected 1-{MAX_SQLITE_READ_CONNECTIONS}, found {}", self.sqlite_read_connections),
+            ));
+        }
+        if self.approval_sessions == 0 {
+            return Err(ConfigError::invalid(key("approval_sessions"), "expected at least 1 (sessions whose approvals are remembered), found 0"));
+        }
+        Ok(())
+    }
+
+    /// The history cache's bound in bytes.
+    pub fn history_cache_bytes(&self) -> usize {
+        usize::try_from(self.history_cache_megabytes.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
     }
 }
 

@@ -46,28 +46,15 @@ pub use agent_sections::{
 };
 pub use hermes_adapter::values::split_list;
 
-/// Environment variables that hold the gateway's own secrets; they never reach a tool's
-/// subprocess (names ending in `_API_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD` are removed too).
-pub const SECRET_ENV_NAMES: &[&str] = &[
-    "OPENAI_API_KEY",
-    "LLM_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "OPENROUTER_API_KEY",
-    "API_SERVER_KEY",
-    "WEBHOOK_SECRET",
-    "TELEGRAM_BOT_TOKEN",
-    "DISCORD_BOT_TOKEN",
-    "SLACK_BOT_TOKEN",
-    "SLACK_APP_TOKEN",
-    "MATRIX_ACCESS_TOKEN",
-    "MATRIX_PASSWORD",
-    "EMAIL_PASSWORD",
-];
+/// The gateway's own secret variables, the model providers' keys; each platform's come from its
+/// registration (see [`Config::secret_env_names`]). None reaches a tool's subprocess (names
+/// ending in `_API_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD` are removed too).
+pub const CORE_SECRET_ENV_NAMES: &[&str] = &["OPENAI_API_KEY", "LLM_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"];
 pub use display::{BusyInputMode, DisplayConfig, ToolProgress};
 pub use env::Env;
 pub use error::ConfigError;
 pub use extra::Extra;
-pub use gateway::{GatewayConfig, MediaCacheConfig, StreamingConfig};
+pub use gateway::{GatewayConfig, MediaCacheConfig, MemoryBounds, StreamingConfig};
 pub use hermes_adapter::Secret;
 pub use home::Home;
 pub use load::{Loaded, load, load_str, load_str_with, load_with, parse_yaml};

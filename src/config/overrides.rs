@@ -26,6 +26,7 @@ pub const CORE_ENV_VARS: &[&str] = &[
     "GATEWAY_ALLOWED_USERS",
     "GATEWAY_ALLOW_ALL_USERS",
     "GATEWAY_ADMIN_USERS",
+    "GATEWAY_ADMIN_PORT",
     "HERMES_GATEWAY_BUSY_INPUT_MODE",
     "HERMES_MAX_ITERATIONS",
     "HERMES_AGENT_TIMEOUT",
@@ -45,9 +46,6 @@ fn provider_key_variable(provider: &str) -> Option<&'static str> {
         _ => None,
     }
 }
-
-/// `<PLATFORM>_HOME_CHANNEL_THREAD_ID`: the thread or topic of a platform's home channel.
-const HOME_THREAD_SUFFIX: &str = "_HOME_CHANNEL_THREAD_ID";
 
 impl Config {
     fn apply_cron_env(&mut self, env: &Env) -> Result<(), ConfigError> {
@@ -72,6 +70,12 @@ impl Config {
         }
         if let Some(v) = env.get("GATEWAY_ADMIN_USERS") {
             self.gateway.admin_users = split_list(v);
+        }
+        if let Some(v) = env.get("GATEWAY_ADMIN_PORT") {
+            self.gateway.admin_port = match v.trim().parse::<u16>() {
+                Ok(0) | Err(_) => return Err(env_invalid("GATEWAY_ADMIN_PORT", format!("expected a port number 1-65535, found {v:?}"))),
+                Ok(port) => Some(port),
+            };
         }
         if let Some(v) = env.get("GATEWAY_ALLOW_ALL_USERS") {
             self.gateway.allow_all_users = parse_bool("GATEWAY_ALLOW_ALL_USERS", v)?;
@@ -103,13 +107,6 @@ impl Config {
             };
         }
         self.env_auth = EnvAuth::from_env(env)?;
-        self.home_threads = env
-            .iter()
-            .filter_map(|(name, value)| {
-                let platform = name.strip_suffix(HOME_THREAD_SUFFIX).filter(|p| !p.is_empty())?;
-                Some((platform.to_ascii_lowercase(), value.trim().to_string())).filter(|(_, thread)| !thread.is_empty())
-            })
-            .collect();
         Ok(())
     }
 

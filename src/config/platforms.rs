@@ -6,7 +6,7 @@
 use super::env::Env;
 use super::error::ConfigError;
 use crate::registry::Registry;
-use hermes_adapter::registration::{BlockInput, CORE_KEYS, ErasedConfig, Registration};
+use hermes_adapter::registration::{BlockInput, CORE_KEYS, ErasedConfig, PlatformFacts, Registration};
 use hermes_adapter::secret::{self, Secret};
 use hermes_adapter::values::{Extra, opt_stringish, string_list};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -17,11 +17,21 @@ use std::fmt;
 use std::sync::Arc;
 
 /// All platform blocks. Platform names are lower-cased on load.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Platforms {
     /// Every configured platform's block, by name (the name is kept for the gateway's
     /// `send_message` home targets).
     pub others: BTreeMap<String, PlatformConfig>,
+    /// Every registered platform's secret variables, configured or not (kept out of tools).
+    pub(crate) secret_env: std::collections::BTreeSet<&'static str>,
+}
+
+// Two configurations are equal when their blocks are: the secret variables come from the build's
+// registrations, not from what was configured.
+impl PartialEq for Platforms {
+    fn eq(&self, other: &Self) -> bool {
+        self.others == other.others
+    }
 }
 
 impl Platforms {
@@ -40,6 +50,7 @@ impl Platforms {
     /// file's own.
     pub(crate) fn resolve(&mut self, registry: &Registry, env: &Env, label: &str, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
         for registration in registry.iter() {
+            self.secret_env.extend(registration.secret_env_names());
             self.resolve_one(registration, env, label, warnings)?;
         }
         for (name, block) in &mut self.others {
@@ -68,6 +79,10 @@ impl Platforms {
             self.others.insert(name.to_string(), PlatformConfig::default());
         }
         let Some(block) = self.others.get_mut(name) else { return Ok(()) };
+        block.facts = Some(registration.facts);
+        if let Some(thread) = registration.facts.home.and_then(|h| h.thread) {
+            block.home_thread = env.get(thread).map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
+        }
         for var in registration.env.iter().filter(set) {
             let Some(raw) = env.get(var.name) else { continue };
             let invalid =
@@ -107,6 +122,9 @@ pub struct PlatformConfig {
     pub api_key: Option<Secret>,
     /// Chat id that cron output and notifications go to by default.
     pub home_channel: Option<String>,
+    /// The thread or topic of the home channel (the registration's home thread variable, which
+    /// `/sethome` writes for a topic or thread).
+    pub home_thread: Option<String>,
     /// User ids allowed to talk to the bot (`*` = anyone); a list or a comma-separated string.
     /// `<PLATFORM>_ALLOWED_USERS` replaces it; see `Config::allowed_users`.
     pub allowed_users: Vec<String>,
@@ -117,6 +135,9 @@ pub struct PlatformConfig {
     pub extra: Extra,
     /// The adapter's typed config, parsed by its registration.
     pub settings: Option<Arc<dyn ErasedConfig>>,
+    /// The registration's facts about the platform; `None` for a block this build has no
+    /// adapter for.
+    pub facts: Option<PlatformFacts>,
     /// The adapter's keys as written, until [`Platforms::resolve`] parses them.
     pub(crate) rest: BTreeMap<String, serde_json::Value>,
 }
@@ -137,8 +158,8 @@ impl PartialEq for PlatformConfig {
             _ => false,
         };
         settings
-            && (&self.enabled, &self.token, &self.api_key, &self.home_channel)
-                == (&other.enabled, &other.token, &other.api_key, &other.home_channel)
+            && (&self.enabled, &self.token, &self.api_key, &self.home_channel, &self.home_thread)
+                == (&other.enabled, &other.token, &other.api_key, &other.home_channel, &other.home_thread)
             && (&self.allowed_users, self.allow_all_users, &self.admin_users)
                 == (&other.allowed_users, other.allow_all_users, &other.admin_users)
             && (&self.extra, &self.rest) == (&other.extra, &other.rest)
@@ -153,6 +174,7 @@ impl fmt::Debug for PlatformConfig {
             .field("token", &self.token)
             .field("api_key", &self.api_key)
             .field("home_channel", &self.home_channel)
+            .field("home_thread", &self.home_thread)
             .field("allowed_users", &self.allowed_users)
             .field("allow_all_users", &self.allow_all_users)
             .field("admin_users", &self.admin_users)

@@ -10,7 +10,6 @@ use super::model::ModelConfig;
 use super::platforms::Platforms;
 use super::sections::{AgentConfig, ApprovalsConfig, CronConfig, DeliveryConfig, LoggingConfig, SecurityConfig, SessionResetConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::BTreeMap;
 
 /// The whole configuration. Build it with [`crate::config::load`] (file + environment +
 /// validation); deserializing it directly gives the file layer only.
@@ -64,16 +63,18 @@ pub struct Config {
     /// `<PLATFORM>_ALLOWED_USERS` / `_ALLOW_ALL_USERS` from the environment; see `auth.rs`.
     #[serde(skip)]
     pub(crate) env_auth: EnvAuth,
-    /// `<PLATFORM>_HOME_CHANNEL_THREAD_ID` from the environment (what `/sethome` writes for a
-    /// topic or thread), keyed by lower-case platform name.
-    #[serde(skip)]
-    pub(crate) home_threads: BTreeMap<String, String>,
 }
 
 impl Config {
     /// The thread (topic) of `platform`'s home channel, if one is set.
     pub fn home_channel_thread(&self, platform: &str) -> Option<&str> {
-        self.home_threads.get(&platform.to_ascii_lowercase()).map(String::as_str)
+        self.platforms.get(&platform.to_ascii_lowercase())?.home_thread.as_deref()
+    }
+
+    /// Every variable whose value is a secret: the model providers' keys and each registered
+    /// platform's secret variables. None of them reaches a tool's subprocess.
+    pub fn secret_env_names(&self) -> Vec<String> {
+        super::CORE_SECRET_ENV_NAMES.iter().copied().chain(self.platforms.secret_env.iter().copied()).map(str::to_string).collect()
     }
 
     /// Moves the values found at alternative locations into their canonical fields. Top-level

@@ -39,6 +39,7 @@ impl Config {
         if self.cron.max_parallel_jobs == Some(0) {
             return Err(ConfigError::invalid("cron.max_parallel_jobs", "expected at least 1 (leave it unset for no limit), found 0"));
         }
+        self.gateway.memory.check()?;
         check_retry_window(&self.delivery.retry_window)?;
         if let Err(e) = crate::cron::schedule::Zone::from_config(self.timezone.as_deref()) {
             return Err(ConfigError::invalid("timezone", e.to_string()));

@@ -215,7 +215,10 @@ impl Origin {
     /// under Hermes' key names).
     pub fn from_source(source: &SessionSource) -> Origin {
         let mut extra = Map::new();
-        for (key, value) in [("user_id_alt", &source.user_id_alt), ("scope_id", &source.scope_id)] {
+        // The verified handle too: an allowlist may name the owner by it, and a job's owner is
+        // checked against the allowlist again at each run (see `super::owner`).
+        let keys = [("user_id_alt", &source.user_id_alt), ("scope_id", &source.scope_id), ("user_handle", &source.user_handle)];
+        for (key, value) in keys {
             if let Some(value) = value {
                 extra.insert(key.into(), Value::String(value.clone()));
             }

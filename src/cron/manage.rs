@@ -1,10 +1,13 @@
 //! Managing jobs, the same way from chat (`/cron`), the shell (`hermes cron`) and the agent's
 //! `cronjob` tool: [`CronJobs`] validates a new or edited job (schedule, delivery, script,
 //! skills, the lifecycle guard), enforces who may touch which job (users their own, admins and
-//! the shell every one), writes the store and wakes the ticker.
+//! the shell every one), writes the store and wakes the ticker. A job paused because its owner
+//! is no longer allowed ([`super::owner`]) is resumed only by an admin, and only once its owner
+//! is allowed again; it is not run by hand meanwhile.
 
 use super::delivery;
 use super::job::{Job, Origin};
+use super::owner::{self, EveryOwner, OwnerCheck};
 use super::schedule::{self, ScheduleError, Zone};
 use super::store::{JobStore, JobStoreError, Listing};
 use chrono::{DateTime, Utc};
@@ -90,11 +93,24 @@ pub struct CronJobs {
     scripts_dir: PathBuf,
     skills_dir: PathBuf,
     wake: Arc<Notify>,
+    /// Whether a job's owner may still have it run (asked again before a resume).
+    owners: Arc<dyn OwnerCheck>,
 }
 
 impl CronJobs {
     pub fn new(store: JobStore, zone: Zone, scripts_dir: PathBuf, skills_dir: PathBuf, wake: Arc<Notify>) -> Self {
-        Self { store, zone, scripts_dir, skills_dir, wake }
+        Self { store, zone, scripts_dir, skills_dir, wake, owners: Arc::new(EveryOwner) }
+    }
+
+    /// The same jobs, with `owners` judging whose jobs may run.
+    pub fn with_owner_check(mut self, owners: Arc<dyn OwnerCheck>) -> Self {
+        self.owners = owners;
+        self
+    }
+
+    /// What judges whose jobs may run (the ticker asks it too).
+    pub fn owner_check(&self) -> Arc<dyn OwnerCheck> {
+        self.owners.clone()
     }
 
     pub fn zone(&self) -> Zone {
@@ -159,6 +175,9 @@ impl CronJobs {
 
     pub async fn resume(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
         let job = self.find(actor, reference).await?;
+        if owner::is_owner_pause(&job) {
+            self.may_resume_owner_pause(actor, &job)?;
+        }
         let (store, zone) = (self.store.clone(), self.zone);
         let resumed = blocking(move || store.resume(&job.id, Utc::now(), zone)).await??;
         self.wake.notify_one();
@@ -172,9 +191,33 @@ impl CronJobs {
         Ok(job)
     }
 
+    /// A job paused because its owner lost access: only an admin resumes it, and only once the
+    /// owner is allowed again (else the next run would pause it at once).
+    fn may_resume_owner_pause(&self, actor: &Actor, job: &Job) -> Result<(), ManageError> {
+        let reason = job.paused_reason.as_deref().unwrap_or_default();
+        if !actor.admin {
+            return Err(ManageError::Invalid(format!("⛔ '{}' was paused because its {reason}; only an admin can resume it", job.name)));
+        }
+        match self.owners.refusal(job) {
+            Some(why) => Err(ManageError::Invalid(format!(
+                "'{}' stays paused: {why}. Allow them again (the platform's allowlist, or `hermes pairing approve`) and resume it then, or remove the job",
+                job.name
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Make the job due now and wake the ticker: it runs within moments, not at the next minute.
+    /// A job paused because its owner lost access is refused (an admin resumes it first).
     pub async fn run_now(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
         let job = self.find(actor, reference).await?;
+        if owner::is_owner_pause(&job) {
+            return Err(ManageError::Invalid(format!(
+                "'{}' is paused: its {}. An admin resumes it (`/cron resume` or `hermes cron resume`) once its owner is allowed again",
+                job.name,
+                job.paused_reason.as_deref().unwrap_or_default()
+            )));
+        }
         let store = self.store.clone();
         let job = blocking(move || store.trigger_now(&job.id, Utc::now())).await??;
         self.wake.notify_one();
@@ -245,7 +288,8 @@ impl CronJobs {
             return Err(ManageError::Invalid(why));
         }
         if let Some(script) = &job.script {
-            super::script::locate(&self.scripts_dir, script).map_err(|e| ManageError::Invalid(e.to_string()))?;
+            let path = super::script::locate(&self.scripts_dir, script).map_err(|e| ManageError::Invalid(e.to_string()))?;
+            super::script::lifecycle_refusal(script, &path).map_err(|e| ManageError::Invalid(e.to_string()))?;
         }
         if job.no_agent && job.script.is_none() {
             return Err(ManageError::Invalid("a job without an agent (no_agent) needs a script from HERMES_HOME/scripts".into()));
@@ -281,7 +325,10 @@ fn apply_skills(
 /// One job as `/cron list` and `hermes cron list` show it.
 pub fn describe(job: &Job, zone: Zone) -> String {
     let next = match (job.enabled, job.next_run_at) {
-        (false, _) => "paused".to_string(),
+        (false, _) => match job.paused_reason.as_deref().filter(|r| !r.trim().is_empty()) {
+            Some(reason) => format!("paused: {reason}"),
+            None => "paused".to_string(),
+        },
         (true, Some(at)) => format!("next {}", zone.show(at.utc())),
         (true, None) => "no next run".to_string(),
     };

@@ -17,6 +17,7 @@ fn fixture() -> Fixture {
     let (scripts, skills) = (home.path().join("scripts"), home.path().join("skills"));
     std::fs::create_dir_all(&scripts).unwrap();
     std::fs::write(scripts.join("fetch.sh"), "echo fetched").unwrap();
+    std::fs::write(scripts.join("tidy.sh"), "#!/bin/sh\necho tidying\nsystemctl --user restart hermes-gateway\n").unwrap();
     std::fs::create_dir_all(skills.join("digest")).unwrap();
     std::fs::write(skills.join("digest/SKILL.md"), "---\nname: digest\ndescription: d\n---\nBe brief.").unwrap();
     std::fs::write(home.path().join("outside.sh"), "echo outside").unwrap();
@@ -95,6 +96,7 @@ async fn a_new_job_is_checked_and_each_refusal_says_what_to_fix() {
         (NewJob { script: Some("../outside.sh".into()), ..base() }, "is not a file inside"),
         (NewJob { script: Some("/etc/passwd".into()), ..base() }, "is not a file inside"),
         (NewJob { no_agent: true, ..base() }, "needs a script"),
+        (NewJob { script: Some("tidy.sh".into()), ..base() }, "may not stop or restart the gateway"),
         (NewJob { skills: vec!["nonexistent".into()], ..base() }, "no skill named 'nonexistent'"),
     ];
     for (spec, expected) in cases {
@@ -169,4 +171,41 @@ async fn an_edit_changes_what_it_names_and_a_refused_edit_nothing() {
 
     let removed = JobEdit { remove_skills: vec!["digest".into()], ..JobEdit::default() };
     assert!(f.jobs.edit(&alice, "build", removed).await.unwrap().skills.is_empty());
+}
+
+/// Refuses the jobs of one user, as a revoked allowlist entry would.
+struct Revoked(&'static str);
+
+impl crate::cron::owner::OwnerCheck for Revoked {
+    fn refusal(&self, job: &Job) -> Option<String> {
+        let user = job.origin.as_ref()?.user_id.clone()?;
+        (user == self.0).then(|| crate::cron::owner::revoked(&format!("telegram:{user}"), "removed from the allowlist"))
+    }
+}
+
+#[tokio::test]
+async fn a_job_paused_for_its_owner_is_resumed_only_by_an_admin_and_only_once_they_are_allowed() {
+    let f = fixture();
+    let job = f.jobs.create(from("telegram", "111", "every 1h", "alice's digest", "alice-digest")).await.unwrap();
+    let reason = crate::cron::owner::revoked("telegram:111", "removed from the allowlist");
+    f.jobs.store().pause(&job.id, Some(reason.clone()), Utc::now()).unwrap();
+    let listed = describe(&f.jobs.find(&Actor::shell(), &job.id).await.unwrap(), f.jobs.zone());
+    assert!(listed.contains(&format!("(paused: {reason})")), "the listing says why: {listed}");
+
+    let refused = f.jobs.run_now(&Actor::shell(), &job.id).await.unwrap_err().to_string();
+    assert!(refused.contains("is paused") && refused.contains("no longer allowed") && refused.contains("resume"), "{refused}");
+    let refused = f.jobs.resume(&user("telegram", "111"), &job.id).await.unwrap_err().to_string();
+    assert!(refused.contains("only an admin can resume it"), "{refused}");
+
+    let still_revoked = f.jobs.clone().with_owner_check(Arc::new(Revoked("111")));
+    let refused = still_revoked.resume(&Actor::shell(), &job.id).await.unwrap_err().to_string();
+    assert!(refused.contains("stays paused") && refused.contains("telegram:111"), "{refused}");
+    assert!(!f.jobs.find(&Actor::shell(), &job.id).await.unwrap().enabled, "a refused resume changes nothing");
+
+    let allowed_again = f.jobs.clone().with_owner_check(Arc::new(Revoked("someone else")));
+    let resumed = allowed_again.resume(&Actor::shell(), &job.id).await.unwrap();
+    assert!(resumed.enabled && resumed.paused_reason.is_none(), "{resumed:?}");
+    // A pause by hand stays the owner's to lift.
+    f.jobs.pause(&user("telegram", "111"), &job.id).await.unwrap();
+    f.jobs.resume(&user("telegram", "111"), &job.id).await.unwrap();
 }

@@ -11,7 +11,7 @@
 //! - [`run`]: one run (script, [`prompt`], agent turn through the [`run::CronHost`]), its
 //!   [`output`] file, and [`delivery`] of the result or the failure.
 //! - [`manage`]: creating and changing jobs, shared by `/cron`, `hermes cron` and the `cronjob`
-//!   tool.
+//!   tool; [`owner`]: a job runs only while its owner may (else it is paused with the reason).
 //!
 //! An occurrence runs at most once: a recurring job's next run is saved before it runs, a run
 //! holds a claim in the job record, and every delivery carries the key job id + occurrence.
@@ -20,6 +20,7 @@ pub mod delivery;
 pub mod job;
 pub mod manage;
 pub mod output;
+pub mod owner;
 pub mod prompt;
 pub mod run;
 pub mod schedule;

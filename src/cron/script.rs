@@ -22,6 +22,24 @@ pub enum ScriptError {
     Failed { name: String, status: String, stderr: String },
     #[error("script '{0}' did not finish within {1} s and was killed")]
     TimedOut(String, u64),
+    #[error("script '{0}' is refused: {1}")]
+    Refused(String, String),
+}
+
+/// How much of a script the lifecycle guard reads: far more than any real cron script.
+const GUARD_READ_CAP: u64 = 1024 * 1024;
+
+/// Why the script at `path` must not run from a job: its contents stop or restart the gateway
+/// (the guard reads what the script does, not only what it is called).
+pub fn lifecycle_refusal(name: &str, path: &Path) -> Result<(), ScriptError> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let read = std::fs::File::open(path).and_then(|f| f.take(GUARD_READ_CAP).read_to_end(&mut head));
+    read.map_err(|e| ScriptError::Start(name.to_string(), e))?;
+    match super::prompt::lifecycle_refusal("", Some(&String::from_utf8_lossy(&head))) {
+        Some(why) => Err(ScriptError::Refused(name.to_string(), why)),
+        None => Ok(()),
+    }
 }
 
 /// What a script runs with.
@@ -43,6 +61,8 @@ pub fn locate(scripts_dir: &Path, script: &str) -> Result<PathBuf, ScriptError> 
 /// Run the script and return its standard output.
 pub async fn run(script: &str, run: &ScriptRun<'_>) -> Result<String, ScriptError> {
     let path = locate(run.scripts_dir, script)?;
+    // Checked again at each run: the file may have changed since the job was created.
+    lifecycle_refusal(script, &path)?;
     let is_shell = path.extension().is_some_and(|e| e == "sh" || e == "bash");
     let mut command = Command::new(if is_shell { "bash" } else { "python3" });
     command.arg(&path).current_dir(run.scripts_dir).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
@@ -96,6 +116,20 @@ mod tests {
         for bad in ["../evil.sh", "/etc/passwd", "link.sh", "missing.sh", ""] {
             assert!(matches!(run(bad, &run_with).await, Err(ScriptError::Outside(..))), "{bad}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_script_changed_to_restart_the_gateway_is_refused_at_its_next_run() {
+        let (dir, scripts) = setup();
+        let marker = dir.path().join("ran");
+        let run_with = ScriptRun { scripts_dir: &scripts, timeout: Duration::from_secs(10), hidden_env: &[] };
+        std::fs::write(scripts.join("nightly.sh"), "echo fine").unwrap();
+        assert_eq!(run("nightly.sh", &run_with).await.unwrap().trim(), "fine");
+        let hostile = format!("touch {}\nsystemctl --user restart hermes-gateway\n", marker.display());
+        std::fs::write(scripts.join("nightly.sh"), hostile).unwrap();
+        let refused = run("nightly.sh", &run_with).await.unwrap_err();
+        assert!(matches!(refused, ScriptError::Refused(..)) && refused.to_string().contains("systemctl --user restart hermes"), "{refused}");
+        assert!(!marker.exists(), "nothing of the script ran");
     }
 
     #[tokio::test]

@@ -85,6 +85,9 @@ pub struct Due {
     pub abandoned: Vec<Job>,
     /// The earliest next run left, for the ticker to sleep until (read in the same write).
     pub next_run: Option<DateTime<Utc>>,
+    /// Jobs that fell due but whose owner may no longer have them run: now paused, with the
+    /// reason, instead of run (see [`super::owner`]).
+    pub refused: Vec<Job>,
 }
 
 /// One claimed run.
@@ -300,13 +303,28 @@ impl JobStore {
     /// after downtime collapse into this one), so a crash mid-run never runs the occurrence again.
     /// A job whose claim is younger than `claim_ttl` is running elsewhere and is left alone.
     pub fn take_due(&self, now: DateTime<Utc>, zone: Zone, owner: &str, claim_ttl: chrono::Duration) -> Result<Due, JobStoreError> {
-        let scan = DueScan { now, zone, owner, claim_ttl };
+        self.take_due_checked(now, zone, owner, claim_ttl, &|_| None)
+    }
+
+    /// [`JobStore::take_due`], asking `refuse` about each job that fell due before claiming it:
+    /// a job it refuses (its owner may no longer have it run) is paused with the reason in the
+    /// same write, and not run. The occurrence is not advanced: a resume computes the next run.
+    pub fn take_due_checked(
+        &self,
+        now: DateTime<Utc>,
+        zone: Zone,
+        owner: &str,
+        claim_ttl: chrono::Duration,
+        refuse: &dyn Fn(&Job) -> Option<String>,
+    ) -> Result<Due, JobStoreError> {
+        let scan = DueScan { now, zone, owner, claim_ttl, refuse };
         self.update(|jobs| {
             let mut due = Due::default();
             for job in jobs.iter_mut() {
                 match scan.consider(job) {
                     Verdict::Run(run) => due.runs.push(*run),
                     Verdict::Abandoned => due.abandoned.push(job.clone()),
+                    Verdict::Refused => due.refused.push(job.clone()),
                     Verdict::Wait => {}
                 }
             }
@@ -533,11 +551,15 @@ struct DueScan<'a> {
     zone: Zone,
     owner: &'a str,
     claim_ttl: chrono::Duration,
+    /// `Some(why)` when the job's owner may no longer have it run.
+    refuse: &'a dyn Fn(&Job) -> Option<String>,
 }
 
 enum Verdict {
     Run(Box<DueRun>),
     Abandoned,
+    /// Paused because its owner may no longer have it run.
+    Refused,
     Wait,
 }
 
@@ -552,6 +574,18 @@ impl DueScan<'_> {
             return Verdict::Wait;
         }
         if job.schedule.is_recurring() { self.take_recurring(job, next) } else { self.take_one_shot(job, next) }
+    }
+
+    /// The owner may no longer have the job run: paused with the reason (a stale claim left by
+    /// an earlier, cut-off run goes with it), for an admin to resume.
+    fn pause_for_owner(&self, job: &mut Job, why: String) -> Verdict {
+        tracing::warn!(job_id = %job.id, name = %job.name, reason = %why, "cron job not run and paused: its owner may no longer have it run");
+        job.enabled = false;
+        job.state = JobState::Paused;
+        job.paused_at = Some(Stamp::in_zone(self.now, self.zone));
+        job.paused_reason = Some(why);
+        job.run_claim = None;
+        Verdict::Refused
     }
 
     /// Claimed by a run still going: younger than the TTL, by a process not known to be gone.
@@ -614,7 +648,11 @@ impl DueScan<'_> {
         self.claim(job, occurrence)
     }
 
+    /// Claim the occurrence for this process, unless the job's owner may no longer have it run.
     fn claim(&self, job: &mut Job, occurrence: Stamp) -> Verdict {
+        if let Some(why) = (self.refuse)(job) {
+            return self.pause_for_owner(job, why);
+        }
         let claimed_at = Stamp::in_zone(self.now, self.zone);
         job.run_claim = Some(RunClaim { owner: self.owner.to_string(), claimed_at, occurrence: Some(occurrence) });
         job.state = JobState::Running;

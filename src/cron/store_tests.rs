@@ -851,3 +851,59 @@ fn runs_ending_together_are_each_recorded_with_their_own_outcome() {
     // A second finish of a run already recorded changes nothing.
     assert_eq!(finish_ok(&store, &due.runs[0], now), Finished::NotClaimed);
 }
+
+/// A job made by `user` on Telegram.
+fn owned(store: &JobStore, name: &str, user: &str, schedule: Schedule, now: DateTime<Utc>) -> Job {
+    let mut job = Job::planned(name, "do the thing", schedule, now, UTC).unwrap();
+    let mut origin = Origin::new("telegram", "chat-1", None);
+    origin.user_id = Some(user.into());
+    job.origin = Some(origin);
+    store.create(job).unwrap()
+}
+
+#[test]
+fn a_due_job_whose_owner_was_revoked_is_paused_with_the_reason_and_not_run() {
+    let (_home, store) = new_store();
+    let t0 = at("2026-03-01T10:00:00Z");
+    owned(&store, "kept", "1", interval(5), t0);
+    let gone = owned(&store, "gone", "2", interval(5), t0);
+    owned(&store, "later", "2", interval(60), t0);
+    let refuse = |job: &Job| {
+        let user = job.origin.as_ref().and_then(|o| o.user_id.clone())?;
+        (user == "2").then(|| crate::cron::owner::revoked("telegram:2", "removed from the allowlist"))
+    };
+    let due = store.take_due_checked(t0 + Span::minutes(5), UTC, OWNER, ttl(), &refuse).unwrap();
+    assert_eq!(due.runs.iter().map(|r| r.job.name.as_str()).collect::<Vec<_>>(), ["kept"], "the allowed owner's job runs");
+    assert_eq!(due.refused.iter().map(|j| j.name.as_str()).collect::<Vec<_>>(), ["gone"], "only a job that fell due is judged");
+    let paused = store.find(&gone.id).unwrap();
+    assert!(!paused.enabled && paused.state == JobState::Paused && paused.run_claim.is_none(), "{paused:?}");
+    assert_eq!(paused.paused_reason.as_deref(), Some("owner telegram:2 is no longer allowed (removed from the allowlist)"));
+    assert!(crate::cron::owner::is_owner_pause(&paused));
+
+    // Later ticks leave it alone: it no longer runs, and is not judged again until resumed.
+    let due = store.take_due_checked(t0 + Span::minutes(30), UTC, OWNER, ttl(), &refuse).unwrap();
+    assert!(due.runs.iter().all(|r| r.job.name == "kept") && due.refused.is_empty(), "{:?}", due.refused);
+    // Resumed (the owner allowed again), it runs at its next occurrence.
+    let resumed = store.resume(&gone.id, t0 + Span::minutes(31), UTC).unwrap();
+    assert!(resumed.enabled && resumed.paused_reason.is_none());
+    let due = store.take_due_checked(t0 + Span::minutes(36), UTC, OWNER, ttl(), &|_| None).unwrap();
+    assert!(due.runs.iter().any(|r| r.job.id == gone.id), "runs again once resumed");
+}
+
+#[test]
+fn a_cut_off_one_shot_is_reported_rather_than_paused_for_its_owner() {
+    let (_home, store) = new_store();
+    let t0 = at("2026-03-01T10:00:00Z");
+    let job = owned(&store, "once", "2", once(t0 + Span::minutes(1)), t0);
+    let run = tick(&store, t0 + Span::minutes(1)).runs.pop().expect("claimed");
+    assert_eq!(run.job.id, job.id);
+    // Its process died; by the next look its owner was revoked too. It must not be resumable
+    // into a second run: it is reported as interrupted, as any cut-off one-shot.
+    let mut record: Value = serde_json::from_slice(&std::fs::read(store.jobs_path()).unwrap()).unwrap();
+    record["jobs"][0]["run_claim"]["by"] = json!("gone-host:1");
+    record["jobs"][0]["run_claim"]["at"] = json!("2026-03-01T08:00:00+00:00");
+    write_file(&store, &record);
+    let refuse = |_: &Job| Some(crate::cron::owner::revoked("telegram:2", "unpaired"));
+    let due = store.take_due_checked(t0 + Span::minutes(2), UTC, OWNER, Span::minutes(30), &refuse).unwrap();
+    assert_eq!((due.abandoned.len(), due.refused.len(), due.runs.len()), (1, 0, 0));
+}

@@ -4,10 +4,16 @@
 //! at most `cron.max_parallel_jobs` at once and never the same job twice at once.
 //!
 //! Inside the gateway [`Ticker::run`] ticks at every minute boundary and earlier when a job is
-//! due sooner, when it is woken (a job was created or changed) or when `jobs.json` changed on
-//! disk; it writes a heartbeat each round and a success marker after each clean tick, which
+//! due sooner, when it is woken (a job was created or changed), when `jobs.json` changed on disk
+//! (`hermes cron run` makes a job due there) or when another process asked for a tick by touching
+//! [`WAKE_FILE`] (`hermes cron tick` beside a running gateway hands its tick over that way); it
+//! writes a heartbeat each round and a success marker after each clean tick, which
 //! `hermes cron status` reads. [`supervise`] restarts it after a panic, visibly.
+//!
+//! Before a due job is claimed its owner is asked about ([`super::owner`]): a job whose owner may
+//! no longer have it run is paused with the reason instead.
 
+use super::owner::{EveryOwner, OwnerCheck};
 use super::run::JobRunner;
 use super::status::{Markers, TickerHealth};
 use super::store::{Due, JobStore, JobStoreError};
@@ -21,8 +27,19 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// How often the ticker looks at `jobs.json`'s modification time between ticks.
+/// How often the ticker looks at `jobs.json`'s and the wake file's modification times between
+/// ticks.
 const FILE_POLL: Duration = Duration::from_secs(2);
+
+/// The file in the cron folder another process touches to have the running ticker tick now.
+pub const WAKE_FILE: &str = "tick_request";
+
+/// Ask the ticker running on `cron_dir` (in another process) to tick now: its next look at the
+/// folder, within [`FILE_POLL`], sees the wake file changed.
+pub fn request_tick(cron_dir: &Path) -> std::io::Result<()> {
+    let stamp = format!("{} {}\n", Utc::now().to_rfc3339(), std::process::id());
+    crate::fs_atomic::write_private(&cron_dir.join(WAKE_FILE), stamp.as_bytes())
+}
 
 /// Why a tick failed.
 #[derive(Debug, thiserror::Error)]
@@ -87,10 +104,18 @@ pub struct Ticker {
     runs: tokio::sync::Mutex<JoinSet<()>>,
     pub health: Arc<TickerHealth>,
     markers: Markers,
+    /// Asked before each due job is claimed.
+    owners: Arc<dyn OwnerCheck>,
 }
 
 impl Ticker {
+    /// A ticker that runs every due job, whoever owns it.
     pub fn new(parts: TickerParts) -> Arc<Ticker> {
+        Ticker::with_owner_check(parts, Arc::new(EveryOwner))
+    }
+
+    /// A ticker that asks `owners` about each due job and pauses those it refuses.
+    pub fn with_owner_check(parts: TickerParts, owners: Arc<dyn OwnerCheck>) -> Arc<Ticker> {
         let slots = parts.max_parallel.map(|n| Arc::new(Semaphore::new(n.max(1))));
         let markers = Markers::new(parts.store.dir());
         Arc::new(Ticker {
@@ -100,6 +125,7 @@ impl Ticker {
             runs: tokio::sync::Mutex::new(JoinSet::new()),
             health: Arc::new(TickerHealth::default()),
             markers,
+            owners,
         })
     }
 
@@ -111,7 +137,8 @@ impl Ticker {
         };
         let (store, owner, ttl, zone) =
             (self.parts.store.clone(), self.parts.owner.clone(), self.parts.claim_ttl, self.parts.runner.settings().zone);
-        let due = tokio::task::spawn_blocking(move || store.take_due(now, zone, &owner, ttl))
+        let owners = self.owners.clone();
+        let due = tokio::task::spawn_blocking(move || store.take_due_checked(now, zone, &owner, ttl, &|job| owners.refusal(job)))
             .await
             .map_err(|e| TickError::Worker(e.to_string()))??;
         drop(lock);
@@ -163,8 +190,8 @@ impl Ticker {
     /// Tick until `stop`: at each minute boundary, when a job falls due, when woken, or when
     /// `jobs.json` changed. Tick failures are recorded and the loop goes on.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        let jobs_file = self.parts.store.dir().join("jobs.json");
-        let mut seen = modified(&jobs_file);
+        let watched = Watched::of(self.parts.store.dir());
+        let mut seen = watched.versions();
         while !stop.is_cancelled() {
             self.markers.heartbeat(Utc::now());
             let next_run = match self.tick(Utc::now()).await {
@@ -180,19 +207,13 @@ impl Ticker {
                     None
                 }
             };
-            seen = self.sleep_until(next_wake(Utc::now(), next_run), &jobs_file, seen, &stop).await;
+            seen = self.sleep_until(next_wake(Utc::now(), next_run), &watched, seen, &stop).await;
         }
     }
 
-    /// Sleep until `until`, a wake, a change of `jobs.json` or `stop`; returns the file's
-    /// modification time last seen.
-    async fn sleep_until(
-        &self,
-        until: DateTime<Utc>,
-        jobs_file: &Path,
-        mut seen: Option<SystemTime>,
-        stop: &CancellationToken,
-    ) -> Option<SystemTime> {
+    /// Sleep until `until`, a wake, a change of a watched file or `stop`; returns the files'
+    /// versions last seen.
+    async fn sleep_until(&self, until: DateTime<Utc>, watched: &Watched, mut seen: Versions, stop: &CancellationToken) -> Versions {
         loop {
             let left = (until - Utc::now()).to_std().unwrap_or(Duration::ZERO);
             if left.is_zero() {
@@ -200,9 +221,9 @@ impl Ticker {
             }
             tokio::select! {
                 _ = stop.cancelled() => return seen,
-                _ = self.parts.wake.notified() => return modified(jobs_file),
+                _ = self.parts.wake.notified() => return watched.versions(),
                 _ = tokio::time::sleep(left.min(FILE_POLL)) => {
-                    let now_seen = modified(jobs_file);
+                    let now_seen = watched.versions();
                     if now_seen != seen {
                         return now_seen;
                     }
@@ -210,6 +231,26 @@ impl Ticker {
                 }
             }
         }
+    }
+}
+
+/// The files whose change wakes the ticker: `jobs.json` (a job made due or changed by another
+/// process) and [`WAKE_FILE`] (a tick asked for).
+struct Watched {
+    jobs: PathBuf,
+    wake: PathBuf,
+}
+
+/// Their modification times as last seen.
+type Versions = [Option<SystemTime>; 2];
+
+impl Watched {
+    fn of(cron_dir: &Path) -> Watched {
+        Watched { jobs: cron_dir.join("jobs.json"), wake: cron_dir.join(WAKE_FILE) }
+    }
+
+    fn versions(&self) -> Versions {
+        [modified(&self.jobs), modified(&self.wake)]
     }
 }
 

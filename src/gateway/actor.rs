@@ -41,11 +41,14 @@ pub struct ActorHandles {
     pub behaviour: Behaviour,
 }
 
-/// How a session treats its users' messages (`gateway.idle_session_secs`, `display.*`).
+/// How a session treats its users' messages (`gateway.idle_session_secs`,
+/// `gateway.memory.live_sessions`, `display.*`).
 #[derive(Debug, Clone, Copy)]
 pub struct Behaviour {
     /// An actor with nothing to do retires after this long.
     pub idle_after: Duration,
+    /// Actors kept at most; beyond it the router asks the least recently used to retire when idle.
+    pub live_sessions: usize,
     pub busy_input_mode: BusyInputMode,
     pub busy_ack_enabled: bool,
 }
@@ -54,6 +57,7 @@ impl Behaviour {
     pub fn from_config(config: &Config) -> Self {
         Self {
             idle_after: Duration::from_secs(config.gateway.idle_session_secs.max(1)),
+            live_sessions: config.gateway.memory.live_sessions.max(1),
             busy_input_mode: config.display.busy_input_mode,
             busy_ack_enabled: config.display.busy_ack_enabled,
         }
@@ -145,12 +149,38 @@ impl SessionState {
     }
 }
 
-/// Start an actor for `session_key`; returns the sender the router feeds it through.
-pub fn spawn(
-    handles: Arc<ActorHandles>,
-    session_key: String,
-    idle: mpsc::UnboundedSender<ActorExit>,
-) -> mpsc::UnboundedSender<InboundEvent> {
+/// What the router sends an actor. Events travel boxed: a channel allocates its slots in blocks
+/// of 32 when it is made, so an unboxed event (about 500 bytes) cost every idle actor 15 KB.
+enum Mail {
+    Event(Box<InboundEvent>),
+    /// Too many actors are alive: retire as soon as nothing is running or queued.
+    RetireIfIdle,
+}
+
+/// The router's end of an actor; the actor ends once every mailbox is dropped.
+pub struct Mailbox {
+    tx: mpsc::UnboundedSender<Mail>,
+}
+
+impl Mailbox {
+    /// Hand `event` to the actor; it comes back when the actor has ended.
+    pub fn send(&self, event: InboundEvent) -> Result<(), InboundEvent> {
+        self.tx.send(Mail::Event(Box::new(event))).map_err(|mpsc::error::SendError(mail)| match mail {
+            Mail::Event(event) => *event,
+            Mail::RetireIfIdle => unreachable!("an event was sent"),
+        })
+    }
+
+    /// Ask the actor to report idle (an [`ActorExit`]) as soon as it has nothing to do, instead
+    /// of after `idle_after`; a new event cancels the request.
+    pub fn retire_if_idle(&self) {
+        // An ended actor has nothing to retire.
+        let _ = self.tx.send(Mail::RetireIfIdle);
+    }
+}
+
+/// Start an actor for `session_key`; returns the mailbox the router feeds it through.
+pub fn spawn(handles: Arc<ActorHandles>, session_key: String, idle: mpsc::UnboundedSender<ActorExit>) -> Mailbox {
     let (tx, rx) = mpsc::unbounded_channel();
     let store = handles.turns.sessions.store.clone();
     let actor = SessionActor {
@@ -160,7 +190,7 @@ pub fn spawn(
         idle,
     };
     tokio::spawn(actor.run(rx));
-    tx
+    Mailbox { tx }
 }
 
 struct SessionActor {
@@ -171,27 +201,36 @@ struct SessionActor {
 }
 
 impl SessionActor {
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<InboundEvent>) {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Mail>) {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
         let idle_after = self.handles.behaviour.idle_after;
         let mut processed: u64 = 0;
+        let mut retire_asked = false;
         loop {
             let idle = self.state.running.is_none() && self.state.queue.is_empty();
+            let wait = if retire_asked { Duration::ZERO } else { idle_after };
             tokio::select! {
                 Some(finished) = done_rx.recv() => {
                     if self.state.running.as_ref().is_some_and(|r| r.event_id == finished)
                         && let Some(done) = self.state.running.take()
                     {
-                        self.settle_steered(&done.steering).await;
+                        Box::pin(self.settle_steered(&done.steering)).await;
                     }
                     self.start_next(&done_tx);
                 }
-                event = rx.recv() => {
-                    let Some(event) = event else { break };
-                    processed += 1;
-                    self.on_event(event, &done_tx).await;
-                }
-                _ = tokio::time::sleep(idle_after), if idle => {
+                mail = rx.recv() => match mail {
+                    None => break,
+                    Some(Mail::Event(event)) => {
+                        processed += 1;
+                        retire_asked = false;
+                        // Boxed: the handling of one event is large, and an idle actor should
+                        // not carry its space while it waits.
+                        Box::pin(self.on_event(*event, &done_tx)).await;
+                    }
+                    Some(Mail::RetireIfIdle) => retire_asked = true,
+                },
+                _ = tokio::time::sleep(wait), if idle => {
+                    retire_asked = false;
                     let _ = self.idle.send(ActorExit { session_key: self.session_key.clone(), processed });
                 }
             }

@@ -12,8 +12,10 @@
 //! Admins are a tier inside the allowed users (`gateway.admin_users`, `<PLATFORM>_ADMIN_USERS`):
 //! only they change what every user shares (the global model, `MEMORY.md`, skills) and widen
 //! what the agent may do (`/yolo`, `/approve always`, `/pair approve`). With no admin named
-//! anywhere, every user the configuration allows is one, so single-user installs need no
-//! setting; a user let in by pairing is never an admin unless named.
+//! anywhere, every user an allowlist names by id or handle is one, so single-user installs need
+//! no setting; users let in by `allow_all_users`, `*` or pairing were named by nobody and are
+//! never admins unless listed (the start-up log, `hermes doctor` and the audit say when no admin
+//! exists).
 //!
 //! The same policy answers adapters that ask before fetching a message's attachments
 //! ([`hermes_adapter::SenderPolicy`]), so a file is only downloaded for a sender the router will
@@ -106,9 +108,10 @@ impl AuthPolicy {
             return false;
         }
         if !self.admins_named {
-            // Every user the configuration lets in is one; a stranger let in by pairing is not,
-            // or approving one code would hand out `/yolo` and `/approve always`.
-            return self.configured_decision(&event.source) == AuthDecision::Allowed;
+            // Only an allowlist that names people by id or handle makes its users admins. An
+            // allow-all switch or `*` names nobody, and a stranger let in by pairing was named by
+            // nobody either: neither may hand themselves `/yolo` or `/approve always`.
+            return self.names_explicitly(&event.source);
         }
         let source = &event.source;
         let (Some(user_id), Some(admins)) = (source.user_id.as_deref(), self.admins.get(source.platform.as_str())) else {
@@ -155,6 +158,19 @@ impl AuthPolicy {
         }
     }
 
+    /// Whether an allowlist names this sender by id or handle (not through `*` or allow-all).
+    fn names_explicitly(&self, source: &SessionSource) -> bool {
+        let Some(user_id) = source.user_id.as_deref().filter(|id| !id.is_empty()) else {
+            return false;
+        };
+        if source.is_bot {
+            return false;
+        }
+        let handle = source.user_handle.as_deref().map(|h| h.strip_prefix('@').unwrap_or(h)).filter(|h| !h.is_empty());
+        let listed = |list: &[String]| list.iter().any(|entry| entry != "*" && names_sender(entry, user_id, handle));
+        self.platforms.get(source.platform.as_str()).is_some_and(|r| listed(&r.users)) || listed(&self.global_users)
+    }
+
     /// The decision of the configuration alone (allowlists and allow-all switches), pairing aside.
     fn configured_decision(&self, source: &SessionSource) -> AuthDecision {
         let denied = AuthDecision::Denied { direct: source.chat_type == ChatType::Dm };
@@ -180,6 +196,10 @@ impl AuthPolicy {
 impl SenderPolicy for AuthPolicy {
     fn allows(&self, source: &SessionSource) -> bool {
         self.decide_sender(source) == AuthDecision::Allowed
+    }
+
+    fn offers_pairing(&self, platform: &str) -> bool {
+        self.pairing.as_ref().is_some_and(|p| p.platforms().any(|pairs| pairs == platform))
     }
 }
 
@@ -286,6 +306,21 @@ mod tests {
     }
 
     #[test]
+    fn allow_all_star_and_pairing_make_nobody_an_admin_when_none_is_named() {
+        let stranger = sender("telegram", "6001", Some("owner"), Some("Owner"));
+        let allow_all = AuthPolicy::new(vec![], false).with_platform("telegram", vec![], true);
+        assert_eq!(allow_all.decide(&stranger), AuthDecision::Allowed);
+        assert!(!allow_all.is_admin(&stranger), "allow_all_users lets a stranger talk, not run /yolo");
+        let global = AuthPolicy::new(vec![], true);
+        assert!(!global.is_admin(&stranger), "GATEWAY_ALLOW_ALL_USERS names nobody");
+        let star = AuthPolicy::new(vec!["*".into()], false);
+        assert!(!star.is_admin(&stranger), "`*` names nobody");
+        let mixed = AuthPolicy::new(vec![], false).with_platform("telegram", vec!["*".into(), "5001".into()], false);
+        assert!(mixed.is_admin(&sender("telegram", "5001", None, None)), "the one named by id still is");
+        assert!(!mixed.is_admin(&stranger));
+    }
+
+    #[test]
     fn named_admins_are_matched_by_id_or_handle_never_by_display_name() {
         let p = AuthPolicy::new(vec![], false)
             .with_platform("telegram", vec!["5001".into(), "5002".into(), "@carol".into()], false)
@@ -327,6 +362,16 @@ mod tests {
         let mut bot = sender("telegram", "5001", None, None);
         bot.source.is_bot = true;
         assert!(!p.allows(&bot.source));
+    }
+
+    #[test]
+    fn pairing_is_offered_only_where_the_gateway_pairs() {
+        use crate::gateway::pairing::{Pairing, store::PairingStore};
+        assert!(!AuthPolicy::default().offers_pairing("matrix"), "no pairing configured: none offered");
+        let pairing = Pairing::new(PairingStore::new("/nonexistent".into()), ["matrix".to_string()]);
+        let p = AuthPolicy::default().with_pairing(Arc::new(pairing));
+        assert!(p.offers_pairing("matrix"));
+        assert!(!p.offers_pairing("telegram") && !p.offers_pairing("Matrix"), "exact platform names only");
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! The cron parts of the gateway, built once: the jobs ([`CronJobs`], shared by `/cron`, the
 //! `cronjob` tool and the ticker's wake-up), the home channels, the host of scheduled runs and
 //! the [`Ticker`]; started beside the adapters (supervised), stopped at shutdown after the runs
-//! in flight had their time to deliver.
+//! in flight had their time to deliver. Both the jobs and the ticker judge owners through one
+//! [`cron_owner::OwnerGate`]: a job runs only while its owner may.
+
+#[path = "cron_owner.rs"]
+pub(crate) mod cron_owner;
 
 use super::cron_host::GatewayCronHost;
 use super::tool_host::HomeChannels;
@@ -27,9 +31,11 @@ pub fn zone(config: &Config) -> Zone {
     Zone::from_config(config.timezone.as_deref()).unwrap_or(Zone::Local)
 }
 
-/// The jobs of this HERMES_HOME, with a fresh wake-up for the ticker.
+/// The jobs of this HERMES_HOME, with a fresh wake-up for the ticker and their owners judged by
+/// this configuration and the pairing approvals on disk.
 pub fn jobs(config: &Config, home: &Home) -> CronJobs {
     CronJobs::new(JobStore::new(home.cron_dir()), zone(config), home.scripts_dir(), home.skills_dir(), Arc::new(Notify::new()))
+        .with_owner_check(Arc::new(cron_owner::OwnerGate::new(config, home)))
 }
 
 /// What `/cron`, `/sethome` and `/status` use.
@@ -65,14 +71,15 @@ impl CronParts {
         let settings = run_settings(config, home, turns);
         let claim_ttl = claim_ttl(&settings);
         let runner = Arc::new(JobRunner::new(jobs.store().clone(), Arc::new(host), Arc::new(settings)));
-        let ticker = Ticker::new(TickerParts {
+        let parts = TickerParts {
             store: jobs.store().clone(),
             runner,
             max_parallel: config.cron.max_parallel_jobs,
             owner: crate::cron::job::RunClaim::owner_for_this_process(),
             claim_ttl,
             wake: jobs.wake_handle(),
-        });
+        };
+        let ticker = Ticker::with_owner_check(parts, jobs.owner_check());
         Self { jobs, homes, ticker, ticker_stop: CancellationToken::new(), runs_stop }
     }
 

@@ -270,6 +270,9 @@ impl Slot {
                 state = AdapterState::Degraded;
                 detail = Some(reason);
             }
+        } else if state == AdapterState::Starting && detail.is_none() {
+            // An adapter that reconnects inside its run (IMAP) says why it is not connected.
+            detail = self.reporter.degraded_reason();
         }
         let last = self.reporter.last_progress_ms();
         let idle = (last > 0).then(|| Duration::from_millis(u64::try_from(now.timestamp_millis() - last).unwrap_or(0)));

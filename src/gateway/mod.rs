@@ -43,6 +43,7 @@ pub mod deliverer;
 pub mod directory;
 pub mod health;
 pub mod history_cache;
+pub mod home_channels;
 pub mod inbox;
 pub mod instance_lock;
 pub mod media_sweep;
@@ -68,9 +69,6 @@ pub mod turn_limits;
 pub mod turns;
 mod typing;
 pub mod wiring;
-
-/// Message text kept in memory between turns (recent sessions' history).
-const HISTORY_CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 use crate::agent::Agent;
 use crate::agent::approval::GuardPolicy;
@@ -143,7 +141,7 @@ pub fn tool_settings(config: &Config) -> ToolSettings {
     ToolSettings {
         terminal_timeout: Duration::from_secs(config.terminal.timeout.max(1)),
         terminal_output_cap: config.terminal.output_cap.max(1000),
-        secret_env_names: crate::config::SECRET_ENV_NAMES.iter().map(|s| s.to_string()).collect(),
+        secret_env_names: config.secret_env_names(),
         secrets: Arc::new(crate::observe::secret_forms::SecretScrubber::new(&config.secret_values())),
         memory_char_limit: config.memory.memory_char_limit,
         user_char_limit: config.memory.user_char_limit,
@@ -196,8 +194,10 @@ fn authorization(
     platform_names: &[String],
 ) -> Arc<AuthPolicy> {
     let auth = auth_policy(config, platform_names);
-    let pairing =
-        pairing::Pairing::for_adapters(pairing::store::PairingStore::new(home.pairing_dir()), adapters, |p| auth.names_users_on(p));
+    let offered = |p: &str| config.platforms.get(p).and_then(|b| b.facts).is_some_and(|f| f.pairing.is_offered());
+    let pairing = pairing::Pairing::for_adapters(pairing::store::PairingStore::new(home.pairing_dir()), adapters, |p| {
+        offered(p) && !auth.names_users_on(p)
+    });
     let pairs_on: Vec<String> = pairing.platforms().map(str::to_string).collect();
     let auth = auth.with_pairing(Arc::new(pairing));
     match (auth.nothing_allowed(), pairs_on.is_empty()) {
@@ -213,12 +213,29 @@ fn authorization(
         }
         (false, true) => {}
     }
-    if !pairs_on.is_empty() && !config.admins_named() {
-        tracing::info!(
-            "users approved by pairing are not admins (no /yolo, /approve always, /pair, global /model, MEMORY.md or skills); name the owner in <PLATFORM>_ADMIN_USERS or gateway.admin_users to give them that"
+    for (platform, why) in pairing_refusals(config, platform_names, &auth) {
+        tracing::info!(platform, "strangers on {platform} are not offered pairing: {why}");
+    }
+    // Someone can get in (allow-all, `*` or pairing), yet nobody may act as an admin.
+    if config.no_admin_exists() && (!auth.nothing_allowed() || !pairs_on.is_empty()) {
+        tracing::warn!(
+            "no admin exists: users let in by allow_all_users, `*` or pairing are not admins, so /yolo, /approve always, /sethome, /pair, the global /model, MEMORY.md and skills are refused to everyone; name the owner in gateway.admin_users (or <PLATFORM>_ADMIN_USERS)"
         );
     }
     Arc::new(auth)
+}
+
+/// The running platforms whose configuration names nobody but whose registration does not offer
+/// pairing, with the registration's reason: their strangers are denied without an answer.
+fn pairing_refusals<'a>(config: &'a Config, platform_names: &'a [String], auth: &AuthPolicy) -> Vec<(&'a str, &'static str)> {
+    platform_names
+        .iter()
+        .filter(|p| !auth.names_users_on(p))
+        .filter_map(|p| match config.platforms.get(p)?.facts?.pairing {
+            hermes_adapter::PairingOffer::NotOffered { why } if config.platforms.get(p)?.facts?.people => Some((p.as_str(), why)),
+            _ => None,
+        })
+        .collect()
 }
 
 pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
@@ -306,7 +323,9 @@ async fn wire(
     adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
     auth: Arc<AuthPolicy>,
 ) -> Result<wiring::Wiring, GatewayError> {
-    let store: Store = Arc::new(SqliteStore::open(&home.state_db()).await?);
+    let memory = config.gateway.memory;
+    let limits = crate::store::SqliteLimits { cache_kib: memory.sqlite_cache_kilobytes, read_connections: memory.sqlite_read_connections };
+    let store: Store = Arc::new(SqliteStore::open_with(&home.state_db(), limits).await?);
     let agent = agent_parts(config, home, &auth)?;
     Ok(wiring::Wiring::build(wiring::Parts {
         config: config.clone(),
@@ -318,7 +337,7 @@ async fn wire(
         paths: agent.paths,
         tool_settings: agent.tool_settings,
         guard: agent.guard,
-        history_bytes: HISTORY_CACHE_BYTES,
+        history_bytes: memory.history_cache_bytes(),
     }))
 }
 

@@ -1,8 +1,10 @@
 //! The router: authorizes each inbound event, derives its session key and hands it to that
-//! session's actor, creating actors on demand and retiring idle ones. A refused DM on a platform
+//! session's actor, creating actors on demand and retiring idle ones: after
+//! `gateway.idle_session_secs`, or at once when more than `gateway.memory.live_sessions` are
+//! alive (the least recently used first; a busy one finishes first). A refused DM on a platform
 //! that pairs goes to [`super::pairing`] for its answer; every other refused event is dropped.
 
-use super::actor::{self, ActorExit, ActorHandles};
+use super::actor::{self, ActorExit, ActorHandles, Mailbox};
 use super::auth::{AuthDecision, AuthPolicy};
 use super::pairing;
 use super::session_key::{KeyPolicy, session_key};
@@ -14,10 +16,35 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 struct ActorEntry {
-    tx: mpsc::UnboundedSender<InboundEvent>,
+    mailbox: Mailbox,
     /// Events handed to this actor; compared with the actor's count when it reports idle, so an
     /// actor is only retired when nothing is in flight towards it.
     sent: u64,
+    /// The router's clock at the last event handed over: the least recent retires first.
+    last_used: u64,
+    /// Asked to retire when idle, and not used since.
+    retiring: bool,
+}
+
+/// The live actors by session key, bounded by `live_sessions`.
+struct Actors {
+    entries: HashMap<String, ActorEntry>,
+    clock: u64,
+    live_sessions: usize,
+}
+
+impl Actors {
+    /// Past the bound, ask the least recently used actor not yet asked to retire when idle.
+    fn ask_one_to_retire(&mut self) {
+        let asked = self.entries.values().filter(|e| e.retiring).count();
+        if self.entries.len().saturating_sub(asked) <= self.live_sessions {
+            return;
+        }
+        if let Some(oldest) = self.entries.values_mut().filter(|e| !e.retiring).min_by_key(|e| e.last_used) {
+            oldest.retiring = true;
+            oldest.mailbox.retire_if_idle();
+        }
+    }
 }
 
 /// What the router decides with, and what it starts actors with.
@@ -34,7 +61,8 @@ pub fn spawn(routing: Routing, inbox: mpsc::UnboundedReceiver<InboundEvent>) -> 
 }
 
 async fn route_events(routing: Routing, mut inbox: mpsc::UnboundedReceiver<InboundEvent>) {
-    let mut actors: HashMap<String, ActorEntry> = HashMap::new();
+    let live_sessions = routing.actors.behaviour.live_sessions;
+    let mut actors = Actors { entries: HashMap::new(), clock: 0, live_sessions };
     let (idle_tx, mut idle_rx) = mpsc::unbounded_channel::<ActorExit>();
     loop {
         tokio::select! {
@@ -43,19 +71,19 @@ async fn route_events(routing: Routing, mut inbox: mpsc::UnboundedReceiver<Inbou
                 route_one(&routing, &mut actors, &idle_tx, event).await;
             }
             Some(idle) = idle_rx.recv() => {
-                if actors.get(&idle.session_key).is_some_and(|e| e.sent == idle.processed) {
+                if actors.entries.get(&idle.session_key).is_some_and(|e| e.sent == idle.processed) {
                     // Dropping the sender lets the actor's receive loop end.
-                    actors.remove(&idle.session_key);
+                    actors.entries.remove(&idle.session_key);
                 }
             }
         }
-        crate::observe::metrics::global().set_sessions_active(actors.len());
+        crate::observe::metrics::global().set_sessions_active(actors.entries.len());
     }
 }
 
 async fn route_one(
     routing: &Routing,
-    actors: &mut HashMap<String, ActorEntry>,
+    actors: &mut Actors,
     idle_tx: &mpsc::UnboundedSender<ActorExit>,
     event: InboundEvent,
 ) {
@@ -69,16 +97,26 @@ async fn route_one(
     // actor takes it.
     for _ in 0..2 {
         let Some(ev) = event.take() else { return };
-        let entry = actors
-            .entry(key.clone())
-            .or_insert_with(|| ActorEntry { tx: actor::spawn(routing.actors.clone(), key.clone(), idle_tx.clone()), sent: 0 });
-        match entry.tx.send(ev) {
+        actors.clock += 1;
+        let clock = actors.clock;
+        let mut created = false;
+        let entry = actors.entries.entry(key.clone()).or_insert_with(|| {
+            created = true;
+            let mailbox = actor::spawn(routing.actors.clone(), key.clone(), idle_tx.clone());
+            ActorEntry { mailbox, sent: 0, last_used: clock, retiring: false }
+        });
+        match entry.mailbox.send(ev) {
             Ok(()) => {
                 entry.sent += 1;
+                entry.last_used = clock;
+                entry.retiring = false;
+                if created {
+                    actors.ask_one_to_retire();
+                }
                 return;
             }
-            Err(mpsc::error::SendError(back)) => {
-                actors.remove(&key);
+            Err(back) => {
+                actors.entries.remove(&key);
                 event = Some(back);
             }
         }

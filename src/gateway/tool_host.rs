@@ -8,16 +8,15 @@
 
 use super::clarify::ClarifyBoard;
 use super::deliverer::Deliverer;
+pub use super::home_channels::HomeChannels;
 use super::outbound::{self, Delivery};
 use crate::agent::tools::cronjob::CronJobArgs;
 use crate::agent::tools::{HostError, PastMessage, SessionScope, ToolHost};
-use crate::config::Config;
 use crate::cron::manage::CronJobs;
 use crate::store::{SearchScope, Store};
 use async_trait::async_trait;
 use hermes_adapter::{ChatTarget, Platform};
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub struct GatewayToolHost {
@@ -32,56 +31,6 @@ pub struct GatewayToolHost {
 impl GatewayToolHost {
     pub fn new(store: Store, deliverer: Arc<Deliverer>, clarify: Arc<ClarifyBoard>, homes: HomeChannels, cron: CronJobs) -> Self {
         Self { store, deliverer, clarify, homes, cron }
-    }
-}
-
-/// Each platform's home channel: `platforms.<name>.home_channel` (`<PLATFORM>_HOME_CHANNEL`),
-/// with its `<PLATFORM>_HOME_CHANNEL_THREAD_ID` companion, as `chat_id[:thread_id]`. Shared and
-/// live: `/sethome` changes it for every holder at once.
-#[derive(Debug, Clone, Default)]
-pub struct HomeChannels(Arc<RwLock<HashMap<String, String>>>);
-
-impl HomeChannels {
-    /// From the configuration.
-    pub fn from_config(config: &Config) -> Self {
-        let homes = config
-            .platforms
-            .others
-            .iter()
-            .filter_map(|(name, p)| {
-                let chat = p.home_channel.clone().filter(|c| !c.trim().is_empty())?;
-                Some((
-                    name.clone(),
-                    match config.home_channel_thread(name) {
-                        Some(thread) if !chat.contains(':') => format!("{chat}:{thread}"),
-                        _ => chat,
-                    },
-                ))
-            })
-            .collect();
-        Self(Arc::new(RwLock::new(homes)))
-    }
-
-    fn get(&self, platform: &str) -> Option<String> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).get(platform).cloned()
-    }
-
-    /// Make `target`'s chat (and thread) its platform's home.
-    pub fn set(&self, target: &ChatTarget) {
-        let value = match &target.thread_id {
-            Some(thread) => format!("{}:{thread}", target.chat_id),
-            None => target.chat_id.clone(),
-        };
-        self.0.write().unwrap_or_else(|p| p.into_inner()).insert(target.platform.to_string(), value);
-    }
-
-    /// Every home channel that names a valid target, by platform.
-    pub fn targets(&self) -> std::collections::BTreeMap<String, ChatTarget> {
-        let homes = self.0.read().unwrap_or_else(|p| p.into_inner());
-        homes
-            .iter()
-            .filter_map(|(platform, home)| Some((platform.clone(), ChatTarget::parse(&format!("{platform}:{home}")).ok()?)))
-            .collect()
     }
 }
 
@@ -110,11 +59,9 @@ pub fn resolve_target(
         thread_id: scope.thread_id.clone(),
     };
     let home_of = |platform: &str| -> Result<ChatTarget, HostError> {
-        let home = homes.get(platform).ok_or_else(|| {
+        homes.get(platform).ok_or_else(|| {
             HostError::BadTarget(format!("no home channel is set for {platform}; use an explicit `{platform}:<chat_id>` target"))
-        })?;
-        ChatTarget::parse(&format!("{platform}:{home}"))
-            .map_err(|e| HostError::BadTarget(format!("the home channel of {platform} ({home:?}) is not valid: {e}")))
+        })
     };
     let resolved = match target {
         "" | "origin" | "here" => (origin(), TargetKind::Origin),

@@ -82,7 +82,7 @@ impl Wiring {
         let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, guard, history_bytes } = parts;
         let models = Arc::new(Models::new(config.clone(), home.config_file()));
         let approvals = ApprovalHandles {
-            board: Arc::new(ApprovalBoard::default()),
+            board: Arc::new(ApprovalBoard::with_bound(config.gateway.memory.approval_sessions)),
             rules: Arc::new(ApprovalRules::from_config(&config, home.config_file())),
         };
         let files = FileRoots { home: home.clone(), workdir: paths.workdir.clone() };

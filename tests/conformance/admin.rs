@@ -121,3 +121,26 @@ async fn a_member_manages_only_their_own_cron_jobs_and_cannot_move_the_home_chan
     assert!(jobs.contains("backups"), "the admin's job is still there");
     assert!(jobs.contains("\"paused\""), "the admin paused the member's job: {jobs}");
 }
+
+/// With `allow_all_users` and no admin named, anyone may talk, but nobody was named: a stranger
+/// gets "⛔" for everything that changes what the agent may do or where every job posts, the
+/// `.env` keeps no home, and the start-up log says that no admin exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_allow_all_and_no_admin_named_a_stranger_is_no_admin() {
+    let run = launch_with::<TelegramPeer>("", &[("TELEGRAM_ALLOWED_USERS", ""), ("TELEGRAM_ALLOW_ALL_USERS", "true")]).await;
+    let stranger = TgUser::named(7_000_123, "Owner", Some("owner"));
+    let chat = dm(7_000_123);
+    run.peer.fake.dm(&stranger, "hello");
+    run.wait(&chat, "an answer: allow-all lets them talk", |p| p.iter().any(|m| m.text.contains("hello"))).await;
+    for (command, refusal) in [
+        ("/yolo", "⛔ Only an admin can switch auto-approval on."),
+        ("/approve always", "⛔ Only an admin can approve a command permanently."),
+        ("/sethome", "⛔ Only an admin can choose the home channel."),
+    ] {
+        run.peer.fake.dm(&stranger, command);
+        run.wait(&chat, command, |p| p.iter().any(|m| m.text.starts_with(refusal))).await;
+    }
+    let env = std::fs::read_to_string(run._setup.home.path().join(".env")).unwrap_or_default();
+    assert!(!env.contains("TELEGRAM_HOME_CHANNEL="), "no home was saved: {env}");
+    assert!(run.gateway.log_text().contains("no admin exists"), "the start-up log says so:\n{}", run.gateway.log_text());
+}

@@ -1,8 +1,10 @@
 //! Matrix through the whole gateway: the real `hermes` binary with its Matrix adapter logged in
 //! to a real Synapse (tests/peers/synapse.sh, through tests/peers/run.sh), the scripted LLM, and
 //! people who are matrix-sdk clients. A person invites the bot, talks in an unencrypted room, an
-//! encrypted room and a thread; a stranger's invite is not accepted; an approval is resolved by a
-//! reaction; the gateway restarted mid-conversation answers everything once.
+//! encrypted room and a thread; a stranger's invite is not accepted (with an allowlist) or pairs
+//! through a DM (without one); an approval is resolved by a reaction and a stranger's reaction is
+//! refused; the gateway restarted mid-conversation answers everything once, a burst of 150
+//! messages while it was away included.
 
 use crate::support::{Gateway, Setup};
 use hermes_fakes::{FakeLlm, Reply, ToolCall};
@@ -334,4 +336,175 @@ async fn matrix_a_restart_mid_conversation_answers_everything_once() {
         1,
         "the model was asked once"
     );
+}
+
+/// The code in the pairing reply (`Here's your pairing code: `CODE``), checked against the
+/// command the reply tells the owner to run.
+fn pairing_code(text: &str) -> String {
+    let start = text.find("pairing code: `").map(|i| i + "pairing code: `".len()).unwrap_or_else(|| panic!("no code in {text:?}"));
+    let code: String = text[start..].chars().take_while(|c| *c != '`').collect();
+    assert_eq!(code.len(), 8, "{text:?}");
+    assert!(text.contains(&format!("hermes pairing approve matrix {code}")), "{text:?}");
+    code
+}
+
+/// No allowlist: Matrix offers pairing. A stranger's DM invite is accepted only to hand out the
+/// code (their invite to a group room is still rejected); nothing they write reaches the model
+/// until `hermes pairing approve matrix CODE`, and then their next message is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_a_stranger_pairs_through_a_dm_invite() {
+    let bot = Bot::new().await;
+    let mallory = Person::new("mallory").await;
+    let llm = FakeLlm::start().await;
+    let setup = bot.setup(&llm, &[], "");
+    let gateway = setup.start().await;
+
+    let group = mallory.create_room(&[&bot.user_id], false, false).await;
+    mallory.wait_membership(&group, &bot.user_id, "leave").await;
+    assert!(gateway.log_text().contains("only a DM invite is accepted for pairing"), "the rejection says why");
+
+    let dm = mallory.create_room(&[&bot.user_id], true, false).await;
+    mallory.wait_membership(&dm, &bot.user_id, "join").await;
+    mallory.say(&dm, "hello, who are you?").await;
+    let posted = wait_shown(&mallory, &dm, &bot.user_id, &gateway, "the pairing code", |m| !m.is_empty()).await;
+    assert_eq!(posted.len(), 1, "one reply, the code: {posted:#?}");
+    let code = pairing_code(&posted[0].text);
+    assert!(llm.requests().is_empty(), "nothing the stranger wrote reached the model");
+
+    let (status, out, err) = setup.run(&["pairing", "approve", "matrix", &code]);
+    assert!(status.success(), "approve: {out}{err}");
+    mallory.say(&dm, "now?").await;
+    wait_shown(&mallory, &dm, &bot.user_id, &gateway, "the answer after approval", |m| count(m, "echo: now?") == 1).await;
+    assert_eq!(llm.requests().len(), 1, "only the message after the approval reached the model");
+    assert!(llm.requests().iter().all(|r| r.messages().iter().all(|(_, t)| !t.contains("who are you"))));
+}
+
+/// `person` reacts to `event_id` with `key`.
+async fn react(person: &Person, room: &OwnedRoomId, event_id: &str, key: &str) {
+    person.catch_up().await;
+    let reaction = json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": event_id, "key": key}});
+    person.client.get_room(room).unwrap().send_raw("m.reaction", reaction).await.unwrap();
+}
+
+/// A reaction on an approval prompt by someone in the room the gateway does not allow is refused
+/// with a reply in the prompt's thread, approves nothing, and the allowed user's reaction still
+/// works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_a_strangers_reaction_on_a_prompt_is_refused_in_its_thread() {
+    const NOT_ALLOWED: &str = "⛔ Not allowed: you are not an allowed user of this bot.";
+    let bot = Bot::new().await;
+    let alice = Person::new("alice").await;
+    let mallory = Person::new("mallory").await;
+    let llm = FakeLlm::start().await;
+    let setup = bot.setup(&llm, &[&alice.id()], "approvals:\n  mode: manual\n");
+    let gateway = setup.start().await;
+    let room = alice.create_room(&[&bot.user_id, &mallory.id()], false, false).await;
+    mallory.join(&room).await;
+    alice.wait_membership(&room, &bot.user_id, "join").await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    llm.push(Reply::ToolCalls(vec![terminal("t1", &format!("rm -rf {}", victim.display()))]));
+    llm.push(Reply::text("cleaned up"));
+    let ask = json!({"msgtype": "m.text", "body": "bot: clean up the old data", "m.mentions": {"user_ids": [bot.user_id]}});
+    let mention = alice.send(&room, ask).await;
+    let posted = wait_shown(&alice, &room, &bot.user_id, &gateway, "the approval prompt", |m| {
+        m.iter().any(|s| s.text.contains("requires approval"))
+    })
+    .await;
+    let prompt = posted.iter().find(|s| s.text.contains("requires approval")).unwrap().clone();
+    assert_eq!(prompt.thread.as_deref(), Some(mention.as_str()), "the prompt is in the thread under the mention");
+
+    react(&mallory, &room, &prompt.event_id, "✅").await;
+    let posted = wait_shown(&alice, &room, &bot.user_id, &gateway, "the refusal", |m| count(m, NOT_ALLOWED) == 1).await;
+    let refusal = posted.iter().find(|s| s.text == NOT_ALLOWED).unwrap();
+    assert_eq!(refusal.thread.as_deref(), Some(mention.as_str()), "the refusal is in the prompt's thread");
+    assert!(victim.exists(), "the stranger's reaction approved nothing");
+
+    react(&alice, &room, &prompt.event_id, "✅").await;
+    let posted = wait_shown(&alice, &room, &bot.user_id, &gateway, "the agent's answer", |m| count(m, "cleaned up") == 1).await;
+    assert!(!victim.exists(), "the allowed user's reaction approved the command");
+    assert_eq!(count(&posted, NOT_ALLOWED), 1, "refused once: {posted:#?}");
+}
+
+/// 150 messages sent while the gateway is down: on restart from its stored sync token the DM's
+/// timeline is limited (100 events), and the rest are fetched with `/messages`; every one
+/// reaches the inbox once and is handled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_a_burst_of_150_messages_while_away_reaches_the_inbox_whole_and_once() {
+    const BURST: usize = 150;
+    let bot = Bot::new().await;
+    let alice = Person::new("alice").await;
+    let llm = FakeLlm::start().await;
+    let setup = bot.setup(&llm, &[&alice.id()], "");
+    let mut gateway = setup.start().await;
+    let dm = alice.create_room(&[&bot.user_id], true, false).await;
+    alice.wait_membership(&dm, &bot.user_id, "join").await;
+    alice.say(&dm, "before the burst").await;
+    wait_shown(&alice, &dm, &bot.user_id, &gateway, "the first answer", |m| count(m, "echo: before the burst") == 1).await;
+
+    gateway.signal(libc::SIGTERM).await;
+    alice.catch_up().await;
+    let room = alice.client.get_room(&dm).unwrap();
+    for n in 1..=BURST {
+        room.send_raw("m.room.message", json!({"msgtype": "m.text", "body": format!("burst {n}")})).await.unwrap();
+    }
+    let gateway = setup.start().await;
+
+    let db = crate::support::open_db(&setup.state_db());
+    let texts = || -> Vec<String> {
+        let mut statement =
+            db.prepare("SELECT json_extract(payload, '$.text') FROM inbox WHERE platform = 'matrix' AND state = 'done'").unwrap();
+        statement.query_map([], |row| row.get::<_, String>(0)).unwrap().map(Result::unwrap).collect()
+    };
+    let all_done = crate::support::eventually(WAIT, || texts().iter().filter(|t| t.starts_with("burst ")).count() >= BURST).await;
+    let texts = texts();
+    assert!(all_done, "only {} of the burst were handled:\n{}", texts.len(), gateway.log_text());
+    for n in 1..=BURST {
+        let text = format!("burst {n}");
+        assert_eq!(texts.iter().filter(|t| **t == text).count(), 1, "{text} reached the inbox once");
+    }
+    assert_eq!(texts.iter().filter(|t| t.as_str() == "before the burst").count(), 1);
+    assert!(gateway.log_text().contains("fetched the events a limited sync left out"), "the gap was filled from /messages");
+}
+
+/// A message whose room key comes late is answered once the key is there, and once. The key
+/// travels as a to-device event in the bot's `/sync`; the proxy in front of Synapse holds those
+/// back while Alice sends from a fresh megolm session, so the bot reads the message before its
+/// key, then delivers them in a later sync (woken by Alice's typing notice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_a_message_whose_key_arrives_late_is_answered_once() {
+    let bot = Bot::new().await;
+    let alice = Person::new("alice").await;
+    let llm = FakeLlm::start().await;
+    let (url, _) = synapse();
+    let proxy = hermes_fakes::proxy::FaultProxy::start(&url).await.unwrap();
+    let mut setup = bot.setup(&llm, &[&alice.id()], "");
+    setup.set("MATRIX_HOMESERVER", &proxy.url());
+    let gateway = setup.start().await;
+    let dm = alice.create_room(&[&bot.user_id], true, true).await;
+    alice.wait_membership(&dm, &bot.user_id, "join").await;
+    alice.say(&dm, "first, with its key").await;
+    wait_shown(&alice, &dm, &bot.user_id, &gateway, "the first answer", |m| count(m, "echo: first, with its key") == 1).await;
+
+    proxy.hold_to_device();
+    alice.catch_up().await;
+    let room = alice.client.get_room(&dm).unwrap();
+    // A new megolm session: its key goes out to the bot now, and is held back.
+    room.discard_room_key().await.unwrap();
+    room.send_raw("m.room.message", json!({"msgtype": "m.text", "body": "a late secret"})).await.unwrap();
+    let unreadable = crate::support::eventually(WAIT, || gateway.log_text().contains("could not decrypt a Matrix message")).await;
+    assert!(unreadable, "the bot read the message before its key:\n{}", gateway.log_text());
+    let asked = || llm.requests().iter().filter(|r| r.last_user_text().as_deref() == Some("a late secret")).count();
+    assert_eq!(asked(), 0, "nothing to answer without the key");
+
+    assert!(proxy.release_to_device() > 0, "the room key was held back");
+    room.typing_notice(true).await.unwrap();
+    wait_shown(&alice, &dm, &bot.user_id, &gateway, "the late answer", |m| count(m, "echo: a late secret") == 1).await;
+    room.typing_notice(false).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let posted = shown(&alice, &dm, &bot.user_id).await;
+    assert_eq!(count(&posted, "echo: a late secret"), 1, "answered once: {posted:#?}");
+    assert_eq!(asked(), 1, "the model was asked once");
 }

@@ -461,3 +461,30 @@ pub(crate) async fn files_are_attached<P: ChatPeer>() {
     settle().await;
     assert_eq!(run.peer.files(&chat).len(), 1, "config.yaml (outside the allowed folders) never left");
 }
+
+/// `/sethome` in a DM, a restart, then two cron jobs run from the shell, one delivering to the
+/// platform by name and one to `all`: both reach the home once. The home must be saved under the
+/// variable the platform's registration names (`MATRIX_HOME_ROOM`, `EMAIL_HOME_ADDRESS`, ...),
+/// or the restart forgets it and both deliveries fail.
+pub(crate) async fn home_channel_outlives_a_restart<P: ChatPeer>() {
+    let mut run = launch::<P>("").await;
+    let home = run.peer.dm(1, "/sethome").await;
+    run.wait(&home, "the home confirmation", |p| p.iter().any(|m| m.text.contains("Home channel for"))).await;
+    assert!(run.gateway.signal(libc::SIGTERM).await.success(), "a clean stop:\n{}", run.gateway.log_text());
+    run.gateway = run._setup.start().await;
+
+    let by_name = format!("to-{}", P::PLATFORM);
+    for (name, deliver) in [(by_name.as_str(), P::PLATFORM), ("to-all", "all")] {
+        let (status, out, err) = run._setup.run(&["cron", "create", "every 1h", &format!("report for {name}"), "--deliver", deliver, "--name", name]);
+        assert!(status.success(), "cron create {name}: {out}{err}");
+        let (status, out, err) = run._setup.run(&["cron", "run", name]);
+        assert!(status.success(), "cron run {name}: {out}{err}");
+    }
+    let header = |name: &str| format!("Cronjob Response: {name}");
+    let delivered = |posted: &[Posted], name: &str| posted.iter().filter(|m| m.text.contains(&header(name))).count();
+    run.wait_for(Duration::from_secs(60), &home, "both jobs' results", |p| delivered(p, &by_name) >= 1 && delivered(p, "to-all") >= 1).await;
+    settle().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let posted = run.peer.posted(&home);
+    assert_eq!((delivered(&posted, &by_name), delivered(&posted, "to-all")), (1, 1), "each job reached the home once: {posted:#?}");
+}

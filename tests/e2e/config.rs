@@ -182,6 +182,11 @@ async fn admin_listener_reports_health_and_readiness_per_platform() {
     let health: serde_json::Value = client.get(format!("http://127.0.0.1:{admin_port}/health")).send().await.unwrap().json().await.unwrap();
     assert_eq!(health["status"], "ok");
 
+    // `hermes gateway status` asks the running gateway itself when its admin listener answers.
+    let (_, stdout, stderr) = setup.run(&["gateway", "status"]);
+    assert!(stdout.contains(&format!("Live ({url}): ready")), "{stdout}{stderr}");
+    assert!(stdout.contains("  api_server: connected") && stdout.contains("  webhook: connected"), "{stdout}");
+
     // No key guards it, so pages are kept out: a rebound name and a page's Origin are refused.
     let rebound = client.get(&url).header("Host", format!("evil.example:{admin_port}")).send().await.unwrap();
     assert_eq!(rebound.status(), 421);
@@ -198,7 +203,7 @@ fn security_audit_names_risks_and_fails_on_high_ones() {
     setup.write_config("approvals:\n  mode: off\n");
     let (status, stdout, stderr) = setup.run(&["security", "audit"]);
     assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
-    for expected in ["auth.allow_all", "approvals.off", "TELEGRAM_ALLOWED_USERS", "approvals.mode: manual"] {
+    for expected in ["auth.allow_all", "auth.no_admin", "no admin exists", "approvals.off", "TELEGRAM_ALLOWED_USERS", "approvals.mode: manual"] {
         assert!(stdout.contains(expected), "{expected} missing:\n{stdout}");
     }
 

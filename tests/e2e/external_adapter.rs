@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use hermes::config::{self, Env, Home};
 use hermes::gateway::{self, ExitReason, RunOptions};
 use hermes::registry::Registry;
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration};
+use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, PairingOffer, PlatformFacts, Registration};
 use hermes_adapter::{
     AdapterConfig, AdapterContext, AdapterError, Capabilities, ChatType, InboundEvent, LengthUnit, MarkdownDialect, OutboundMessage,
     Platform, PlatformAdapter, SendError, SendReceipt, SessionSource, StreamStyle,
@@ -54,6 +54,13 @@ const LOOPBACK: Registration = Registration {
     allowlist_entry_problem: None,
     parse: registration::parse::<LoopbackConfig>,
     build,
+    facts: PlatformFacts {
+        people: true,
+        home: None,
+        pairing: PairingOffer::NotOffered { why: "the loopback is driven by a test" },
+        buttons: false,
+        reactions: false,
+    },
 };
 
 /// The adapter the gateway built last; `build` is a plain `fn`, so this is how the test reaches

@@ -129,15 +129,16 @@ fn user_profile_and_system_units_are_generated_and_accepted_by_systemd_analyze()
     assert_eq!(values(&unit, "WatchdogSec").len(), 1);
     assert!(values(&unit, "NoNewPrivileges").is_empty(), "sudo in the terminal tool needs privileges");
 
-    // A profile: its own unit, run with --profile against the base home.
+    // A profile: its own unit, with HERMES_HOME set to the profile's own directory (as Python
+    // Hermes' units do), so whatever `hermes` the agent runs inside the service reaches it.
     std::fs::create_dir_all(home.join("profiles/work")).unwrap();
     let (code, stdout, stderr) = t.run(&["--profile", "work", "gateway", "install", "--no-start"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     let path = t.unit("hermes-gateway-work.service");
     systemd_analyze_accepts(&path, true);
     let unit = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(values(&unit, "ExecStart"), [format!("{binary} gateway run --profile work")]);
-    assert_eq!(values(&unit, "Environment"), [format!("\"HERMES_HOME={}\"", home.display())]);
+    assert_eq!(values(&unit, "ExecStart"), [format!("{binary} gateway run")]);
+    assert_eq!(values(&unit, "Environment"), [format!("\"HERMES_HOME={}\"", home.join("profiles/work").display())]);
     assert_eq!(values(&unit, "WorkingDirectory"), [home.join("profiles/work").to_str().unwrap()]);
 
     // A system unit run as another user, with a longer drain; systemd's hardening included.

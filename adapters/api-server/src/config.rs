@@ -2,7 +2,7 @@
 //! and the [`REGISTRATION`] that turns them into an [`ApiServerAdapter`].
 
 use crate::{ApiServerAdapter, ApiServerSettings};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, Risk, SettingError};
+use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, PlatformFacts, Registration, Risk, SettingError};
 use hermes_adapter::secret::{self, Secret};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter};
@@ -158,6 +158,7 @@ pub const REGISTRATION: Registration = Registration {
     allowlist_entry_problem: None,
     parse: registration::parse::<ApiServerConfig>,
     build,
+    facts: PlatformFacts::ENDPOINT,
 };
 
 fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn PlatformAdapter>, BuildError> {

@@ -83,6 +83,13 @@ pub trait SessionDirectory: Send + Sync + 'static {
 pub trait SenderPolicy: Send + Sync + 'static {
     /// Whether the gateway's allowlists would let the sender of a message from `source` in.
     fn allows(&self, source: &SessionSource) -> bool;
+
+    /// Whether a stranger's DM on `platform` is answered with a pairing code (the configuration
+    /// names nobody there). An adapter that must accept something before a stranger can write
+    /// at all (a Matrix DM invite) accepts it only then. Off unless the policy says so.
+    fn offers_pairing(&self, _platform: &str) -> bool {
+        false
+    }
 }
 
 /// A closure is a policy (adapter tests).
@@ -192,6 +199,11 @@ impl AdapterContext {
     /// (attachments): a `false` means the event will be denied, so fetch nothing.
     pub fn sender_allowed(&self, source: &SessionSource) -> bool {
         self.senders.allows(source)
+    }
+
+    /// Whether strangers may pair on `platform` (see [`SenderPolicy::offers_pairing`]).
+    pub fn offers_pairing(&self, platform: &str) -> bool {
+        self.senders.offers_pairing(platform)
     }
 
     /// Store the event durably. Acknowledge the platform only after this returns `Ok`.

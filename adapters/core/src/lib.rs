@@ -58,7 +58,9 @@ pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
 pub use media::{FileKind, OutboundFile};
 pub use media_cache::{CacheLimits, MediaCache};
 pub use outbound::{Button, ChatTarget, ChatTargetError, Lookup, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
-pub use registration::{AdapterConfig, BuildContext, BuildError, EnvKind, EnvValueError, EnvVar, ErasedConfig, Registration, SettingError};
+pub use registration::{
+    AdapterConfig, BuildContext, BuildError, EnvKind, EnvValueError, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration, SettingError,
+};
 pub use secret::Secret;
 pub use source::{ChatType, Platform, SessionSource};
 pub use values::Extra;

@@ -2,9 +2,9 @@
 //! a little instead of collecting 429s, while a short burst (a multi-part answer, a quick
 //! exchange) still goes out at once.
 //!
-//! A [`Pacer`] holds keyed token buckets — one global, one per chat, one per group for platforms
-//! that limit groups — each a GCRA with a rate and a burst, plus "the platform told us to wait"
-//! blocks per chat and for everything (a 429's `retry_after`). A send reserves the earliest slot
+//! A [`Pacer`] holds keyed limits — one global, one per chat, each a GCRA token bucket with a rate
+//! and a burst, and one per group for platforms that limit groups, a sliding [`Window`] — plus
+//! "the platform told us to wait" blocks per chat and for everything (a 429's `retry_after`). A send reserves the earliest slot
 //! every bucket allows under one short lock and sleeps until it outside the lock. Keys whose
 //! buckets are full again and whose blocks have ended are forgotten, so memory follows the chats
 //! that sent recently, not every chat ever seen.
@@ -12,7 +12,7 @@
 //! The `check_*` helpers validate the numbers of an adapter's `send_budget:` block.
 
 use crate::registration::SettingError;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -23,6 +23,17 @@ use tokio::time::Instant;
 const SWEEP_FLOOR: usize = 1024;
 /// Idle keys are swept at least this often too, so a quiet pacer does not keep a past crowd.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// The longest spacing a limit is kept to: a configured rate like `1e-300` a second would
+/// otherwise overflow the clock (a panic) instead of meaning "hardly ever".
+const MAX_SPACING: Duration = Duration::from_secs(24 * 3600);
+
+/// The largest count a [`Window`] keeps.
+pub const MAX_WINDOW_COUNT: usize = 100_000;
+
+/// `seconds` as a duration of at most [`MAX_SPACING`].
+fn spacing(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds).unwrap_or(MAX_SPACING).min(MAX_SPACING)
+}
 
 /// One limit: `per_second` sends on average, up to `burst` back to back.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,7 +56,65 @@ impl Rate {
     }
 }
 
-/// The buckets of a [`Pacer`]; `None` switches one off.
+/// A count limit: at most `count` sends in any `window` (a sliding window, not one that resets).
+///
+/// Why not a token bucket: a platform that publishes "N a minute" counts any minute, and a GCRA
+/// bucket of rate N/min with burst B lets B go at once and then one every 60/N s, so the first
+/// minute holds B + N - 1 sends (with B = N, about twice the limit). Only B = 1 keeps every minute
+/// under N, and then even a two-part answer waits 60/N s between its parts. The window lets any
+/// burst of up to N out at once and then waits exactly until the oldest of the last N leaves the
+/// window: the most a platform's count allows, and never more.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    count: usize,
+    window: Duration,
+}
+
+impl Window {
+    /// At most `per_minute` sends in any minute. A whole number is kept as it is (20 → 20 in any
+    /// 60 s); a fraction keeps its average with a whole count (20.5 → 20 in any 58.5 s, 0.5 → 1 in
+    /// any 120 s). `None` — no limit — for zero, negative or not finite, as [`Rate::per_second`],
+    /// and past [`MAX_WINDOW_COUNT`] (no platform publishes such a count; keeping that many send
+    /// times per group would only cost memory).
+    pub fn per_minute(per_minute: f64) -> Option<Window> {
+        if !(per_minute > 0.0 && per_minute <= MAX_WINDOW_COUNT as f64) {
+            return None;
+        }
+        // At least 1, and at most what a window of one minute can hold at this rate.
+        let count = per_minute.floor().max(1.0);
+        // `count` is a whole number from 1 to MAX_WINDOW_COUNT: the cast is exact.
+        Some(Window { count: count as usize, window: spacing(60.0 * count / per_minute) })
+    }
+
+    /// The same count over a window `margin` longer: the platform counts arrivals, which network
+    /// and scheduling jitter move against the instants we paced by, so a window kept to the
+    /// exact published length could see the N+1st arrive a few milliseconds inside it.
+    pub fn widened(self, margin: Duration) -> Window {
+        Window { window: self.window.saturating_add(margin), ..self }
+    }
+
+    /// The earliest instant at or after `now` one more send fits, given the slots already taken
+    /// (oldest first). Slots are taken in order, so the new one also comes no earlier than the
+    /// newest: then "the `count`-th newest is a full window before it" is the whole check.
+    fn earliest(&self, taken: Option<&VecDeque<Instant>>, now: Instant) -> Instant {
+        let Some(taken) = taken else { return now };
+        let newest = taken.back().map_or(now, |at| (*at).max(now));
+        match taken.len().checked_sub(self.count).and_then(|skip| taken.get(skip)) {
+            Some(kth_newest) => newest.max(*kth_newest + self.window),
+            None => newest,
+        }
+    }
+
+    fn commit(&self, taken: &mut VecDeque<Instant>, at: Instant) {
+        taken.push_back(at);
+        // Only the newest `count` can decide a later slot.
+        while taken.len() > self.count {
+            taken.pop_front();
+        }
+    }
+}
+
+/// The limits of a [`Pacer`]; `None` switches one off.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Limits {
     /// Every send of the adapter.
@@ -53,7 +122,7 @@ pub struct Limits {
     /// Sends to one chat (channel, room, conversation).
     pub chat: Option<Rate>,
     /// Sends to one group, for platforms with a separate group limit (Telegram's per minute).
-    pub group: Option<Rate>,
+    pub group: Option<Window>,
 }
 
 /// A GCRA bucket: a send conforms at `t` when `t >= tat - tolerance`; it then moves the
@@ -66,8 +135,11 @@ struct Bucket {
 
 impl Bucket {
     fn new(rate: Rate) -> Bucket {
-        let interval = Duration::from_secs_f64(1.0 / rate.per_second);
-        Bucket { interval, tolerance: interval.mul_f64(rate.burst - 1.0) }
+        let interval = spacing(1.0 / rate.per_second);
+        // A burst too large to express is no limit on bursts (`earliest` then finds no instant
+        // that far back).
+        let tolerance = Duration::try_from_secs_f64(interval.as_secs_f64() * (rate.burst - 1.0)).unwrap_or(Duration::MAX);
+        Bucket { interval, tolerance }
     }
 
     /// The earliest instant at or after `now` this bucket allows a send; an unknown key (`None`)
@@ -89,22 +161,32 @@ pub struct Destination<'a, K> {
     pub chat: Option<&'a K>,
     /// The group's key, for sends that count against a group limit too.
     pub group: Option<&'a K>,
+    /// A chat whose "wait" block this request honours without counting against its rate (an
+    /// edit in a chat the platform told us to leave alone for a while).
+    pub held_by: Option<&'a K>,
 }
 
 impl<'a, K> Destination<'a, K> {
     /// A send to `chat`.
     pub fn chat(chat: &'a K) -> Self {
-        Destination { chat: Some(chat), group: None }
+        Destination { chat: Some(chat), group: None, held_by: None }
     }
 
     /// A send to `chat`, which counts against `group`'s limit too.
     pub fn in_group(chat: &'a K, group: &'a K) -> Self {
-        Destination { chat: Some(chat), group: Some(group) }
+        Destination { chat: Some(chat), group: Some(group), held_by: None }
     }
 
     /// A request that counts only against the global limit (an edit, a typing notice).
     pub fn global() -> Self {
-        Destination { chat: None, group: None }
+        Destination { chat: None, group: None, held_by: None }
+    }
+
+    /// A request in `chat` that counts only against the global limit but, like a send, waits
+    /// while a 429 holds that chat back (an edit where the platform limits edits apart from
+    /// posts, but says "wait" per chat).
+    pub fn global_in(chat: &'a K) -> Self {
+        Destination { chat: None, group: None, held_by: Some(chat) }
     }
 }
 
@@ -113,7 +195,7 @@ impl<'a, K> Destination<'a, K> {
 pub struct Pacer<K> {
     global: Option<Bucket>,
     chat: Option<Bucket>,
-    group: Option<Bucket>,
+    group: Option<Window>,
     state: Mutex<State<K>>,
 }
 
@@ -121,7 +203,8 @@ pub struct Pacer<K> {
 struct State<K> {
     global_tat: Option<Instant>,
     chat_tat: HashMap<K, Instant>,
-    group_tat: HashMap<K, Instant>,
+    /// Per group, the slots of its newest sends (at most the window's count), oldest first.
+    group_sent: HashMap<K, VecDeque<Instant>>,
     /// The platform said wait: nothing goes to this chat before then.
     chat_blocked: HashMap<K, Instant>,
     /// The platform said wait for everything (a global 429).
@@ -137,7 +220,7 @@ impl<K> Default for State<K> {
         State {
             global_tat: None,
             chat_tat: HashMap::new(),
-            group_tat: HashMap::new(),
+            group_sent: HashMap::new(),
             chat_blocked: HashMap::new(),
             global_blocked: None,
             sweep_above: SWEEP_FLOOR,
@@ -148,7 +231,7 @@ impl<K> Default for State<K> {
 
 impl<K> State<K> {
     fn tracked(&self) -> usize {
-        self.chat_tat.len() + self.group_tat.len() + self.chat_blocked.len()
+        self.chat_tat.len() + self.group_sent.len() + self.chat_blocked.len()
     }
 }
 
@@ -158,7 +241,7 @@ impl<K: Hash + Eq + Clone> Pacer<K> {
         Pacer {
             global: limits.global.map(Bucket::new),
             chat: limits.chat.map(Bucket::new),
-            group: limits.group.map(Bucket::new),
+            group: limits.group,
             state: Mutex::new(State::default()),
         }
     }
@@ -183,8 +266,10 @@ impl<K: Hash + Eq + Clone> Pacer<K> {
         if let Some(until) = state.global_blocked {
             at = at.max(until);
         }
-        if let Some(until) = to.chat.and_then(|chat| state.chat_blocked.get(chat)) {
-            at = at.max(*until);
+        for chat in [to.chat, to.held_by].into_iter().flatten() {
+            if let Some(until) = state.chat_blocked.get(chat) {
+                at = at.max(*until);
+            }
         }
         if let Some(bucket) = &self.global {
             at = at.max(bucket.earliest(state.global_tat, at));
@@ -192,8 +277,8 @@ impl<K: Hash + Eq + Clone> Pacer<K> {
         if let (Some(bucket), Some(chat)) = (&self.chat, to.chat) {
             at = at.max(bucket.earliest(state.chat_tat.get(chat).copied(), at));
         }
-        if let (Some(bucket), Some(group)) = (&self.group, to.group) {
-            at = at.max(bucket.earliest(state.group_tat.get(group).copied(), at));
+        if let (Some(window), Some(group)) = (&self.group, to.group) {
+            at = at.max(window.earliest(state.group_sent.get(group), at));
         }
         if let Some(bucket) = &self.global {
             bucket.commit(state.global_tat.get_or_insert(at), at);
@@ -201,10 +286,10 @@ impl<K: Hash + Eq + Clone> Pacer<K> {
         if let (Some(bucket), Some(chat)) = (&self.chat, to.chat) {
             bucket.commit(state.chat_tat.entry(chat.clone()).or_insert(at), at);
         }
-        if let (Some(bucket), Some(group)) = (&self.group, to.group) {
-            bucket.commit(state.group_tat.entry(group.clone()).or_insert(at), at);
+        if let (Some(window), Some(group)) = (&self.group, to.group) {
+            window.commit(state.group_sent.entry(group.clone()).or_default(), at);
         }
-        Self::sweep_idle(&mut state, now);
+        self.sweep_idle(&mut state, now);
         at
     }
 
@@ -238,13 +323,15 @@ impl<K: Hash + Eq + Clone> Pacer<K> {
 
     /// Forget keys whose bucket is full again and whose block has ended: an idle key behaves
     /// exactly like one never seen, so forgetting it changes no reservation.
-    fn sweep_idle(state: &mut State<K>, now: Instant) {
+    fn sweep_idle(&self, state: &mut State<K>, now: Instant) {
         let swept_at = *state.swept_at.get_or_insert(now);
         if state.tracked() <= state.sweep_above && now < swept_at + SWEEP_EVERY {
             return;
         }
         state.chat_tat.retain(|_, tat| *tat > now);
-        state.group_tat.retain(|_, tat| *tat > now);
+        // A group whose newest send has left the window allows a full count again.
+        let window = self.group.map_or(Duration::ZERO, |w| w.window);
+        state.group_sent.retain(|_, sent| sent.back().is_some_and(|last| *last + window > now));
         state.chat_blocked.retain(|_, until| *until > now);
         if state.global_blocked.is_some_and(|until| until <= now) {
             state.global_blocked = None;
@@ -333,21 +420,55 @@ mod tests {
         // The group's limit pushes chat 1's second message to 10 s; the chat's bucket must count
         // it there, so the chat's next message comes a chat interval after it, not at 1 s (which
         // would overtake it).
-        let pacer = Pacer::new(Limits { chat: per_second(1.0, 1.0), group: per_second(0.1, 1.0), ..Limits::default() });
+        let pacer = Pacer::new(Limits {
+            chat: per_second(1.0, 1.0),
+            group: Some(Window { count: 1, window: Duration::from_secs(10) }),
+            ..Limits::default()
+        });
         let now = Instant::now();
         assert_eq!(offsets(&pacer, Destination::in_group(&1, &9), 2, now), vec![0, 10_000]);
         assert_eq!(offsets(&pacer, Destination::chat(&1), 1, now), vec![11_000]);
     }
 
     #[test]
-    fn groups_have_their_own_limit() {
-        let pacer = Pacer::new(Limits { group: Rate::per_minute(20.0, 20.0), ..Limits::default() });
+    fn a_group_gets_its_whole_count_at_once_then_waits_for_the_window() {
+        let pacer = Pacer::new(Limits { group: Window::per_minute(20.0), ..Limits::default() });
         let now = Instant::now();
-        let slots = offsets(&pacer, Destination::in_group(&-100, &-100), 21, now);
+        let slots = offsets(&pacer, Destination::in_group(&-100, &-100), 41, now);
         assert!(slots[..20].iter().all(|&ms| ms == 0), "{slots:?}");
-        assert_eq!(slots[20], 3000);
+        // Not 3 s later, as a bucket refilling at 20 a minute would allow: the 21st would be the
+        // 21st inside the first minute.
+        assert!(slots[20..40].iter().all(|&ms| ms == 60_000), "{slots:?}");
+        assert_eq!(slots[40], 120_000);
         // A private chat counts against no group.
         assert_eq!(offsets(&pacer, Destination::chat(&5), 30, now), vec![0; 30]);
+    }
+
+    #[test]
+    fn a_group_sending_steadily_waits_only_for_the_oldest_of_its_last_count() {
+        let pacer = Pacer::new(Limits { group: Window::per_minute(20.0), ..Limits::default() });
+        let start = Instant::now();
+        let group = Destination::in_group(&-7, &-7);
+        // One every 2 s: the 21st asked for at 40 s waits until the first leaves the window.
+        let slots: Vec<u128> =
+            (0..22).map(|i| pacer.reserve(group, start + Duration::from_secs(2 * i)).duration_since(start).as_millis()).collect();
+        assert_eq!(&slots[..20], (0..20).map(|i| 2000 * i).collect::<Vec<_>>().as_slice());
+        assert_eq!(&slots[20..], &[60_000, 62_000]);
+    }
+
+    #[test]
+    fn window_counts_and_spans_follow_the_per_minute_figure() {
+        assert_eq!(Window::per_minute(20.0), Some(Window { count: 20, window: Duration::from_secs(60) }));
+        assert_eq!(Window::per_minute(0.5), Some(Window { count: 1, window: Duration::from_secs(120) }));
+        assert_eq!(Window::per_minute(30.0).map(|w| w.widened(Duration::from_secs(1)).window), Some(Duration::from_secs(61)));
+        for off in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(Window::per_minute(off), None, "{off}");
+        }
+        // Absurd figures mean "hardly ever" or "no limit", never a panic.
+        let rare = Window::per_minute(1e-300).unwrap();
+        assert_eq!((rare.count, rare.window), (1, MAX_SPACING));
+        assert_eq!(Window::per_minute(1e300), None);
+        assert!(Rate::per_second(1e-300, 1e300).map(Bucket::new).is_some());
     }
 
     #[test]
@@ -389,7 +510,7 @@ mod tests {
 
     #[test]
     fn idle_keys_are_forgotten() {
-        let pacer = Pacer::new(Limits { chat: per_second(1.0, 3.0), group: Rate::per_minute(20.0, 20.0), ..Limits::default() });
+        let pacer = Pacer::new(Limits { chat: per_second(1.0, 3.0), group: Window::per_minute(20.0), ..Limits::default() });
         let start = Instant::now();
         for chat in 0..5000_i64 {
             pacer.reserve(Destination::in_group(&chat, &chat), start);
@@ -408,7 +529,7 @@ mod tests {
 
     #[test]
     fn a_zero_limit_never_waits() {
-        let pacer = Pacer::new(Limits { global: per_second(0.0, 30.0), chat: per_second(0.0, 3.0), group: Rate::per_minute(0.0, 20.0) });
+        let pacer = Pacer::new(Limits { global: per_second(0.0, 30.0), chat: per_second(0.0, 3.0), group: Window::per_minute(0.0) });
         assert!(pacer.global.is_none() && pacer.chat.is_none() && pacer.group.is_none());
         let now = Instant::now();
         assert!(offsets(&pacer, Destination::in_group(&-1, &-1), 1000, now).iter().all(|&ms| ms == 0));
@@ -453,5 +574,88 @@ mod tests {
         let now = Instant::now();
         let wait = pacer.reserve(Destination::chat(&1), now).duration_since(now);
         assert!(wait <= MAX_BLOCK && wait > MAX_BLOCK - Duration::from_secs(5), "{wait:?}");
+    }
+
+    /// Property tests of the group window: whatever the pattern of sends, other limits and
+    /// "wait" blocks, no group ever gets more than its count in any window, and with the window
+    /// alone no send waits longer than the count requires.
+    mod window_properties {
+        use super::*;
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, RngSeed};
+
+        /// One send asked for: ms after the previous request, its group, which of the group's two
+        /// chats, and a 429 block on that chat (ms) to apply first.
+        type Ask = (u64, i64, i64, Option<u64>);
+
+        fn asks() -> impl Strategy<Value = Vec<Ask>> {
+            let gap = prop_oneof![3 => Just(0_u64), 2 => 0_u64..3_000, 1 => 0_u64..90_000];
+            let block = prop_oneof![9 => Just(None), 1 => (1_u64..10_000).prop_map(Some)];
+            proptest::collection::vec((gap, 0_i64..3, 0_i64..2, block), 1..120)
+        }
+
+        fn window() -> impl Strategy<Value = Window> {
+            (1_usize..25, 1_u64..90_000).prop_map(|(count, ms)| Window { count, window: Duration::from_millis(ms) })
+        }
+
+        /// Reserve every ask; per group, the request instants and slots in the order asked.
+        fn run(pacer: &Pacer<i64>, asks: &[Ask], start: Instant) -> HashMap<i64, Vec<(Instant, Instant)>> {
+            let mut now = start;
+            let mut by_group: HashMap<i64, Vec<(Instant, Instant)>> = HashMap::new();
+            for &(gap, group, chat, block) in asks {
+                now += Duration::from_millis(gap);
+                let chat = group * 10 + chat;
+                if let Some(ms) = block {
+                    pacer.block_until(Some(&chat), now + Duration::from_millis(ms));
+                }
+                let slot = pacer.reserve(Destination::in_group(&chat, &group), now);
+                assert!(slot >= now, "a slot before its request");
+                by_group.entry(group).or_default().push((now, slot));
+            }
+            by_group
+        }
+
+        proptest! {
+            #![proptest_config(Config { cases: 2_000, failure_persistence: None, rng_seed: RngSeed::Fixed(0x5041_4345), ..Config::default() })]
+
+            #[test]
+            fn no_window_ever_holds_more_than_the_count(
+                asks in asks(),
+                window in window(),
+                chat in proptest::option::of((0.1_f64..5.0, 1.0_f64..6.0)),
+                global in proptest::option::of((0.5_f64..50.0, 1.0_f64..40.0)),
+            ) {
+                let pacer = Pacer::new(Limits {
+                    global: global.and_then(|(rate, burst)| Rate::per_second(rate, burst)),
+                    chat: chat.and_then(|(rate, burst)| Rate::per_second(rate, burst)),
+                    group: Some(window),
+                });
+                for (group, sends) in run(&pacer, &asks, Instant::now()) {
+                    let slots: Vec<Instant> = sends.iter().map(|(_, slot)| *slot).collect();
+                    prop_assert!(slots.windows(2).all(|w| w[0] <= w[1]), "group {} out of order", group);
+                    // Sorted slots: every `count + 1` consecutive ones span at least a window, so
+                    // no half-open window of that length holds more than `count`.
+                    for run in slots.windows(window.count + 1) {
+                        prop_assert!(run[window.count] - run[0] >= window.window, "group {}: {} sends within {:?}", group, run.len(), window.window);
+                    }
+                }
+            }
+
+            #[test]
+            fn with_the_window_alone_a_send_waits_only_while_the_window_is_full(asks in asks(), window in window()) {
+                let asks: Vec<Ask> = asks.into_iter().map(|(gap, group, chat, _)| (gap, group, chat, None)).collect();
+                let pacer = Pacer::new(Limits { group: Some(window), ..Limits::default() });
+                for (group, sends) in run(&pacer, &asks, Instant::now()) {
+                    for (i, &(asked, slot)) in sends.iter().enumerate() {
+                        let earlier = &sends[..i];
+                        // Held back only behind an earlier send of the group still waiting for
+                        // its own slot, or because the window just before the slot was full.
+                        let full = earlier.iter().filter(|(_, s)| *s + window.window >= slot && *s < slot).count() >= window.count;
+                        let behind = earlier.iter().any(|(_, s)| *s == slot);
+                        prop_assert!(slot == asked || full || behind, "group {}: send {} waited {:?} for nothing", group, i, slot - asked);
+                    }
+                }
+            }
+        }
     }
 }

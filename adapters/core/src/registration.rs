@@ -49,6 +49,65 @@ pub struct Registration {
     pub parse: fn(&BlockInput<'_>) -> Result<Parsed, SettingError>,
     /// The adapter, from the config [`Registration::parse`] returned.
     pub build: BuildFn,
+    /// What the gateway must know about the platform's people before the adapter exists: who
+    /// is gated, where a home channel is kept, whether strangers may pair, how they press.
+    pub facts: PlatformFacts,
+}
+
+/// Facts about a platform that the core reads instead of composing names or keeping lists of
+/// platforms: `/sethome`, pairing, the security audit, `hermes doctor` and the secret filter
+/// all come here, so adding a platform cannot forget one of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlatformFacts {
+    /// People write here under a platform user id, so allowlists, admins and the audit's "who
+    /// may talk" apply. False where the operator authenticates callers upstream (an API key, a
+    /// signed webhook).
+    pub people: bool,
+    /// Where `/sethome` keeps the platform's home channel; `None`: the platform has none.
+    pub home: Option<HomeVars>,
+    /// Whether a stranger writing to the bot may be handed a pairing code here.
+    pub pairing: PairingOffer,
+    /// Messages can carry buttons (approvals offer them).
+    pub buttons: bool,
+    /// People can answer with a reaction.
+    pub reactions: bool,
+}
+
+impl PlatformFacts {
+    /// A platform whose callers the operator authenticates upstream: no people, no home, no
+    /// pairing, nothing to press.
+    pub const ENDPOINT: PlatformFacts =
+        PlatformFacts { people: false, home: None, pairing: PairingOffer::NotOffered { why: "callers are authenticated by key or signature" }, buttons: false, reactions: false };
+}
+
+/// The environment variables of a platform's home channel, named as the reference names them
+/// (`TELEGRAM_HOME_CHANNEL`, `MATRIX_HOME_ROOM`, `EMAIL_HOME_ADDRESS`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HomeVars {
+    /// The chat; must also be one of the registration's [`EnvVar`]s, with key `home_channel`.
+    pub channel: &'static str,
+    /// The thread or topic inside it, where the platform has threads.
+    pub thread: Option<&'static str>,
+}
+
+/// Whether strangers can pair on a platform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairingOffer {
+    /// A stranger's direct message is answered with a one-time code (when the configuration
+    /// names nobody on the platform).
+    Offered,
+    /// Never offered; `why` is logged and shown by `hermes doctor`.
+    NotOffered {
+        /// The reason, one clause.
+        why: &'static str,
+    },
+}
+
+impl PairingOffer {
+    /// Whether strangers may be handed a code.
+    pub fn is_offered(self) -> bool {
+        matches!(self, PairingOffer::Offered)
+    }
 }
 
 /// The signature of [`Registration::build`].
@@ -70,6 +129,30 @@ impl Registration {
             .filter_map(|line| line.split_once(':').map(|(key, _)| key.trim()))
             .filter(|key| !key.is_empty())
             .collect()
+    }
+
+    /// The names of this platform's variables that hold secrets (kept out of every tool's
+    /// environment and output).
+    pub fn secret_env_names(&self) -> impl Iterator<Item = &'static str> {
+        self.env.iter().filter(|v| v.kind == EnvKind::Secret).map(|v| v.name)
+    }
+
+    /// What is inconsistent between the facts and the rest of the registration (a home channel
+    /// variable that no [`EnvVar`] reads), for the registry's tests.
+    pub fn fact_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if let Some(home) = self.facts.home {
+            if !self.env.iter().any(|v| v.name == home.channel && v.key == "home_channel") {
+                problems.push(format!("{}: home variable {} is not an EnvVar of key home_channel", self.platform, home.channel));
+            }
+            if home.thread.is_some_and(|t| self.env.iter().any(|v| v.name == t)) {
+                problems.push(format!("{}: the home thread variable is read by the gateway, not an adapter key", self.platform));
+            }
+        }
+        if self.facts.pairing.is_offered() && !self.facts.people {
+            problems.push(format!("{}: pairing offered where there are no people", self.platform));
+        }
+        problems
     }
 }
 

@@ -2,7 +2,7 @@
 //! documentation, and the [`REGISTRATION`] that turns them into a [`DiscordAdapter`].
 
 use crate::{DiscordAdapter, DiscordSendBudget, DiscordSettings};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration};
+use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, SettingError};
 use serde::{Deserialize, Serialize};
@@ -104,6 +104,13 @@ pub const REGISTRATION: Registration = Registration {
     allowlist_entry_problem: Some(crate::allowlist::entry_problem),
     parse: registration::parse::<DiscordConfig>,
     build,
+    facts: PlatformFacts {
+        people: true,
+        home: Some(HomeVars { channel: "DISCORD_HOME_CHANNEL", thread: Some("DISCORD_HOME_CHANNEL_THREAD_ID") }),
+        pairing: PairingOffer::Offered,
+        buttons: true,
+        reactions: false,
+    },
 };
 
 fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn PlatformAdapter>, BuildError> {

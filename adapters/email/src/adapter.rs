@@ -154,7 +154,17 @@ impl PlatformAdapter for EmailAdapter {
     }
 
     async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
-        crate::imap::run(self, ctx).await
+        // The SMTP check runs beside the mailbox, so a slow SMTP server never delays reading.
+        let smtp_refused = async {
+            match self.smtp_certificate_problem().await {
+                Some(e) => e,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            ended = crate::imap::run(self, ctx) => ended,
+            refused = smtp_refused => Err(refused),
+        }
     }
 
     /// The mailbox, not the password: two gateways reading one mailbox would take each other's

@@ -3,7 +3,7 @@
 
 use crate::EmailAdapter;
 use crate::settings::{EmailSendBudget, EmailSettings, TlsMode, is_loopback};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, SettingError};
+use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration, SettingError};
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, Secret};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::sync::Arc;
@@ -28,6 +28,12 @@ pub struct EmailConfig {
     pub poll_interval: Option<u64>,
     /// Wait for mail with IDLE when the server offers it; unset: yes.
     pub idle: Option<bool>,
+    /// Trust only the CAs in this PEM file (a server with a private CA); unset: the system's.
+    pub ca_file: Option<String>,
+    /// Seconds the IMAP connection may stay silent and unanswered before it counts as dead and
+    /// is replaced; unset: 120.
+    #[serde(deserialize_with = "seconds")]
+    pub dead_after: Option<u64>,
     /// Believe the `From` header without an `Authentication-Results` check.
     pub trust_from_header: Option<bool>,
     /// The authserv-id whose `Authentication-Results` headers are believed.
@@ -66,6 +72,14 @@ impl AdapterConfig for EmailConfig {
             && !(1..=3600).contains(&secs)
         {
             return Err(SettingError::key("poll_interval (EMAIL_POLL_INTERVAL)", format!("expected 1 to 3600 seconds, found {secs}")));
+        }
+        if let Some(secs) = self.dead_after
+            && !(2..=120).contains(&secs)
+        {
+            return Err(SettingError::key(
+                "dead_after (EMAIL_DEAD_AFTER)",
+                format!("expected 2 to 120 seconds (a dead connection must be noticed within two minutes), found {secs}"),
+            ));
         }
         self.send_budget.check()
     }
@@ -133,6 +147,20 @@ const ENV: &[EnvVar] = &[
         description: "tls, starttls or none (none only to loopback); default from each port",
     },
     EnvVar {
+        name: "EMAIL_CA_FILE",
+        key: "ca_file",
+        kind: EnvKind::Text,
+        example: "",
+        description: "PEM file of the CA that signed your mail servers' certificates (a private CA); only it is trusted",
+    },
+    EnvVar {
+        name: "EMAIL_DEAD_AFTER",
+        key: "dead_after",
+        kind: EnvKind::Text,
+        example: "120",
+        description: "seconds after which a silent, unanswering IMAP connection counts as dead and is replaced",
+    },
+    EnvVar {
         name: "EMAIL_POLL_INTERVAL",
         key: "poll_interval",
         kind: EnvKind::Text,
@@ -171,10 +199,14 @@ const EXAMPLE: &str = "    enabled: null                      # null: enabled wh
     smtp_port: null                    # default 587 (EMAIL_SMTP_PORT)
     tls: null                          # tls | starttls | none; default from each port (993/465: tls,
                                        # others: starttls); none only when both hosts are loopback (EMAIL_TLS)
+    ca_file: null                      # PEM file of a private CA that signed the servers' certificates; when
+                                       # set only it is trusted, else the system's CAs (EMAIL_CA_FILE)
     poll_interval: null                # seconds between polls when the server cannot IDLE, default 15
                                        # (EMAIL_POLL_INTERVAL)
     idle: null                         # wait for mail with IMAP IDLE when offered (default true);
                                        # false polls every poll_interval instead
+    dead_after: null                   # seconds (2-120, default 120) in which a silent IMAP connection that
+                                       # does not answer is noticed and replaced (EMAIL_DEAD_AFTER)
     home_channel: null                 # address for cron output (EMAIL_HOME_ADDRESS)
     allowed_users: []                  # full sender addresses, e.g. alice@example.com (EMAIL_ALLOWED_USERS)
     allow_all_users: false             # anyone who can mail the bot may use it (EMAIL_ALLOW_ALL_USERS)
@@ -199,6 +231,17 @@ pub const REGISTRATION: Registration = Registration {
     allowlist_entry_problem: Some(crate::allowlist::entry_problem),
     parse: registration::parse::<EmailConfig>,
     build,
+    facts: PlatformFacts {
+        people: true,
+        home: Some(HomeVars { channel: "EMAIL_HOME_ADDRESS", thread: None }),
+        // A sender address is whatever the sender wrote, and answering strangers mails whoever
+        // was named (backscatter): an allowlist of addresses is the only way in.
+        pairing: PairingOffer::NotOffered {
+            why: "a mail's From address can be forged and answering unknown senders sends mail to whoever was named; list addresses in EMAIL_ALLOWED_USERS",
+        },
+        buttons: false,
+        reactions: false,
+    },
 };
 
 fn text(value: &Option<String>) -> Option<String> {
@@ -256,7 +299,19 @@ pub fn settings_from(config: &EmailConfig, ctx: &BuildContext<'_>) -> Result<Ema
     if let Some(secs) = config.poll_interval {
         settings.poll_interval = Duration::from_secs(secs.max(1));
     }
+    if let Some(secs) = config.dead_after {
+        settings.dead_after = Duration::from_secs(secs.clamp(2, 120));
+    }
+    settings.ca_file = ca_file(config)?;
     Ok(settings)
+}
+
+/// The CA file, read once here so that a wrong path or a file without a certificate is a
+/// configuration error at start, not a failed connection later.
+fn ca_file(config: &EmailConfig) -> Result<Option<std::path::PathBuf>, BuildError> {
+    let Some(path) = text(&config.ca_file).map(std::path::PathBuf::from) else { return Ok(None) };
+    crate::tls::read_ca_file(&path).map_err(|why| BuildError::new(Some("ca_file"), format!("{why} (EMAIL_CA_FILE)")))?;
+    Ok(Some(path))
 }
 
 fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn PlatformAdapter>, BuildError> {

@@ -18,7 +18,7 @@ use crate::adapter::EmailAdapter;
 use crate::inbound::{self, Verdict};
 use crate::settings::TlsMode;
 use crate::state::Cursor;
-use crate::tls::{self, MailStream};
+use crate::tls::{self, MailStream, TlsFailure};
 use futures::TryStreamExt;
 use hermes_adapter::{AcceptError, AdapterContext, AdapterError};
 use std::time::{Duration, Instant};
@@ -95,7 +95,7 @@ pub(crate) async fn connect(adapter: &EmailAdapter) -> Result<Session, End> {
     let limit = s.io_timeout;
     let tcp = timed(limit, "connecting to the IMAP server", TcpStream::connect((s.imap_host.as_str(), s.imap_port))).await?;
     let stream = match s.imap_tls {
-        TlsMode::Tls => timed(limit, "IMAP TLS", tls::wrap(tcp, &s.imap_host)).await?,
+        TlsMode::Tls => secure(adapter, tcp).await?,
         TlsMode::None | TlsMode::StartTls => MailStream::Plain(tcp),
     };
     let mut client = async_imap::Client::new(stream);
@@ -119,8 +119,7 @@ pub(crate) async fn connect(adapter: &EmailAdapter) -> Result<Session, End> {
         let MailStream::Plain(tcp) = client.into_inner() else {
             return Err(End::Retry("internal: STARTTLS on an encrypted stream".into()));
         };
-        let wrapped = timed(limit, "IMAP TLS", tls::wrap(tcp, &s.imap_host)).await?;
-        client = async_imap::Client::new(wrapped);
+        client = async_imap::Client::new(secure(adapter, tcp).await?);
     }
     let login = tokio::time::timeout(limit, client.login(&s.address, &s.password)).await;
     let session = match login {
@@ -135,6 +134,19 @@ pub(crate) async fn connect(adapter: &EmailAdapter) -> Result<Session, End> {
         Err(_) => return Err(End::Retry(format!("IMAP login: no answer within {limit:?}"))),
     };
     Ok(session)
+}
+
+/// TLS over `tcp`, the certificate checked. A refused certificate ends `run` (retrying cannot
+/// fix it), saying what is wrong and what to change.
+async fn secure(adapter: &EmailAdapter, tcp: TcpStream) -> Result<MailStream, End> {
+    let s = &adapter.settings;
+    let handshake = tls::wrap(tcp, &s.imap_host, s.imap_port, s.ca_file.as_deref());
+    match tokio::time::timeout(s.io_timeout, handshake).await {
+        Ok(Ok(stream)) => Ok(stream),
+        Ok(Err(TlsFailure::Certificate(why))) => Err(End::Fatal(AdapterError::fatal("email_tls", why))),
+        Ok(Err(TlsFailure::Other(why))) => Err(End::Retry(why)),
+        Err(_) => Err(End::Retry(format!("IMAP TLS: no answer within {:?}", s.io_timeout))),
+    }
 }
 
 /// One session: connect, settle the cursor, then read and wait until something breaks.
@@ -204,7 +216,7 @@ async fn session(adapter: &EmailAdapter, ctx: &AdapterContext) -> End {
             return End::Stopped;
         }
         if use_idle && !backlog {
-            match idle(session, ctx, s.idle_renewal, s.io_timeout).await {
+            match idle(session, ctx, s.idle_renewal, s.dead_after).await {
                 Ok((back, stopped)) => {
                     session = back;
                     if stopped {
@@ -259,35 +271,46 @@ enum IdleFailed {
     Lost(String),
 }
 
-/// Wait in IDLE until the server reports something, `renewal` passes or shutdown; the session
-/// comes back, and whether shutdown was asked for.
-async fn idle(session: Session, ctx: &AdapterContext, renewal: Duration, limit: Duration) -> Result<(Session, bool), IdleFailed> {
+/// Wait in IDLE until the server reports something, `renewal` passes, the server says nothing
+/// for half of `dead_after`, or shutdown; then end the IDLE, which the server must confirm
+/// within the other half. The session comes back, and whether shutdown was asked for.
+///
+/// A silent server is asked (by ending the IDLE) rather than trusted: a connection whose peer
+/// stopped answering — a NAT or firewall that forgot it, a hung server — looks exactly like a
+/// quiet mailbox until something is sent. Servers that send keepalives during IDLE (Dovecot's
+/// `* OK Still here`) are never interrupted by this; the others get a new IDLE every
+/// `dead_after / 2`, which RFC 2177 allows (it asks for one at least every 29 minutes).
+async fn idle(session: Session, ctx: &AdapterContext, renewal: Duration, dead_after: Duration) -> Result<(Session, bool), IdleFailed> {
+    let half = dead_after / 2;
     let mut handle = session.idle();
-    if let Err(e) = tokio::time::timeout(limit, handle.init()).await.unwrap_or(Err(async_imap::error::Error::ConnectionLost)) {
+    if let Err(e) = tokio::time::timeout(half, handle.init()).await.unwrap_or(Err(async_imap::error::Error::ConnectionLost)) {
         // After a refused IDLE the server is still in the selected state.
-        return match tokio::time::timeout(limit, handle.done()).await {
+        return match tokio::time::timeout(half, handle.done()).await {
             Ok(Ok(session)) => Err(IdleFailed::Refused(e.to_string(), session)),
             _ => Err(IdleFailed::Lost(format!("IDLE failed: {e}"))),
         };
     }
-    let stopped = {
-        // wait_with_timeout's own timer restarts at every keepalive, so the renewal is bounded
-        // here as a whole.
-        let (wait, _stop) = handle.wait_with_timeout(renewal + Duration::from_secs(60));
+    let (stopped, silent) = {
+        // wait_with_timeout's timer restarts at every keepalive: it ends after `half` of silence.
+        let (wait, _stop) = handle.wait_with_timeout(half);
         tokio::select! {
-            _ = ctx.shutdown.cancelled() => true,
-            outcome = tokio::time::timeout(renewal, wait) => {
-                if let Ok(Err(e)) = outcome {
-                    return Err(IdleFailed::Lost(format!("IDLE: {e}")));
-                }
-                false
-            }
+            _ = ctx.shutdown.cancelled() => (true, false),
+            outcome = tokio::time::timeout(renewal, wait) => match outcome {
+                Ok(Err(e)) => return Err(IdleFailed::Lost(format!("IDLE: {e}"))),
+                Ok(Ok(async_imap::extensions::idle::IdleResponse::Timeout)) => (false, true),
+                // New data, or the renewal is due.
+                Ok(Ok(_)) | Err(_) => (false, false),
+            },
         }
     };
-    match tokio::time::timeout(limit, handle.done()).await {
+    match tokio::time::timeout(half, handle.done()).await {
         Ok(Ok(session)) => Ok((session, stopped)),
         Ok(Err(e)) => Err(IdleFailed::Lost(format!("ending IDLE: {e}"))),
-        Err(_) => Err(IdleFailed::Lost("ending IDLE: no answer".into())),
+        Err(_) if silent => Err(IdleFailed::Lost(format!(
+            "the IMAP server stopped answering: nothing for {half:?} in IDLE, then no answer to DONE within {half:?}; the \
+             connection is dead"
+        ))),
+        Err(_) => Err(IdleFailed::Lost(format!("ending IDLE: no answer within {half:?}"))),
     }
 }
 

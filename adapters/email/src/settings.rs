@@ -56,6 +56,11 @@ impl TlsMode {
     }
 }
 
+/// IDLE is renewed well inside RFC 2177's "at least every 29 minutes".
+pub const DEFAULT_IDLE_RENEWAL: Duration = Duration::from_secs(25 * 60);
+/// A connection that stopped answering is noticed within two minutes.
+pub const DEFAULT_DEAD_AFTER: Duration = Duration::from_secs(120);
+
 /// Everything the adapter needs, with defaults applied.
 #[derive(Clone)]
 pub struct EmailSettings {
@@ -74,8 +79,16 @@ pub struct EmailSettings {
     /// Wait with IDLE when the server offers it; off, the mailbox is polled (for servers whose
     /// IDLE misbehaves).
     pub use_idle: bool,
-    /// How long one IDLE lasts before it is renewed (servers drop IDLE after 30 minutes).
+    /// How long one IDLE lasts before it is renewed: under RFC 2177's 29 minutes (servers drop
+    /// an IDLE after 30).
     pub idle_renewal: Duration,
+    /// How long the IMAP connection may stay silent, then unanswered, before it counts as dead
+    /// and is replaced: after half of it without a word from the server the IDLE is ended, and
+    /// the server has the other half to confirm. A peer that stopped answering (a NAT that forgot
+    /// the connection, a hung server) is noticed within this.
+    pub dead_after: Duration,
+    /// Trust only the CAs in this PEM file (a server with a private CA); unset: the system's.
+    pub ca_file: Option<PathBuf>,
     /// Accept the `From` header as the sender's identity without an `Authentication-Results`
     /// check (only for a mailbox whose server already refuses forged senders).
     pub trust_from_header: bool,
@@ -109,7 +122,9 @@ impl EmailSettings {
             smtp_tls: TlsMode::StartTls,
             poll_interval: Duration::from_secs(15),
             use_idle: true,
-            idle_renewal: Duration::from_secs(25 * 60),
+            idle_renewal: DEFAULT_IDLE_RENEWAL,
+            dead_after: DEFAULT_DEAD_AFTER,
+            ca_file: None,
             trust_from_header: false,
             authserv_id: None,
             state_dir,
@@ -136,6 +151,8 @@ impl std::fmt::Debug for EmailSettings {
             .field("imap", &format_args!("{}:{} ({:?})", self.imap_host, self.imap_port, self.imap_tls))
             .field("smtp", &format_args!("{}:{} ({:?})", self.smtp_host, self.smtp_port, self.smtp_tls))
             .field("poll_interval", &self.poll_interval)
+            .field("dead_after", &self.dead_after)
+            .field("ca_file", &self.ca_file)
             .field("trust_from_header", &self.trust_from_header)
             .field("authserv_id", &self.authserv_id)
             .finish_non_exhaustive()

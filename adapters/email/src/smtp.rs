@@ -8,11 +8,15 @@
 //!   5xx there means it did not take the mail); if the connection broke or went silent, the
 //!   mail may have been queued, so the failure is [`SendError::Ambiguous`] and never blindly
 //!   resent.
+//!
+//! A certificate the server presents that does not check out is never accepted and never
+//! retried: the failure names the server, the problem and the setting to change.
 
 use crate::settings::{EmailSettings, TlsMode};
 use hermes_adapter::SendError;
 use lettre::address::Envelope;
 use lettre::transport::smtp::authentication::{Credentials, Mechanism};
+use crate::tls::{self, TlsFailure};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
 use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
 use lettre::transport::smtp::extension::ClientId;
@@ -55,20 +59,45 @@ async fn step<T>(
     }
 }
 
+/// A step that makes a TLS handshake: a refused certificate is told as such (and never
+/// retried: the same certificate would be refused again), anything else as [`step`] does.
+async fn tls_step<T>(
+    settings: &EmailSettings,
+    name: &str,
+    fut: impl Future<Output = Result<T, lettre::transport::smtp::Error>>,
+) -> Result<T, SendError> {
+    let limit = settings.io_timeout;
+    match tokio::time::timeout(limit, fut).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(match certificate_refused(settings, &e) {
+            Some(why) => SendError::Other(why),
+            None => before_data(name, e),
+        }),
+        Err(_) => Err(SendError::Transient(format!("SMTP {name}: no answer within {limit:?}"))),
+    }
+}
+
+/// What is wrong with the SMTP server's certificate, if `e` is its refusal.
+pub(crate) fn certificate_refused(settings: &EmailSettings, e: &lettre::transport::smtp::Error) -> Option<String> {
+    match tls::classify("SMTP", &settings.smtp_host, settings.smtp_port, settings.ca_file.as_deref(), e) {
+        TlsFailure::Certificate(why) => Some(why),
+        TlsFailure::Other(_) => None,
+    }
+}
+
 /// Deliver `message` (a whole RFC 5322 mail) to the envelope's recipients through the
 /// configured server.
 pub(crate) async fn send(settings: &EmailSettings, envelope: &Envelope, message: &[u8]) -> Result<(), SendError> {
     let limit = settings.io_timeout;
     let host = settings.smtp_host.as_str();
     let hello = ClientId::Domain(settings.domain());
-    let tls =
-        || TlsParameters::builder(host.to_string()).build_rustls().map_err(|e| SendError::Other(format!("SMTP TLS setup for {host}: {e}")));
+    let tls = || tls::smtp_parameters(host, settings.ca_file.as_deref()).map_err(SendError::Other);
     let wrapper = match settings.smtp_tls {
         TlsMode::Tls => Some(tls()?),
         TlsMode::StartTls | TlsMode::None => None,
     };
-    let mut conn =
-        step(limit, "connect", AsyncSmtpConnection::connect_tokio1((host, settings.smtp_port), Some(limit), &hello, wrapper, None)).await?;
+    let connecting = AsyncSmtpConnection::connect_tokio1((host, settings.smtp_port), Some(limit), &hello, wrapper, None);
+    let mut conn = tls_step(settings, "connect", connecting).await?;
     let result = transfer(settings, &mut conn, &hello, envelope, message, tls).await;
     match &result {
         Ok(()) => {
@@ -95,7 +124,7 @@ async fn transfer(
                 settings.smtp_host
             )));
         }
-        step(limit, "STARTTLS", conn.starttls(tls()?, hello)).await?;
+        tls_step(settings, "STARTTLS", conn.starttls(tls()?, hello)).await?;
     }
     let info = conn.server_info();
     let offers_auth = [Mechanism::Plain, Mechanism::Login].into_iter().any(|m| info.supports_auth_mechanism(m));

@@ -1,7 +1,13 @@
-//! TLS for IMAP (tokio-rustls) and the stream type the IMAP client reads: plain or TLS. The
-//! rustls config names the ring provider itself: two providers are compiled into the gateway,
-//! so there is no process default to rely on.
+//! TLS for both mail servers: which CAs are trusted (the system's, or only those of
+//! `EMAIL_CA_FILE`), the IMAP stream (tokio-rustls) and lettre's SMTP parameters built from the
+//! same roots, and certificate failures told as the person who must fix them needs to read them.
+//! Certificate checks are always on; nothing here can switch them off.
+//!
+//! The rustls config names the ring provider itself: two providers are compiled into the
+//! gateway, so there is no process default to rely on.
 
+use lettre::transport::smtp::client::{Certificate, CertificateStore, TlsParameters};
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -9,8 +15,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
-use tokio_rustls::rustls::pki_types::ServerName;
-use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+use tokio_rustls::rustls::{CertificateError, ClientConfig, RootCertStore};
 
 /// A connection to the IMAP server, encrypted or (loopback only) not.
 #[derive(Debug)]
@@ -19,27 +26,150 @@ pub(crate) enum MailStream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
-fn client_config() -> Result<ClientConfig, String> {
+/// Why a TLS connection was not made.
+#[derive(Debug)]
+pub(crate) enum TlsFailure {
+    /// The server's certificate was refused: retrying cannot help until someone changes the
+    /// configuration or the server's certificate. The text names the server, the problem and
+    /// what to do.
+    Certificate(String),
+    /// Anything else (the network, a setup problem); the text says what.
+    Other(String),
+}
+
+/// The certificates of the PEM file `path` (at least one), or what is wrong with it.
+pub(crate) fn read_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the CA file {}: {e}", path.display()))?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("the CA file {} is not PEM ({e})", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("the CA file {} holds no `BEGIN CERTIFICATE` block; give the CA's certificate in PEM", path.display()));
+    }
+    Ok(certs)
+}
+
+/// The trusted roots: only the CA file's when one is set, else the system's.
+fn roots(ca_file: Option<&Path>) -> Result<RootCertStore, String> {
     let mut roots = RootCertStore::empty();
-    let native = rustls_native_certs::load_native_certs();
-    for cert in native.certs {
-        let _ = roots.add(cert);
+    match ca_file {
+        Some(path) => {
+            for cert in read_ca_file(path)? {
+                roots.add(cert).map_err(|e| format!("the CA file {} holds an unusable certificate: {e}", path.display()))?;
+            }
+        }
+        None => {
+            // A system certificate rustls cannot parse is skipped, as every TLS client does.
+            let _ = roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+            if roots.is_empty() {
+                return Err("no trusted root certificates were found on this system; set EMAIL_CA_FILE to your server's CA".into());
+            }
+        }
     }
-    if roots.is_empty() {
-        return Err("no trusted root certificates were found on this system".into());
-    }
+    Ok(roots)
+}
+
+fn client_config(ca_file: Option<&Path>) -> Result<ClientConfig, String> {
+    let roots = roots(ca_file)?;
     ClientConfig::builder_with_provider(Arc::new(tokio_rustls::rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())
         .map(|b| b.with_root_certificates(roots).with_no_client_auth())
 }
 
-/// Wrap `tcp` in TLS for `host`, checking its certificate against the system's roots.
-pub(crate) async fn wrap(tcp: TcpStream, host: &str) -> Result<MailStream, String> {
-    let name = ServerName::try_from(host.to_string()).map_err(|e| format!("`{host}` is not a valid TLS server name: {e}"))?;
-    let connector = TlsConnector::from(Arc::new(client_config()?));
-    let stream = connector.connect(name, tcp).await.map_err(|e| format!("TLS with {host} failed: {e}"))?;
-    Ok(MailStream::Tls(Box::new(stream)))
+/// Wrap `tcp` in TLS for `host` (the IMAP server at `port`), checking its certificate.
+pub(crate) async fn wrap(tcp: TcpStream, host: &str, port: u16, ca_file: Option<&Path>) -> Result<MailStream, TlsFailure> {
+    let name = ServerName::try_from(host.to_string())
+        .map_err(|e| TlsFailure::Other(format!("`{host}` is not a valid TLS server name: {e}")))?;
+    let config = client_config(ca_file).map_err(TlsFailure::Other)?;
+    let connector = TlsConnector::from(Arc::new(config));
+    match connector.connect(name, tcp).await {
+        Ok(stream) => Ok(MailStream::Tls(Box::new(stream))),
+        Err(e) => Err(classify("IMAP", host, port, ca_file, &e)),
+    }
+}
+
+/// lettre's TLS parameters for the SMTP server `host`, trusting the same roots as IMAP.
+pub(crate) fn smtp_parameters(host: &str, ca_file: Option<&Path>) -> Result<TlsParameters, String> {
+    let mut builder = TlsParameters::builder(host.to_string());
+    if let Some(path) = ca_file {
+        // Only the file's CAs, as for IMAP: a private CA does not widen what else is trusted.
+        builder = builder.certificate_store(CertificateStore::None);
+        for cert in read_ca_file(path)? {
+            let cert = Certificate::from_der(cert.to_vec()).map_err(|e| format!("the CA file {}: {e}", path.display()))?;
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    builder.build_rustls().map_err(|e| format!("SMTP TLS setup for {host}: {e}"))
+}
+
+/// The rustls error somewhere in `error`'s chain (an `io::Error` hides its inner error from
+/// `source()`, so each link is opened).
+fn find_rustls<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a tokio_rustls::rustls::Error> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(found) = e.downcast_ref::<tokio_rustls::rustls::Error>() {
+            return Some(found);
+        }
+        if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref())
+            && let Some(found) = find_rustls(inner)
+        {
+            return Some(found);
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// `error` from a TLS handshake with the `role` (IMAP, SMTP) server `host:port`, told plainly.
+pub(crate) fn classify(
+    role: &str,
+    host: &str,
+    port: u16,
+    ca_file: Option<&Path>,
+    error: &(dyn std::error::Error + 'static),
+) -> TlsFailure {
+    let server = format!("the {role} server {host}:{port}");
+    match find_rustls(error) {
+        Some(tokio_rustls::rustls::Error::InvalidCertificate(problem)) => {
+            TlsFailure::Certificate(certificate_problem(&server, role, host, ca_file, problem))
+        }
+        _ => TlsFailure::Other(format!("TLS with {server} failed: {error}")),
+    }
+}
+
+/// What is wrong with `server`'s certificate and what to do about it.
+fn certificate_problem(server: &str, role: &str, host: &str, ca_file: Option<&Path>, problem: &CertificateError) -> String {
+    let host_key = format!("EMAIL_{role}_HOST");
+    match problem {
+        CertificateError::UnknownIssuer => match ca_file {
+            Some(path) => format!(
+                "{server} presented a certificate that the CA in EMAIL_CA_FILE ({}) did not sign; set EMAIL_CA_FILE to the \
+                 CA that signed the server's certificate (PEM), or leave it unset for a server with a public certificate",
+                path.display()
+            ),
+            None => format!(
+                "{server} presented a certificate signed by a CA this machine does not trust; if the server uses a private \
+                 CA, set EMAIL_CA_FILE to that CA's certificate (PEM)"
+            ),
+        },
+        CertificateError::NotValidForNameContext { presented, .. } => format!(
+            "{server} presented a certificate that is not valid for the name `{host}` (it names {}); set {host_key} to a \
+             name the certificate holds",
+            presented.join(", ")
+        ),
+        CertificateError::NotValidForName => {
+            format!("{server} presented a certificate that is not valid for the name `{host}`; set {host_key} to a name the certificate holds")
+        }
+        CertificateError::Expired
+        | CertificateError::ExpiredContext { .. }
+        | CertificateError::NotValidYet
+        | CertificateError::NotValidYetContext { .. } => format!(
+            "{server} presented a certificate that has expired or is not valid yet ({problem:?}); the server's certificate \
+             must be renewed (or this machine's clock is wrong)"
+        ),
+        other => format!("{server} presented a certificate that was refused ({other:?}); check the server's certificate"),
+    }
 }
 
 impl AsyncRead for MailStream {

@@ -3,7 +3,7 @@
 
 use crate::MatrixAdapter;
 use crate::settings::{Login, MatrixSendBudget, MatrixSettings};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, SettingError};
+use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration, SettingError};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, Secret};
 use serde::{Deserialize, Serialize};
@@ -213,6 +213,14 @@ pub const REGISTRATION: Registration = Registration {
     allowlist_entry_problem: Some(crate::allowlist::entry_problem),
     parse: registration::parse::<MatrixConfig>,
     build,
+    facts: PlatformFacts {
+        people: true,
+        home: Some(HomeVars { channel: "MATRIX_HOME_ROOM", thread: Some("MATRIX_HOME_ROOM_THREAD_ID") }),
+        pairing: PairingOffer::Offered,
+        // Approval choices are reaction keys under the prompt.
+        buttons: true,
+        reactions: true,
+    },
 };
 
 fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn PlatformAdapter>, BuildError> {

@@ -11,7 +11,9 @@
 //! * [`login`](crate::login): the client, its stores, password or token login kept as one
 //!   device, cross-signing, key-backup recovery.
 //! * [`reactions`](crate::reactions): buttons as reaction keys, prompts remembered across restarts.
-//! * [`undecryptable`](crate::undecryptable): messages the bot cannot decrypt, reported once.
+//! * [`undecryptable`](crate::undecryptable): messages the bot cannot decrypt, reported once and
+//!   answered when their key arrives.
+//! * [`gaps`](crate::gaps): the events a limited sync left out, fetched with `/messages`.
 //! * [`media`](crate::media): inbound attachments into the media cache, for allowed senders only.
 //! * [`state`](crate::state): the files of the private state folder.
 //! * [`errors`](crate::errors): matrix-sdk failures → what the gateway does next.
@@ -22,6 +24,7 @@ pub mod adapter;
 pub mod allowlist;
 pub mod config;
 pub(crate) mod errors;
+pub(crate) mod gaps;
 pub(crate) mod inbound;
 pub(crate) mod login;
 pub(crate) mod media;

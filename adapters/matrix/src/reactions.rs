@@ -75,6 +75,26 @@ fn keycap(n: usize) -> Option<String> {
     }
 }
 
+/// What a person the gateway does not allow is told when they react to a prompt (the words
+/// Telegram and Discord show such a presser).
+pub(crate) const NOT_ALLOWED: &str = "⛔ Not allowed: you are not an allowed user of this bot.";
+
+/// The refusal of `presser`'s reaction to `prompt`: a notice (bots do not answer notices) in the
+/// prompt's thread, as a reply to the prompt, mentioning the presser only. Matrix has no message
+/// that only one person sees; the mention makes clear whom it is for.
+pub(crate) fn not_allowed_content(prompt: &Prompt, presser: &str) -> serde_json::Value {
+    let mut content = serde_json::json!({
+        "msgtype": "m.notice",
+        "body": NOT_ALLOWED,
+        "m.mentions": {"user_ids": [presser]},
+        "m.relates_to": {"m.in_reply_to": {"event_id": prompt.event_id}},
+    });
+    if let Some(root) = &prompt.thread_id {
+        content["m.relates_to"] = serde_json::json!({"rel_type": "m.thread", "event_id": root, "is_falling_back": false, "m.in_reply_to": {"event_id": prompt.event_id}});
+    }
+    content
+}
+
 /// A prompt the bot sent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Prompt {
@@ -150,6 +170,20 @@ mod tests {
         );
         let legend = legend(&approval_buttons(), &choices(&approval_buttons()));
         assert!(legend.contains("✅ Approve once (`/approve a1`)") && legend.contains("❌ Deny (`/deny a1`)"), "{legend}");
+    }
+
+    #[test]
+    fn a_refusal_answers_the_prompt_in_its_thread_and_mentions_only_the_presser() {
+        let prompt = Prompt { event_id: "$p".into(), room_id: "!r:x".into(), thread_id: Some("$root".into()), choices: vec![] };
+        let content = not_allowed_content(&prompt, "@mallory:x");
+        assert_eq!(content["body"], NOT_ALLOWED);
+        assert_eq!(content["msgtype"], "m.notice");
+        assert_eq!(content["m.mentions"]["user_ids"], serde_json::json!(["@mallory:x"]));
+        assert_eq!(content["m.relates_to"]["rel_type"], "m.thread");
+        assert_eq!(content["m.relates_to"]["event_id"], "$root");
+        assert_eq!(content["m.relates_to"]["m.in_reply_to"]["event_id"], "$p");
+        let unthreaded = not_allowed_content(&Prompt { thread_id: None, ..prompt }, "@mallory:x");
+        assert_eq!(unthreaded["m.relates_to"], serde_json::json!({"m.in_reply_to": {"event_id": "$p"}}));
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //!   went into the gateway's inbox;
 //! * `prompts.json`: approval prompts the bot sent (event id → reaction keys and their commands),
 //!   so a restart does not make pending prompts deaf;
-//! * `undecryptable.json`: the (room, megolm session) pairs already reported as unreadable.
+//! * `undecryptable.json`: the (room, megolm session) pairs already reported as unreadable;
+//! * `undecryptable-waiting.json`: unreadable messages kept until their key arrives.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -85,6 +86,9 @@ impl StateDir {
     }
     pub(crate) fn undecryptable_file(&self) -> PathBuf {
         self.root.join("undecryptable.json")
+    }
+    pub(crate) fn waiting_file(&self) -> PathBuf {
+        self.root.join("undecryptable-waiting.json")
     }
 
     pub(crate) fn session(&self) -> io::Result<Option<SavedSession>> {

@@ -5,18 +5,24 @@
 //! which deduplicates on `matrix:<event id>`), so a crash at any point means the next run syncs
 //! from the last fully accepted token and the inbox drops what it already has.
 //!
-//! Per response: invites (joined only when the gateway would let the inviter in; a stranger's
-//! invite is rejected), then each joined room's timeline in order (messages, reactions on
-//! approval prompts, undecryptable messages), then the token. On the very first start the
-//! backlog is skipped (history is not answered); in a room the bot just joined, what came before
-//! its join is history too. Failures retry with backoff; a rejected credential parks the adapter
-//! naming the variable to fix.
+//! Per response: invites (joined when the gateway would let the inviter in, or, where the
+//! gateway offers pairing, when a stranger invites the bot to a DM: their messages then reach
+//! only the pairing code; any other stranger's invite is rejected), then messages whose room key
+//! came late ([`crate::undecryptable`]), then each joined room's timeline in order (a limited
+//! one completed from `/messages` by [`crate::gaps`]; messages, reactions on approval prompts,
+//! undecryptable messages), then the token. A stranger's reaction on a prompt is refused with a
+//! reply in the prompt's thread. On the very first start the backlog is skipped (history is not
+//! answered); in a room the bot just joined, what came before its join is history too. Failures
+//! retry with backoff; a rejected credential parks the adapter naming the variable to fix.
 
 use crate::MatrixAdapter;
 use crate::inbound::{self, Gate, Incoming, Me, Message, RoomFacts};
 use crate::login;
 use crate::media::{self, Saved};
-use crate::undecryptable::{self, Reported};
+use crate::reactions::{self, Prompt};
+use crate::undecryptable::{self, Pending, Reported, Waiting};
+use futures::Stream;
+use futures::{FutureExt, StreamExt};
 use hermes_adapter::untrusted;
 use hermes_adapter::{AcceptError, AdapterContext, AdapterError, ChatType, InboundEvent, MessageKind, Platform, SessionSource};
 use matrix_sdk::config::SyncSettings;
@@ -31,9 +37,44 @@ use std::time::Duration;
 
 /// Consecutive failed syncs before the run ends and the supervisor rebuilds the client.
 const FAILURES_BEFORE_RESTART: u32 = 6;
-/// Events per room per sync; a busier room than this between two syncs is a "limited" timeline
-/// (the gap is logged).
+/// Events per room per sync; a busier room than this between two syncs is a "limited" timeline,
+/// whose gap [`crate::gaps`] fills.
 const TIMELINE_LIMIT: u32 = 100;
+
+/// What the loop remembers across syncs: the undecryptable sessions reported, and the messages
+/// waiting for their keys.
+struct Memory {
+    reported: Reported,
+    waiting: Waiting,
+}
+
+/// What one sync amounts to: the events for the inbox, in order, and the stranger's reactions to
+/// refuse once the inbox has them.
+#[derive(Default)]
+struct Batch {
+    events: Vec<InboundEvent>,
+    refusals: Vec<Refusal>,
+    /// Late messages read now: waited for no more once the inbox has them.
+    read_late: Vec<String>,
+}
+
+/// What every step of reading a sync needs: the adapter, the gateway's context, the client and
+/// who the bot is.
+#[derive(Clone, Copy)]
+struct Scope<'a> {
+    adapter: &'a MatrixAdapter,
+    ctx: &'a AdapterContext,
+    client: &'a Client,
+    me: &'a Me,
+}
+
+/// A reaction on a prompt by someone the gateway does not allow.
+struct Refusal {
+    room: Room,
+    prompt: Prompt,
+    presser: String,
+    reaction: String,
+}
 
 fn sync_filter() -> Option<Filter> {
     let definition: FilterDefinition = serde_json::from_value(serde_json::json!({"room": {"timeline": {"limit": TIMELINE_LIMIT}}})).ok()?;
@@ -55,7 +96,12 @@ pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<
     if let Some(key) = &adapter.settings.recovery_key {
         login::recover(&client, key).await;
     }
-    let mut reported = Reported::load(adapter.state.undecryptable_file());
+    let mut memory =
+        Memory { reported: Reported::load(adapter.state.undecryptable_file()), waiting: Waiting::load(adapter.state.waiting_file()) };
+    // Subscribed before the first sync, so no key that sync brings is missed.
+    let mut keys = client.encryption().room_keys_received_stream().await.map(Box::pin);
+    // The first sync retries every waiting message: their keys may have come in an earlier run.
+    let mut retry_every_waiting = !memory.waiting.is_empty();
     let mut token =
         adapter.state.sync_token().map_err(|e| AdapterError::retryable("state", format!("could not read the sync token: {e}")))?;
     tracing::info!(user = %me.user_id, resume = token.is_some(), "Matrix connected");
@@ -108,9 +154,18 @@ pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<
         failures = 0;
         ctx.health.mark_connected();
         handle_invites(&client, &ctx, &response, &me).await;
-        if token.is_some() {
-            let events = collect(adapter, &ctx, &client, &me, &response, &mut reported).await;
-            match ctx.accept_all(events).await {
+        let arrived = keys_arrived(&mut keys, |k| (k.room_id.to_string(), k.session_id.clone()));
+        if let Some(since) = token.as_deref() {
+            let late = match arrived {
+                _ if std::mem::take(&mut retry_every_waiting) => memory.waiting.all(),
+                Arrived::Keys(keys) => memory.waiting.ready(&keys),
+                Arrived::Unknown => memory.waiting.all(),
+            };
+            let mut batch = Batch::default();
+            let scope = Scope { adapter, ctx: &ctx, client: &client, me: &me };
+            read_late(scope, &late, &mut batch).await;
+            collect(scope, &response, since, &mut memory, &mut batch).await?;
+            match ctx.accept_all(std::mem::take(&mut batch.events)).await {
                 Ok(_) => {}
                 Err(AcceptError::ShuttingDown) => return Ok(()),
                 Err(e) => {
@@ -119,6 +174,10 @@ pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<
                         format!("the inbox refused Matrix events ({e}); they will be synced again"),
                     ));
                 }
+            }
+            memory.waiting.forget(&batch.read_late);
+            for refusal in batch.refusals {
+                refuse(refusal).await;
             }
         } else {
             tracing::info!("first Matrix start: earlier messages are not answered");
@@ -131,8 +190,54 @@ pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<
     }
 }
 
+const PLATFORM: &str = "matrix";
+
 fn source(room_id: &str, chat_type: ChatType, sender: &str) -> SessionSource {
-    SessionSource::new(Platform::new("matrix"), room_id, chat_type).with_user(sender)
+    SessionSource::new(Platform::new(PLATFORM), room_id, chat_type).with_user(sender)
+}
+
+/// What to do with an invite, and why (for the log).
+#[derive(Debug, PartialEq, Eq)]
+enum Invite {
+    Join(&'static str),
+    Reject(&'static str),
+}
+
+/// An allowed user's invite is joined. A stranger's is joined only when it is to a DM and the
+/// gateway offers pairing on Matrix: the bot is there to hand out the code, and nothing the
+/// stranger writes reaches the model (the router refuses it) until the operator approves.
+fn invite_decision(allowed: bool, direct: bool, pairing: bool) -> Invite {
+    match (allowed, direct, pairing) {
+        (true, _, _) => Invite::Join("an allowed user invited the bot"),
+        (false, true, true) => Invite::Join("a stranger's DM, to hand out a pairing code"),
+        (false, false, true) => Invite::Reject("only a DM invite is accepted for pairing"),
+        (false, _, false) => Invite::Reject("Matrix names its users, so strangers are not offered pairing"),
+    }
+}
+
+/// Which room keys arrived since the last look.
+enum Arrived {
+    /// (room, megolm session) of each key.
+    Keys(Vec<(String, String)>),
+    /// Some were missed (the stream lagged, or there is none): assume any may have come.
+    Unknown,
+}
+
+/// The keys the crypto store reported since the last call, without waiting for more.
+fn keys_arrived<S, K, E>(keys: &mut Option<S>, fields: impl Fn(&K) -> (String, String)) -> Arrived
+where
+    S: Stream<Item = Result<Vec<K>, E>> + Unpin,
+{
+    // Without a crypto store no key ever arrives.
+    let Some(stream) = keys else { return Arrived::Keys(Vec::new()) };
+    let mut arrived = Vec::new();
+    while let Some(Some(update)) = stream.next().now_or_never() {
+        match update {
+            Ok(infos) => arrived.extend(infos.iter().map(&fields)),
+            Err(_) => return Arrived::Unknown,
+        }
+    }
+    Arrived::Keys(arrived)
 }
 
 /// Join the rooms allowed users invited the bot to; reject (leave) the others.
@@ -147,64 +252,129 @@ async fn handle_invites(client: &Client, ctx: &AdapterContext, response: &SyncRe
         let chat_type = if direct { ChatType::Dm } else { ChatType::Group };
         let allowed = !inviter.is_empty() && ctx.sender_allowed(&source(room_id.as_str(), chat_type, &inviter));
         let Some(room) = client.get_room(room_id) else { continue };
-        if allowed {
-            match room.join().await {
-                Ok(()) => tracing::info!(room = %room_id, inviter, "joined a room on an allowed user's invite"),
-                Err(e) => tracing::warn!(room = %room_id, inviter, "could not join a room an allowed user invited the bot to: {e}"),
+        let why = match invite_decision(allowed, direct, !inviter.is_empty() && ctx.offers_pairing(PLATFORM)) {
+            Invite::Join(why) => why,
+            Invite::Reject(why) => {
+                tracing::warn!(room = %room_id, inviter, "rejected an invite from a user the gateway does not allow ({why})");
+                if let Err(e) = room.leave().await {
+                    tracing::warn!(room = %room_id, "could not reject the invite: {e}");
+                }
+                continue;
             }
-        } else {
-            tracing::warn!(room = %room_id, inviter, "rejected an invite from a user the gateway does not allow");
-            if let Err(e) = room.leave().await {
-                tracing::warn!(room = %room_id, "could not reject the invite: {e}");
-            }
+        };
+        match room.join().await {
+            Ok(()) => tracing::info!(room = %room_id, inviter, "joined a room: {why}"),
+            Err(e) => tracing::warn!(room = %room_id, inviter, "could not join a room ({why}): {e}"),
         }
     }
 }
 
-/// Everything of one response the gateway must hear about, in timeline order.
+/// Everything of one response the gateway must hear about, in timeline order, added to `batch`.
+/// A gap of a limited timeline that cannot be read fails the sync: the token must not move past
+/// events nobody has seen.
 async fn collect(
-    adapter: &MatrixAdapter,
-    ctx: &AdapterContext,
-    client: &Client,
-    me: &Me,
+    scope: Scope<'_>,
     response: &SyncResponse,
-    reported: &mut Reported,
-) -> Vec<InboundEvent> {
-    let mut out = Vec::new();
+    since: &str,
+    memory: &mut Memory,
+    batch: &mut Batch,
+) -> Result<(), AdapterError> {
+    let Scope { client, me, .. } = scope;
     for (room_id, update) in &response.rooms.joined {
         let Some(room) = client.get_room(room_id) else { continue };
+        let mut timeline = Vec::new();
         if update.timeline.limited {
-            tracing::warn!(room = %room_id, "more than {TIMELINE_LIMIT} events arrived in one room between two syncs; older ones of them are not answered");
+            timeline = crate::gaps::missed(&room, update.timeline.prev_batch.as_deref(), since).await.map_err(|e| {
+                AdapterError::retryable("matrix_gap", format!("could not fetch the messages a limited sync of {room_id} left out: {e}"))
+            })?;
         }
-        let mut from_room = Vec::new();
-        for event in &update.timeline.events {
+        timeline.extend(update.timeline.events.iter().cloned());
+        let mut from_room = Batch::default();
+        let mut unreadable = Vec::new();
+        for event in &timeline {
             let Ok(json) = serde_json::from_str::<Value>(event.raw().json().get()) else { continue };
             if is_own_join(&json, me) {
                 // What came before the bot joined is history, not a question to it.
-                from_room.clear();
+                from_room = Batch::default();
+                unreadable.clear();
                 continue;
             }
             if let TimelineEventKind::UnableToDecrypt { utd_info, .. } = &event.kind {
-                report_undecryptable(client, &room, event, utd_info.session_id.as_deref(), me, reported).await;
+                report_undecryptable(client, &room, event, utd_info.session_id.as_deref(), me, &mut memory.reported).await;
+                if let (Some(session), Some(id)) = (utd_info.session_id.clone(), event.event_id()) {
+                    unreadable.push((id.to_string(), session));
+                }
                 continue;
             }
-            match inbound::parse(&json, &me.user_id) {
-                Incoming::Message(msg) => {
-                    if let Some(event) = message_event(adapter, ctx, client, &room, me, msg).await {
-                        from_room.push(event);
-                    }
-                }
-                Incoming::Reaction { event_id, sender, target, key } => {
-                    if let Some(event) = button_press(adapter, &room, &event_id, &sender, &target, &key).await {
-                        from_room.push(event);
-                    }
-                }
-                Incoming::Ignored(why) => tracing::trace!(room = %room_id, "ignored a Matrix event: {why}"),
+            incoming(scope, &room, &json, &mut from_room).await;
+        }
+        for (event_id, session) in unreadable {
+            memory.waiting.keep(room_id.as_str(), &event_id, &session);
+        }
+        batch.events.append(&mut from_room.events);
+        batch.refusals.append(&mut from_room.refusals);
+    }
+    Ok(())
+}
+
+/// A timeline event the bot can read, into `batch` when the gateway must hear of it.
+async fn incoming(scope: Scope<'_>, room: &Room, json: &Value, batch: &mut Batch) {
+    let Scope { adapter, ctx, client, me } = scope;
+    match inbound::parse(json, &me.user_id) {
+        Incoming::Message(msg) => {
+            if let Some(event) = message_event(adapter, ctx, client, room, me, msg).await {
+                batch.events.push(event);
             }
         }
-        out.extend(from_room);
+        Incoming::Reaction { event_id, sender, target, key } => {
+            if let Some((event, prompt)) = button_press(adapter, room, &event_id, &sender, &target, &key).await {
+                // Stored like any press (the router refuses it); the presser is told why.
+                if !ctx.sender_allowed(&event.source) {
+                    batch.refusals.push(Refusal { room: room.clone(), prompt, presser: sender, reaction: event_id });
+                }
+                batch.events.push(event);
+            }
+        }
+        Incoming::Ignored(why) => tracing::trace!(room = %room.room_id(), "ignored a Matrix event: {why}"),
     }
-    out
+}
+
+/// The waiting messages whose key has come, read again; those now readable go into `batch`.
+async fn read_late(scope: Scope<'_>, late: &[Pending], batch: &mut Batch) {
+    for pending in late {
+        let (Ok(room_id), Ok(event_id)) =
+            (OwnedRoomId::try_from(pending.room_id.as_str()), OwnedEventId::try_from(pending.event_id.as_str()))
+        else {
+            batch.read_late.push(pending.event_id.clone());
+            continue;
+        };
+        let Some(room) = scope.client.get_room(&room_id) else { continue };
+        let event = match room.event(&event_id, None).await {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!(room = %room_id, event = %event_id, "could not fetch a message whose key arrived: {e}; retried with the next key");
+                continue;
+            }
+        };
+        if matches!(event.kind, TimelineEventKind::UnableToDecrypt { .. }) {
+            tracing::debug!(room = %room_id, event = %event_id, "a key arrived, but not this message's: it keeps waiting");
+            continue;
+        }
+        let Ok(json) = serde_json::from_str::<Value>(event.raw().json().get()) else { continue };
+        tracing::info!(room = %room_id, event = %event_id, "a message decrypted after its key arrived late is answered now");
+        incoming(scope, &room, &json, batch).await;
+        batch.read_late.push(pending.event_id.clone());
+    }
+}
+
+/// Tell a stranger who reacted to a prompt that they may not; its transaction id (from the
+/// reaction) makes a resend after a crash or a redelivered sync harmless.
+async fn refuse(refusal: Refusal) {
+    let content = reactions::not_allowed_content(&refusal.prompt, &refusal.presser);
+    let txn = crate::adapter::txn_id(&format!("not-allowed:{}", refusal.reaction));
+    if let Err(e) = refusal.room.send_raw("m.room.message", content).with_transaction_id(&txn).await {
+        tracing::warn!(room = %refusal.room.room_id(), presser = refusal.presser, "could not tell a stranger their reaction is not allowed: {e}");
+    }
 }
 
 fn is_own_join(json: &Value, me: &Me) -> bool {
@@ -329,8 +499,16 @@ async fn replied_text(room: &Room, event_id: &str, me: &Me) -> Option<(String, S
     Some((author, body.to_string()))
 }
 
-/// A reaction on one of the bot's approval prompts, as the press of the button it stands for.
-async fn button_press(adapter: &MatrixAdapter, room: &Room, event_id: &str, sender: &str, target: &str, key: &str) -> Option<InboundEvent> {
+/// A reaction on one of the bot's approval prompts, as the press of the button it stands for
+/// (and the prompt).
+async fn button_press(
+    adapter: &MatrixAdapter,
+    room: &Room,
+    event_id: &str,
+    sender: &str,
+    target: &str,
+    key: &str,
+) -> Option<(InboundEvent, Prompt)> {
     let (prompt, choice) = adapter.prompts.pick(target, key)?;
     if prompt.room_id != room.room_id().as_str() {
         return None;
@@ -345,8 +523,8 @@ async fn button_press(adapter: &MatrixAdapter, room: &Room, event_id: &str, send
     source.chat_name = room.name();
     let mut event = InboundEvent::text(format!("matrix:{event_id}"), source, choice.data);
     event.kind = MessageKind::ButtonPress;
-    event.message_id = Some(prompt.event_id);
-    Some(event)
+    event.message_id = Some(prompt.event_id.clone());
+    Some((event, prompt))
 }
 
 async fn report_undecryptable(
@@ -375,5 +553,30 @@ async fn report_undecryptable(
     let txn = crate::adapter::txn_id(&format!("utd:{room_id}:{session}"));
     if let Err(e) = room.send_raw("m.room.message", content).with_transaction_id(&txn).await {
         tracing::warn!(room = %room_id, "could not tell the room a message was undecryptable: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_strangers_invite_is_joined_only_to_a_dm_and_only_where_pairing_is_offered() {
+        assert!(matches!(invite_decision(true, false, false), Invite::Join(_)), "an allowed user's group invite");
+        assert!(matches!(invite_decision(false, true, true), Invite::Join(_)), "a stranger's DM, for pairing");
+        assert_eq!(invite_decision(false, false, true), Invite::Reject("only a DM invite is accepted for pairing"));
+        assert!(matches!(invite_decision(false, true, false), Invite::Reject(_)), "no pairing, no stranger");
+    }
+
+    #[test]
+    fn arrived_keys_are_drained_without_waiting_and_a_lag_means_any() {
+        let mut keys = Some(futures::stream::iter(vec![Ok::<_, ()>(vec![("!r", "s1"), ("!r", "s2")]), Ok(vec![("!q", "s3")])]));
+        let fields = |k: &(&str, &str)| (k.0.to_string(), k.1.to_string());
+        let Arrived::Keys(got) = keys_arrived(&mut keys, fields) else { panic!("keys were reported") };
+        assert_eq!(got.len(), 3);
+        let mut lagged = Some(futures::stream::iter(vec![Err::<Vec<(&str, &str)>, ()>(())]));
+        assert!(matches!(keys_arrived(&mut lagged, fields), Arrived::Unknown));
+        let mut pending = Some(futures::stream::pending::<Result<Vec<(&str, &str)>, ()>>());
+        assert!(matches!(keys_arrived(&mut pending, fields), Arrived::Keys(k) if k.is_empty()), "an idle stream does not block");
     }
 }

@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 /// Hermes' Slack chunk size: under Slack's 40,000-character `text` limit with room for the
 /// part counter.
 pub const MAX_MESSAGE_LEN: usize = 39_000;
+/// What a user who may not talk to the bot sees, alone, when they press one of its buttons (the
+/// words every platform uses).
+const NOT_ALLOWED: &str = "⛔ Not allowed: you are not an allowed user of this bot.";
 /// Threads remembered as "the bot takes part"; past this the book starts over (a forgotten
 /// thread is looked up again, not lost).
 const THREADS_REMEMBERED: usize = 10_000;
@@ -161,6 +164,17 @@ impl SlackAdapter {
 }
 
 impl SlackAdapter {
+    /// Tell `user`, and only them (an ephemeral message), that their button press was refused.
+    /// Failing it loses nothing but the notice, so it is logged, not retried.
+    pub(crate) async fn refuse_press(&self, channel: &str, user: &str, thread: Option<&str>) {
+        let key = channel.to_string();
+        self.pacer.acquire(Destination::global_in(&key)).await;
+        let told = self.web.ephemeral(channel, user, thread, NOT_ALLOWED).await;
+        if let Err(e) = self.note_rate_limit(channel, told) {
+            tracing::warn!(channel, "could not tell a stranger their button press is not allowed: {e}");
+        }
+    }
+
     /// A 429 holds back every later post to the channel for Slack's `Retry-After`, not only
     /// this one's retry.
     fn note_rate_limit<T>(&self, channel: &str, result: Result<T, SendError>) -> Result<T, SendError> {
@@ -263,9 +277,12 @@ impl PlatformAdapter for SlackAdapter {
             return Ok(());
         }
         self.pace_edit(&channel.0, message_id).await;
-        self.pacer.acquire(Destination::global()).await;
+        // Edits have their own limit at Slack (chat.update, Tier 3), so they do not spend the
+        // channel's posting rate; but a 429 on either holds back both, as a post's does.
+        self.pacer.acquire(Destination::global_in(&channel.0)).await;
+        let key = channel.0.clone();
         let request = SlackApiChatUpdateRequest::new(channel, SlackMessageContent::new().with_text(text.to_string()), message_id.into());
-        self.web.update(&request).await
+        self.note_rate_limit(&key, self.web.update(&request).await)
     }
 }
 

@@ -2,7 +2,9 @@
 //! documentation, and the [`REGISTRATION`] that turns them into a [`SlackAdapter`].
 
 use crate::{SlackAdapter, SlackSendBudget, SlackSettings};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, SettingError};
+use hermes_adapter::registration::{
+    self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration, SettingError,
+};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, Secret};
 use serde::{Deserialize, Serialize};
@@ -149,6 +151,13 @@ pub const REGISTRATION: Registration = Registration {
     allowlist_entry_problem: Some(crate::allowlist::entry_problem),
     parse: registration::parse::<SlackConfig>,
     build,
+    facts: PlatformFacts {
+        people: true,
+        home: Some(HomeVars { channel: "SLACK_HOME_CHANNEL", thread: Some("SLACK_HOME_CHANNEL_THREAD_ID") }),
+        pairing: PairingOffer::Offered,
+        buttons: true,
+        reactions: false,
+    },
 };
 
 fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn PlatformAdapter>, BuildError> {

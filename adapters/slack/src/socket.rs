@@ -42,7 +42,7 @@ pub(crate) async fn run(adapter: &SlackAdapter, ctx: AdapterContext) -> Result<(
     adapter.set_identity(me.clone());
     let gate = adapter.gate();
     let mut socket = open(adapter).await?;
-    let mut conn = Connection { me, gate, recent: Recent::default(), last_heard: Instant::now() };
+    let mut conn = Connection { me, gate, recent: Recent::default(), last_heard: Instant::now(), refusal: None };
     let mut ping = tokio::time::interval(adapter.settings.ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let silence_limit = adapter.settings.ping_interval * adapter.settings.missed_pings.max(1);
@@ -172,6 +172,16 @@ struct Connection {
     gate: Gate,
     recent: Recent,
     last_heard: Instant,
+    /// A stranger pressed a button: told "not allowed" once the envelope is acknowledged (Slack
+    /// wants the ack within 3 s; the answer to the presser can wait for it).
+    refusal: Option<Refusal>,
+}
+
+/// Who to tell, only them, that their button press was not acted on.
+struct Refusal {
+    channel: String,
+    user: String,
+    thread: Option<String>,
 }
 
 impl Connection {
@@ -220,6 +230,9 @@ impl Connection {
                 // Slack delivers it again; the inbox drops the copy.
                 tracing::warn!("acknowledging a Slack envelope failed: {e}");
             }
+        }
+        if let Some(refusal) = self.refusal.take() {
+            adapter.refuse_press(&refusal.channel, &refusal.user, refusal.thread.as_deref()).await;
         }
         Ok(Next::Stay)
     }
@@ -298,7 +311,19 @@ impl Connection {
         match inbound::from_press(&press, &self.me) {
             Inbound::Message(event) => {
                 let key = event.event_id.clone();
-                self.store(ctx, key, *event).await
+                if self.recent.contains(&key) {
+                    return Handled::Done;
+                }
+                // A stranger's press is stored like any event (the router refuses it, so it never
+                // reaches the model); the presser alone is told, the channel sees nothing.
+                let allowed = ctx.sender_allowed(&event.source);
+                let refusal =
+                    Refusal { channel: press.channel.to_string(), user: press.user.to_string(), thread: event.source.thread_id.clone() };
+                let handled = self.store(ctx, key, *event).await;
+                if !allowed && handled == Handled::Done {
+                    self.refusal = Some(refusal);
+                }
+                handled
             }
             Inbound::Ignore(why) => {
                 tracing::debug!(why, "Slack button press not acted on");

@@ -142,6 +142,14 @@ impl Web {
         }
     }
 
+    /// A message only `user` sees, in `channel` (and `thread`): not part of the channel's history.
+    pub(crate) async fn ephemeral(&self, channel: &str, user: &str, thread: Option<&str>, text: &str) -> Result<(), SendError> {
+        let mut request =
+            SlackApiChatPostEphemeralRequest::new(channel.into(), user.into(), SlackMessageContent::new().with_text(text.into()));
+        request.thread_ts = thread.map(SlackTs::from);
+        self.bounded("chat.postEphemeral", self.bot().chat_post_ephemeral(&request)).await.map(|_| ())
+    }
+
     pub(crate) async fn update(&self, request: &SlackApiChatUpdateRequest) -> Result<(), SendError> {
         self.bounded("chat.update", self.bot().chat_update(request)).await.map(|_| ())
     }

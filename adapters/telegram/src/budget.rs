@@ -1,17 +1,24 @@
 //! The send budget: Telegram's flood limits kept on our side (a global rate, a per-chat rate with
-//! a short burst and a per-group-per-minute rate) so a busy gateway waits a little instead of
-//! collecting 429s, and a `retry_after` from Telegram holds back every later send to that chat,
-//! not just the one that was refused. The buckets themselves are the shared
+//! a short burst and at most so many messages to a group in any minute) so a busy gateway waits a
+//! little instead of collecting 429s, and a `retry_after` from Telegram holds back every later
+//! send to that chat, not just the one that was refused. The limits themselves are the shared
 //! [`hermes_adapter::pacing::Pacer`].
 
 use crate::settings::SendBudget;
-use hermes_adapter::pacing::{Destination, Limits, Pacer, Rate};
+use hermes_adapter::pacing::{Destination, Limits, Pacer, Rate, Window};
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// Sends allowed back to back in one chat before the per-chat rate applies: a three-part answer
 /// goes out at once.
 const CHAT_BURST: f64 = 3.0;
+
+/// Added to the group limit's minute. Telegram counts a group's messages as they arrive, and an
+/// arrival trails the instant we paced it by a varying network and scheduling delay: were the
+/// 21st message paced exactly 60 s after the 1st, a 1st that arrived a little late and a 21st
+/// that did not would land 20 messages + 1 inside one minute. A second covers that jitter for
+/// the price of one second per 20 messages in a group that sends without pause.
+const GROUP_ARRIVAL_MARGIN: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 pub struct Budget {
@@ -24,7 +31,11 @@ impl Budget {
             pacer: Pacer::new(Limits {
                 global: Rate::per_second(limits.global_per_second, limits.global_per_second),
                 chat: Rate::per_second(limits.per_chat_per_second, CHAT_BURST),
-                group: Rate::per_minute(limits.group_per_minute, limits.group_per_minute),
+                // Telegram: "your bot will not be able to send more than 20 messages per minute to
+                // the same group" — any minute, so a count in a sliding window (see
+                // `Window`: a bucket of 20 a minute with a burst lets about 40 through in the
+                // first minute), and every part of a split answer is a message of its own.
+                group: Window::per_minute(limits.group_per_minute).map(|w| w.widened(GROUP_ARRIVAL_MARGIN)),
             }),
         }
     }
@@ -79,12 +90,36 @@ mod tests {
     }
 
     #[test]
-    fn groups_have_a_per_minute_limit() {
+    fn a_group_gets_twenty_messages_in_any_minute_and_no_more() {
         let budget = Budget::new(SendBudget { global_per_second: 0.0, per_chat_per_second: 0.0, group_per_minute: 20.0 });
         let now = Instant::now();
-        let slots = offsets(&budget, -100, 21, now);
-        assert!(slots[..20].iter().all(|&ms| ms == 0));
-        assert_eq!(slots[20], 3000);
+        let slots = offsets(&budget, -100, 41, now);
+        assert!(slots[..20].iter().all(|&ms| ms == 0), "twenty go at once: {slots:?}");
+        let minute_later = 60_000 + GROUP_ARRIVAL_MARGIN.as_millis();
+        assert!(slots[20..40].iter().all(|&ms| ms == minute_later), "the next twenty a minute (and the margin) later: {slots:?}");
+        assert_eq!(slots[40], 2 * minute_later);
+        // A private chat is not a group.
+        assert_eq!(offsets(&budget, 100, 41, now), vec![0; 41]);
+    }
+
+    #[test]
+    fn with_the_default_limits_a_long_answer_to_a_group_never_puts_more_than_twenty_in_a_minute() {
+        // A 45-part answer asked for at once: three parts go at once, then one a second (the
+        // chat's limit), until twenty are out; the rest wait for the first minute to pass.
+        let budget = Budget::new(SendBudget::default());
+        let now = Instant::now();
+        let slots: Vec<Duration> = (0..45).map(|_| budget.reserve(-1001, now).duration_since(now)).collect();
+        assert!(slots.windows(2).all(|w| w[0] <= w[1]), "in order: {slots:?}");
+        assert_eq!(most_in_any_window(&slots, Duration::from_secs(60)), 20, "{slots:?}");
+        assert_eq!(&slots[..4], &[Duration::ZERO, Duration::ZERO, Duration::ZERO, Duration::from_secs(1)]);
+        assert_eq!(slots[19], Duration::from_secs(17), "twenty parts in 17 s");
+        assert_eq!(slots[20], Duration::from_secs(61), "the 21st a minute after the first, with the margin");
+        // Jittered arrivals: each part up to 900 ms late, the earliest the most. Still 20 a minute.
+        let arrivals: Vec<Duration> =
+            slots.iter().enumerate().map(|(i, s)| *s + Duration::from_millis(900 - (i as u64 * 20).min(900))).collect();
+        let mut sorted = arrivals.clone();
+        sorted.sort();
+        assert_eq!(most_in_any_window(&sorted, Duration::from_secs(60)), 20);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::settings::INSECURE_NO_AUTH;
 use crate::{RouteSettings, WebhookAdapter, WebhookSettings};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, Registration, Risk, SettingError};
+use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, PlatformFacts, Registration, Risk, SettingError};
 use hermes_adapter::secret::{self, Secret};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter};
@@ -308,6 +308,7 @@ pub const REGISTRATION: Registration = Registration {
     allowlist_entry_problem: None,
     parse: registration::parse::<WebhookConfig>,
     build,
+    facts: PlatformFacts::ENDPOINT,
 };
 
 fn build(config: &dyn ErasedConfig, _ctx: &BuildContext<'_>) -> Result<Arc<dyn PlatformAdapter>, BuildError> {

@@ -24,6 +24,10 @@ struct LazyClient {
     built: OnceLock<reqwest::Client>,
 }
 
+/// Idle connections kept per provider host; calls beyond them open a new one (a model call takes
+/// seconds, a handshake milliseconds).
+const IDLE_CONNECTIONS_PER_HOST: usize = 16;
+
 impl ModelClient {
     pub fn new(request_timeout: Duration) -> Self {
         Self { inner: Arc::new(LazyClient { request_timeout, built: OnceLock::new() }) }
@@ -39,6 +43,9 @@ impl ModelClient {
             .connect_timeout(Duration::from_secs(10))
             .read_timeout(self.inner.request_timeout)
             .redirect(same_origin_redirects())
+            // Idle connections are kept for reuse, but not one per turn that ever ran at once:
+            // each holds buffers and a task (about 20 KB) for 90 s (issue 33, point 9).
+            .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST)
             .build()
             .map_err(|e| ProviderError::Fatal(format!("cannot build the HTTP client for model calls: {e}")))?;
         // Two first calls racing may both build one; the loser's is dropped.

@@ -69,8 +69,19 @@ pub trait Tool: Send + Sync + 'static {
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput;
 }
 
-/// Every toolset name a built-in tool declares.
+/// Every toolset name a built-in tool declares (a test checks both ways).
 pub const TOOLSETS: &[&str] = &["terminal", "file", "memory", "session_search", "messaging", "skills", "clarify", "delegation", "cronjob"];
+
+/// The toolsets whose tools only read the conversation's own world or ask its user; every other
+/// toolset acts outside it (runs commands, writes files, sends messages, changes memory or
+/// skills, starts other agents). A new toolset therefore counts as acting until it is listed
+/// here, so the audit flags it where strangers could reach it rather than forgetting it.
+const QUIET_TOOLSETS: &[&str] = &["session_search", "clarify", "cronjob"];
+
+/// Whether `toolset`'s tools act outside the conversation (see [`QUIET_TOOLSETS`]).
+pub fn toolset_acts(toolset: &str) -> bool {
+    !QUIET_TOOLSETS.contains(&toolset)
+}
 
 /// Which tools a turn may use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -284,5 +295,14 @@ mod tests {
             assert!(TOOLSETS.contains(&t.tool.toolset()), "{} declares {}", t.schema.name, t.tool.toolset());
         }
         assert_eq!(r.names().len(), 14);
+        for set in TOOLSETS {
+            assert!(r.tools.values().any(|t| t.tool.toolset() == *set), "no built-in tool declares the toolset {set}");
+        }
+        for set in QUIET_TOOLSETS {
+            assert!(TOOLSETS.contains(set), "{set} is classified but not a toolset");
+        }
+        let acting: Vec<&str> = TOOLSETS.iter().copied().filter(|s| toolset_acts(s)).collect();
+        assert_eq!(acting, ["terminal", "file", "memory", "messaging", "skills", "delegation"]);
+        assert!(toolset_acts("some_new_toolset"), "an unclassified toolset counts as acting");
     }
 }

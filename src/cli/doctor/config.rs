@@ -17,6 +17,23 @@ pub(super) fn check(report: &mut Report, resolved: &Resolved) {
     for warning in other {
         report.warn(warning);
     }
+    access(report, &resolved.loaded.config);
+}
+
+/// Who may get in and who may act as an admin: the audit's findings about it, and the platforms
+/// whose strangers are not offered pairing (with the registration's reason).
+fn access(report: &mut Report, config: &crate::config::Config) {
+    for finding in crate::config::audit::access(config) {
+        report.warn(&format!("{} — {}", finding.what, finding.fix));
+    }
+    for (name, block) in config.platforms.others.iter().filter(|(_, b)| b.is_enabled()) {
+        let Some(facts) = block.facts.filter(|f| f.people) else { continue };
+        if let hermes_adapter::PairingOffer::NotOffered { why } = facts.pairing {
+            if config.allowed_users(name).is_empty() && !config.allow_all(name) {
+                report.warn(&format!("{name}: nobody is allowed and strangers are not offered pairing ({why})"));
+            }
+        }
+    }
 }
 
 /// The key path of a loader warning about an unknown key (``config.yaml: unknown key `a.b` ...``).

@@ -30,7 +30,7 @@ pub(super) fn run(config: &Config, home: &Home) -> ExitCode {
 }
 
 /// Where to reach the admin listener from this machine: a wildcard bind is reached on loopback.
-fn admin_address(host: &str, port: u16) -> SocketAddr {
+pub(crate) fn admin_address(host: &str, port: u16) -> SocketAddr {
     let ip = match host.parse::<IpAddr>() {
         Ok(ip) if ip.is_unspecified() && ip.is_ipv6() => IpAddr::V6(Ipv6Addr::LOCALHOST),
         Ok(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),

@@ -23,6 +23,8 @@ mod report;
 mod sandbox;
 mod service;
 
+pub(crate) use health::admin_address;
+
 use super::{Cli, config_failure, resolve};
 use report::Report;
 use std::process::ExitCode;

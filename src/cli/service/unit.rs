@@ -36,7 +36,7 @@ impl Scope {
 pub(crate) enum Launch {
     /// `~/.hermes`: `hermes-gateway.service`.
     Default { base: PathBuf },
-    /// `~/.hermes/profiles/NAME`: `hermes-gateway-NAME.service`, run with `--profile NAME`.
+    /// `~/.hermes/profiles/NAME`: `hermes-gateway-NAME.service`, run with `HERMES_HOME` set to that directory.
     Profile { base: PathBuf, name: String },
     /// Any other directory: `hermes-gateway-<8 hex of its path's hash>.service`, run with `--home`.
     Custom { root: PathBuf },
@@ -81,20 +81,22 @@ impl Launch {
         }
     }
 
-    /// `HERMES_HOME` for the service: the base for profiles, since `--profile` is resolved
-    /// against it (setting the profile's own directory would nest `profiles/NAME` twice).
-    fn hermes_home(&self) -> &Path {
+    /// `HERMES_HOME` for the service: the directory the gateway lives in, a profile's own
+    /// directory included (as Python Hermes' units set it), so every `hermes` the agent or a cron
+    /// script runs inside the service reaches this profile, not the default one.
+    fn hermes_home(&self) -> PathBuf {
         match self {
-            Launch::Default { base } | Launch::Profile { base, .. } => base,
-            Launch::Custom { root } => root,
+            Launch::Default { base } => base.clone(),
+            Launch::Profile { base, name } => base.join("profiles").join(name),
+            Launch::Custom { root } => root.clone(),
         }
     }
 
     fn run_args(&self) -> Vec<String> {
         let mut args = vec!["gateway".to_string(), "run".to_string()];
         match self {
-            Launch::Default { .. } => {}
-            Launch::Profile { name, .. } => args.extend(["--profile".to_string(), name.clone()]),
+            // HERMES_HOME already is the profile's directory; `--profile` would nest it again.
+            Launch::Default { .. } | Launch::Profile { .. } => {}
             Launch::Custom { root } => args.extend(["--home".to_string(), root.to_string_lossy().into_owned()]),
         }
         args
@@ -124,7 +126,8 @@ pub(crate) fn stop_timeout_secs(drain_secs: u64) -> u64 {
 /// The unit's text, or why a path cannot be written into one.
 pub(crate) fn render(spec: &UnitSpec<'_>) -> Result<String, String> {
     let exe = utf8(spec.exe, "the hermes binary's path")?;
-    let home = utf8(spec.launch.hermes_home(), "HERMES_HOME")?;
+    let hermes_home = spec.launch.hermes_home();
+    let home = utf8(&hermes_home, "HERMES_HOME")?;
     let root = utf8(spec.root, "HERMES_HOME")?;
     let mut words = vec![exec_word(exe)];
     words.extend(spec.launch.run_args().iter().map(|w| exec_word(w)));
@@ -271,8 +274,13 @@ mod tests {
         let unit = render(&spec(Scope::System, &launch, Path::new("/home/ann/.hermes/profiles/work"), Some(&ann))).unwrap();
         assert_eq!(line(&unit, "User"), ["ann"]);
         assert_eq!(line(&unit, "Group"), ["staff"]);
-        assert_eq!(line(&unit, "ExecStart"), ["/usr/local/bin/hermes gateway run --profile work"]);
-        assert_eq!(line(&unit, "Environment"), ["\"HERMES_HOME=/home/ann/.hermes\" \"HOME=/home/ann\" \"USER=ann\" \"LOGNAME=ann\""]);
+        // The profile's own directory, as Python Hermes' units set it: a `hermes cron list` the
+        // agent runs inside the service sees this profile's jobs, not the default profile's.
+        assert_eq!(line(&unit, "ExecStart"), ["/usr/local/bin/hermes gateway run"]);
+        assert_eq!(
+            line(&unit, "Environment"),
+            ["\"HERMES_HOME=/home/ann/.hermes/profiles/work\" \"HOME=/home/ann\" \"USER=ann\" \"LOGNAME=ann\""]
+        );
         assert_eq!(line(&unit, "WorkingDirectory"), ["/home/ann/.hermes/profiles/work"]);
         assert_eq!(line(&unit, "WantedBy"), ["multi-user.target"]);
         for present in

@@ -1,7 +1,7 @@
 //! Environment: `.env` layering and the overrides of `config.yaml` values.
 
 use super::super::{BusyInputMode, ConfigError, Env};
-use super::{EXAMPLE_ENV, api_server, config, env, error, webhook};
+use super::{EXAMPLE_ENV, api_server, config, env, error, load_yaml, webhook};
 use std::io::Write;
 
 #[test]
@@ -188,4 +188,13 @@ fn guessable_http_secrets_are_refused_naming_their_key() {
     // Listeners that are off are not judged, and unsigned loopback routes have no secret to judge.
     config("", &[("API_SERVER_KEY", "k"), ("WEBHOOK_SECRET", "w")]);
     config("platforms:\n  webhook:\n    enabled: true\n    routes:\n      local:\n        secret: INSECURE_NO_AUTH\n", &[]);
+}
+
+#[test]
+fn the_admin_port_can_come_from_the_environment_and_a_bad_one_names_the_variable() {
+    assert_eq!(config("", &[("GATEWAY_ADMIN_PORT", "8643")]).gateway.admin_port, Some(8643));
+    for bad in ["0", "70000", "http"] {
+        let e = load_yaml("", &[("GATEWAY_ADMIN_PORT", bad)]).unwrap_err().to_string();
+        assert!(e.contains("GATEWAY_ADMIN_PORT") && e.contains("1-65535"), "{bad}: {e}");
+    }
 }

@@ -3,6 +3,7 @@
 mod auth;
 mod env;
 mod examples;
+mod facts;
 mod home;
 mod load;
 mod secret;

@@ -2,6 +2,8 @@
 //! answers that outlive one command: patterns approved for a session (`/approve session`) and
 //! sessions in `/yolo`. An answer reaches exactly the approval it names, or the session's oldest;
 //! an id from another session is refused, so nobody answers for a chat they are not in.
+//! The remembered answers are kept for at most `gateway.memory.approval_sessions` sessions; the
+//! least recently answered session's are forgotten first (it is asked again, never let through).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
@@ -59,22 +61,62 @@ struct Waiting {
     command: String,
     keys: Vec<&'static str>,
     reply: oneshot::Sender<Answer>,
+    opened: std::time::Instant,
 }
 
+/// A session's answers that outlive one command.
 #[derive(Default)]
+struct Remembered {
+    patterns: HashSet<&'static str>,
+    yolo: bool,
+    /// When it was last changed (the board's clock), for evicting the least recent.
+    changed: u64,
+}
+
 struct State {
     /// Oldest first.
     waiting: Vec<Waiting>,
-    session_patterns: HashMap<String, HashSet<&'static str>>,
-    yolo: HashSet<String>,
+    remembered: HashMap<String, Remembered>,
+    clock: u64,
+    max_sessions: usize,
 }
 
-#[derive(Default)]
+impl State {
+    /// The session's remembered answers, made room for when it is new.
+    fn remember(&mut self, session_key: &str) -> &mut Remembered {
+        self.clock += 1;
+        if !self.remembered.contains_key(session_key) && self.remembered.len() >= self.max_sessions {
+            let oldest = self.remembered.iter().min_by_key(|(_, r)| r.changed).map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                self.remembered.remove(&oldest);
+            }
+        }
+        let entry = self.remembered.entry(session_key.to_string()).or_default();
+        entry.changed = self.clock;
+        entry
+    }
+}
+
+/// Sessions whose answers are remembered by default (`gateway.memory.approval_sessions`).
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+
 pub struct ApprovalBoard {
     state: Mutex<State>,
 }
 
+impl Default for ApprovalBoard {
+    fn default() -> Self {
+        Self::with_bound(DEFAULT_MAX_SESSIONS)
+    }
+}
+
 impl ApprovalBoard {
+    /// A board remembering the answers of at most `max_sessions` sessions (at least one).
+    pub fn with_bound(max_sessions: usize) -> Self {
+        let state = State { waiting: Vec::new(), remembered: HashMap::new(), clock: 0, max_sessions: max_sessions.max(1) };
+        Self { state: Mutex::new(state) }
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         // The state stays consistent across a panic elsewhere (every change is one push/remove).
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -83,7 +125,14 @@ impl ApprovalBoard {
     /// Start waiting for an answer about `command` (its approval keys `keys`).
     pub(super) fn open(&self, id: &str, session_key: &str, command: &str, keys: Vec<&'static str>) -> oneshot::Receiver<Answer> {
         let (reply, answer) = oneshot::channel();
-        let waiting = Waiting { id: id.to_string(), session_key: session_key.to_string(), command: command.to_string(), keys, reply };
+        let waiting = Waiting {
+            id: id.to_string(),
+            session_key: session_key.to_string(),
+            command: command.to_string(),
+            keys,
+            reply,
+            opened: std::time::Instant::now(),
+        };
         let mut state = self.state();
         state.waiting.push(waiting);
         crate::observe::metrics::global().set_approvals_pending(state.waiting.len());
@@ -95,6 +144,13 @@ impl ApprovalBoard {
         let mut state = self.state();
         state.waiting.retain(|w| w.id != id);
         crate::observe::metrics::global().set_approvals_pending(state.waiting.len());
+    }
+
+    /// How long ago the newest approval of `id`'s session was opened (`None` once `id` is gone).
+    pub(super) fn quiet_for(&self, id: &str) -> Option<std::time::Duration> {
+        let state = self.state();
+        let session = &state.waiting.iter().find(|w| w.id == id)?.session_key;
+        state.waiting.iter().filter(|w| &w.session_key == session).map(|w| w.opened.elapsed()).min()
     }
 
     /// Where `id` stands among its session's waiting approvals: `(position, of)`, 1-based.
@@ -141,7 +197,7 @@ impl ApprovalBoard {
     fn answer_at(state: &mut State, index: usize, answer: &Answer) -> Answered {
         let waiting = state.waiting.remove(index);
         if *answer == Answer::Approve(Reach::Session) {
-            state.session_patterns.entry(waiting.session_key.clone()).or_default().extend(waiting.keys.iter().copied());
+            state.remember(&waiting.session_key).patterns.extend(waiting.keys.iter().copied());
         }
         // The asker may have stopped waiting a moment ago; then the answer just goes nowhere.
         let _ = waiting.reply.send(answer.clone());
@@ -150,28 +206,26 @@ impl ApprovalBoard {
 
     /// Whether every one of `keys` was approved for `session_key` (`/approve session`).
     pub(super) fn session_allows(&self, session_key: &str, keys: &[&'static str]) -> bool {
-        self.state().session_patterns.get(session_key).is_some_and(|approved| keys.iter().all(|k| approved.contains(k)))
+        self.state().remembered.get(session_key).is_some_and(|r| keys.iter().all(|k| r.patterns.contains(k)))
     }
 
     /// Turn `/yolo` on or off for `session_key`.
     pub fn set_yolo(&self, session_key: &str, on: bool) {
         let mut state = self.state();
         if on {
-            state.yolo.insert(session_key.to_string());
-        } else {
-            state.yolo.remove(session_key);
+            state.remember(session_key).yolo = true;
+        } else if let Some(r) = state.remembered.get_mut(session_key) {
+            r.yolo = false;
         }
     }
 
     pub fn yolo(&self, session_key: &str) -> bool {
-        self.state().yolo.contains(session_key)
+        self.state().remembered.get(session_key).is_some_and(|r| r.yolo)
     }
 
     /// A new conversation starts without the old one's approvals (`/new`).
     pub fn forget_session(&self, session_key: &str) {
-        let mut state = self.state();
-        state.session_patterns.remove(session_key);
-        state.yolo.remove(session_key);
+        self.state().remembered.remove(session_key);
     }
 }
 
@@ -210,5 +264,23 @@ mod tests {
         board.forget_session("s1");
         assert!(!board.session_allows("s1", &["git reset --hard (destroys uncommitted changes)"]));
         assert!(!board.yolo("s1"));
+    }
+
+    #[test]
+    fn beyond_its_bound_the_least_recently_answered_session_is_forgotten() {
+        let board = ApprovalBoard::with_bound(2);
+        let key = "recursive delete";
+        for (id, session) in [("a", "s1"), ("b", "s2")] {
+            let _rx = board.open(id, session, "rm -rf x", vec![key]);
+            board.answer_oldest(session, &Answer::Approve(Reach::Session));
+        }
+        // s1 answered again: s2 is now the least recent.
+        board.set_yolo("s1", true);
+        let _rx = board.open("c", "s3", "rm -rf x", vec![key]);
+        board.answer_oldest("s3", &Answer::Approve(Reach::Session));
+        assert!(board.session_allows("s1", &[key]) && board.yolo("s1"), "the recently answered session is kept");
+        assert!(board.session_allows("s3", &[key]), "the new session is remembered");
+        assert!(!board.session_allows("s2", &[key]), "the least recent session's approval was forgotten, so it is asked again");
+        assert_eq!(board.state().remembered.len(), 2);
     }
 }

@@ -28,6 +28,12 @@ use smart::{SmartJudge, SmartVerdict};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// How long a session's approvals must stop arriving before its prompts go out: the commands of
+/// one model answer are checked together, microseconds to milliseconds apart.
+const SIBLINGS_QUIET: std::time::Duration = std::time::Duration::from_millis(150);
+/// The longest a prompt waits for its siblings (a slow approval judge spaces them out).
+const SIBLINGS_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What the approval commands and the session actors share with the policy.
 #[derive(Clone)]
 pub struct ApprovalHandles {
@@ -165,8 +171,17 @@ impl ChatApprovals {
         decision
     }
 
-    /// Show `pending` in its chat, with its place when others wait too.
+    /// Show `pending` in its chat, with its place when others wait too. The commands of one
+    /// model answer ask at once: waiting until the session's approvals stop arriving lets the
+    /// first prompt say "(1/3)" too, not only the later ones.
     async fn prompt(&self, pending: &PendingApproval, findings: &[Finding], smart_denied: bool) -> Delivery {
+        let gathering = tokio::time::Instant::now();
+        while let Some(quiet) = self.handles.board.quiet_for(&pending.id) {
+            if quiet >= SIBLINGS_QUIET || gathering.elapsed() >= SIBLINGS_WAIT_MAX {
+                break;
+            }
+            tokio::time::sleep(SIBLINGS_QUIET - quiet).await;
+        }
         let place = self.handles.board.place(&pending.id).filter(|(_, of)| *of > 1);
         let text = texts::prompt(&pending.command, findings, leaves_sandbox(findings), smart_denied, place);
         let key = format!("approval:{}", pending.id);

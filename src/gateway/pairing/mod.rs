@@ -73,14 +73,11 @@ impl Pairing {
         Self { store, pairs_on: pairs_on.into_iter().collect(), approved: Mutex::new(HashMap::new()) }
     }
 
-    /// The gateway's pairing for `adapters`: a platform pairs when a person reads its chats as
-    /// they happen (an HTTP client or a webhook caller could not pass a code on) and the
-    /// configuration names nobody on it (`names_users_on`).
-    pub(crate) fn for_adapters(store: PairingStore, adapters: &[Arc<dyn PlatformAdapter>], names_users_on: impl Fn(&str) -> bool) -> Self {
-        let pairs_on = adapters
-            .iter()
-            .filter(|a| a.capabilities().read_live && !names_users_on(a.platform().as_str()))
-            .map(|a| a.platform().to_string());
+    /// The gateway's pairing for `adapters`: a platform pairs when its registration offers
+    /// pairing (people read its chats as they happen, and a stranger's id is the platform's own)
+    /// and the configuration names nobody on it; the caller's `pairs` decides both.
+    pub(crate) fn for_adapters(store: PairingStore, adapters: &[Arc<dyn PlatformAdapter>], pairs: impl Fn(&str) -> bool) -> Self {
+        let pairs_on = adapters.iter().filter(|a| pairs(a.platform().as_str())).map(|a| a.platform().to_string());
         Self::new(store, pairs_on)
     }
 

@@ -33,8 +33,20 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use writer::Writer;
 
-/// How many read connections may be open at once.
-const READ_POOL_SIZE: usize = 4;
+/// How much memory the store's connections may hold (`gateway.memory.sqlite_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqliteLimits {
+    /// Page cache per connection, in KiB (SQLite's `cache_size`; its own default is 2000).
+    pub cache_kib: u64,
+    /// Read connections open at once; each keeps its own page cache and statement cache.
+    pub read_connections: usize,
+}
+
+impl Default for SqliteLimits {
+    fn default() -> Self {
+        Self { cache_kib: 1024, read_connections: 4 }
+    }
+}
 /// Prepared statements kept per connection: every statement the store runs fits.
 const STATEMENT_CACHE: usize = 96;
 /// How long a connection waits for a lock held by another process (e.g. `hermes doctor`).
@@ -51,16 +63,22 @@ struct Inner {
     writer: Writer,
     readers: Mutex<Vec<Connection>>,
     read_slots: Semaphore,
+    limits: SqliteLimits,
 }
 
 impl SqliteStore {
-    /// Open (creating and migrating when needed) the store at `path`.
+    /// Open (creating and migrating when needed) the store at `path`, with the default limits.
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        Self::open_with(path, SqliteLimits::default()).await
+    }
+
+    /// Open the store at `path`, its connections' memory bounded by `limits`.
+    pub async fn open_with(path: &Path, limits: SqliteLimits) -> Result<SqliteStore, StoreError> {
         let path = path.to_path_buf();
         let opened = tokio::task::spawn_blocking({
             let path = path.clone();
             move || -> Result<Connection, StoreError> {
-                let mut conn = open_connection(&path, false)?;
+                let mut conn = open_connection(&path, false, limits.cache_kib)?;
                 schema::migrate(&mut conn, &path)?;
                 Ok(conn)
             }
@@ -69,7 +87,13 @@ impl SqliteStore {
         .map_err(|_| StoreError::Closed)??;
         let writer = Writer::spawn(opened)?;
         Ok(SqliteStore {
-            inner: Arc::new(Inner { path, writer, readers: Mutex::new(Vec::new()), read_slots: Semaphore::new(READ_POOL_SIZE) }),
+            inner: Arc::new(Inner {
+                path,
+                writer,
+                readers: Mutex::new(Vec::new()),
+                read_slots: Semaphore::new(limits.read_connections.max(1)),
+                limits,
+            }),
         })
     }
 
@@ -98,7 +122,7 @@ impl SqliteStore {
             let pooled = inner.readers.lock().map_err(|_| StoreError::Closed)?.pop();
             let conn = match pooled {
                 Some(c) => c,
-                None => open_connection(&inner.path, true)?,
+                None => open_connection(&inner.path, true, inner.limits.cache_kib)?,
             };
             let result = op(&conn);
             if let Ok(mut pool) = inner.readers.lock() {
@@ -111,7 +135,7 @@ impl SqliteStore {
     }
 }
 
-fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
+fn open_connection(path: &Path, read_only: bool, cache_kib: u64) -> Result<Connection, StoreError> {
     use std::os::unix::fs::OpenOptionsExt;
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI
@@ -134,6 +158,9 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_err)?;
     }
     conn.pragma_update(None, "foreign_keys", "ON").map_err(open_err)?;
+    // A negative cache_size is KiB rather than pages: the bound holds whatever the page size.
+    let cache_kib = i64::try_from(cache_kib).unwrap_or(i64::MAX);
+    conn.pragma_update(None, "cache_size", -cache_kib).map_err(open_err)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }

@@ -18,6 +18,8 @@
 //!   replays a recorded answer and cuts every connection on demand.
 //! * [`smtp_proxy`]: a relay in front of a real SMTP server (Postfix) that answers for it with a
 //!   chosen refusal of every recipient (a 4xx to try again later, a 5xx for good).
+//! * [`stall_proxy`]: a TCP relay in front of a real server (Dovecot) that, on demand, stops
+//!   answering without closing anything (a peer that went silent).
 //! * [`synapse`]: the real Synapse of `tests/peers/run.sh` — its address, unique account names
 //!   and shared-secret registration.
 //!
@@ -35,6 +37,7 @@ mod serve;
 mod shared;
 pub mod slack;
 pub mod smtp_proxy;
+pub mod stall_proxy;
 pub mod synapse;
 pub mod telegram;
 

@@ -146,4 +146,22 @@ mod tests {
         assert_eq!(enforcer.admit("g", true, now), Ok(()));
         assert!(enforcer.admit("g", true, now + Duration::from_secs(1)).is_err(), "the group limit applies to groups");
     }
+
+    #[test]
+    fn twenty_a_minute_to_a_group_means_any_minute() {
+        // Telegram's "not more than 20 messages per minute to the same group", as the fake counts
+        // it. A bucket of 20 a minute with a burst of 20 (what the gateway paced by before) with
+        // one a second per chat sends parts at 0, 0, 0, 1, 2, … s: the 21st, at 18 s, is refused.
+        let mut enforcer = Enforcer::default();
+        enforcer.set(vec![RateLimit::window(Per::Group, 20, Duration::from_secs(60))]);
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        let bucket_schedule = [0, 0, 0].into_iter().chain(1..=18);
+        let refused: Vec<u64> = bucket_schedule.filter(|&s| enforcer.admit("-100", true, at(s)).is_err()).collect();
+        assert_eq!(refused, vec![18]);
+        // The 21st goes through once the first has left the minute.
+        assert_eq!(enforcer.admit("-100", true, at(60)), Ok(()));
+        // Private chats are not groups.
+        assert!((0..30).all(|_| enforcer.admit("100", false, at(1)).is_ok()));
+    }
 }

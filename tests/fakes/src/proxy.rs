@@ -6,7 +6,9 @@
 //! * answer the next request matching a path fragment with a response recorded earlier (a stale
 //!   `/sync` page: the same events delivered again);
 //! * cut every open connection at once, in-flight long polls included (a network drop);
-//! * count requests by method and path fragment (typing notices sent, say).
+//! * count requests by method and path fragment (typing notices sent, say);
+//! * hold back the `to_device` events of Matrix `/sync` responses and deliver them in a later
+//!   response (a room key that arrives late: the client reads the message before its key).
 //!
 //! Each connection runs on its own task so that a cut can abort them all.
 
@@ -54,6 +56,10 @@ struct State {
     /// Recent responses by path fragment being recorded: (path fragment, last bodies).
     recorded: Vec<(String, VecDeque<String>)>,
     seen: Vec<Seen>,
+    /// While `Some`, the `to_device.events` of `/sync` responses are taken out and kept here.
+    held_to_device: Option<Vec<serde_json::Value>>,
+    /// Held events to deliver in the next `/sync` response.
+    released_to_device: Vec<serde_json::Value>,
 }
 
 /// How many responses per recorded fragment are kept.
@@ -158,6 +164,23 @@ impl FaultProxy {
         self.with(|s| s.seen.iter().filter(|r| r.method == method && r.path.contains(path_fragment)).cloned().collect())
     }
 
+    /// From now on, `/sync` responses reach the client without their `to_device` events
+    /// (the client-server API's "send-to-device messaging"; room keys travel this way); they are
+    /// kept until [`Self::release_to_device`].
+    pub fn hold_to_device(&self) {
+        self.with(|s| s.held_to_device = Some(s.held_to_device.take().unwrap_or_default()));
+    }
+
+    /// Stop holding: the events held so far go into the next `/sync` response, in their order.
+    /// How many were held.
+    pub fn release_to_device(&self) -> usize {
+        self.with(|s| {
+            let held = s.held_to_device.take().unwrap_or_default();
+            s.released_to_device.extend(held);
+            s.released_to_device.len()
+        })
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
         let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         f(&mut state)
@@ -202,9 +225,12 @@ async fn forward(
     let answer = outgoing.body(body).send().await.map_err(io::Error::other)?;
     let status = answer.status().as_u16();
     let content_type = answer.headers().get(reqwest::header::CONTENT_TYPE).cloned();
-    let bytes = answer.bytes().await.map_err(io::Error::other)?;
+    let mut bytes = answer.bytes().await.map_err(io::Error::other)?;
     {
         let mut s = lock(&state);
+        if status == 200 && path.contains("/sync") {
+            bytes = shift_to_device(&mut s, bytes);
+        }
         if status == 200 {
             let text = String::from_utf8_lossy(&bytes).into_owned();
             for (_, bodies) in s.recorded.iter_mut().filter(|(f, _)| path.contains(f.as_str())) {
@@ -222,6 +248,29 @@ async fn forward(
         response.headers_mut().insert(hyper::header::CONTENT_TYPE, content_type);
     }
     Ok(response)
+}
+
+/// A `/sync` body with its `to_device.events` held back (while holding) or with released ones
+/// put in front of its own.
+fn shift_to_device(s: &mut State, body: Bytes) -> Bytes {
+    if s.held_to_device.is_none() && s.released_to_device.is_empty() {
+        return body;
+    }
+    let Ok(mut sync) = serde_json::from_slice::<serde_json::Value>(&body) else { return body };
+    let own = match sync.pointer_mut("/to_device/events").and_then(serde_json::Value::as_array_mut) {
+        Some(events) => std::mem::take(events),
+        None => Vec::new(),
+    };
+    let delivered = match s.held_to_device.as_mut() {
+        Some(held) => {
+            held.extend(own);
+            Vec::new()
+        }
+        None => std::mem::take(&mut s.released_to_device).into_iter().chain(own).collect(),
+    };
+    let Some(fields) = sync.as_object_mut() else { return body };
+    fields.insert("to_device".to_string(), serde_json::json!({ "events": delivered }));
+    serde_json::to_vec(&sync).map(Bytes::from).unwrap_or(body)
 }
 
 fn json_response(status: u16, body: Bytes) -> Response<Full<Bytes>> {

@@ -8,6 +8,9 @@
 //! - [`matrix_html`]: Matrix's HTML `formatted_body`, beside a Markdown `body` (not a chunking
 //!   dialect: Matrix chunks are Markdown, each rendered once it is cut).
 //! - [`plain`]: plain text.
+//!
+//! With the `oracle` feature (tests, fuzzing): [`oracle`], the round-trip checker of split
+//! messages, and [`matrix_oracle`], an HTML parser's reading of Matrix's `formatted_body`.
 
 pub mod doc;
 pub mod markdown;
@@ -16,6 +19,8 @@ pub mod plain;
 pub mod slack_mrkdwn;
 pub mod telegram_html;
 
+#[cfg(any(test, feature = "oracle"))]
+pub mod matrix_oracle;
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
 #[cfg(test)]

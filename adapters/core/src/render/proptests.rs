@@ -3,7 +3,9 @@
 //! backticks, nested lists, tables, links and bare URLs, `<>&"'`, emoji sequences, CJK, RTL,
 //! astral characters, words longer than a message, CRLF line ends, text that looks like a
 //! ` (i/n)` counter), every dialect's messages pass the round-trip oracle
-//! ([`crate::render::oracle`]) at random limits and at the platforms' real ones.
+//! ([`crate::render::oracle`]) at random limits and at the platforms' real ones; Matrix's parts
+//! also carry HTML, which an HTML parser must read as the part's own structure and code
+//! ([`crate::render::matrix_oracle`]).
 //!
 //! 10,000 cases per dialect; `HERMES_ROUNDTRIP_CASES` changes that. The inputs come from a fixed
 //! seed, so a run that fails fails again for whoever reruns it and CI never goes red for a change
@@ -12,7 +14,7 @@
 //! then join [`known_breakers_round_trip`] with their fix).
 
 use crate::capabilities::{LengthUnit, MarkdownDialect};
-use crate::render::oracle;
+use crate::render::{matrix_html, matrix_oracle, oracle};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestRunner};
 
@@ -246,4 +248,25 @@ fn slack_mrkdwn_round_trips() {
 #[test]
 fn plain_text_round_trips() {
     run(MarkdownDialect::Plain, LengthUnit::Chars, 2000);
+}
+
+/// Matrix sends Markdown parts (cut like Discord's, at its 4,000-character limit) each with its
+/// HTML rendering; a reader's HTML parser must find in every part's HTML the structure, the code
+/// and the words of that part's Markdown.
+#[test]
+fn matrix_html_round_trips() {
+    let limit = prop_oneof![4 => 80usize..600, 1 => Just(4000usize)];
+    let mut runner = TestRunner::new(Config { cases: cases(), failure_persistence: None, rng_seed: seed(), ..Config::default() });
+    let result = runner.run(&(answer(), limit), |(markdown, limit)| {
+        let parts = oracle::check(&markdown, MarkdownDialect::Markdown, limit, LengthUnit::Chars)
+            .map_err(|e| TestCaseError::fail(format!("limit {limit}: {e}")))?;
+        for part in &parts {
+            matrix_oracle::check(part, &matrix_html::to_html(part))
+                .map_err(|e| TestCaseError::fail(format!("limit {limit}, part {part:?}: {e}")))?;
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("Matrix HTML: {e}");
+    }
 }

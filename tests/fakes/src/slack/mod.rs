@@ -16,7 +16,7 @@ mod socket;
 mod state;
 mod web;
 
-pub use state::{ApiCall, Injected, SlFault, SlScope, SlSent, SlUser};
+pub use state::{ApiCall, Injected, SlEphemeral, SlFault, SlScope, SlSent, SlUser};
 pub use web::MAX_TEXT;
 
 use crate::serve::{self, Shutdown};
@@ -292,6 +292,10 @@ impl FakeSlack {
             return self.sent_to(channel);
         }
         panic!("fake Slack: expected {count} bot messages in {channel} within {timeout:?}; got {:#?}", self.sent_to(channel));
+    }
+    /// Every ephemeral message the bot showed someone, in the order posted.
+    pub fn ephemerals(&self) -> Vec<SlEphemeral> {
+        self.shared.with(|s| s.ephemerals.clone())
     }
     pub fn calls(&self) -> Vec<ApiCall> {
         self.shared.with(|s| s.calls.clone())

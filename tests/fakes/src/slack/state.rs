@@ -33,6 +33,18 @@ pub struct Injected {
     pub envelope_ids: Vec<String>,
 }
 
+/// An ephemeral message the bot showed one user (`chat.postEphemeral`): only that user sees it,
+/// it is not part of the channel's history, and it cannot be edited.
+#[derive(Debug, Clone)]
+pub struct SlEphemeral {
+    pub at: Instant,
+    pub channel: String,
+    /// The one user who sees it.
+    pub user: String,
+    pub thread_ts: Option<String>,
+    pub text: String,
+}
+
 /// A message the bot posted, in its current state.
 #[derive(Debug, Clone)]
 pub struct SlSent {
@@ -211,6 +223,8 @@ pub(crate) struct State {
     pub dm_channels: HashMap<String, String>,
     pub user_messages: Vec<UserMessage>,
     pub sent: Vec<SlSent>,
+    /// Ephemeral messages, in the order posted.
+    pub ephemerals: Vec<SlEphemeral>,
     /// (channel, ts, name) the bot reacted with.
     pub reactions: Vec<(String, String, String)>,
     pub uploads: HashMap<String, Upload>,
@@ -261,6 +275,7 @@ impl State {
             dm_channels: HashMap::new(),
             user_messages: Vec::new(),
             sent: Vec::new(),
+            ephemerals: Vec::new(),
             reactions: Vec::new(),
             uploads: HashMap::new(),
             file_ids: HashMap::new(),

@@ -5,7 +5,7 @@
 //! unknown method, 429 with `Retry-After` when rate limited.
 
 use super::mrkdwn;
-use super::state::{ApiCall, Shared, SlFault, SlSent, SlUser, State, Upload, UserMessage, random_hex};
+use super::state::{ApiCall, Shared, SlEphemeral, SlFault, SlSent, SlUser, State, Upload, UserMessage, random_hex};
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Multipart, Path, Request, State as AxumState};
 use axum::http::{StatusCode, header};
@@ -18,10 +18,11 @@ use std::time::Instant;
 pub const MAX_TEXT: usize = 40_000;
 
 /// The methods the fake implements; anything else is `unknown_method`.
-const METHODS: [&str; 15] = [
+const METHODS: [&str; 16] = [
     "auth.test",
     "apps.connections.open",
     "chat.postMessage",
+    "chat.postEphemeral",
     "chat.update",
     "chat.delete",
     "conversations.info",
@@ -284,6 +285,7 @@ fn route(s: &mut State, method: &str, p: &Map<String, Value>) -> Value {
             json!({"ok": true, "url": format!("ws://{}/socket?ticket={ticket}", s.host)})
         }
         "chat.postMessage" => post_message(s, p),
+        "chat.postEphemeral" => post_ephemeral(s, p),
         "chat.update" => update(s, p),
         "chat.delete" => delete(s, p),
         "conversations.info" => match text(p, "channel").and_then(|c| s.channels.get(&c)) {
@@ -385,6 +387,33 @@ fn post_message(s: &mut State, p: &Map<String, Value>) -> Value {
     let message = s.sent_json(&sent, true);
     s.sent.push(sent);
     json!({"ok": true, "channel": channel, "ts": ts, "message": message})
+}
+
+/// `chat.postEphemeral` (https://api.slack.com/methods/chat.postEphemeral): `channel`, `user`
+/// (who alone sees it) and `text` or `blocks` are required, `thread_ts` optional. The answer
+/// carries `message_ts`; the message joins no history. Errors as documented: `channel_not_found`,
+/// `user_not_found`, `no_text`, `msg_too_long`, `invalid_blocks`.
+fn post_ephemeral(s: &mut State, p: &Map<String, Value>) -> Value {
+    let Some(channel) = text(p, "channel").filter(|c| s.channels.contains_key(c)) else {
+        return error("channel_not_found");
+    };
+    let Some(user) = text(p, "user").filter(|u| s.users.contains_key(u)) else {
+        return error("user_not_found");
+    };
+    let text = text(p, "text").unwrap_or_default();
+    let blocks = document(p, "blocks");
+    if let Some(code) = blocks_problem(&blocks) {
+        return error(code);
+    }
+    if text.trim().is_empty() && !blocks.as_ref().and_then(Value::as_array).is_some_and(|b| !b.is_empty()) {
+        return error("no_text");
+    }
+    if text.chars().count() > MAX_TEXT {
+        return error("msg_too_long");
+    }
+    let ts = s.new_ts();
+    s.ephemerals.push(SlEphemeral { at: Instant::now(), channel, user, thread_ts: text_opt_ts(p, "thread_ts"), text });
+    json!({"ok": true, "message_ts": ts})
 }
 
 /// A ts parameter; an empty one counts as absent (clients send `thread_ts: ""` for "no thread").

@@ -1,0 +1,104 @@
+//! Where `hermes cron run|tick` runs a job: handed to the running gateway, whose adapters are
+//! connected, or here when none runs. This module tells whether one runs, follows a handed-over
+//! run until the job records it, and says what became of a run and of its deliveries.
+
+use crate::config::Home;
+use crate::cron::job::Job;
+use crate::cron::manage::{Actor, CronJobs, ManageError};
+use crate::cron::owner;
+use crate::cron::status::{Markers, Verdict};
+use crate::cron::store::JobStoreError;
+use chrono::Utc;
+use std::time::{Duration, Instant};
+
+/// How long `hermes cron run` follows a run the gateway took before it leaves it to run on.
+const FOLLOW_FOR: Duration = Duration::from_secs(120);
+/// How often the job record is read while following.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+/// The PID of the gateway running on this HERMES_HOME, if one is: its PID file names a live
+/// process (the file is removed when the gateway stops) and its ticker's heartbeat is fresh (a
+/// hung or crashed gateway's is not). When in doubt the answer is "none": the run then happens
+/// here, under the tick lock that keeps it from running twice.
+pub(super) fn running_gateway(home: &Home) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(home.pid_file()).ok()?.trim().parse().ok()?;
+    let alive = pid != std::process::id() && std::path::Path::new("/proc").join(pid.to_string()).exists();
+    let ticking = !matches!(Markers::new(&home.cron_dir()).verdict(Utc::now()), Verdict::NoTicker { .. });
+    (alive && ticking).then_some(pid)
+}
+
+/// What became of the job's run since `before` was read, as one line.
+enum Seen {
+    Recorded(Job),
+    /// A finished one-shot is deleted with its run.
+    Removed,
+    /// Not run: its owner may no longer have it run.
+    Refused(String),
+    Pending,
+}
+
+async fn look(jobs: &CronJobs, before: &Job) -> Result<Seen, String> {
+    let job = match jobs.find(&Actor::shell(), &before.id).await {
+        Ok(job) => job,
+        Err(ManageError::Store(JobStoreError::NotFound { .. })) => return Ok(Seen::Removed),
+        Err(e) => return Err(e.to_string()),
+    };
+    if owner::is_owner_pause(&job) {
+        return Ok(Seen::Refused(job.paused_reason.clone().unwrap_or_default()));
+    }
+    let recorded = job.last_run_at != before.last_run_at && job.run_claim.is_none();
+    Ok(if recorded { Seen::Recorded(job) } else { Seen::Pending })
+}
+
+/// Follow a run the gateway took (`taken` says so) until the job records it, for at most
+/// [`FOLLOW_FOR`]; a job refused for its owner is an error.
+pub(super) async fn follow(jobs: &CronJobs, before: &Job, taken: &str) -> Result<String, String> {
+    let deadline = Instant::now() + FOLLOW_FOR;
+    loop {
+        match look(jobs, before).await? {
+            Seen::Pending if Instant::now() < deadline => tokio::time::sleep(FOLLOW_POLL).await,
+            Seen::Pending => {
+                return Ok(format!("{taken}; it is still running after {} s (see `hermes cron list`)", FOLLOW_FOR.as_secs()));
+            }
+            Seen::Refused(why) => return Err(format!("'{}' was not run and is paused: {why}", before.name)),
+            seen => return Ok(format!("{taken}: {}", outcome(&seen))),
+        }
+    }
+}
+
+/// What the run made here left in the job record.
+pub(super) async fn after_run(jobs: &CronJobs, before: &Job) -> Result<String, String> {
+    match look(jobs, before).await? {
+        Seen::Refused(why) => Err(format!("'{}' was not run and is paused: {why}", before.name)),
+        Seen::Pending => Ok("it did not run (another process holds the tick lock, or runs it now)".into()),
+        seen => Ok(outcome(&seen)),
+    }
+}
+
+fn outcome(seen: &Seen) -> String {
+    match seen {
+        Seen::Removed => "it ran, and the one-shot is done".into(),
+        Seen::Recorded(job) => {
+            let mut line = match job.last_error.as_deref().filter(|_| job.last_status.as_deref() == Some("error")) {
+                Some(error) => format!("it ran and failed: {error}"),
+                None => "it ran".to_string(),
+            };
+            if let Some(error) = &job.last_delivery_error {
+                line.push_str(&format!("; a delivery failed: {error}"));
+            }
+            line
+        }
+        Seen::Refused(why) => format!("not run: {why}"),
+        Seen::Pending => "still running".into(),
+    }
+}
+
+/// A note on the parts waiting in the outbox: they go out when the gateway starts.
+pub(super) fn waiting_note(waiting: u64) -> String {
+    match waiting {
+        0 => String::new(),
+        n => format!(
+            "\n{n} message(s) wait in the outbox for a platform this shell cannot send to; the gateway delivers them, once, when it starts (`hermes outbox list`)"
+        ),
+    }
+}
