@@ -117,6 +117,9 @@ pub struct MemoryBounds {
     /// Sessions whose `/approve session` patterns and `/yolo` are remembered; beyond it the
     /// least recently answered session's are forgotten (it is asked again).
     pub approval_sessions: usize,
+    /// How often the heap's free pages are handed back to the system (glibc keeps what a burst
+    /// freed in its arenas); 0 = never.
+    pub trim_heap_every_secs: u64,
 }
 
 impl Default for MemoryBounds {
@@ -127,6 +130,7 @@ impl Default for MemoryBounds {
             sqlite_cache_kilobytes: 1024,
             sqlite_read_connections: 4,
             approval_sessions: 1000,
+            trim_heap_every_secs: 60,
         }
     }
 }

@@ -57,8 +57,6 @@ pub struct ApprovalsConfig {
     pub timeout: u64,
     /// For cron runs, where no one can answer: `deny` | `approve`.
     pub cron_mode: String,
-    /// Ask before `/new`, `/reset` and other destructive slash commands.
-    pub destructive_slash_confirm: bool,
     /// Globs (case-insensitive, `*` and `?`) of commands refused outright, whatever the mode,
     /// `/yolo` included.
     pub deny: Vec<String>,
@@ -66,7 +64,7 @@ pub struct ApprovalsConfig {
 
 impl Default for ApprovalsConfig {
     fn default() -> Self {
-        Self { mode: "smart".to_string(), timeout: 60, cron_mode: "deny".to_string(), destructive_slash_confirm: true, deny: Vec::new() }
+        Self { mode: "smart".to_string(), timeout: 60, cron_mode: "deny".to_string(), deny: Vec::new() }
     }
 }
 

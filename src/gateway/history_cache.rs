@@ -1,10 +1,11 @@
 //! The recent history of the sessions that talked last, kept between their turns: opening a turn
 //! then reads only the messages added since (the store checks that what is kept is still the
 //! session's history: same session, nothing undone). Reading and converting a long conversation
-//! on every turn was the largest single cost of a reply. Bounded by the size of the text kept;
-//! the least recently used session goes first.
+//! on every turn was the largest single cost of a reply. Bounded by the memory the kept histories
+//! take (`gateway.memory.history_cache_megabytes`, counted as the heap holds them: structs,
+//! string capacities, the session key); the least recently used session goes first.
 
-use crate::agent::ChatMessage;
+use crate::agent::{ChatMessage, ToolCallRequest};
 use crate::store::{KnownHistory, MessageRow};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -45,11 +46,19 @@ impl SessionHistory {
         self.messages.drain(..excess);
     }
 
-    fn text_bytes(&self) -> usize {
-        self.messages
-            .iter()
-            .map(|m| 64 + m.content.len() + m.tool_calls.iter().map(|c| c.id.len() + c.name.len() + c.arguments.len()).sum::<usize>())
-            .sum()
+    /// The heap this history holds. Counting only the text under-counted by half: a short
+    /// chat message is mostly its struct and its allocation's slack.
+    fn heap_bytes(&self) -> usize {
+        let message = |m: &ChatMessage| {
+            let calls = m.tool_calls.capacity() * size_of::<ToolCallRequest>()
+                + m.tool_calls.iter().map(|c| c.id.capacity() + c.name.capacity() + c.arguments.capacity()).sum::<usize>();
+            let strings = m.content.capacity() + m.tool_call_id.as_ref().map_or(0, String::capacity) + m.tool_name.as_ref().map_or(0, String::capacity);
+            strings + calls
+        };
+        size_of::<Self>()
+            + self.known.session_id.capacity()
+            + self.messages.capacity() * size_of::<ChatMessage>()
+            + self.messages.iter().map(message).sum::<usize>()
     }
 }
 
@@ -72,7 +81,7 @@ struct Entry {
 }
 
 impl HistoryCache {
-    /// A cache holding at most about `max_bytes` of message text.
+    /// A cache holding at most about `max_bytes` of histories (0 = none kept).
     pub fn new(max_bytes: usize) -> Self {
         Self { max_bytes, inner: Mutex::new(Inner::default()) }
     }
@@ -88,7 +97,7 @@ impl HistoryCache {
     /// Keep `history` for the session key's next turn, making room by dropping the least
     /// recently used sessions. A history larger than the whole cache is not kept.
     pub fn put(&self, session_key: &str, history: SessionHistory) {
-        let bytes = history.text_bytes();
+        let bytes = history.heap_bytes() + size_of::<Entry>() + session_key.len();
         if bytes > self.max_bytes {
             return;
         }
@@ -119,9 +128,14 @@ mod tests {
         }
     }
 
+    /// What one test history of `text` takes in the cache under a one-letter key.
+    fn cost(text: &str) -> usize {
+        history("a", text).heap_bytes() + size_of::<Entry>() + 1
+    }
+
     #[test]
     fn the_least_recently_used_session_makes_room() {
-        let cache = HistoryCache::new(3 * (64 + 100));
+        let cache = HistoryCache::new(3 * cost(&"x".repeat(100)));
         for key in ["a", "b", "c"] {
             cache.put(key, history(key, &"x".repeat(100)));
         }
@@ -134,6 +148,20 @@ mod tests {
         }
         cache.put("huge", history("huge", &"x".repeat(1000)));
         assert!(cache.take("huge").is_none(), "a history larger than the cache is not kept");
+    }
+
+    #[test]
+    fn the_bound_counts_what_the_heap_holds_not_only_the_text() {
+        // A thousand one-word messages: 4 KB of text, but each message is a struct of its own.
+        let mut h = history("s", "hi");
+        h.messages.extend((0..999).map(|_| ChatMessage::user("hi")));
+        assert!(h.heap_bytes() >= 1000 * size_of::<ChatMessage>(), "{} bytes counted", h.heap_bytes());
+        let cache = HistoryCache::new(1000 * 64);
+        cache.put("s", h);
+        assert!(cache.take("s").is_none(), "more than the bound in memory, though its text would fit");
+        let none = HistoryCache::new(0);
+        none.put("s", history("s", "hi"));
+        assert!(none.take("s").is_none(), "a zero bound keeps nothing");
     }
 
     #[test]

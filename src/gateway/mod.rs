@@ -42,6 +42,7 @@ pub mod cron_wiring;
 pub mod deliverer;
 pub mod directory;
 pub mod health;
+mod heap_trim;
 pub mod history_cache;
 pub mod home_channels;
 pub mod inbox;
@@ -278,6 +279,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let status_task = chores::spawn_status_writer(status.clone(), status_path.clone(), chores::StatusSources::of(&wiring));
     let housekeeping = chores::spawn_inbox_pruning(store.clone());
     let media_sweeper = media_sweep::spawn(media_cache, media_limits);
+    let heap_trimmer = heap_trim::spawn(std::time::Duration::from_secs(config.gateway.memory.trim_heap_every_secs));
     // Resumes what the last run left queued, and notices parts resent from the shell.
     let courier = tokio::spawn(wiring.turns().deliverer.courier().clone().run_sweeper());
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
@@ -291,6 +293,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     // Turns and cron runs drain side by side; neither waits for the other's deadline.
     tokio::join!(wiring.cron.stop(ticking), drain_turns(&limits, Duration::from_secs(config.gateway.drain_timeout_secs)));
     let mut side_tasks = vec![status_task, housekeeping, media_sweeper, router, courier];
+    side_tasks.extend(heap_trimmer);
     // The watchdog keeps being fed through the drain; it stops after the supervisors.
     side_tasks.extend(notifying);
     let running = Running { adapters_stop, supervisors, admin_stop, side_tasks };

@@ -145,3 +145,78 @@ async fn refuse(routing: &Routing, event: InboundEvent, direct: bool) {
         tracing::warn!(error = %e, "could not close an unauthorized inbox row");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::providers::{ChatProvider, ChatRequest, ChatResponse, ProviderError};
+    use crate::config::Config;
+    use crate::gateway::test_support::{RecordingChat, gateway};
+    use hermes_adapter::{ChatType, Platform, SessionSource};
+    use std::time::Duration;
+    use tokio::sync::Semaphore;
+
+    /// Answers "fine" once the test lets it (one permit per answer).
+    struct GatedModel(Arc<Semaphore>);
+
+    #[async_trait::async_trait]
+    impl ChatProvider for GatedModel {
+        async fn complete(&self, _: &ChatRequest, _: Option<&mpsc::Sender<String>>) -> Result<ChatResponse, ProviderError> {
+            self.0.acquire().await.expect("the gate stays open").forget();
+            Ok(ChatResponse { text: "fine".into(), finish_reason: "stop".into(), ..Default::default() })
+        }
+    }
+
+    /// Three live actors (k1 least recently used) over a bound of two, and the idle reports.
+    async fn three_actors_over_two(
+        model: Arc<GatedModel>,
+    ) -> (tempfile::TempDir, crate::gateway::wiring::Wiring, Arc<RecordingChat>, Actors, mpsc::UnboundedReceiver<ActorExit>) {
+        let chat = RecordingChat::new();
+        let mut config = Config::default();
+        config.gateway.allow_all_users = true;
+        let (dir, wiring) = gateway(config, chat.clone(), model).await;
+        let (idle_tx, idle_rx) = mpsc::unbounded_channel();
+        let mut actors = Actors { entries: HashMap::new(), clock: 3, live_sessions: 2 };
+        for (n, key) in ["k1", "k2", "k3"].into_iter().enumerate() {
+            let mailbox = actor::spawn(wiring.actors.clone(), key.to_string(), idle_tx.clone());
+            actors.entries.insert(key.to_string(), ActorEntry { mailbox, sent: 0, last_used: n as u64 + 1, retiring: false });
+        }
+        (dir, wiring, chat, actors, idle_rx)
+    }
+
+    async fn next_exit(idle: &mut mpsc::UnboundedReceiver<ActorExit>) -> ActorExit {
+        // A guard against a hang, not a measure: idle actors otherwise report after 15 minutes.
+        tokio::time::timeout(Duration::from_secs(30), idle.recv()).await.expect("an actor reported idle").expect("the channel is open")
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_the_least_recently_used_idle_actor_retires_at_once() {
+        let (_dir, _wiring, _chat, mut actors, mut idle) = three_actors_over_two(Arc::new(GatedModel(Arc::new(Semaphore::new(0))))).await;
+        actors.ask_one_to_retire();
+        let exit = next_exit(&mut idle).await;
+        assert_eq!((exit.session_key.as_str(), exit.processed), ("k1", 0), "the least recently used actor was asked");
+        let asked: Vec<&str> = actors.entries.iter().filter(|(_, e)| e.retiring).map(|(k, _)| k.as_str()).collect();
+        assert_eq!(asked, ["k1"]);
+        actors.ask_one_to_retire();
+        assert_eq!(actors.entries.values().filter(|e| e.retiring).count(), 1, "two not retiring fit the bound: nobody else is asked");
+    }
+
+    #[tokio::test]
+    async fn a_busy_actor_asked_to_retire_finishes_its_turn_first() {
+        let gate = Arc::new(Semaphore::new(0));
+        let (_dir, wiring, chat, mut actors, mut idle) = three_actors_over_two(Arc::new(GatedModel(gate.clone()))).await;
+        let mut source = SessionSource::new(Platform::new("chat"), "c1", ChatType::Dm);
+        source.user_id = Some("u1".into());
+        let event = InboundEvent::text("e1", source, "hello");
+        wiring.store.inbox_accept("e1", "chat", &serde_json::to_string(&event).expect("json")).await.expect("accepted");
+        let k1 = actors.entries.get_mut("k1").expect("k1");
+        k1.mailbox.send(event).expect("k1 is alive");
+        k1.sent += 1;
+        actors.ask_one_to_retire();
+        // The turn waits on the model; let it answer only now.
+        gate.add_permits(1);
+        let exit = next_exit(&mut idle).await;
+        assert_eq!((exit.session_key.as_str(), exit.processed), ("k1", 1));
+        assert_eq!(chat.sent.lock().expect("lock").as_slice(), ["fine"], "the turn finished and was answered before the actor retired");
+    }
+}

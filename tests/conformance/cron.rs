@@ -1,11 +1,14 @@
 //! Scheduled jobs end to end: the real gateway and `hermes cron` processes, the fake Telegram
 //! (and Discord) and the scripted model. What must hold: a job added in a forum topic answers in
 //! that topic, on schedule and on `/cron run`; pause stops it; a failure is posted; `[SILENT]`
-//! posts nothing but keeps the output; `deliver: all` reaches each home channel once; and with
+//! posts nothing but keeps the output; `deliver: all` reaches each home channel once; with
 //! the gateway and `hermes cron tick` processes racing on one home, every occurrence runs and is
-//! delivered exactly once.
+//! delivered exactly once; `hermes cron run` from the shell reaches Matrix (real Synapse) through
+//! the running gateway, or through the outbox once the gateway starts; and a job whose owner was
+//! taken off the allowlist is paused with the reason instead of run.
 
 use crate::discord::DiscordPeer;
+use crate::matrix_peer::MatrixPeer;
 use crate::peer::{Chat, ChatPeer};
 use crate::suite::{Run, launch_with, settle};
 use crate::support::{Setup, eventually};
@@ -14,6 +17,7 @@ use hermes_fakes::telegram::TgUser;
 use hermes_fakes::{FakeLlm, Reply};
 use serde_json::json;
 use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const OWNER: i64 = 5001;
@@ -189,20 +193,38 @@ async fn gateway_and_racing_tick_processes_run_and_deliver_each_occurrence_once(
     telegram.fake.group(HOME_GROUP, "ops", false);
     setup.set("TELEGRAM_HOME_CHANNEL", &HOME_GROUP.to_string());
     setup.write_config(&format!("platforms:\n{platforms}"));
-    let (status, out, err) = setup.run(&["cron", "create", "every 1m", "count the racers", "--name", "racer", "--deliver", "telegram"]);
+    // Every minute on the minute: each occurrence's time is known, so a missed one shows.
+    let (status, out, err) = setup.run(&["cron", "create", "* * * * *", "count the racers", "--name", "racer", "--deliver", "telegram"]);
     assert!(status.success(), "{out}{err}");
     assert!(out.contains("warning: no gateway is ticking"), "creating a job with no ticker warns: {out}");
+    let first = next_run(setup.home.path(), "racer");
     let gateway = setup.start().await;
 
+    // Three `hermes cron tick` processes at once, again and again for three minutes: all three
+    // are spawned before any is waited for, so they overlap with each other and with the
+    // gateway's own ticks.
     let started = Instant::now();
+    let (mut rounds, mut handed) = (0, 0);
     while started.elapsed() < Duration::from_secs(185) {
-        let ticks: Vec<_> = (0..3).map(|_| setup.command(&["cron", "tick"]).output()).collect();
+        let ticks: Vec<std::process::Child> = (0..3)
+            .map(|_| setup.command(&["cron", "tick"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn hermes cron tick"))
+            .collect();
         for tick in ticks {
-            let tick = tick.unwrap();
-            assert!(tick.status.success(), "{}", String::from_utf8_lossy(&tick.stderr));
+            let tick = tokio::task::block_in_place(|| tick.wait_with_output()).unwrap();
+            let out = String::from_utf8_lossy(&tick.stdout).into_owned();
+            assert!(tick.status.success(), "{out}{}", String::from_utf8_lossy(&tick.stderr));
+            handed += usize::from(out.contains("handed to the running gateway"));
         }
+        rounds += 1;
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+    assert!(handed > rounds, "the ticks handed their work to the running gateway ({handed} of {} ticks)", rounds * 3);
+    // No occurrence starts from here on; the last one may still be running: wait for its record.
+    let (status, out, err) = setup.run(&["cron", "pause", "racer"]);
+    assert!(status.success(), "{out}{err}");
+    let racer = job_id(setup.home.path(), "racer");
+    let idle = || jobs(setup.home.path()).iter().any(|j| j["id"] == racer.as_str() && j.get("run_claim").is_none_or(|c| c.is_null()));
+    assert!(eventually(Duration::from_secs(30), idle).await, "{}", gateway.log_text());
     settle().await;
     let runs = cron_requests(&llm, "count the racers");
     let delivered = telegram.fake.sent_to(HOME_GROUP).iter().filter(|m| m.text.starts_with("Cronjob Response: racer")).count();
@@ -219,6 +241,33 @@ async fn gateway_and_racing_tick_processes_run_and_deliver_each_occurrence_once(
         [],
     );
     assert_eq!((sessions, user_messages), (runs as i64, runs as i64), "one session and one question per occurrence");
+    // None missed: the runs are the occurrences from the first one, each minute, up to the one
+    // before the job's next run.
+    let mut ran = db
+        .prepare("SELECT session_key FROM sessions WHERE platform = 'cron'")
+        .unwrap()
+        .query_map([], |row| row.get::<_, String>(0))
+        .unwrap()
+        .map(|key| occurrence_of(&key.unwrap()))
+        .collect::<Vec<_>>();
+    ran.sort();
+    let expected: Vec<chrono::DateTime<chrono::Utc>> =
+        (0..runs as i64).map(|minute| first + chrono::Duration::minutes(minute)).collect();
+    assert_eq!(ran, expected, "every minute from the first occurrence ran, in order, none skipped");
+    assert_eq!(next_run(home, "racer"), first + chrono::Duration::minutes(runs as i64), "and none is left behind");
+}
+
+/// A job's next run, from `jobs.json`.
+fn next_run(home: &Path, name: &str) -> chrono::DateTime<chrono::Utc> {
+    let job = jobs(home).into_iter().find(|j| j["name"] == name).unwrap_or_else(|| panic!("no job {name}"));
+    let at = job["next_run_at"].as_str().unwrap_or_else(|| panic!("{name} has no next run: {job:#}"));
+    chrono::DateTime::parse_from_rfc3339(at).unwrap().to_utc()
+}
+
+/// The occurrence a cron session ran (`cron_<job>_<YYYYMMDD_HHMMSS>`, in UTC).
+fn occurrence_of(session_key: &str) -> chrono::DateTime<chrono::Utc> {
+    let stamp = &session_key[session_key.len() - "YYYYMMDD_HHMMSS".len()..];
+    chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%d_%H%M%S").unwrap_or_else(|e| panic!("{session_key}: {e}")).and_utc()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -381,4 +430,113 @@ async fn a_run_uses_the_jobs_model_or_the_default_and_never_the_tools_a_schedule
     for never in ["cronjob", "memory", "send_message", "clarify"] {
         assert!(!tools.contains(&never.to_string()), "a scheduled run is never offered {never}: {tools:?}");
     }
+}
+
+/// `hermes <args>` without holding up the test's other tasks (the fakes answer on them).
+fn shell(setup: &Setup, args: &[&str]) -> (std::process::ExitStatus, String, String) {
+    tokio::task::block_in_place(|| setup.run(args))
+}
+
+/// `hermes cron run` from the shell reaches Matrix (a real Synapse), whose connection only the
+/// gateway holds: with the gateway running it takes the run and delivers it; with the gateway
+/// stopped the run happens in the shell, its delivery waits in the outbox, and the gateway
+/// delivers it once when it starts. Each answer arrives exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_run_reaches_matrix_through_the_running_gateway_or_when_it_starts_once_each() {
+    let llm = FakeLlm::start().await;
+    let matrix = MatrixPeer::start().await;
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    let platforms = matrix.configure(&mut setup);
+    setup.write_config(&format!("platforms:\n{platforms}"));
+    let mut gateway = setup.start().await;
+    let room = matrix.general().await;
+    let chat = Chat { chat_id: room.clone(), thread_id: None };
+    let target = format!("matrix:{room}");
+    let (status, out, err) = shell(&setup, &["cron", "create", "every 1h", "report the tide", "--name", "tide", "--deliver", &target]);
+    assert!(status.success(), "{out}{err}");
+    let answers = || -> Vec<String> {
+        matrix.posted(&chat).into_iter().map(|m| m.text).filter(|t| t.contains("Cronjob Response: tide")).collect()
+    };
+
+    llm.push(Reply::text("high tide at noon"));
+    let (status, out, err) = shell(&setup, &["cron", "run", "tide"]);
+    assert!(status.success() && out.contains("handed to the running gateway") && out.contains(": it ran"), "{out}{err}");
+    assert!(eventually(Duration::from_secs(30), || answers().len() == 1).await, "{:?}\n{}", answers(), gateway.log_text());
+    assert!(answers()[0].contains("high tide at noon"), "{:?}", answers());
+
+    gateway.signal(libc::SIGTERM).await;
+    llm.push(Reply::text("low tide at six"));
+    let (status, out, err) = shell(&setup, &["cron", "run", "tide"]);
+    assert!(status.success() && out.contains("ran 'tide' here (no gateway is running): it ran"), "{out}{err}");
+    assert!(out.contains("1 message(s) wait in the outbox") && out.contains("when it starts"), "{out}{err}");
+    settle().await;
+    assert_eq!(answers().len(), 1, "nothing reached Matrix from the shell: {:?}", answers());
+
+    let gateway = setup.start().await;
+    assert!(eventually(Duration::from_secs(60), || answers().len() == 2).await, "{:?}\n{}", answers(), gateway.log_text());
+    assert!(answers()[1].contains("low tide at six"), "{:?}", answers());
+    tokio::time::sleep(Duration::from_secs(16)).await; // past the courier's next sweep of the outbox
+    assert_eq!(answers().len(), 2, "each answer once: {:?}", answers());
+    assert_eq!(cron_requests(&llm, "report the tide"), 2, "one run each time");
+}
+
+/// The allowlist in HERMES_HOME/.env (the process environment would win over the file).
+fn allow_in_env_file(setup: &Setup, users: &[u32], admin: u32) {
+    let ids = |list: &[u32]| list.iter().map(|n| (1000 + n).to_string()).collect::<Vec<_>>().join(",");
+    let text = format!("TELEGRAM_ALLOWED_USERS={}\nTELEGRAM_ADMIN_USERS={}\n", ids(users), ids(&[admin]));
+    std::fs::write(setup.home.path().join(".env"), text).unwrap();
+}
+
+/// A user taken off the allowlist stops having their job run: at its next run the job is paused
+/// with the reason (`hermes cron list` and an admin's `/cron list` show it); it is not run by
+/// hand, not resumed while they are still off the list, and an admin's resume after they are
+/// back makes it run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_owners_job_does_not_run_shows_paused_with_the_reason_and_runs_after_an_admin_resume() {
+    let llm = FakeLlm::start().await;
+    let telegram = TelegramPeer::start().await;
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    let platforms = telegram.configure(&mut setup);
+    setup.env.retain(|(key, _)| key != "TELEGRAM_ALLOWED_USERS");
+    setup.write_config(&format!("platforms:\n{platforms}"));
+    allow_in_env_file(&setup, &[1, 2], 2);
+    let mut gateway = setup.start().await;
+    let owner_dm = telegram.dm(1, "/cron add every 1h check the mail --name mail").await;
+    assert!(eventually(Duration::from_secs(20), || telegram.posted(&owner_dm).iter().any(|m| m.text.contains("'mail' created"))).await);
+
+    // Taken off the list; the allowlist is read at start, so the gateway restarts.
+    gateway.signal(libc::SIGTERM).await;
+    allow_in_env_file(&setup, &[2], 2);
+    let mut gateway = setup.start().await;
+    let (status, out, err) = shell(&setup, &["cron", "run", "mail"]);
+    let reason = "owner telegram:1001 is no longer allowed";
+    assert!(!status.success() && err.contains("'mail' was not run and is paused") && err.contains(reason), "{out}{err}");
+    let (status, out, err) = shell(&setup, &["cron", "list"]);
+    assert!(status.success() && out.contains(&format!("(paused: {reason}")), "{out}{err}");
+    let admin_dm = telegram.dm(2, "/cron list").await;
+    let listed = || telegram.posted(&admin_dm).iter().any(|m| m.text.contains("mail") && m.text.contains(reason));
+    assert!(eventually(Duration::from_secs(20), listed).await, "{:#?}", telegram.posted(&admin_dm));
+    let (status, out, err) = shell(&setup, &["cron", "run", "mail"]);
+    assert!(!status.success() && err.contains("is paused"), "not run by hand either: {out}{err}");
+    let (status, out, err) = shell(&setup, &["cron", "resume", "mail"]);
+    assert!(!status.success() && err.contains("stays paused") && err.contains("telegram:1001"), "{out}{err}");
+    settle().await;
+    assert_eq!(cron_requests(&llm, "check the mail"), 0, "the revoked owner's job never ran");
+
+    // Back on the list (a restart reads it), the job stays paused until an admin resumes it.
+    gateway.signal(libc::SIGTERM).await;
+    allow_in_env_file(&setup, &[1, 2], 2);
+    let gateway = setup.start().await;
+    let (status, out, err) = shell(&setup, &["cron", "list"]);
+    assert!(status.success() && out.contains(&format!("(paused: {reason}")), "no resume by itself: {out}{err}");
+    let (status, out, err) = shell(&setup, &["cron", "resume", "mail"]);
+    assert!(status.success() && out.contains("resumed 'mail'"), "{out}{err}");
+    llm.push(Reply::text("2 new mails"));
+    let (status, out, err) = shell(&setup, &["cron", "run", "mail"]);
+    assert!(status.success() && out.contains("handed to the running gateway"), "{out}{err}");
+    let delivered = || telegram.posted(&owner_dm).iter().filter(|m| m.text.starts_with("Cronjob Response: mail")).count();
+    assert!(eventually(Duration::from_secs(30), || delivered() == 1).await, "{}", gateway.log_text());
+    assert_eq!(cron_requests(&llm, "check the mail"), 1);
 }

@@ -176,7 +176,12 @@ async fn email_replies_thread_keep_the_session_ignore_machines_strangers_and_for
     assert_eq!(mails[1].header("Subject").as_deref(), Some("Re: Plans"));
     assert_eq!(mails[1].header("In-Reply-To").as_deref(), Some("<plans-2@example.test>"));
     let second = llm.requests().into_iter().rev().find(|r| r.last_user_text().is_some_and(|t| t.contains("Seven works."))).expect("asked");
-    assert_eq!(second.last_user_text().as_deref(), Some("Seven works."), "quoted history is not part of the input");
+    let asked = second.last_user_text().unwrap_or_default();
+    assert!(asked.ends_with("\n\nSeven works."), "the new words are the input's own: {asked}");
+    // The quoted mail reaches the model, but only inside the untrusted-data fence.
+    let fence = asked.find("<untrusted-data ").zip(asked.find("</untrusted-data ")).map(|(open, close)| &asked[open..close]);
+    assert!(fence.is_some_and(|f| f.contains("echo: What time is dinner?") && !f.contains("Seven works.")), "{asked}");
+    assert_eq!(asked.matches("What time is dinner?").count(), 1, "{asked}");
     let history: Vec<String> = second.messages().into_iter().map(|(_, text)| text).collect();
     assert!(history.iter().any(|t| t.contains("What time is dinner?")), "the first mail is in the same session: {history:#?}");
 

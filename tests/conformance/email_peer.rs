@@ -3,7 +3,8 @@
 //! IMAP and parsed as a mail program would (mail-parser).
 //!
 //! Email has one kind of chat, a sender's own conversation, and no edits, typing, groups or
-//! threads; so it runs the suite's behaviours that a mailbox can show (see `main.rs`). A
+//! threads; so it runs the suite's behaviours that a mailbox can show (see `main.rs`). A reply
+//! quotes the mail it answers, as mail programs do. A
 //! redelivery is the same mail (same `Message-ID`) arriving again; a broken connection is
 //! Dovecot kicking the bot's IMAP sessions (`doveadm kick`).
 
@@ -100,6 +101,9 @@ impl ChatPeer for EmailPeer {
     const DIALECT: hermes_adapter::MarkdownDialect = hermes_adapter::MarkdownDialect::Plain;
     const UNIT: hermes_adapter::LengthUnit = hermes_adapter::LengthUnit::Chars;
     const SHOWS_TYPING: bool = false;
+    // Three mails' worth: a shorter answer fits in one.
+    const LONG_ANSWER_CHARS: usize = 120_000;
+    const HAS_GROUPS: bool = false;
 
     async fn start() -> Self {
         let mail = email::peer();
@@ -127,10 +131,14 @@ impl ChatPeer for EmailPeer {
         Chat { chat_id: from, thread_id: None }
     }
 
-    async fn reply(&self, user: u32, _chat: &Chat, message_id: &str, text: &str) {
+    async fn reply(&self, user: u32, chat: &Chat, message_id: &str, text: &str) {
         let from = self.account(user);
+        // As a mail program answers: the new words on top, the mail answered quoted below.
+        let answered = self.received(chat).into_iter().find(|m| format!("<{}>", m.message_id) == message_id);
+        let quote: String = answered.map(|m| m.text.lines().map(|l| format!("> {l}\n")).collect()).unwrap_or_default();
+        let body = format!("{text}\n\nOn Sat, 28 Nov 2026 at 10:00, Hermes <{}> wrote:\n{quote}", self.bot.0);
         let in_reply_to = format!("In-Reply-To: {message_id}");
-        self.mail.send_authenticated(&from, &self.bot.0, "Re: hermes", &self::message_id(), text, &[&in_reply_to]);
+        self.mail.send_authenticated(&from, &self.bot.0, "Re: hermes", &self::message_id(), &body, &[&in_reply_to]);
     }
 
     async fn group(&self, _user: u32, _text: &str, _mention: bool) -> Chat {

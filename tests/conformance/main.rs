@@ -132,12 +132,49 @@ conformance!(discord_conformance, crate::discord::DiscordPeer);
 conformance!(slack_conformance, crate::slack::SlackPeer);
 conformance!(matrix_conformance, crate::matrix_peer::MatrixPeer);
 
+/// Pairing, on every platform whose registration offers it (email's does not: a From address is
+/// forgeable, and answering strangers mails whoever they named).
+mod pairing_conformance {
+    use super::suite;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn telegram() {
+        suite::a_stranger_pairs::<crate::telegram::TelegramPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn discord() {
+        suite::a_stranger_pairs::<crate::discord::DiscordPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slack() {
+        suite::a_stranger_pairs::<crate::slack::SlackPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn matrix() {
+        suite::a_stranger_pairs::<crate::matrix_peer::MatrixPeer>().await;
+    }
+}
+
 /// The suite's behaviours a mailbox can show. Email has no groups, threads, edits, typing or
-/// rate-limit answers to provoke, and its 50,000-character limit fits the suite's long answers in
-/// one mail; those behaviours are email's own scenarios in [`email`] instead.
+/// rate-limit answers to provoke, no link previews and no markup (plain text: the renderer's
+/// round trip is in hermes-adapter's property tests); those behaviours are email's own scenarios
+/// in [`email`] instead.
 mod email_conformance {
     use super::suite;
     type P = crate::email_peer::EmailPeer;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn long_answer_chunking() {
+        suite::long_answer_chunking::<P>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn code_arrives_intact() {
+        suite::code_arrives_intact::<P>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replied_to_text_is_fenced_as_data() {
+        suite::replied_to_text_is_fenced_as_data::<P>().await;
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dm_round_trip() {

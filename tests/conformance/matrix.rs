@@ -507,4 +507,5 @@ async fn matrix_a_message_whose_key_arrives_late_is_answered_once() {
     let posted = shown(&alice, &dm, &bot.user_id).await;
     assert_eq!(count(&posted, "echo: a late secret"), 1, "answered once: {posted:#?}");
     assert_eq!(asked(), 1, "the model was asked once");
+    assert!(gateway.log_text().contains("a message decrypted after its key arrived late is answered now"), "answered on the key's arrival");
 }

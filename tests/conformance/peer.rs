@@ -41,6 +41,11 @@ pub(crate) trait ChatPeer: Sized + Send + Sync + 'static {
     const SHOWS_TYPING: bool = true;
     /// Whether code blocks show a tab as spaces to the next 4-column stop (Telegram).
     const TABS_SHOWN_AS_SPACES: bool = false;
+    /// How long the suite's long answers are, in characters: enough for several messages
+    /// (email's 50,000-character mails need far more than a chat's).
+    const LONG_ANSWER_CHARS: usize = 10_000;
+    /// Whether the platform has group chats (email has only a sender's own conversation).
+    const HAS_GROUPS: bool = true;
     /// How long a long streamed answer may take to finish: edits are paced per platform (Matrix
     /// edits a message at most once a second, so 10,000 characters streamed take longer).
     const STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(20);

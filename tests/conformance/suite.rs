@@ -136,13 +136,13 @@ pub(crate) async fn thread_routing<P: ChatPeer>() {
     assert!(history.iter().all(|t| !t.contains("beta")), "thread 2's conversation never leaks into thread 1: {history:?}");
 }
 
-/// About 10,000 characters of prose and fenced code, every line tagged so that loss or
+/// About `chars` characters of prose and fenced code, every line tagged so that loss or
 /// duplication is visible.
-fn long_answer() -> (String, Vec<String>) {
+fn long_answer(chars: usize) -> (String, Vec<String>) {
     let mut text = String::new();
     let mut tags = Vec::new();
     let mut n = 0;
-    while text.len() < 10_000 {
+    while text.len() < chars {
         for _ in 0..6 {
             n += 1;
             let tag = format!("p{n:04}");
@@ -163,7 +163,7 @@ fn long_answer() -> (String, Vec<String>) {
 
 pub(crate) async fn long_answer_chunking<P: ChatPeer>() {
     let run = launch::<P>("").await;
-    let (answer, tags) = long_answer();
+    let (answer, tags) = long_answer(P::LONG_ANSWER_CHARS);
     run.llm.push(Reply::text(answer));
     let chat = run.peer.dm(4, "write a lot").await;
     run.wait(&chat, "the last chunk", |p| {
@@ -172,7 +172,7 @@ pub(crate) async fn long_answer_chunking<P: ChatPeer>() {
     .await;
     settle().await;
     let posted = run.peer.posted(&chat).into_iter().filter(|m| !m.text.is_empty()).collect::<Vec<_>>();
-    assert!(posted.len() >= 3, "10,000 characters need several messages: {}", posted.len());
+    assert!(posted.len() >= 3, "{} characters need several messages: {}", P::LONG_ANSWER_CHARS, posted.len());
     for m in &posted {
         assert!(P::measure(&m.text) <= P::MAX_LEN, "a message over the limit: {} units", P::measure(&m.text));
         if !P::PARSES_FORMATTING {
@@ -189,15 +189,15 @@ pub(crate) async fn long_answer_chunking<P: ChatPeer>() {
     }
 }
 
-/// About 10,000 characters a user would copy code out of: indented Python (4 and 8 spaces, tabs,
+/// About `chars` characters a user would copy code out of: indented Python (4 and 8 spaces, tabs,
 /// blank lines), a table, a nested list, emoji. Returns the answer and its code lines.
-fn code_heavy_answer() -> (String, Vec<String>) {
+fn code_heavy_answer(chars: usize) -> (String, Vec<String>) {
     let mut text = String::from("Here is the tool you asked for 🛠️, with the plan first:\n\n");
     text.push_str("| step | what | who |\n|---|---|---|\n| 1 | parse the input | 🤖 |\n| 2 | write the report | 👩‍💻 |\n\n");
     text.push_str("1. Read the data\n    - check `x < y` & drop the rest\n    - keep *every* row\n2. Print the summary\n\n");
     let mut code = Vec::new();
     let mut n = 0;
-    while text.len() + code.iter().map(|l: &String| l.len() + 1).sum::<usize>() < 9_000 {
+    while text.len() + code.iter().map(|l: &String| l.len() + 1).sum::<usize>() < chars - 1_000 {
         n += 1;
         code.extend([
             format!("def step_{n}(rows):"),
@@ -223,13 +223,15 @@ fn code_heavy_answer() -> (String, Vec<String>) {
 
 /// A long answer full of indented code arrives with every code line byte-identical (Telegram
 /// flattens a tab to one space, so there tabs come as spaces to the next 4-column stop) and in
-/// order, in parts within the platform's limit, both in a private chat and in a group.
+/// order, in parts within the platform's limit, both in a private chat and in a group (where the
+/// platform has groups). Plain text (email) shows code without fences: its lines are the proof.
 pub(crate) async fn code_arrives_intact<P: ChatPeer>() {
     let run = launch::<P>("").await;
-    let (answer, code_lines) = code_heavy_answer();
-    assert!(answer.chars().count() > 9_000);
+    let (answer, code_lines) = code_heavy_answer(P::LONG_ANSWER_CHARS);
+    assert!(answer.chars().count() > P::LONG_ANSWER_CHARS - 1_000);
     let expected: Vec<String> = if P::TABS_SHOWN_AS_SPACES { code_lines.iter().map(|l| expand_tabs(l)).collect() } else { code_lines };
-    for (where_, chat) in [("private chat", None), ("group", Some(()))] {
+    let places = [("private chat", None), ("group", Some(()))];
+    for (where_, chat) in places.into_iter().filter(|(_, group)| group.is_none() || P::HAS_GROUPS) {
         run.llm.push(Reply::text(answer.clone()));
         let chat = match chat {
             None => run.peer.dm(11, "show me the tool").await,
@@ -244,7 +246,7 @@ pub(crate) async fn code_arrives_intact<P: ChatPeer>() {
         settle().await;
         assert_eq!(run.peer.posted(&chat).len(), posted.len(), "{where_}: nothing after the last part");
         let total = posted.len();
-        assert!(total >= 3, "{where_}: 10,000 characters need several messages: {total}");
+        assert!(total >= 3, "{where_}: {} characters need several messages: {total}", P::LONG_ANSWER_CHARS);
         let mut received = Vec::new();
         for (i, m) in posted.iter().enumerate() {
             assert!(P::measure(&m.text) <= P::MAX_LEN, "{where_}: part {i} is over the limit: {} units", P::measure(&m.text));
@@ -254,7 +256,7 @@ pub(crate) async fn code_arrives_intact<P: ChatPeer>() {
                 if body.contains("step_") {
                     assert!(m.styles.iter().any(|s| s == "pre"), "{where_}: code in part {i} is shown as code");
                 }
-            } else {
+            } else if !matches!(P::DIALECT, hermes_adapter::MarkdownDialect::Plain) {
                 let fences: Vec<&str> = body.lines().filter(|l| l.starts_with("```")).collect();
                 assert_eq!(fences.len() % 2, 0, "{where_}: part {i} closes the fences it opens:\n{body}");
                 if i > 0 && body.contains("step_") {
@@ -278,7 +280,7 @@ pub(crate) async fn code_arrives_intact<P: ChatPeer>() {
 /// code line intact, no cursor left, nothing doubled.
 pub(crate) async fn streamed_answer_matches_sent<P: ChatPeer>() {
     let run = launch::<P>("streaming:\n  enabled: true\n  edit_interval: 0\n  buffer_threshold: 400\n").await;
-    let (answer, _) = code_heavy_answer();
+    let (answer, _) = code_heavy_answer(10_000);
     let chars: Vec<char> = answer.chars().collect();
     run.llm.push(Reply::chunks(chars.chunks(300).map(|c| c.iter().collect::<String>())));
     let chat = run.peer.dm(13, "stream the tool").await;
@@ -487,4 +489,29 @@ pub(crate) async fn home_channel_outlives_a_restart<P: ChatPeer>() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let posted = run.peer.posted(&home);
     assert_eq!((delivered(&posted, &by_name), delivered(&posted, "to-all")), (1, 1), "each job reached the home once: {posted:#?}");
+}
+
+/// With no allowlist on the platform, a stranger's DM is answered with a pairing code and
+/// nothing they write reaches the model; once the owner approves the code from the shell, their
+/// next message is answered. Every platform whose registration offers pairing must show it.
+pub(crate) async fn a_stranger_pairs<P: ChatPeer>() {
+    let allowlist = format!("{}_ALLOWED_USERS", P::PLATFORM.to_ascii_uppercase());
+    let run = launch_with::<P>("", &[(allowlist.as_str(), "")]).await;
+    let chat = run.peer.dm(1, "hello, who are you?").await;
+    let posted = run.wait(&chat, "a pairing code", |p| p.iter().any(|m| m.text.contains("pairing code"))).await;
+    let offer = posted.iter().find(|m| m.text.contains("pairing code")).map(|m| m.text.clone()).unwrap_or_default();
+    // As displayed: the code's backticks are formatting some platforms parse away.
+    let code = offer
+        .split_once("pairing code:")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .map(|c| c.trim_matches('`').to_string())
+        .unwrap_or_else(|| panic!("no code in {offer:?}"));
+    assert!(offer.contains(&format!("hermes pairing approve {} {code}", P::PLATFORM)), "{offer}");
+    assert!(run.llm.requests().is_empty(), "nothing a stranger wrote reached the model");
+
+    let (status, out, err) = run._setup.run(&["pairing", "approve", P::PLATFORM, &code]);
+    assert!(status.success(), "approve: {out}{err}");
+    run.peer.dm(1, "now?").await;
+    run.wait_text(&chat, "echo: now?").await;
+    assert_eq!(run.llm_asked("hello, who are you?"), 0, "the message before the approval never reached the model");
 }

@@ -1,21 +1,23 @@
 //! One smoke run against a real small model server (SmolLM2 behind an OpenAI-compatible server,
 //! see test-peers.md §3.4), when one is reachable: the gateway talks to it and streams some text.
 //! Set `HERMES_SMOKE_LLM_URL` (e.g. `http://127.0.0.1:8090/v1`) and optionally
-//! `HERMES_SMOKE_LLM_MODEL`. Without them the test prints why it was skipped. It proves only that
+//! `HERMES_SMOKE_LLM_MODEL`. Without them the test records itself as not run (`.ci/run` lists it). It proves only that
 //! a real server works end to end; behaviour is proven with the scripted fake.
 
 use crate::api_server::read_sse;
-use crate::support::{API_KEY, Setup};
+use crate::support::{API_KEY, Setup, not_run};
 use serde_json::{Value, json};
+
+const TEST: &str = "e2e real_model::a_real_small_model_answers_through_the_gateway";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_real_small_model_answers_through_the_gateway() {
     let Ok(url) = std::env::var("HERMES_SMOKE_LLM_URL") else {
-        println!("skipped: HERMES_SMOKE_LLM_URL is not set (no local model server; see test-peers.md §3.4 for SmolLM2)");
+        not_run(TEST, "HERMES_SMOKE_LLM_URL is not set (no local model server; see test-peers.md §3.4 for SmolLM2)");
         return;
     };
     if reqwest::get(format!("{url}/models")).await.is_err() {
-        println!("skipped: no model server answers at {url}");
+        not_run(TEST, &format!("no model server answers at {url}"));
         return;
     }
     let model = std::env::var("HERMES_SMOKE_LLM_MODEL").unwrap_or_else(|_| "smollm2".into());

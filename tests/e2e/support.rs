@@ -221,3 +221,17 @@ pub(crate) fn unfenced(text: &str) -> String {
 pub(crate) fn is_fenced(text: &str, value: &str) -> bool {
     text.contains(&format!(">{value}</untrusted-data "))
 }
+
+/// Marks the calling test as not run, with why: printed (visible with `--nocapture`) and, when
+/// `HERMES_TEST_SKIPPED` names a file, appended to it so `.ci/run` lists every test that did not
+/// run instead of counting it as passed.
+#[allow(dead_code)] // used by the e2e crate only
+pub(crate) fn not_run(test: &str, why: &str) {
+    println!("NOT RUN: {test}: {why}");
+    if let Some(path) = std::env::var_os("HERMES_TEST_SKIPPED") {
+        use std::io::Write;
+        let line = format!("{test}: {why}\n");
+        let written = std::fs::OpenOptions::new().create(true).append(true).open(&path).and_then(|mut f| f.write_all(line.as_bytes()));
+        assert!(written.is_ok(), "cannot record the skipped test in {}: {written:?}", std::path::Path::new(&path).display());
+    }
+}

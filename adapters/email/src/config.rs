@@ -368,6 +368,19 @@ mod tests {
     }
 
     #[test]
+    fn idle_is_renewed_within_rfc_2177_and_a_dead_connection_is_noticed_within_two_minutes() {
+        let s = settings_from(&config(), &ctx()).unwrap();
+        assert!(s.idle_renewal < Duration::from_secs(29 * 60), "RFC 2177: re-issue IDLE at least every 29 minutes");
+        assert!(s.dead_after <= Duration::from_secs(120));
+        let s = settings_from(&EmailConfig { dead_after: Some(5), ..config() }, &ctx()).unwrap();
+        assert_eq!(s.dead_after, Duration::from_secs(5));
+        for bad in [0, 1, 121, 3600] {
+            let err = EmailConfig { dead_after: Some(bad), ..config() }.validate(true).unwrap_err().to_string();
+            assert!(err.contains("EMAIL_DEAD_AFTER"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn an_authserv_id_is_required_unless_from_is_trusted() {
         let err = settings_from(&EmailConfig { authserv_id: None, ..config() }, &ctx()).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("authserv_id"));

@@ -1,11 +1,13 @@
 //! One fetched mail → what the adapter does with it. [`judge`] reads the headers only (who sent
 //! it, is it a machine's, is the sender authenticated); [`event`] reads the whole mail of a
-//! sender the gateway allows: its new text, subject and attachments.
+//! sender the gateway allows: its new text, subject and attachments, and (for a reply) the
+//! quoted mail it answers, marked as someone else's words.
 
 use crate::decide::{self, Headers};
 use crate::settings::EmailSettings;
 use crate::text;
 use hermes_adapter::media_cache::{MediaCache, create_private_file};
+use hermes_adapter::untrusted;
 use hermes_adapter::{ChatType, InboundEvent, MessageKind, Platform, SessionSource};
 use mail_parser::{MessageParser, MimeHeaders};
 use sha2::{Digest, Sha256};
@@ -134,6 +136,12 @@ pub async fn event(raw: &[u8], sender: &Sender, settings: &EmailSettings, uid_va
     // The text part, or the HTML part converted to text by the parser.
     let body = message.body_text(0).map(|b| b.into_owned()).unwrap_or_default();
     let mut text = text::with_subject(subject.as_deref(), &text::strip_quoted(&body));
+    // A reply's quote is the mail it answers as the sender's program shows it: anyone could
+    // have written it, so it reaches the agent marked as someone else's words.
+    let quote = text::quoted(&body);
+    if !message.in_reply_to().is_empty() && !quote.is_empty() {
+        text = untrusted::with_reply_context(None, &quote, &text);
+    }
     let mut media_paths = Vec::new();
     let mut notes = Vec::new();
     let mut kind = MessageKind::Text;

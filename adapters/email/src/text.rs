@@ -39,6 +39,22 @@ pub fn strip_quoted(body: &str) -> String {
     text.trim().to_string()
 }
 
+/// The words a reply quotes, `>` marks taken off one level (deeper levels keep theirs), up to a
+/// signature: what the sender's mail program shows as the mail answered. Empty when nothing is
+/// quoted.
+pub fn quoted(body: &str) -> String {
+    let mut lines = Vec::new();
+    for line in body.lines().map(|l| l.trim_end_matches('\r')) {
+        if line == "-- " || line == "--" {
+            break;
+        }
+        if let Some(rest) = line.trim_start().strip_prefix('>') {
+            lines.push(rest.strip_prefix(' ').unwrap_or(rest));
+        }
+    }
+    lines.join("\n").trim().to_string()
+}
+
 fn is_attribution(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
     (lower.starts_with("on ") && lower.ends_with("wrote:")) || (lower.starts_with("le ") && lower.ends_with("a écrit :"))
@@ -103,6 +119,13 @@ mod tests {
         assert_eq!(strip_quoted("First\n> quoted inline\nSecond\n-- \nAlice\nCEO"), "First\nSecond");
         assert_eq!(strip_quoted("Hi\n-----Original Message-----\nFrom: x"), "Hi");
         assert_eq!(strip_quoted("On the other hand, I agree."), "On the other hand, I agree.");
+    }
+
+    #[test]
+    fn the_quoted_mail_is_read_one_level_deep_up_to_the_signature() {
+        let body = "Why?\n\nOn Fri, Bot <b@x> wrote:\n> run this\n>> older\n>\n> now\n-- \n> sig quote";
+        assert_eq!(quoted(body), "run this\n> older\n\nnow");
+        assert_eq!(quoted("No quote here."), "");
     }
 
     #[test]

@@ -156,7 +156,7 @@ fn certificate_problem(server: &str, role: &str, host: &str, ca_file: Option<&Pa
         CertificateError::NotValidForNameContext { presented, .. } => format!(
             "{server} presented a certificate that is not valid for the name `{host}` (it names {}); set {host_key} to a \
              name the certificate holds",
-            presented.join(", ")
+            presented.iter().map(|n| plain_name(n)).collect::<Vec<_>>().join(", ")
         ),
         CertificateError::NotValidForName => {
             format!("{server} presented a certificate that is not valid for the name `{host}`; set {host_key} to a name the certificate holds")
@@ -170,6 +170,13 @@ fn certificate_problem(server: &str, role: &str, host: &str, ca_file: Option<&Pa
         ),
         other => format!("{server} presented a certificate that was refused ({other:?}); check the server's certificate"),
     }
+}
+
+/// A name as rustls reports it (`DnsName("localhost")`, `IpAddress(127.0.0.1)`), as a person
+/// writes it.
+fn plain_name(reported: &str) -> &str {
+    let inner = reported.split_once('(').and_then(|(_, rest)| rest.strip_suffix(')')).unwrap_or(reported);
+    inner.trim_matches('"')
 }
 
 impl AsyncRead for MailStream {
@@ -199,5 +206,44 @@ impl AsyncWrite for MailStream {
             MailStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             MailStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ca_file_must_hold_a_certificate() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pem");
+        assert!(read_ca_file(&missing).unwrap_err().contains("cannot read the CA file"));
+        for (name, contents) in [
+            ("words.pem", "not a certificate\n"),
+            ("key.pem", "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n"),
+            ("empty.pem", ""),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, contents).unwrap();
+            let err = read_ca_file(&path).unwrap_err();
+            assert!(err.contains(&path.display().to_string()) && err.contains("BEGIN CERTIFICATE"), "{name}: {err}");
+        }
+        let broken = dir.path().join("broken.pem");
+        std::fs::write(&broken, "-----BEGIN CERTIFICATE-----\n%%%%\n-----END CERTIFICATE-----\n").unwrap();
+        assert!(read_ca_file(&broken).is_err(), "a certificate block that is not base64 is refused");
+    }
+
+    #[test]
+    fn refused_certificates_are_told_with_the_server_and_the_fix() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            tokio_rustls::rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
+        );
+        let TlsFailure::Certificate(why) = classify("IMAP", "mail.example.com", 993, None, &io) else { panic!("a certificate failure") };
+        assert!(why.contains("IMAP server mail.example.com:993") && why.contains("EMAIL_CA_FILE"), "{why}");
+        let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        assert!(matches!(classify("SMTP", "h", 465, None, &reset), TlsFailure::Other(_)), "a network failure is not the certificate's");
+        assert_eq!(plain_name("DnsName(\"localhost\")"), "localhost");
+        assert_eq!(plain_name("IpAddress(127.0.0.1)"), "127.0.0.1");
     }
 }

@@ -121,6 +121,7 @@ impl Waiting {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.events.len()
     }

@@ -287,3 +287,15 @@ fn legacy_webhook_routes_merge() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Python Hermes asks before `/new`, `/reset` and `/undo` under this key; hermes does not, so a
+/// home that sets it is told the key has no effect instead of believing it protects anything.
+#[test]
+fn destructive_slash_confirm_is_reported_as_having_no_effect() {
+    let loaded = load_yaml("approvals:\n  destructive_slash_confirm: true\n", &[]).unwrap();
+    assert!(
+        loaded.warnings.iter().any(|w| w.contains("unknown key `approvals.destructive_slash_confirm`")),
+        "{:?}",
+        loaded.warnings
+    );
+}

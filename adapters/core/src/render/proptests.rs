@@ -250,6 +250,13 @@ fn plain_text_round_trips() {
     run(MarkdownDialect::Plain, LengthUnit::Chars, 2000);
 }
 
+/// Email's plain text at its real limit (hermes-email's `MAX_MESSAGE_LEN`, 50,000 characters a
+/// mail), besides the random limits every dialect gets.
+#[test]
+fn email_plain_text_round_trips() {
+    run(MarkdownDialect::Plain, LengthUnit::Chars, 50_000);
+}
+
 /// Matrix sends Markdown parts (cut like Discord's, at its 4,000-character limit) each with its
 /// HTML rendering; a reader's HTML parser must find in every part's HTML the structure, the code
 /// and the words of that part's Markdown.
