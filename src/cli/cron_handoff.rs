@@ -29,7 +29,7 @@ pub(super) fn running_gateway(home: &Home) -> Option<u32> {
 
 /// What became of the job's run since `before` was read, as one line.
 enum Seen {
-    Recorded(Job),
+    Recorded(Box<Job>),
     /// A finished one-shot is deleted with its run.
     Removed,
     /// Not run: its owner may no longer have it run.
@@ -47,7 +47,7 @@ async fn look(jobs: &CronJobs, before: &Job) -> Result<Seen, String> {
         return Ok(Seen::Refused(job.paused_reason.clone().unwrap_or_default()));
     }
     let recorded = job.last_run_at != before.last_run_at && job.run_claim.is_none();
-    Ok(if recorded { Seen::Recorded(job) } else { Seen::Pending })
+    Ok(if recorded { Seen::Recorded(Box::new(job)) } else { Seen::Pending })
 }
 
 /// Follow a run the gateway took (`taken` says so) until the job records it, for at most
@@ -100,5 +100,33 @@ pub(super) fn waiting_note(waiting: u64) -> String {
         n => format!(
             "\n{n} message(s) wait in the outbox for a platform this shell cannot send to; the gateway delivers them, once, when it starts (`hermes outbox list`)"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gateway_counts_as_running_only_with_a_live_pid_and_a_fresh_heartbeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        std::fs::create_dir_all(home.cron_dir()).unwrap();
+        let mut gateway = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = gateway.id();
+        assert_eq!(running_gateway(&home), None, "no PID file: none runs");
+        std::fs::write(home.pid_file(), pid.to_string()).unwrap();
+        assert_eq!(running_gateway(&home), None, "a live process without a ticker's heartbeat (hung, or not a gateway)");
+        let markers = Markers::new(&home.cron_dir());
+        markers.heartbeat(Utc::now() - chrono::Duration::minutes(10));
+        assert_eq!(running_gateway(&home), None, "a stale heartbeat");
+        markers.heartbeat(Utc::now());
+        assert_eq!(running_gateway(&home), Some(pid));
+        std::fs::write(home.pid_file(), "not a pid").unwrap();
+        assert_eq!(running_gateway(&home), None, "a PID file that says nothing");
+        std::fs::write(home.pid_file(), pid.to_string()).unwrap();
+        gateway.kill().unwrap();
+        gateway.wait().unwrap();
+        assert_eq!(running_gateway(&home), None, "the process is gone (a crash left its PID file)");
     }
 }

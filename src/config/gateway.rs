@@ -172,7 +172,10 @@ impl MemoryBounds {
             ));
         }
         if self.approval_sessions == 0 {
-            return Err(ConfigError::invalid(key("approval_sessions"), "expected at least 1 (sessions whose approvals are remembered), found 0"));
+            return Err(ConfigError::invalid(
+                key("approval_sessions"),
+                "expected at least 1 (sessions whose approvals are remembered), found 0",
+            ));
         }
         Ok(())
     }
@@ -201,5 +204,54 @@ pub struct StreamingConfig {
 impl Default for StreamingConfig {
     fn default() -> Self {
         Self { enabled: false, transport: "auto".to_string(), edit_interval: 0.8, buffer_threshold: 24, cursor: " ▉".to_string() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Env, load_str};
+    use super::*;
+    use std::path::Path;
+
+    fn load(yaml: &str) -> Result<super::super::Config, ConfigError> {
+        load_str(yaml, Path::new("config.yaml"), &Env::from_pairs(Vec::<(String, String)>::new())).map(|l| l.config)
+    }
+
+    #[test]
+    fn every_memory_bound_has_a_default_and_can_be_set() {
+        assert_eq!(load("").unwrap().gateway.memory, MemoryBounds::default());
+        let yaml = "gateway:\n  memory:\n    history_cache_megabytes: 0\n    live_sessions: 50\n    sqlite_cache_kilobytes: 256\n    sqlite_read_connections: 2\n    approval_sessions: 10\n    trim_heap_every_secs: 0\n";
+        let set = load(yaml).unwrap().gateway.memory;
+        let expected = MemoryBounds {
+            history_cache_megabytes: 0,
+            live_sessions: 50,
+            sqlite_cache_kilobytes: 256,
+            sqlite_read_connections: 2,
+            approval_sessions: 10,
+            trim_heap_every_secs: 0,
+        };
+        assert_eq!(set, expected);
+        assert_eq!(set.history_cache_bytes(), 0);
+    }
+
+    #[test]
+    fn a_bound_out_of_range_is_refused_naming_its_key() {
+        for (setting, key) in [
+            ("live_sessions: 0", "gateway.memory.live_sessions"),
+            ("approval_sessions: 0", "gateway.memory.approval_sessions"),
+            ("sqlite_read_connections: 0", "gateway.memory.sqlite_read_connections"),
+            ("sqlite_read_connections: 1000", "gateway.memory.sqlite_read_connections"),
+            ("sqlite_cache_kilobytes: 8", "gateway.memory.sqlite_cache_kilobytes"),
+            // Bytes written where megabytes were meant.
+            ("history_cache_megabytes: 4194304", "gateway.memory.history_cache_megabytes"),
+        ] {
+            let yaml = format!("gateway:\n  memory:\n    {setting}\n");
+            let error = load(&yaml).unwrap_err();
+            assert!(matches!(error, ConfigError::Invalid { .. }), "{setting}: a config error (exit 78)");
+            let text = error.to_string();
+            assert!(text.contains(key) && text.contains("expected"), "{setting} -> {text}");
+        }
+        let error = load("gateway:\n  memory:\n    live_sessions: -1\n").unwrap_err().to_string();
+        assert!(error.contains("live_sessions"), "a negative count names its key: {error}");
     }
 }

@@ -12,12 +12,12 @@
 //! operator authenticates upstream (an API key, a signed webhook: no people) are the operator's
 //! and always run.
 
-use crate::gateway::auth::{AuthDecision, AuthPolicy};
-use crate::gateway::pairing::Pairing;
-use crate::gateway::pairing::store::PairingStore;
 use crate::config::{Config, Home};
 use crate::cron::job::{Job, Origin};
 use crate::cron::owner::{OwnerCheck, revoked};
+use crate::gateway::auth::{AuthDecision, AuthPolicy};
+use crate::gateway::pairing::Pairing;
+use crate::gateway::pairing::store::PairingStore;
 use hermes_adapter::{ChatType, Platform, SessionSource};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -58,10 +58,10 @@ impl OwnerGate {
         if self.policy.decide_sender(&source) == AuthDecision::Allowed || self.is_named_admin(&platform, user) {
             return None;
         }
-        Some(revoked(
-            &format!("{platform}:{user}"),
-            "not in the allowlist, not an admin and not approved by pairing: removed from the allowlist or unpaired",
-        ))
+        // Where the configuration names who may talk, the allowlist is what let them in; where
+        // it names nobody, only a pairing approval could have.
+        let why = if self.policy.names_users_on(&platform) { "removed from the allowlist" } else { "their pairing was revoked" };
+        Some(revoked(&format!("{platform}:{user}"), why))
     }
 
     fn is_named_admin(&self, platform: &str, user: &str) -> bool {
@@ -100,7 +100,11 @@ mod tests {
 
     fn gate(policy: AuthPolicy, home: &Home) -> OwnerGate {
         let pairing = Pairing::new(PairingStore::new(home.pairing_dir()), std::iter::empty::<String>());
-        OwnerGate { policy: policy.with_pairing(Arc::new(pairing)), endpoints: HashSet::from(["api_server".to_string()]), admins: HashMap::new() }
+        OwnerGate {
+            policy: policy.with_pairing(Arc::new(pairing)),
+            endpoints: HashSet::from(["api_server".to_string()]),
+            admins: HashMap::new(),
+        }
     }
 
     #[test]
@@ -110,7 +114,7 @@ mod tests {
         let gate = gate(AuthPolicy::new(vec![], false).with_platform("telegram", vec!["1".into()], false), &home);
         assert_eq!(gate.refusal(&job("telegram", Some("1"))), None, "still on the allowlist");
         let why = gate.refusal(&job("telegram", Some("2"))).expect("off the allowlist");
-        assert!(why.starts_with("owner telegram:2 is no longer allowed ("), "{why}");
+        assert_eq!(why, "owner telegram:2 is no longer allowed (removed from the allowlist)");
         assert_eq!(gate.refusal(&Job::for_tests("j2", "shell job")), None, "no origin: the operator's");
         assert_eq!(gate.refusal(&job("telegram", None)), None, "no owner recorded: the operator's");
         assert_eq!(gate.refusal(&job("api_server", Some("anyone"))), None, "callers authenticated upstream");
@@ -129,7 +133,7 @@ mod tests {
         assert_eq!(gate.refusal(&job("telegram", Some("9"))), None, "approved by pairing");
         assert!(store.revoke("telegram", "9").unwrap());
         let why = gate.refusal(&job("telegram", Some("9"))).expect("unpaired, without a restart");
-        assert!(why.contains("owner telegram:9 is no longer allowed"), "{why}");
+        assert_eq!(why, "owner telegram:9 is no longer allowed (their pairing was revoked)");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::agent::tools::cronjob::CronJobArgs;
 use crate::agent::tools::{HostError, SessionScope};
 use crate::cron::job::{Job, Origin};
 use crate::cron::manage::{Actor, CronJobs, JobEdit, ManageError, NewJob, describe};
+use crate::store::Store;
 
 pub(super) async fn act(
     jobs: &CronJobs,
@@ -55,7 +56,7 @@ async fn create(jobs: &CronJobs, rights: &DeliveryRights<'_>, scope: &SessionSco
         script: args.script.clone(),
         no_agent: args.no_agent.unwrap_or(false),
         toolsets: args.enabled_toolsets.clone(),
-        origin: Some(origin_of(scope)),
+        origin: Some(origin_of(scope, rights.store).await),
     };
     let who = Requester { origin: spec.origin.as_ref(), user_id: scope.user_id.as_deref(), admin: scope.is_admin };
     rights.check(spec.deliver.as_deref(), &who).await.map_err(HostError::Refused)?;
@@ -87,11 +88,24 @@ fn edit_of(args: &CronJobArgs) -> JobEdit {
     }
 }
 
-/// The conversation as a job's origin.
-fn origin_of(scope: &SessionScope) -> Origin {
+/// The conversation as a job's origin, with the verified handle its sender last wrote under
+/// (from the session's route): the job's owner is checked against the allowlist at each run,
+/// and an allowlist may name them by that handle.
+async fn origin_of(scope: &SessionScope, store: &Store) -> Origin {
     let mut origin = Origin::new(&scope.platform, &scope.chat_id, scope.thread_id.clone());
     origin.chat_name = scope.chat_name.clone();
     origin.user_id = scope.user_id.clone();
+    let route = match store.route_get(&scope.session_key).await {
+        Ok(route) => route,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the session's route; the job records no handle for its owner");
+            None
+        }
+    };
+    let handle = route.map(|r| r.origin).filter(|source| source.user_id == scope.user_id).and_then(|source| source.user_handle);
+    if let Some(handle) = handle {
+        origin.extra.insert("user_handle".into(), serde_json::Value::String(handle));
+    }
     origin
 }
 

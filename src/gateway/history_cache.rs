@@ -52,7 +52,9 @@ impl SessionHistory {
         let message = |m: &ChatMessage| {
             let calls = m.tool_calls.capacity() * size_of::<ToolCallRequest>()
                 + m.tool_calls.iter().map(|c| c.id.capacity() + c.name.capacity() + c.arguments.capacity()).sum::<usize>();
-            let strings = m.content.capacity() + m.tool_call_id.as_ref().map_or(0, String::capacity) + m.tool_name.as_ref().map_or(0, String::capacity);
+            let strings = m.content.capacity()
+                + m.tool_call_id.as_ref().map_or(0, String::capacity)
+                + m.tool_name.as_ref().map_or(0, String::capacity);
             strings + calls
         };
         size_of::<Self>()

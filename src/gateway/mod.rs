@@ -232,9 +232,12 @@ fn pairing_refusals<'a>(config: &'a Config, platform_names: &'a [String], auth: 
     platform_names
         .iter()
         .filter(|p| !auth.names_users_on(p))
-        .filter_map(|p| match config.platforms.get(p)?.facts?.pairing {
-            hermes_adapter::PairingOffer::NotOffered { why } if config.platforms.get(p)?.facts?.people => Some((p.as_str(), why)),
-            _ => None,
+        .filter_map(|p| {
+            let facts = config.platforms.get(p)?.facts?;
+            match facts.pairing {
+                hermes_adapter::PairingOffer::NotOffered { why } if facts.people => Some((p.as_str(), why)),
+                _ => None,
+            }
         })
         .collect()
 }

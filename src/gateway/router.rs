@@ -81,12 +81,7 @@ async fn route_events(routing: Routing, mut inbox: mpsc::UnboundedReceiver<Inbou
     }
 }
 
-async fn route_one(
-    routing: &Routing,
-    actors: &mut Actors,
-    idle_tx: &mpsc::UnboundedSender<ActorExit>,
-    event: InboundEvent,
-) {
+async fn route_one(routing: &Routing, actors: &mut Actors, idle_tx: &mpsc::UnboundedSender<ActorExit>, event: InboundEvent) {
     if let AuthDecision::Denied { direct } = routing.auth.decide(&event) {
         refuse(routing, event, direct).await;
         return;

@@ -207,7 +207,9 @@ async fn gateway_and_racing_tick_processes_run_and_deliver_each_occurrence_once(
     let (mut rounds, mut handed) = (0, 0);
     while started.elapsed() < Duration::from_secs(185) {
         let ticks: Vec<std::process::Child> = (0..3)
-            .map(|_| setup.command(&["cron", "tick"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn hermes cron tick"))
+            .map(|_| {
+                setup.command(&["cron", "tick"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn hermes cron tick")
+            })
             .collect();
         for tick in ticks {
             let tick = tokio::task::block_in_place(|| tick.wait_with_output()).unwrap();
@@ -251,8 +253,7 @@ async fn gateway_and_racing_tick_processes_run_and_deliver_each_occurrence_once(
         .map(|key| occurrence_of(&key.unwrap()))
         .collect::<Vec<_>>();
     ran.sort();
-    let expected: Vec<chrono::DateTime<chrono::Utc>> =
-        (0..runs as i64).map(|minute| first + chrono::Duration::minutes(minute)).collect();
+    let expected: Vec<chrono::DateTime<chrono::Utc>> = (0..runs as i64).map(|minute| first + chrono::Duration::minutes(minute)).collect();
     assert_eq!(ran, expected, "every minute from the first occurrence ran, in order, none skipped");
     assert_eq!(next_run(home, "racer"), first + chrono::Duration::minutes(runs as i64), "and none is left behind");
 }
@@ -455,9 +456,8 @@ async fn a_shell_run_reaches_matrix_through_the_running_gateway_or_when_it_start
     let target = format!("matrix:{room}");
     let (status, out, err) = shell(&setup, &["cron", "create", "every 1h", "report the tide", "--name", "tide", "--deliver", &target]);
     assert!(status.success(), "{out}{err}");
-    let answers = || -> Vec<String> {
-        matrix.posted(&chat).into_iter().map(|m| m.text).filter(|t| t.contains("Cronjob Response: tide")).collect()
-    };
+    let answers =
+        || -> Vec<String> { matrix.posted(&chat).into_iter().map(|m| m.text).filter(|t| t.contains("Cronjob Response: tide")).collect() };
 
     llm.push(Reply::text("high tide at noon"));
     let (status, out, err) = shell(&setup, &["cron", "run", "tide"]);
@@ -511,7 +511,7 @@ async fn a_revoked_owners_job_does_not_run_shows_paused_with_the_reason_and_runs
     allow_in_env_file(&setup, &[2], 2);
     let mut gateway = setup.start().await;
     let (status, out, err) = shell(&setup, &["cron", "run", "mail"]);
-    let reason = "owner telegram:1001 is no longer allowed";
+    let reason = "owner telegram:1001 is no longer allowed (removed from the allowlist)";
     assert!(!status.success() && err.contains("'mail' was not run and is paused") && err.contains(reason), "{out}{err}");
     let (status, out, err) = shell(&setup, &["cron", "list"]);
     assert!(status.success() && out.contains(&format!("(paused: {reason}")), "{out}{err}");

@@ -178,10 +178,12 @@ async fn email_replies_thread_keep_the_session_ignore_machines_strangers_and_for
     let second = llm.requests().into_iter().rev().find(|r| r.last_user_text().is_some_and(|t| t.contains("Seven works."))).expect("asked");
     let asked = second.last_user_text().unwrap_or_default();
     assert!(asked.ends_with("\n\nSeven works."), "the new words are the input's own: {asked}");
-    // The quoted mail reaches the model, but only inside the untrusted-data fence.
-    let fence = asked.find("<untrusted-data ").zip(asked.find("</untrusted-data ")).map(|(open, close)| &asked[open..close]);
+    // The quoted mail reaches the model, but only inside the untrusted-data fence (after the
+    // one-line notice that says what the fence holds).
+    let body = asked.split_once('\n').map_or("", |(_, body)| body);
+    let fence = body.find("<untrusted-data ").zip(body.find("</untrusted-data ")).map(|(open, close)| &body[open..close]);
     assert!(fence.is_some_and(|f| f.contains("echo: What time is dinner?") && !f.contains("Seven works.")), "{asked}");
-    assert_eq!(asked.matches("What time is dinner?").count(), 1, "{asked}");
+    assert_eq!(body.matches("What time is dinner?").count(), 1, "{asked}");
     let history: Vec<String> = second.messages().into_iter().map(|(_, text)| text).collect();
     assert!(history.iter().any(|t| t.contains("What time is dinner?")), "the first mail is in the same session: {history:#?}");
 

@@ -70,22 +70,41 @@ impl EmailPeer {
         *self.last.lock().unwrap() = Some((from.to_string(), subject.to_string(), message_id.to_string(), body.to_string()));
     }
 
+    /// The bot's mails to `chat`, as a reader orders them: by `Date`, and within one second by
+    /// a split answer's `(i/n)` counter. The mailbox's own order is the order the servers
+    /// delivered in, which Postfix's parallel delivery does not keep.
     fn received(&self, chat: &Chat) -> Vec<Received> {
         let parser = mail_parser::MessageParser::default();
-        self.mail
+        let mut mails: Vec<(i64, usize, Received)> = self
+            .mail
             .mails(&chat.chat_id, PASSWORD)
             .into_iter()
             .filter_map(|m| {
                 let parsed = parser.parse(m.raw.as_bytes())?;
                 let from_bot = parsed.from().and_then(|f| f.first()).and_then(|a| a.address()).is_some_and(|a| a == self.bot.0);
-                from_bot.then(|| Received {
-                    message_id: parsed.message_id().unwrap_or_default().to_string(),
-                    text: parsed.body_text(0).map(|t| t.trim_end().to_string()).unwrap_or_default(),
-                    files: parsed.attachments().filter_map(|a| a.attachment_name().map(str::to_string)).collect(),
+                // Mail's lines end in CRLF on the wire (RFC 5322 §2.3); a reader sees lines.
+                let text = parsed.body_text(0).map(|t| t.trim_end().replace("\r\n", "\n")).unwrap_or_default();
+                let sent = parsed.date().map(|d| d.to_timestamp()).unwrap_or(0);
+                let part = part_number(&text);
+                from_bot.then(|| {
+                    let received = Received {
+                        message_id: parsed.message_id().unwrap_or_default().to_string(),
+                        text,
+                        files: parsed.attachments().filter_map(|a| a.attachment_name().map(str::to_string)).collect(),
+                    };
+                    (sent, part, received)
                 })
             })
-            .collect()
+            .collect();
+        mails.sort_by_key(|(sent, part, _)| (*sent, *part));
+        mails.into_iter().map(|(_, _, m)| m).collect()
     }
+}
+
+/// `i` of a text ending in a split answer's `(i/n)`; 0 for a whole answer.
+fn part_number(text: &str) -> usize {
+    let Some(counter) = text.strip_suffix(')').and_then(|t| t.rsplit_once('(')).map(|(_, c)| c) else { return 0 };
+    counter.split_once('/').and_then(|(i, _)| i.parse().ok()).unwrap_or(0)
 }
 
 static SENT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

@@ -222,10 +222,16 @@ async fn slack_a_strangers_button_press_is_refused_to_them_alone() {
     assert_eq!(peer.fake.sent_to(&peer.general).len(), posted_before, "the channel got nothing");
     assert_eq!(run.llm_asked(plea), 0, "the stranger's press never reached the model");
 
+    // The stranger hammers the button: no notice per press (the workspace's posting budget is
+    // the answers'), and the presses neither reach the model nor hold up the owner.
+    for _ in 0..30 {
+        peer.fake.press_button(&mallory, &peer.general, &answer.ts, "act", plea);
+    }
     // The owner's press of the same button is acted on, and nobody is told "not allowed".
     peer.fake.press_button(&peer.sl_user(1), &peer.general, &answer.ts, "act", plea);
     let acted = eventually(Duration::from_secs(20), || run.llm_asked(plea) == 1).await;
     assert!(acted, "an allowed user's press reaches the model\n{}", run.gateway.log_text());
     settle().await;
-    assert_eq!(peer.fake.ephemerals().len(), 1, "no refusal for an allowed user");
+    assert_eq!(run.llm_asked(plea), 1, "only the owner's press reached the model");
+    assert_eq!(peer.fake.ephemerals().len(), 1, "one notice for the stranger's 31 presses, none for the owner");
 }

@@ -155,7 +155,7 @@ impl Bucket {
 
 /// Where one send goes: the chat, and the group it counts against when the platform has a
 /// group limit.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub struct Destination<'a, K> {
     /// The chat's key; `None` for requests that count only globally.
     pub chat: Option<&'a K>,
@@ -165,6 +165,15 @@ pub struct Destination<'a, K> {
     /// edit in a chat the platform told us to leave alone for a while).
     pub held_by: Option<&'a K>,
 }
+
+// By hand: a derive would ask `K: Copy`, and a destination only borrows its keys.
+impl<K> Clone for Destination<'_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Destination<'_, K> {}
 
 impl<'a, K> Destination<'a, K> {
     /// A send to `chat`.
@@ -262,6 +271,27 @@ impl<K: Hash + Eq + Clone> Pacer<K> {
     /// slot, so a send held back by one limit never lets the next one crowd another.
     pub fn reserve(&self, to: Destination<'_, K>, now: Instant) -> Instant {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let at = self.earliest(&state, to, now);
+        self.commit(&mut state, to, at);
+        self.sweep_idle(&mut state, now);
+        at
+    }
+
+    /// Take a slot for `to` only if one is free at `now`, and say whether it was: for a courtesy
+    /// notice that is worth neither a wait nor a place in line (a flood of them must not hold
+    /// back the answers, nor the loop that sends them). Nothing is charged when it says no.
+    pub fn try_reserve(&self, to: Destination<'_, K>, now: Instant) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let free = self.earliest(&state, to, now) <= now;
+        if free {
+            self.commit(&mut state, to, now);
+            self.sweep_idle(&mut state, now);
+        }
+        free
+    }
+
+    /// The earliest instant at or after `now` that every limit of `to` and every block allows.
+    fn earliest(&self, state: &State<K>, to: Destination<'_, K>, now: Instant) -> Instant {
         let mut at = now;
         if let Some(until) = state.global_blocked {
             at = at.max(until);
@@ -280,6 +310,11 @@ impl<K: Hash + Eq + Clone> Pacer<K> {
         if let (Some(window), Some(group)) = (&self.group, to.group) {
             at = at.max(window.earliest(state.group_sent.get(group), at));
         }
+        at
+    }
+
+    /// Charge every limit of `to` with a send at `at`.
+    fn commit(&self, state: &mut State<K>, to: Destination<'_, K>, at: Instant) {
         if let Some(bucket) = &self.global {
             bucket.commit(state.global_tat.get_or_insert(at), at);
         }
@@ -289,8 +324,6 @@ impl<K: Hash + Eq + Clone> Pacer<K> {
         if let (Some(window), Some(group)) = (&self.group, to.group) {
             window.commit(state.group_sent.entry(group.clone()).or_default(), at);
         }
-        self.sweep_idle(&mut state, now);
-        at
     }
 
     /// The platform answered "too many requests" for `chat`: nothing more goes there for
@@ -469,6 +502,24 @@ mod tests {
         assert_eq!((rare.count, rare.window), (1, MAX_SPACING));
         assert_eq!(Window::per_minute(1e300), None);
         assert!(Rate::per_second(1e-300, 1e300).map(Bucket::new).is_some());
+    }
+
+    #[test]
+    fn try_reserve_takes_only_a_free_slot_and_charges_nothing_otherwise() {
+        let pacer = Pacer::new(Limits { global: per_second(1.0, 2.0), ..Limits::default() });
+        let now = Instant::now();
+        let notice = Destination::global_in(&4);
+        assert!(pacer.try_reserve(notice, now) && pacer.try_reserve(notice, now), "the burst is free");
+        assert!(!pacer.try_reserve(notice, now), "then nothing is free");
+        assert!(!pacer.try_reserve(notice, now + Duration::from_millis(999)));
+        // The refusals took nothing: a second later exactly one slot has refilled.
+        let later = now + Duration::from_secs(1);
+        assert_eq!(pacer.reserve(Destination::chat(&5), later), later);
+        assert!(!pacer.try_reserve(notice, later));
+        // A 429 block on the chat is honoured too.
+        pacer.block_until(Some(&4), later + Duration::from_secs(10));
+        assert!(!pacer.try_reserve(notice, later + Duration::from_secs(5)));
+        assert!(pacer.try_reserve(Destination::global_in(&6), later + Duration::from_secs(5)), "another chat is not blocked");
     }
 
     #[test]

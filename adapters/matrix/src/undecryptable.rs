@@ -197,6 +197,22 @@ mod tests {
     }
 
     #[test]
+    fn a_corrupt_or_oversized_waiting_file_does_not_stop_the_bot() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("waiting.json");
+        std::fs::write(&path, b"{not json").unwrap();
+        let mut waiting = Waiting::load(path.clone());
+        assert!(waiting.is_empty(), "a corrupt file is read as nothing waiting");
+        waiting.keep("!r:x", "$1", "s");
+        assert_eq!(Waiting::load(path.clone()).len(), 1, "and is replaced by the next save");
+        let many: Vec<Pending> = (0..WAITING_MAX * 3)
+            .map(|n| Pending { room_id: "!r:x".into(), event_id: format!("${n}"), session_id: "s".into(), since: now_secs() })
+            .collect();
+        std::fs::write(&path, serde_json::to_vec(&many).unwrap()).unwrap();
+        assert_eq!(Waiting::load(path).len(), WAITING_MAX, "a file written to flood the bot is cut to the bound");
+    }
+
+    #[test]
     fn waiting_is_bounded_in_number_and_age() {
         let dir = tempfile::tempdir().unwrap();
         let mut waiting = Waiting::load(dir.path().join("waiting.json"));

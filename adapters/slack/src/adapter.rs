@@ -165,10 +165,15 @@ impl SlackAdapter {
 
 impl SlackAdapter {
     /// Tell `user`, and only them (an ephemeral message), that their button press was refused.
-    /// Failing it loses nothing but the notice, so it is logged, not retried.
+    /// A courtesy, so it never waits: when the workspace's posting budget has no slot free right
+    /// now (a stranger hammering buttons), the notice is skipped rather than queued in front of
+    /// answers. Failing it loses nothing but the notice, so it is logged, not retried.
     pub(crate) async fn refuse_press(&self, channel: &str, user: &str, thread: Option<&str>) {
         let key = channel.to_string();
-        self.pacer.acquire(Destination::global_in(&key)).await;
+        if !self.pacer.try_reserve(Destination::global_in(&key), tokio::time::Instant::now()) {
+            tracing::debug!(channel, "no posting slot free for a 'not allowed' notice; skipped");
+            return;
+        }
         let told = self.web.ephemeral(channel, user, thread, NOT_ALLOWED).await;
         if let Err(e) = self.note_rate_limit(channel, told) {
             tracing::warn!(channel, "could not tell a stranger their button press is not allowed: {e}");

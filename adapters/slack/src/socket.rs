@@ -23,7 +23,7 @@ use futures::{SinkExt, StreamExt};
 use hermes_adapter::{AcceptError, AdapterContext, AdapterError, InboundEvent};
 use serde_json::{Value, json};
 use slack_morphism::prelude::*;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message as Frame;
@@ -42,7 +42,7 @@ pub(crate) async fn run(adapter: &SlackAdapter, ctx: AdapterContext) -> Result<(
     adapter.set_identity(me.clone());
     let gate = adapter.gate();
     let mut socket = open(adapter).await?;
-    let mut conn = Connection { me, gate, recent: Recent::default(), last_heard: Instant::now(), refusal: None };
+    let mut conn = Connection { me, gate, recent: Recent::default(), last_heard: Instant::now(), refusal: None, refused: HashMap::new() };
     let mut ping = tokio::time::interval(adapter.settings.ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let silence_limit = adapter.settings.ping_interval * adapter.settings.missed_pings.max(1);
@@ -175,7 +175,16 @@ struct Connection {
     /// A stranger pressed a button: told "not allowed" once the envelope is acknowledged (Slack
     /// wants the ack within 3 s; the answer to the presser can wait for it).
     refusal: Option<Refusal>,
+    /// Strangers told lately, and when: one notice per [`REFUSAL_QUIET`] each, however often
+    /// they press.
+    refused: HashMap<String, Instant>,
 }
+
+/// How long a stranger who was told "not allowed" is not told again.
+const REFUSAL_QUIET: Duration = Duration::from_secs(60);
+/// Strangers remembered as told; past this the list starts over (the worst case is one more
+/// notice each).
+const REFUSALS_REMEMBERED: usize = 1000;
 
 /// Who to tell, only them, that their button press was not acted on.
 struct Refusal {
@@ -320,7 +329,7 @@ impl Connection {
                 let refusal =
                     Refusal { channel: press.channel.to_string(), user: press.user.to_string(), thread: event.source.thread_id.clone() };
                 let handled = self.store(ctx, key, *event).await;
-                if !allowed && handled == Handled::Done {
+                if !allowed && handled == Handled::Done && self.first_refusal_lately(&refusal.user) {
                     self.refusal = Some(refusal);
                 }
                 handled
@@ -342,6 +351,23 @@ impl Connection {
             }
             Inbound::Ignore(_) => Handled::Done,
         }
+    }
+
+    /// Whether `user` was not told "not allowed" within [`REFUSAL_QUIET`]; remembers that they
+    /// are being told now.
+    fn first_refusal_lately(&mut self, user: &str) -> bool {
+        let now = Instant::now();
+        if self.refused.get(user).is_some_and(|at| now.duration_since(*at) < REFUSAL_QUIET) {
+            return false;
+        }
+        if self.refused.len() >= REFUSALS_REMEMBERED {
+            self.refused.retain(|_, at| now.duration_since(*at) < REFUSAL_QUIET);
+            if self.refused.len() >= REFUSALS_REMEMBERED {
+                self.refused.clear();
+            }
+        }
+        self.refused.insert(user.to_string(), now);
+        true
     }
 
     /// Into the inbox, a few tries; acked only when stored.

@@ -132,3 +132,22 @@ async fn a_database_from_before_claims_and_approvals_is_upgraded_in_place() {
     assert_eq!(version, schema::VERSION);
     assert_eq!(version, 5);
 }
+
+#[tokio::test]
+async fn every_connection_keeps_its_page_cache_and_the_pool_within_the_configured_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = super::SqliteLimits { cache_kib: 256, read_connections: 2 };
+    let store = SqliteStore::open_with(&dir.path().join("state.db"), limits).await.unwrap();
+    let cache_size = |c: &rusqlite::Connection| -> Result<i64, crate::store::StoreError> {
+        Ok(c.pragma_query_value(None, "cache_size", |row| row.get(0))?)
+    };
+    // Negative: KiB, whatever the page size.
+    assert_eq!(store.write(cache_size).await.unwrap(), -256, "the writer");
+    // Many reads at once: no more than two connections are ever opened, each bounded.
+    let reads: Vec<_> = (0..16).map(|_| store.read(cache_size)).collect();
+    for size in futures::future::join_all(reads).await {
+        assert_eq!(size.unwrap(), -256, "a reader");
+    }
+    let pooled = store.inner.readers.lock().unwrap().len();
+    assert!((1..=2).contains(&pooled), "{pooled} read connections kept");
+}

@@ -405,7 +405,7 @@ fn post_ephemeral(s: &mut State, p: &Map<String, Value>) -> Value {
     if let Some(code) = blocks_problem(&blocks) {
         return error(code);
     }
-    if text.trim().is_empty() && !blocks.as_ref().and_then(Value::as_array).is_some_and(|b| !b.is_empty()) {
+    if text.trim().is_empty() && blocks.as_ref().and_then(Value::as_array).is_none_or(|b| b.is_empty()) {
         return error("no_text");
     }
     if text.chars().count() > MAX_TEXT {
