@@ -34,7 +34,10 @@ enum Seen {
     Removed,
     /// Not run: its owner may no longer have it run.
     Refused(String),
-    Pending,
+    /// Not recorded yet; `started`: a run holds the job's claim.
+    Pending {
+        started: bool,
+    },
 }
 
 async fn look(jobs: &CronJobs, before: &Job) -> Result<Seen, String> {
@@ -47,7 +50,7 @@ async fn look(jobs: &CronJobs, before: &Job) -> Result<Seen, String> {
         return Ok(Seen::Refused(job.paused_reason.clone().unwrap_or_default()));
     }
     let recorded = job.last_run_at != before.last_run_at && job.run_claim.is_none();
-    Ok(if recorded { Seen::Recorded(Box::new(job)) } else { Seen::Pending })
+    Ok(if recorded { Seen::Recorded(Box::new(job)) } else { Seen::Pending { started: job.run_claim.is_some() } })
 }
 
 /// Follow a run the gateway took (`taken` says so) until the job records it, for at most
@@ -56,9 +59,15 @@ pub(super) async fn follow(jobs: &CronJobs, before: &Job, taken: &str) -> Result
     let deadline = Instant::now() + FOLLOW_FOR;
     loop {
         match look(jobs, before).await? {
-            Seen::Pending if Instant::now() < deadline => tokio::time::sleep(FOLLOW_POLL).await,
-            Seen::Pending => {
+            Seen::Pending { .. } if Instant::now() < deadline => tokio::time::sleep(FOLLOW_POLL).await,
+            Seen::Pending { started: true } => {
                 return Ok(format!("{taken}; it is still running after {} s (see `hermes cron list`)", FOLLOW_FOR.as_secs()));
+            }
+            Seen::Pending { started: false } => {
+                return Ok(format!(
+                    "{taken}; it has not started within {} s (is the gateway stopping?); it stays due and runs at the next tick",
+                    FOLLOW_FOR.as_secs()
+                ));
             }
             Seen::Refused(why) => return Err(format!("'{}' was not run and is paused: {why}", before.name)),
             seen => return Ok(format!("{taken}: {}", outcome(&seen))),
@@ -70,7 +79,7 @@ pub(super) async fn follow(jobs: &CronJobs, before: &Job, taken: &str) -> Result
 pub(super) async fn after_run(jobs: &CronJobs, before: &Job) -> Result<String, String> {
     match look(jobs, before).await? {
         Seen::Refused(why) => Err(format!("'{}' was not run and is paused: {why}", before.name)),
-        Seen::Pending => Ok("it did not run (another process holds the tick lock, or runs it now)".into()),
+        Seen::Pending { .. } => Ok("it did not run here (another process holds the tick lock, or runs it now)".into()),
         seen => Ok(outcome(&seen)),
     }
 }
@@ -89,7 +98,7 @@ fn outcome(seen: &Seen) -> String {
             line
         }
         Seen::Refused(why) => format!("not run: {why}"),
-        Seen::Pending => "still running".into(),
+        Seen::Pending { .. } => "not recorded yet".into(),
     }
 }
 

@@ -110,6 +110,7 @@ fn run_gateway(resolved: super::Resolved, replace: bool) -> ExitCode {
     for warning in &resolved.loaded.warnings {
         tracing::warn!("{warning}");
     }
+    gateway::heap_trim::limit_arenas(config.gateway.memory.malloc_arenas);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("hermes").build() {
         Ok(r) => r,
         Err(e) => {

@@ -164,9 +164,10 @@ pub struct Mailbox {
 
 impl Mailbox {
     /// Hand `event` to the actor; it comes back when the actor has ended.
-    pub fn send(&self, event: InboundEvent) -> Result<(), InboundEvent> {
+    pub fn send(&self, event: InboundEvent) -> Result<(), Box<InboundEvent>> {
         self.tx.send(Mail::Event(Box::new(event))).map_err(|mpsc::error::SendError(mail)| match mail {
-            Mail::Event(event) => *event,
+            Mail::Event(event) => event,
+            // SendError hands back exactly the mail that was sent, and that was an event.
             Mail::RetireIfIdle => unreachable!("an event was sent"),
         })
     }

@@ -375,6 +375,21 @@ mod tests {
     }
 
     #[test]
+    fn an_adapter_reconnecting_inside_its_run_is_not_ready_and_says_why() {
+        let (board, reporter) = connected(Duration::from_secs(3600));
+        board.set("tg", AdapterState::Starting, None, 0);
+        reporter.mark_disconnected();
+        reporter.set_degraded(Some("the server stopped answering; reconnecting".into()));
+        let snap = board.snapshot();
+        assert!(!snap.ready, "{snap:?}");
+        assert_eq!(snap.adapters[0].state, AdapterState::Starting);
+        assert_eq!(snap.adapters[0].detail.as_deref(), Some("the server stopped answering; reconnecting"));
+        reporter.mark_connected();
+        reporter.set_degraded(None);
+        assert!(board.snapshot().ready, "{:?}", board.snapshot());
+    }
+
+    #[test]
     fn an_adapter_that_never_connected_before_failing_is_ready_when_it_connects() {
         let board = HealthBoard::new();
         let reporter = HealthReporter::new();

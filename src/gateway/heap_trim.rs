@@ -1,9 +1,10 @@
-//! Handing freed heap back to the system (`gateway.memory.trim_heap_every_secs`). glibc's malloc
-//! keeps what a burst of turns freed inside its per-thread arenas: the pages stay resident, and
-//! since a later burst lands in other arenas and other holes, the resident size creeps up for
-//! hours although what is live is bounded. `malloc_trim(0)` walks every arena and returns the
-//! free pages (the heap profile of the 200,000-message benchmark: 26 MB live, 80 MB resident
-//! without it). Elsewhere than glibc there is nothing to do.
+//! Keeping glibc's malloc from holding on to freed heap (`gateway.memory.malloc_arenas`,
+//! `gateway.memory.trim_heap_every_secs`). glibc gives threads up to eight arenas per core, and
+//! keeps what a burst of turns freed inside them: since a later burst lands in other arenas and
+//! other holes, the resident size creeps up for hours although what is live is bounded (the heap
+//! profile of `benches/rss.rs`: the live heap levels off at 15 MB between waves, the resident
+//! size kept rising). Fewer arenas bound the holes; `malloc_trim(0)` walks every arena and
+//! returns its free pages. Elsewhere than glibc there is nothing to do.
 
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -26,6 +27,21 @@ pub(super) fn spawn(every: Duration) -> Option<JoinHandle<()>> {
 }
 
 const SUPPORTED: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
+
+/// Let malloc make at most `arenas` arenas (0 = glibc's own default). Call it before the runtime
+/// starts its threads: a thread that already has an arena keeps it.
+pub fn limit_arenas(arenas: u32) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if arenas > 0 {
+        let arenas = libc::c_int::try_from(arenas).unwrap_or(libc::c_int::MAX);
+        // SAFETY: mallopt(3) only sets a tunable of malloc; it reads no memory of ours.
+        if unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) } != 1 {
+            tracing::warn!(arenas, "malloc refused gateway.memory.malloc_arenas; its default applies");
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = arenas;
+}
 
 /// Return the free pages of every malloc arena to the system; whether any was returned.
 fn trim() -> bool {

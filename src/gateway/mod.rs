@@ -42,7 +42,7 @@ pub mod cron_wiring;
 pub mod deliverer;
 pub mod directory;
 pub mod health;
-mod heap_trim;
+pub mod heap_trim;
 pub mod history_cache;
 pub mod home_channels;
 pub mod inbox;

@@ -112,7 +112,7 @@ async fn route_one(routing: &Routing, actors: &mut Actors, idle_tx: &mpsc::Unbou
             }
             Err(back) => {
                 actors.entries.remove(&key);
-                event = Some(back);
+                event = Some(*back);
             }
         }
     }

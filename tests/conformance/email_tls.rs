@@ -242,7 +242,8 @@ async fn clear_text_off_loopback_and_an_unusable_ca_file_are_refused_naming_the_
     let key_only = dir.path().join("key.pem");
     std::fs::write(&key_only, "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n").unwrap();
     let missing = dir.path().join("missing.pem");
-    for (path, says) in [(&missing, "cannot read the CA file"), (&not_pem, "no `BEGIN CERTIFICATE`"), (&key_only, "no `BEGIN CERTIFICATE`")] {
+    for (path, says) in [(&missing, "cannot read the CA file"), (&not_pem, "no `BEGIN CERTIFICATE`"), (&key_only, "no `BEGIN CERTIFICATE`")]
+    {
         let path = path.to_string_lossy();
         let (code, stderr) = refused_config(&[("EMAIL_TLS", "tls"), ("EMAIL_CA_FILE", &path)]);
         assert_eq!(code, Some(78), "{path}: {stderr}");

@@ -60,10 +60,11 @@ async fn telegram_group_burst_stays_within_the_published_limit() {
     let order: Vec<&str> = sent.iter().map(|m| &m.text[..6]).collect();
     assert_eq!(order, tags.iter().map(String::as_str).collect::<Vec<_>>(), "the parts arrive in order");
     let arrivals: Vec<Instant> = sent.iter().map(|m| m.at).collect();
+    let offsets: Vec<Duration> = arrivals.iter().map(|t| t.duration_since(arrivals[0])).collect();
+    eprintln!("parts arrived at (after the first): {offsets:.1?}");
     assert_eq!(
         most_in_any_window(&arrivals, Duration::from_secs(60)),
         PUBLISHED_GROUP_LIMIT,
-        "a full minute's worth goes out, and never more (arrivals after the first: {:?})",
-        arrivals.iter().map(|t| t.duration_since(arrivals[0])).collect::<Vec<_>>()
+        "a full minute's worth goes out, and never more (arrivals after the first: {offsets:?})"
     );
 }

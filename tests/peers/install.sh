@@ -14,15 +14,17 @@ if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.vers
 fi
 
 # `promtool` (Debian's prometheus package) checks the gateway's /metrics (tests/conformance/metrics.rs).
-if ! command -v dovecot >/dev/null || ! command -v postfix >/dev/null || [ ! -e /usr/lib/dovecot/lmtp ] || ! command -v promtool >/dev/null; then
+# `openssl` makes the mail peers' throwaway test CA and server certificate (tests/peers/mail.sh).
+if ! command -v dovecot >/dev/null || ! command -v postfix >/dev/null || [ ! -e /usr/lib/dovecot/lmtp ] || ! command -v promtool >/dev/null \
+    || ! command -v openssl >/dev/null; then
     if [ "$(id -u)" != 0 ]; then
-        echo "install.sh: Dovecot, Postfix or promtool are missing and installing them needs root (apt-get install dovecot-imapd dovecot-lmtpd postfix prometheus)" >&2
+        echo "install.sh: Dovecot, Postfix, promtool or openssl are missing and installing them needs root (apt-get install dovecot-imapd dovecot-lmtpd postfix prometheus openssl)" >&2
         exit 1
     fi
     # Postfix asks questions on install; these are the answers for a loopback-only test server.
     printf 'postfix postfix/main_mailer_type select Local only\npostfix postfix/mailname string localhost\n' | debconf-set-selections
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q dovecot-imapd dovecot-lmtpd postfix prometheus >&2 || { apt-get update -q >&2 && apt-get install -y -q dovecot-imapd dovecot-lmtpd postfix prometheus >&2; }
+    apt-get install -y -q dovecot-imapd dovecot-lmtpd postfix prometheus openssl >&2 || { apt-get update -q >&2 && apt-get install -y -q dovecot-imapd dovecot-lmtpd postfix prometheus openssl >&2; }
 fi
 
 # `systemd-analyze verify` checks the generated units (tests/e2e/service.rs); Debian's systemd

@@ -4,10 +4,11 @@
 //!
 //! A [`Pacer`] holds keyed limits — one global, one per chat, each a GCRA token bucket with a rate
 //! and a burst, and one per group for platforms that limit groups, a sliding [`Window`] — plus
-//! "the platform told us to wait" blocks per chat and for everything (a 429's `retry_after`). A send reserves the earliest slot
-//! every bucket allows under one short lock and sleeps until it outside the lock. Keys whose
-//! buckets are full again and whose blocks have ended are forgotten, so memory follows the chats
-//! that sent recently, not every chat ever seen.
+//! "the platform told us to wait" blocks per chat and for everything (a 429's `retry_after`). A
+//! send reserves the earliest slot every limit allows under one short lock and sleeps until it
+//! outside the lock; a courtesy notice takes a slot only if one is free now. Keys whose limits
+//! are full again and whose blocks have ended are forgotten, so memory follows the chats that
+//! sent recently, not every chat ever seen.
 //!
 //! The `check_*` helpers validate the numbers of an adapter's `send_budget:` block.
 
@@ -199,7 +200,7 @@ impl<'a, K> Destination<'a, K> {
     }
 }
 
-/// Keyed token buckets and wait blocks for one adapter's sends; see the module doc.
+/// Keyed limits and wait blocks for one adapter's sends; see the module doc.
 #[derive(Debug)]
 pub struct Pacer<K> {
     global: Option<Bucket>,
@@ -667,7 +668,12 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(Config { cases: 2_000, failure_persistence: None, rng_seed: RngSeed::Fixed(0x5041_4345), ..Config::default() })]
+            #![proptest_config(Config {
+                cases: 2_000,
+                failure_persistence: None,
+                rng_seed: RngSeed::Fixed(0x5041_4345),
+                ..Config::default()
+            })]
 
             #[test]
             fn no_window_ever_holds_more_than_the_count(
@@ -687,7 +693,8 @@ mod tests {
                     // Sorted slots: every `count + 1` consecutive ones span at least a window, so
                     // no half-open window of that length holds more than `count`.
                     for run in slots.windows(window.count + 1) {
-                        prop_assert!(run[window.count] - run[0] >= window.window, "group {}: {} sends within {:?}", group, run.len(), window.window);
+                        let span = run[window.count] - run[0];
+                        prop_assert!(span >= window.window, "group {}: {} sends within {:?}", group, run.len(), window.window);
                     }
                 }
             }

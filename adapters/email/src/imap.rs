@@ -1,7 +1,10 @@
 //! The receiving side: one IMAP session at a time on INBOX, reading every mail past the stored
-//! cursor, then waiting with IDLE (renewed every `idle_renewal`) or, where the server has no
-//! IDLE or IDLE failed, polling. Connection failures reconnect with backoff; a refused login
-//! ends `run` for good, naming the keys to fix.
+//! cursor, then waiting with IDLE (renewed every `idle_renewal`, under RFC 2177's 29 minutes) or,
+//! where the server has no IDLE or IDLE failed, polling. A connection that goes silent and then
+//! does not answer is declared dead within `dead_after` (see [`idle`]). Connection failures
+//! reconnect with backoff, the health showing the adapter down and why meanwhile; a refused
+//! login or a server certificate that does not check out ends `run` for good, naming what to
+//! fix.
 //!
 //! **Once, and nothing lost.** Mails are handled in UID order. A mail's headers decide first
 //! (see [`crate::inbound::judge`]); only an allowed, authenticated sender's mail is downloaded

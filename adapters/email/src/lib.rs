@@ -10,6 +10,8 @@
 //!   authentication (`Authentication-Results`).
 //! * [`text`]: quoted history and signatures removed, subjects, safe file names.
 //! * [`smtp`](crate::smtp): one SMTP delivery, its failures classified by where they happened.
+//! * `tls`: which CAs are trusted (the system's, or only `EMAIL_CA_FILE`'s), certificate checks
+//!   always on, and a refused certificate told with the server, the problem and the fix.
 //! * [`state`]: the cursor and conversation threads kept on disk.
 //! * [`config`], [`settings`]: the `platforms.email` block and its [`REGISTRATION`].
 //! * [`allowlist`]: allowlist entries are full addresses.

@@ -13,10 +13,10 @@
 //! retried: the failure names the server, the problem and the setting to change.
 
 use crate::settings::{EmailSettings, TlsMode};
+use crate::tls::{self, TlsFailure};
 use hermes_adapter::SendError;
 use lettre::address::Envelope;
 use lettre::transport::smtp::authentication::{Credentials, Mechanism};
-use crate::tls::{self, TlsFailure};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
 use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
 use lettre::transport::smtp::extension::ClientId;

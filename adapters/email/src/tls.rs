@@ -79,8 +79,8 @@ fn client_config(ca_file: Option<&Path>) -> Result<ClientConfig, String> {
 
 /// Wrap `tcp` in TLS for `host` (the IMAP server at `port`), checking its certificate.
 pub(crate) async fn wrap(tcp: TcpStream, host: &str, port: u16, ca_file: Option<&Path>) -> Result<MailStream, TlsFailure> {
-    let name = ServerName::try_from(host.to_string())
-        .map_err(|e| TlsFailure::Other(format!("`{host}` is not a valid TLS server name: {e}")))?;
+    let name =
+        ServerName::try_from(host.to_string()).map_err(|e| TlsFailure::Other(format!("`{host}` is not a valid TLS server name: {e}")))?;
     let config = client_config(ca_file).map_err(TlsFailure::Other)?;
     let connector = TlsConnector::from(Arc::new(config));
     match connector.connect(name, tcp).await {
@@ -122,13 +122,7 @@ fn find_rustls<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a t
 }
 
 /// `error` from a TLS handshake with the `role` (IMAP, SMTP) server `host:port`, told plainly.
-pub(crate) fn classify(
-    role: &str,
-    host: &str,
-    port: u16,
-    ca_file: Option<&Path>,
-    error: &(dyn std::error::Error + 'static),
-) -> TlsFailure {
+pub(crate) fn classify(role: &str, host: &str, port: u16, ca_file: Option<&Path>, error: &(dyn std::error::Error + 'static)) -> TlsFailure {
     let server = format!("the {role} server {host}:{port}");
     match find_rustls(error) {
         Some(tokio_rustls::rustls::Error::InvalidCertificate(problem)) => {
@@ -159,7 +153,9 @@ fn certificate_problem(server: &str, role: &str, host: &str, ca_file: Option<&Pa
             presented.iter().map(|n| plain_name(n)).collect::<Vec<_>>().join(", ")
         ),
         CertificateError::NotValidForName => {
-            format!("{server} presented a certificate that is not valid for the name `{host}`; set {host_key} to a name the certificate holds")
+            format!(
+                "{server} presented a certificate that is not valid for the name `{host}`; set {host_key} to a name the certificate holds"
+            )
         }
         CertificateError::Expired
         | CertificateError::ExpiredContext { .. }

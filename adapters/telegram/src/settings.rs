@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Telegram's documented limits: about 30 messages a second overall, one a second per chat (short
-/// bursts tolerated) and 20 a minute in a group. Zero switches a limit off (a self-hosted Bot API
+/// bursts tolerated) and 20 a minute in a group (in any minute: see `crate::budget`). Zero switches a limit off (a self-hosted Bot API
 /// server without limits, or a benchmark against a fake).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -28,10 +28,11 @@ fn access(report: &mut Report, config: &crate::config::Config) {
     }
     for (name, block) in config.platforms.others.iter().filter(|(_, b)| b.is_enabled()) {
         let Some(facts) = block.facts.filter(|f| f.people) else { continue };
-        if let hermes_adapter::PairingOffer::NotOffered { why } = facts.pairing {
-            if config.allowed_users(name).is_empty() && !config.allow_all(name) {
-                report.warn(&format!("{name}: nobody is allowed and strangers are not offered pairing ({why})"));
-            }
+        if let hermes_adapter::PairingOffer::NotOffered { why } = facts.pairing
+            && config.allowed_users(name).is_empty()
+            && !config.allow_all(name)
+        {
+            report.warn(&format!("{name}: nobody is allowed and strangers are not offered pairing ({why})"));
         }
     }
 }
