@@ -26,8 +26,7 @@ use clap::{Args, Subcommand};
 use std::process::ExitCode;
 use std::time::Duration;
 
-#[path = "cron_handoff.rs"]
-mod handoff;
+use super::cron_handoff as handoff;
 
 #[derive(Debug, Subcommand)]
 pub enum CronCommand {

@@ -4,6 +4,7 @@
 
 mod config_cmd;
 mod cron_cmd;
+mod cron_handoff;
 mod doctor;
 mod gateway_cmd;
 mod outbox_cmd;

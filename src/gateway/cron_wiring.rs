@@ -4,10 +4,8 @@
 //! in flight had their time to deliver. Both the jobs and the ticker judge owners through one
 //! [`cron_owner::OwnerGate`]: a job runs only while its owner may.
 
-#[path = "cron_owner.rs"]
-pub(crate) mod cron_owner;
-
 use super::cron_host::GatewayCronHost;
+use super::cron_owner;
 use super::tool_host::HomeChannels;
 use super::turn::TurnHandles;
 use crate::config::{Config, Home};

@@ -38,6 +38,7 @@ pub mod credential_lock;
 pub mod cron_host;
 mod cron_targets;
 mod cron_tool;
+pub(crate) mod cron_owner;
 pub mod cron_wiring;
 pub mod deliverer;
 pub mod directory;

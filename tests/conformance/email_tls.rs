@@ -278,7 +278,10 @@ async fn a_silent_imap_connection_is_noticed_shown_down_replaced_and_nothing_is_
     // The path to the server goes silent: nothing closes, nothing answers, and the server stays
     // out of reach until thawed.
     proxy.freeze();
+    let frozen_at = std::time::Instant::now();
     let (code, body) = running.wait_ready(503).await;
+    // For the record (not asserted: speed belongs to benches).
+    println!("the silent connection was noticed after {:?} (EMAIL_DEAD_AFTER=4)", frozen_at.elapsed());
     assert_eq!(code, 503, "not ready once the connection went silent: {body}\n{}", running.gateway.log_text());
     let noticed = eventually(WAIT, || running.gateway.log_text().contains("the IMAP server stopped answering")).await;
     assert!(noticed, "{}", running.gateway.log_text());
