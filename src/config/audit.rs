@@ -113,9 +113,12 @@ fn no_admin(config: &Config, enabled: &[&str], out: &mut Vec<Finding>) {
         return;
     }
     let pairs = |p: &str| {
-        config.platforms.get(p).and_then(|b| b.facts).is_some_and(|f| f.pairing.is_offered()) && config.allowed_users(p).is_empty() && !config.allow_all(p)
+        config.platforms.get(p).and_then(|b| b.facts).is_some_and(|f| f.pairing.is_offered())
+            && config.allowed_users(p).is_empty()
+            && !config.allow_all(p)
     };
-    let open: Vec<&str> = enabled.iter().copied().filter(|p| config.allow_all(p) || config.allowed_users(p).iter().any(|u| u == "*") || pairs(p)).collect();
+    let open: Vec<&str> =
+        enabled.iter().copied().filter(|p| config.allow_all(p) || config.allowed_users(p).iter().any(|u| u == "*") || pairs(p)).collect();
     if open.is_empty() {
         return;
     }
@@ -173,7 +176,6 @@ fn sandbox_support(config: &Config, landlock: Availability, out: &mut Vec<Findin
         });
     }
 }
-
 
 fn files(home: &Home, out: &mut Vec<Finding>) {
     let root = home.root();

@@ -123,7 +123,8 @@ impl Config {
     /// allow-all switch, `*` and pairing name nobody, so they make no admins).
     pub fn no_admin_exists(&self) -> bool {
         let names = |list: &[String]| list.iter().any(|u| u.trim() != "*" && !u.trim().is_empty());
-        let named_in_file = self.platforms.others.iter().any(|(name, p)| !self.env_auth.allowed.contains_key(name) && names(&p.allowed_users));
+        let named_in_file =
+            self.platforms.others.iter().any(|(name, p)| !self.env_auth.allowed.contains_key(name) && names(&p.allowed_users));
         !self.admins_named() && !names(&self.gateway.allowed_users) && !self.env_auth.allowed.values().any(|l| names(l)) && !named_in_file
     }
 

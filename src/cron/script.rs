@@ -128,7 +128,10 @@ mod tests {
         let hostile = format!("touch {}\nsystemctl --user restart hermes-gateway\n", marker.display());
         std::fs::write(scripts.join("nightly.sh"), hostile).unwrap();
         let refused = run("nightly.sh", &run_with).await.unwrap_err();
-        assert!(matches!(refused, ScriptError::Refused(..)) && refused.to_string().contains("systemctl --user restart hermes"), "{refused}");
+        assert!(
+            matches!(refused, ScriptError::Refused(..)) && refused.to_string().contains("systemctl --user restart hermes"),
+            "{refused}"
+        );
         assert!(!marker.exists(), "nothing of the script ran");
     }
 

@@ -48,7 +48,9 @@ impl HomeChannels {
                     }
                     homes.insert(name.clone(), target);
                 }
-                Err(e) => tracing::warn!(platform = %name, "the home channel {chat:?} is not a chat id ({e}); cron results for {name} have no home"),
+                Err(e) => {
+                    tracing::warn!(platform = %name, "the home channel {chat:?} is not a chat id ({e}); cron results for {name} have no home")
+                }
             }
         }
         Self { homes: Arc::new(RwLock::new(homes)), vars: Arc::new(vars) }

@@ -17,8 +17,8 @@ pub use backend::{
     NewMessage, NewOutboxRow, OpenedTurn, Outbox, OutboxRow, PendingApproval, QueueSummary, Queued, RouteEntry, Routes, SearchHit,
     SearchScope, SessionLog, SessionRow, StoreBackend, TurnContext, TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
 };
-pub use sqlite::{SqliteLimits, SqliteStore};
 pub(crate) use sqlite::is_python_hermes_db;
+pub use sqlite::{SqliteLimits, SqliteStore};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -477,14 +477,16 @@ pub(crate) async fn home_channel_outlives_a_restart<P: ChatPeer>() {
 
     let by_name = format!("to-{}", P::PLATFORM);
     for (name, deliver) in [(by_name.as_str(), P::PLATFORM), ("to-all", "all")] {
-        let (status, out, err) = run._setup.run(&["cron", "create", "every 1h", &format!("report for {name}"), "--deliver", deliver, "--name", name]);
+        let (status, out, err) =
+            run._setup.run(&["cron", "create", "every 1h", &format!("report for {name}"), "--deliver", deliver, "--name", name]);
         assert!(status.success(), "cron create {name}: {out}{err}");
         let (status, out, err) = run._setup.run(&["cron", "run", name]);
         assert!(status.success(), "cron run {name}: {out}{err}");
     }
     let header = |name: &str| format!("Cronjob Response: {name}");
     let delivered = |posted: &[Posted], name: &str| posted.iter().filter(|m| m.text.contains(&header(name))).count();
-    run.wait_for(Duration::from_secs(60), &home, "both jobs' results", |p| delivered(p, &by_name) >= 1 && delivered(p, "to-all") >= 1).await;
+    run.wait_for(Duration::from_secs(60), &home, "both jobs' results", |p| delivered(p, &by_name) >= 1 && delivered(p, "to-all") >= 1)
+        .await;
     settle().await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let posted = run.peer.posted(&home);

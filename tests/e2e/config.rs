@@ -203,7 +203,9 @@ fn security_audit_names_risks_and_fails_on_high_ones() {
     setup.write_config("approvals:\n  mode: off\n");
     let (status, stdout, stderr) = setup.run(&["security", "audit"]);
     assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
-    for expected in ["auth.allow_all", "auth.no_admin", "no admin exists", "approvals.off", "TELEGRAM_ALLOWED_USERS", "approvals.mode: manual"] {
+    for expected in
+        ["auth.allow_all", "auth.no_admin", "no admin exists", "approvals.off", "TELEGRAM_ALLOWED_USERS", "approvals.mode: manual"]
+    {
         assert!(stdout.contains(expected), "{expected} missing:\n{stdout}");
     }
 

@@ -10,7 +10,9 @@ use async_trait::async_trait;
 use hermes::config::{self, Env, Home};
 use hermes::gateway::{self, ExitReason, RunOptions};
 use hermes::registry::Registry;
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, PairingOffer, PlatformFacts, Registration};
+use hermes_adapter::registration::{
+    self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, PairingOffer, PlatformFacts, Registration,
+};
 use hermes_adapter::{
     AdapterConfig, AdapterContext, AdapterError, Capabilities, ChatType, InboundEvent, LengthUnit, MarkdownDialect, OutboundMessage,
     Platform, PlatformAdapter, SendError, SendReceipt, SessionSource, StreamStyle,

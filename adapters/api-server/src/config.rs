@@ -2,7 +2,9 @@
 //! and the [`REGISTRATION`] that turns them into an [`ApiServerAdapter`].
 
 use crate::{ApiServerAdapter, ApiServerSettings};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, PlatformFacts, Registration, Risk, SettingError};
+use hermes_adapter::registration::{
+    self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, PlatformFacts, Registration, Risk, SettingError,
+};
 use hermes_adapter::secret::{self, Secret};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter};

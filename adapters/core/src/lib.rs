@@ -59,7 +59,8 @@ pub use media::{FileKind, OutboundFile};
 pub use media_cache::{CacheLimits, MediaCache};
 pub use outbound::{Button, ChatTarget, ChatTargetError, Lookup, OutboundMessage, SendError, SendReceipt, StreamEvent, Usage};
 pub use registration::{
-    AdapterConfig, BuildContext, BuildError, EnvKind, EnvValueError, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration, SettingError,
+    AdapterConfig, BuildContext, BuildError, EnvKind, EnvValueError, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts,
+    Registration, SettingError,
 };
 pub use secret::Secret;
 pub use source::{ChatType, Platform, SessionSource};

@@ -76,8 +76,13 @@ pub struct PlatformFacts {
 impl PlatformFacts {
     /// A platform whose callers the operator authenticates upstream: no people, no home, no
     /// pairing, nothing to press.
-    pub const ENDPOINT: PlatformFacts =
-        PlatformFacts { people: false, home: None, pairing: PairingOffer::NotOffered { why: "callers are authenticated by key or signature" }, buttons: false, reactions: false };
+    pub const ENDPOINT: PlatformFacts = PlatformFacts {
+        people: false,
+        home: None,
+        pairing: PairingOffer::NotOffered { why: "callers are authenticated by key or signature" },
+        buttons: false,
+        reactions: false,
+    };
 }
 
 /// The environment variables of a platform's home channel, named as the reference names them

@@ -2,7 +2,9 @@
 //! documentation, and the [`REGISTRATION`] that turns them into a [`DiscordAdapter`].
 
 use crate::{DiscordAdapter, DiscordSendBudget, DiscordSettings};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration};
+use hermes_adapter::registration::{
+    self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration,
+};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, SettingError};
 use serde::{Deserialize, Serialize};

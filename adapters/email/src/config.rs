@@ -3,7 +3,9 @@
 
 use crate::EmailAdapter;
 use crate::settings::{EmailSendBudget, EmailSettings, TlsMode, is_loopback};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration, SettingError};
+use hermes_adapter::registration::{
+    self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration, SettingError,
+};
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, Secret};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::sync::Arc;

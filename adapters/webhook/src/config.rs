@@ -5,7 +5,9 @@
 
 use crate::settings::INSECURE_NO_AUTH;
 use crate::{RouteSettings, WebhookAdapter, WebhookSettings};
-use hermes_adapter::registration::{self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, PlatformFacts, Registration, Risk, SettingError};
+use hermes_adapter::registration::{
+    self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, PlatformFacts, Registration, Risk, SettingError,
+};
 use hermes_adapter::secret::{self, Secret};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter};

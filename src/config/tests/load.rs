@@ -293,9 +293,5 @@ fn legacy_webhook_routes_merge() {
 #[test]
 fn destructive_slash_confirm_is_reported_as_having_no_effect() {
     let loaded = load_yaml("approvals:\n  destructive_slash_confirm: true\n", &[]).unwrap();
-    assert!(
-        loaded.warnings.iter().any(|w| w.contains("unknown key `approvals.destructive_slash_confirm`")),
-        "{:?}",
-        loaded.warnings
-    );
+    assert!(loaded.warnings.iter().any(|w| w.contains("unknown key `approvals.destructive_slash_confirm`")), "{:?}", loaded.warnings);
 }
