@@ -135,7 +135,7 @@ impl Default for MemoryBounds {
             sqlite_cache_kilobytes: 1024,
             sqlite_read_connections: 4,
             approval_sessions: 1000,
-            trim_heap_every_secs: 60,
+            trim_heap_every_secs: 10,
             malloc_arenas: 1,
         }
     }

@@ -151,13 +151,23 @@ mod tests {
     use std::time::Duration;
     use tokio::sync::Semaphore;
 
-    /// Answers "fine" once the test lets it (one permit per answer).
-    struct GatedModel(Arc<Semaphore>);
+    /// Answers "fine" once the test lets it (one permit per answer), counting its answers.
+    struct GatedModel {
+        gate: Semaphore,
+        answered: std::sync::atomic::AtomicUsize,
+    }
+
+    impl GatedModel {
+        fn closed() -> Arc<GatedModel> {
+            Arc::new(GatedModel { gate: Semaphore::new(0), answered: Default::default() })
+        }
+    }
 
     #[async_trait::async_trait]
     impl ChatProvider for GatedModel {
         async fn complete(&self, _: &ChatRequest, _: Option<&mpsc::Sender<String>>) -> Result<ChatResponse, ProviderError> {
-            self.0.acquire().await.expect("the gate stays open").forget();
+            self.gate.acquire().await.expect("the gate stays open").forget();
+            self.answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Ok(ChatResponse { text: "fine".into(), finish_reason: "stop".into(), ..Default::default() })
         }
     }
@@ -186,7 +196,7 @@ mod tests {
 
     #[tokio::test]
     async fn past_the_bound_the_least_recently_used_idle_actor_retires_at_once() {
-        let (_dir, _wiring, _chat, mut actors, mut idle) = three_actors_over_two(Arc::new(GatedModel(Arc::new(Semaphore::new(0))))).await;
+        let (_dir, _wiring, _chat, mut actors, mut idle) = three_actors_over_two(GatedModel::closed()).await;
         actors.ask_one_to_retire();
         let exit = next_exit(&mut idle).await;
         assert_eq!((exit.session_key.as_str(), exit.processed), ("k1", 0), "the least recently used actor was asked");
@@ -198,8 +208,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_busy_actor_asked_to_retire_finishes_its_turn_first() {
-        let gate = Arc::new(Semaphore::new(0));
-        let (_dir, wiring, chat, mut actors, mut idle) = three_actors_over_two(Arc::new(GatedModel(gate.clone()))).await;
+        let model = GatedModel::closed();
+        let (_dir, wiring, _chat, mut actors, mut idle) = three_actors_over_two(model.clone()).await;
         let mut source = SessionSource::new(Platform::new("chat"), "c1", ChatType::Dm);
         source.user_id = Some("u1".into());
         let event = InboundEvent::text("e1", source, "hello");
@@ -208,10 +218,15 @@ mod tests {
         k1.mailbox.send(event).expect("k1 is alive");
         k1.sent += 1;
         actors.ask_one_to_retire();
+        // The test runtime has one thread: yielding lets the actor take both mails meanwhile.
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(idle.try_recv().is_err(), "a busy actor does not retire");
         // The turn waits on the model; let it answer only now.
-        gate.add_permits(1);
+        model.gate.add_permits(1);
         let exit = next_exit(&mut idle).await;
         assert_eq!((exit.session_key.as_str(), exit.processed), ("k1", 1));
-        assert_eq!(chat.sent.lock().expect("lock").as_slice(), ["fine"], "the turn finished and was answered before the actor retired");
+        assert_eq!(model.answered.load(std::sync::atomic::Ordering::SeqCst), 1, "the actor retired only after its turn had its answer");
     }
 }
