@@ -331,8 +331,28 @@ async fn a_server_without_starttls_is_refused_rather_than_used_in_clear_text() {
     let peer = Peer::from_env();
     let dir = tempfile::tempdir().unwrap();
     let (bot, bot_pw) = peer.account("bot").await;
-    // The test Dovecot has no TLS at all.
+    // The test Dovecot offers STARTTLS, so the server here is one that does not: it greets and
+    // answers every command, STARTTLS included, with BAD (RFC 3501 §6.2.1's answer when TLS is
+    // not offered).
+    let plain_only = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = plain_only.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        while let Ok((socket, _)) = plain_only.accept().await {
+            tokio::spawn(async move {
+                let (read, mut write) = socket.into_split();
+                let _ = write.write_all(b"* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] no TLS here\r\n").await;
+                let mut lines = BufReader::new(read).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let tag = line.split_whitespace().next().unwrap_or("*").to_string();
+                    let _ = write.write_all(format!("{tag} BAD STARTTLS is not available\r\n").as_bytes()).await;
+                }
+            });
+        }
+    });
     let mut settings = peer.settings(&bot, &bot_pw, dir.path());
+    settings.imap_host = "127.0.0.1".into();
+    settings.imap_port = port;
     settings.imap_tls = hermes_email::TlsMode::StartTls;
     let adapter = Arc::new(hermes_email::EmailAdapter::new(settings));
     let ctx = hermes_adapter::AdapterContext::new(
