@@ -22,7 +22,7 @@ const FOLLOW_POLL: Duration = Duration::from_millis(200);
 /// here, under the tick lock that keeps it from running twice.
 pub(super) fn running_gateway(home: &Home) -> Option<u32> {
     let pid: u32 = std::fs::read_to_string(home.pid_file()).ok()?.trim().parse().ok()?;
-    let alive = pid != std::process::id() && std::path::Path::new("/proc").join(pid.to_string()).exists();
+    let alive = pid != std::process::id() && super::process_alive(pid);
     let ticking = !matches!(Markers::new(&home.cron_dir()).verdict(Utc::now()), Verdict::NoTicker { .. });
     (alive && ticking).then_some(pid)
 }

@@ -151,7 +151,7 @@ fn status(home: &crate::config::Home) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let alive = process_alive(status.pid);
+    let alive = super::process_alive(status.pid);
     // The running gateway's own answer is now; the status file is up to a few seconds old.
     if let Some(live) = alive.then(|| live_health(home)).flatten() {
         for line in live {
@@ -183,12 +183,4 @@ fn live_health(home: &crate::config::Home) -> Option<Vec<String>> {
         lines.push(format!("  {}: {}{detail}", adapter["platform"].as_str().unwrap_or("?"), adapter["state"].as_str().unwrap_or("?")));
     }
     Some(lines)
-}
-
-fn process_alive(pid: u32) -> bool {
-    // Signal 0 checks existence without touching the process.
-    // SAFETY: kill(2) with signal 0 has no side effects; any pid value is valid to pass.
-    let delivered = unsafe { libc::kill(pid as libc::pid_t, 0) == 0 };
-    // EPERM: it exists but belongs to another user.
-    delivered || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }

@@ -108,6 +108,17 @@ pub(crate) fn resolve(cli: &Cli) -> Result<Resolved, ConfigError> {
     Ok(Resolved { home, loaded })
 }
 
+/// Whether process `pid` exists (the gateway named by a status or PID file), whoever owns it:
+/// one answer for `gateway status`, `doctor --health` and the cron hand-off.
+pub(crate) fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // Signal 0 checks existence without touching the process.
+    // SAFETY: kill(2) with signal 0 has no side effects; any pid value is valid to pass.
+    let delivered = unsafe { libc::kill(pid, 0) == 0 };
+    // EPERM: it exists but belongs to another user.
+    delivered || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// Print a configuration error the way every command does, and give exit code 78.
 /// A subcommand's answer on stdout (exit 0), or its failure on stderr (exit 1).
 pub(crate) fn report(outcome: Result<String, String>) -> ExitCode {

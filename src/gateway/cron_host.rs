@@ -7,11 +7,11 @@
 //! whether or not the adapters are receiving.
 
 use super::deliverer::Deliverer;
+use super::home_channels::HomeChannels;
 use super::models::Models;
 use super::outbound::{self, Delivery};
 use super::sessions::Sessions;
 use super::tool_access::ToolAccess;
-use super::tool_host::HomeChannels;
 use super::turn::{Ledger, TurnHandles, new_message};
 use crate::agent::providers::ModelSpec;
 use crate::agent::tools::SessionScope;

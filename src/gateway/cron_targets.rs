@@ -4,7 +4,7 @@
 //! this user has talked to the bot. Admins and the shell may name any chat; `origin`, `local`,
 //! platform names and `all` (the home channels an admin chose) are open to everyone.
 
-use super::tool_host::HomeChannels;
+use super::home_channels::HomeChannels;
 use crate::cron::job::Origin;
 use crate::store::Store;
 use hermes_adapter::ChatTarget;

@@ -6,7 +6,7 @@
 
 use super::cron_host::GatewayCronHost;
 use super::cron_owner;
-use super::tool_host::HomeChannels;
+use super::home_channels::HomeChannels;
 use super::turn::TurnHandles;
 use crate::config::{Config, Home};
 use crate::cron::manage::CronJobs;

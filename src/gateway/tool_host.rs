@@ -8,7 +8,7 @@
 
 use super::clarify::ClarifyBoard;
 use super::deliverer::Deliverer;
-pub use super::home_channels::HomeChannels;
+use super::home_channels::HomeChannels;
 use super::outbound::{self, Delivery};
 use crate::agent::tools::cronjob::CronJobArgs;
 use crate::agent::tools::{HostError, PastMessage, SessionScope, ToolHost};

@@ -56,9 +56,7 @@ fn probe(addr: SocketAddr) -> Result<String, String> {
 fn process_alive(home: &Home) -> Result<String, String> {
     let path = home.status_file();
     let status = StatusFile::read(&path).map_err(|e| format!("no gateway status at {} ({e})", path.display()))?;
-    // SAFETY: kill(2) with signal 0 only checks that the process exists.
-    let alive = unsafe { libc::kill(status.pid as libc::pid_t, 0) == 0 };
-    if alive {
+    if crate::cli::process_alive(status.pid) {
         Ok(format!("gateway pid {} is running (set gateway.admin_port for a /health check)", status.pid))
     } else {
         Err(format!("gateway pid {} is not running", status.pid))
