@@ -5,8 +5,8 @@
 //! Run with `cargo bench --bench agent_core`. It prints numbers; it asserts nothing.
 
 use hermes::agent::providers::openai::OpenAiCompatible;
+use hermes::agent::run_loop::{Agent, RetryPolicy, TurnRequest, TurnTools};
 use hermes::agent::tools::{self, AgentPaths, ToolContext, ToolFilter, ToolSettings};
-use hermes::agent::turn::{Agent, RetryPolicy, TurnRequest, TurnTools};
 use hermes::agent::{ChatMessage, ModelSpec};
 use hermes_fakes::{FakeLlm, LlmConfig, Reply};
 use std::sync::Arc;

@@ -15,7 +15,7 @@
 #[allow(dead_code)] // the process and verdict helpers are for the full-process benches
 mod support;
 
-use hermes::gateway::courier::{Courier, RetryPolicy, lane_of};
+use hermes::gateway::delivery::courier::{Courier, RetryPolicy, lane_of};
 use hermes::store::{NewOutboxRow, SqliteStore, Store};
 use hermes_adapter::{
     AdapterContext, AdapterError, Capabilities, ChatTarget, OutboundMessage, Platform, PlatformAdapter, SendError, SendReceipt,

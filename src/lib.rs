@@ -6,7 +6,7 @@
 //! - **Adapters** (crates under `adapters/`): one per platform, depending only on
 //!   `hermes-adapter`, the contract (normalized events, capabilities, rendering and chunking).
 //!   The core never branches on a platform's name; it reads [`hermes_adapter::Capabilities`].
-//! - [`gateway`]: supervision, the durable inbox, who may talk ([`gateway::auth`]), sessions,
+//! - [`gateway`]: supervision, the durable inbox, who may talk ([`gateway::intake::auth`]), sessions,
 //!   slash commands, the turn pipeline and outbound delivery.
 //! - [`agent`]: the model-calling loop, providers, tools, memory, skills, the prompt.
 //! - [`store`]: sessions, messages with search, routing, inbox, outbox, usage and claims, as
@@ -17,35 +17,35 @@
 //! # The path of a message
 //!
 //! 1. An adapter's `run` turns a platform update into an [`hermes_adapter::InboundEvent`] and
-//!    hands it to [`gateway::inbox`] (`AdapterContext::accept`), which stores it durably and
+//!    hands it to [`gateway::intake::inbox`] (`AdapterContext::accept`), which stores it durably and
 //!    deduplicated *before* the adapter acknowledges the platform.
-//! 2. [`gateway::router`] decides who may talk ([`gateway::auth`]) and which session the event
-//!    belongs to ([`gateway::session_key`]), and hands it to that session's actor
-//!    ([`gateway::actor`]): one at a time per session, commands ([`gateway::commands`]) first.
+//! 2. [`gateway::intake::router`] decides who may talk ([`gateway::intake::auth`]) and which session the event
+//!    belongs to ([`gateway::intake::session_key`]), and hands it to that session's actor
+//!    ([`gateway::session::actor`]): one at a time per session, commands ([`gateway::commands`]) first.
 //! 3. [`gateway::turn`] runs the turn as named steps, each taking only the handles it uses:
-//!    admit (turn slot from [`gateway::turn_limits`], destination from
-//!    [`gateway::deliverer`]) → prepare (store the message, history, frozen prompt and
-//!    compaction from [`gateway::sessions`], the model from [`gateway::models`], the tool filter
-//!    from [`gateway::tool_access`]) → run the agent ([`agent::Agent`], tools from
+//!    admit (turn slot from [`gateway::turn::limits`], destination from
+//!    [`gateway::delivery::deliverer`]) → prepare (store the message, history, frozen prompt and
+//!    compaction from [`gateway::conversation::sessions`], the model from [`gateway::conversation::models`], the tool filter
+//!    from [`gateway::turn::tool_access`]) → run the agent ([`agent::Agent`], tools from
 //!    [`agent::tools`]) → settle (store the answer, deliver it through the output strategy the
 //!    platform's capabilities choose) → close the inbox row.
-//! 4. [`gateway::outbound`] renders the answer into the platform's markup, chunks it, records
+//! 4. [`gateway::delivery::outbound`] renders the answer into the platform's markup, chunks it, records
 //!    each part in the outbox with an idempotency key and sends it through the adapter held by
-//!    the [`gateway::deliverer::Deliverer`].
+//!    the [`gateway::delivery::deliverer::Deliverer`].
 //!
 //! # The gateway's handles
 //!
 //! [`gateway::wiring`] builds each handle once at start-up, in an order without cycles, and hands
 //! out only what each part uses; nothing holds a back-pointer to the whole.
-//! - [`gateway::models::Models`]: the configured model, the `/model --global` choice, fallbacks,
+//! - [`gateway::conversation::models::Models`]: the configured model, the `/model --global` choice, fallbacks,
 //!   the compression model, context window and prices.
-//! - [`gateway::deliverer::Deliverer`]: the adapters by platform, the outbox, the folders files
+//! - [`gateway::delivery::deliverer::Deliverer`]: the adapters by platform, the outbox, the folders files
 //!   may be attached from.
-//! - [`gateway::sessions::Sessions`]: the store, the recent-history cache, frozen prompts and
+//! - [`gateway::conversation::sessions::Sessions`]: the store, the recent-history cache, frozen prompts and
 //!   compaction.
-//! - [`gateway::tool_access::ToolAccess`]: tool filters per platform, the agent's folders and
-//!   limits, the approval policy and the [`gateway::tool_host`] the outward tools call.
-//! - [`gateway::turn_limits::TurnLimits`]: turn slots, the drain abort and count, background
+//! - [`gateway::turn::tool_access::ToolAccess`]: tool filters per platform, the agent's folders and
+//!   limits, the approval policy and the [`gateway::turn::tool_host`] the outward tools call.
+//! - [`gateway::turn::limits::TurnLimits`]: turn slots, the drain abort and count, background
 //!   slots.
 //! - Bundles of these for those that need several: `turn::TurnHandles` (a whole turn),
 //!   `commands::CommandHandles` (slash commands), `actor::ActorHandles` (session actors).

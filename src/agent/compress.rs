@@ -5,7 +5,7 @@
 
 use super::message::{ChatMessage, Role};
 use super::providers::{ModelSpec, ProviderError};
-use super::turn::{Agent, TurnRequest};
+use super::run_loop::{Agent, TurnRequest};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

@@ -9,16 +9,16 @@ pub mod memory;
 pub mod message;
 pub mod prompt;
 pub mod providers;
+pub mod run_loop;
 pub mod safety;
 pub mod sandbox;
 pub mod skills;
 pub mod tool_protocol;
 pub mod tools;
-pub mod turn;
 
 #[cfg(test)]
 mod tests;
 
 pub use message::{ChatMessage, Role, ToolCallRequest};
 pub use providers::{ChatProvider, ModelSpec, ProviderError};
-pub use turn::{Agent, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools, is_silence};
+pub use run_loop::{Agent, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools, is_silence};

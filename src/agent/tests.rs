@@ -3,9 +3,9 @@
 //! fallbacks, the iteration budget, steering and delegation.
 
 use super::providers::openai::OpenAiCompatible;
+use super::run_loop::{Agent, RetryPolicy, SteeringInbox, TurnRequest, TurnTools};
 use super::tool_protocol::ToolProtocol;
 use super::tools::{self, AgentPaths, Tool, ToolContext, ToolFilter, ToolOutput, ToolSchema, ToolSettings};
-use super::turn::{Agent, RetryPolicy, SteeringInbox, TurnRequest, TurnTools};
 use super::{ChatMessage, ModelSpec};
 use async_trait::async_trait;
 use hermes_fakes::{FakeLlm, Reply, ToolCall};
@@ -264,8 +264,8 @@ async fn the_tool_loop_speaks_anthropic_messages_streaming() {
     assert_eq!(tool_results, 2, "both parallel results go back as tool_result blocks: {second}");
 }
 
-fn in_turn_compression(llm: &FakeLlm, context_tokens: u64) -> super::turn::InTurnCompression {
-    super::turn::InTurnCompression {
+fn in_turn_compression(llm: &FakeLlm, context_tokens: u64) -> super::run_loop::InTurnCompression {
+    super::run_loop::InTurnCompression {
         context_tokens,
         threshold: 0.5,
         protect_first: 1,

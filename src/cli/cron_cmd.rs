@@ -108,7 +108,7 @@ pub(super) fn run(cli: &Cli, command: &CronCommand) -> ExitCode {
     let (home, config) = (resolved.home, resolved.loaded.config);
     // Runs started by `tick` and `run` log their warnings and errors here.
     crate::observe::init("warn", crate::observe::LogFormat::Text, config.secret_values());
-    let jobs = gateway::cron_wiring::jobs(&config, &home);
+    let jobs = gateway::cron::ticker::jobs(&config, &home);
     let outcome = runtime.block_on(dispatch(&home, config, &jobs, command));
     runtime.shutdown_timeout(Duration::from_secs(2));
     report(outcome)

@@ -3,7 +3,7 @@
 
 use super::{Cli, EXIT_RESTART, config_failure, resolve, service};
 use crate::config::LogFormat;
-use crate::gateway::status_file::StatusFile;
+use crate::gateway::ops::status_file::StatusFile;
 use crate::gateway::{self, ExitReason, GatewayError, RunOptions};
 use crate::observe;
 use clap::Subcommand;
@@ -110,7 +110,7 @@ fn run_gateway(resolved: super::Resolved, replace: bool) -> ExitCode {
     for warning in &resolved.loaded.warnings {
         tracing::warn!("{warning}");
     }
-    gateway::heap_trim::limit_arenas(config.gateway.memory.malloc_arenas);
+    gateway::ops::heap_trim::limit_arenas(config.gateway.memory.malloc_arenas);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("hermes").build() {
         Ok(r) => r,
         Err(e) => {
@@ -118,7 +118,7 @@ fn run_gateway(resolved: super::Resolved, replace: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let credential_lock_dir = gateway::credential_lock::lock_dir(|name| std::env::var_os(name));
+    let credential_lock_dir = gateway::ops::credential_lock::lock_dir(|name| std::env::var_os(name));
     if credential_lock_dir.is_none() {
         tracing::warn!("neither HOME, XDG_STATE_HOME nor HERMES_GATEWAY_LOCK_DIR is set: running without the one-gateway-per-token guard");
     }

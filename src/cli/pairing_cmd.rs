@@ -1,5 +1,5 @@
 //! `hermes pairing list | approve <platform> <code> | revoke <platform> <user_id> | clear-pending`:
-//! the operator's side of DM pairing (see `gateway::pairing`). Works on the files of the selected
+//! the operator's side of DM pairing (see `gateway::intake::pairing`). Works on the files of the selected
 //! HERMES_HOME, beside a running gateway (both take the store's lock), so an approval or a
 //! revocation applies to the user's next message without a restart. Exit 0 on success, 1 when
 //! the code is wrong or expired, approvals are locked, or the user was not approved; 78 when
@@ -7,7 +7,7 @@
 
 use super::{Cli, config_failure, report};
 use crate::config::{Env, Home};
-use crate::gateway::pairing::store::{self, PairingError, PairingStore};
+use crate::gateway::intake::pairing::store::{self, PairingError, PairingStore};
 use clap::Subcommand;
 use std::process::ExitCode;
 
@@ -124,7 +124,7 @@ fn minutes(secs: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::pairing::store::CodeRequest;
+    use crate::gateway::intake::pairing::store::CodeRequest;
 
     fn store_with_code() -> (tempfile::TempDir, PairingStore, String) {
         let dir = tempfile::tempdir().unwrap();

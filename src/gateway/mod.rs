@@ -1,92 +1,50 @@
-//! The gateway: wires the store, the inbox, the router, session actors, supervised adapters and
-//! the admin listener together, runs until a signal, then drains.
+//! The gateway: everything between the adapters and the agent, in wings named by what happens
+//! to a message. A wing imports only the wings below it in this list, never one above:
 //!
-//! - [`wiring`]: builds every handle once and hands each part the ones it uses: [`models`]
-//!   (which model, at what cost), [`deliverer`] (adapters, outbox, file roots), [`sessions`]
-//!   (store, history cache, prompts, compaction), [`tool_access`] (tools, approval, tool host),
-//!   [`turn_limits`] (slots, abort, drain count, background slots).
-//! - [`supervisor`] and [`backoff`]: one task per adapter, restarts with backoff, parking.
-//! - [`instance_lock`] and [`credential_lock`]: one gateway per HERMES_HOME, one per bot token.
-//! - [`health`], [`admin`], [`status_file`]: what operators see; [`notify`]: what systemd sees.
-//! - [`inbox`]: durable, deduplicated intake; replay after a crash.
-//! - [`router`], [`auth`], [`pairing`], [`session_key`]: who may talk (strangers pair by DM),
-//!   and to which session.
-//! - [`actor`], [`turn`], [`turns`]: one actor per session; turns; drain accounting.
+//! - [`ops`]: the process — adapters built from their registrations and supervised, locks,
+//!   health, the admin listener, the status file, what systemd sees, periodic chores.
+//! - [`intake`]: a platform event becomes a durable inbox row, is authorized by platform user id
+//!   (strangers pair by DM) and routed to its session.
+//! - [`session`]: one actor per session decides what an event means; clarify questions and
+//!   approvals wait here for their answers.
+//! - [`conversation`]: the transcript, the history cache, compaction, models and costs, message
+//!   and prompt assembly.
+//! - [`turn`]: one agent turn as a pipeline of steps, with its limits, drain tracking, typing
+//!   and the tools' view of the gateway.
+//! - [`delivery`]: every reply leaves through the deliverer; outbox parts, per-chat courier
+//!   lanes through outages, streamed edits, home channels, who may send where.
+//! - [`cron`]: scheduled runs as agent turns, the ticker beside the adapters, owner checks.
 //! - [`commands`]: slash commands, one file each.
-//! - [`outbound`] and [`courier`]: render, chunk, queue in the outbox; per-chat lanes deliver
-//!   through outages and restarts, dead letters for what cannot be delivered.
-//! - [`directory`]: sessions for HTTP surfaces.
-//! - [`media_sweep`]: the attachment cache kept private and within its limits.
-//! - [`cron_wiring`] and [`cron_host`]: the scheduler's ticker beside the adapters, and scheduled
-//!   runs as agent turns delivered through [`outbound`].
+//! - [`wiring`]: builds every handle once, in an order without cycles, and hands each part the
+//!   handles it uses; [`run`] starts the wings, waits for a signal and drains.
 
-pub mod actor;
-pub mod adapters;
-pub mod admin;
-pub mod approvals;
-pub mod auth;
-pub mod background_slots;
-pub mod backoff;
-pub mod chores;
-pub mod clarify;
 pub mod commands;
-pub mod compaction;
-pub mod courier;
+pub mod conversation;
 #[cfg(test)]
 mod crash_tests;
-pub mod credential_lock;
-pub mod cron_host;
-pub(crate) mod cron_owner;
-mod cron_targets;
-mod cron_tool;
-pub mod cron_wiring;
-pub mod deliverer;
-pub mod directory;
-pub mod health;
-pub mod heap_trim;
-pub mod history_cache;
-pub mod home_channels;
-pub mod inbox;
-pub mod instance_lock;
-pub mod media_sweep;
-pub mod models;
-pub mod notify;
-pub mod outbound;
-pub(crate) mod pairing;
-pub mod process_guard;
-pub mod router;
-pub mod session_key;
-pub mod sessions;
-pub mod status_file;
-pub mod stream_edit;
-#[cfg(test)]
-mod stream_edit_tests;
-pub mod supervisor;
-#[cfg(test)]
-mod test_support;
-pub mod tool_access;
-pub mod tool_host;
+pub mod cron;
+pub mod delivery;
+pub mod intake;
+pub mod ops;
+pub mod session;
 pub mod turn;
-pub mod turn_limits;
-pub mod turns;
-mod typing;
 pub mod wiring;
 
 use crate::agent::Agent;
 use crate::agent::approval::GuardPolicy;
 use crate::agent::providers::ProviderRouter;
+use crate::agent::run_loop::RetryPolicy;
 use crate::agent::sandbox::Confinement;
 use crate::agent::tools::{AgentPaths, ToolSettings};
-use crate::agent::turn::RetryPolicy;
 use crate::config::{Config, Home};
 use crate::store::{SqliteStore, Store};
-use auth::AuthPolicy;
 use hermes_adapter::AdapterContext;
 use hermes_guard::sandbox::SandboxError;
+use intake::auth::AuthPolicy;
+use ops::supervisor::{Supervised, SupervisorPolicy};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
-use supervisor::{Supervised, SupervisorPolicy};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
@@ -105,13 +63,13 @@ pub enum GatewayError {
     #[error("invalid configuration: {0}")]
     Config(String),
     #[error(transparent)]
-    Lock(#[from] instance_lock::LockError),
+    Lock(#[from] ops::instance_lock::LockError),
     #[error("cannot open the state database: {0}")]
     Store(#[from] crate::store::StoreError),
     #[error("{0}")]
     Io(String),
     #[error(transparent)]
-    MediaCache(#[from] media_sweep::MediaCacheError),
+    MediaCache(#[from] ops::media_sweep::MediaCacheError),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -197,7 +155,7 @@ fn authorization(
 ) -> Arc<AuthPolicy> {
     let auth = auth_policy(config, platform_names);
     let offered = |p: &str| config.platforms.get(p).and_then(|b| b.facts).is_some_and(|f| f.pairing.is_offered());
-    let pairing = pairing::Pairing::for_adapters(pairing::store::PairingStore::new(home.pairing_dir()), adapters, |p| {
+    let pairing = intake::pairing::Pairing::for_adapters(intake::pairing::store::PairingStore::new(home.pairing_dir()), adapters, |p| {
         offered(p) && !auth.names_users_on(p)
     });
     let pairs_on: Vec<String> = pairing.platforms().map(str::to_string).collect();
@@ -245,12 +203,12 @@ fn pairing_refusals<'a>(config: &'a Config, platform_names: &'a [String], auth: 
 
 pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<ExitReason, GatewayError> {
     let (_lock, marker) = claim_home(&home, options.replace)?;
-    let media_cache = media_sweep::open(&home)?;
+    let media_cache = ops::media_sweep::open(&home)?;
     let media_limits = config.gateway.media_cache.limits();
-    media_sweep::sweep(&media_cache, media_limits).await;
+    ops::media_sweep::sweep(&media_cache, media_limits).await;
 
     let config = Arc::new(config);
-    let adapters = adapters::build_enabled_with(&config, &home, &options.registry).map_err(|e| GatewayError::Config(e.to_string()))?;
+    let adapters = ops::adapters::build_enabled_with(&config, &home, &options.registry).map_err(|e| GatewayError::Config(e.to_string()))?;
     if adapters.is_empty() {
         tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
     }
@@ -261,29 +219,29 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let (board, limits) = (wiring.health.clone(), wiring.limits().clone());
     board.expect_adapters(adapters.len());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
-    let inbox = Arc::new(inbox::Inbox::new(store.clone(), router_tx));
-    approvals::deny_left_open(&store, wiring.turns().deliverer.clone()).await;
-    let router = router::spawn(wiring.routing(), router_rx);
+    let inbox = Arc::new(intake::inbox::Inbox::new(store.clone(), router_tx));
+    session::approvals::deny_left_open(&store, wiring.turns().deliverer.clone()).await;
+    let router = intake::router::spawn(wiring.routing(), router_rx);
     inbox.replay_unfinished().await?;
 
     let adapters_stop = CancellationToken::new();
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
-    let locks = options.credential_lock_dir.clone().map(|dir| supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
-    let links = supervisor::SupervisorLinks { controls: wiring.actors.commands.platforms.clone(), pulse: Default::default() };
+    let locks = options.credential_lock_dir.clone().map(|dir| ops::supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
+    let links = ops::supervisor::SupervisorLinks { controls: wiring.actors.commands.platforms.clone(), pulse: Default::default() };
     let supervisors = supervise_adapters(&adapters, &contexts, locks, &board, supervisor_policy(&config), &links);
-    let notifier = notify::Notifier::from_env(config.secret_values());
-    let watched = notify::Watched { board: board.clone(), pulse: links.pulse.clone(), expected: adapters.len() };
-    let notifying = notify::spawn(notifier.clone(), watched);
+    let notifier = ops::notify::Notifier::from_env(config.secret_values());
+    let watched = ops::notify::Watched { board: board.clone(), pulse: links.pulse.clone(), expected: adapters.len() };
+    let notifying = ops::notify::spawn(notifier.clone(), watched);
     let ticking = wiring.cron.start();
 
     let admin_stop = CancellationToken::new();
-    let mut status = status_file::StatusFile::new(chrono::Utc::now());
+    let mut status = ops::status_file::StatusFile::new(chrono::Utc::now());
     status.listeners = start_admin(&config, &board, &admin_stop).await?.into();
     let status_path = home.status_file();
-    let status_task = chores::spawn_status_writer(status.clone(), status_path.clone(), chores::StatusSources::of(&wiring));
-    let housekeeping = chores::spawn_inbox_pruning(store.clone());
-    let media_sweeper = media_sweep::spawn(media_cache, media_limits);
-    let heap_trimmer = heap_trim::spawn(std::time::Duration::from_secs(config.gateway.memory.trim_heap_every_secs));
+    let status_task = ops::chores::spawn_status_writer(status.clone(), status_path.clone(), ops::chores::StatusSources::of(&wiring));
+    let housekeeping = ops::chores::spawn_inbox_pruning(store.clone());
+    let media_sweeper = ops::media_sweep::spawn(media_cache, media_limits);
+    let heap_trimmer = ops::heap_trim::spawn(std::time::Duration::from_secs(config.gateway.memory.trim_heap_every_secs));
     // Resumes what the last run left queued, and notices parts resent from the shell.
     let courier = tokio::spawn(wiring.turns().deliverer.courier().clone().run_sweeper());
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
@@ -354,7 +312,7 @@ async fn wire(
 pub async fn headless(home: &Home, config: Config, registry: &crate::registry::Registry) -> Result<wiring::Wiring, GatewayError> {
     home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
     let config = Arc::new(config);
-    let adapters = adapters::build_enabled_with(&config, home, registry).map_err(|e| GatewayError::Config(e.to_string()))?;
+    let adapters = ops::adapters::build_enabled_with(&config, home, registry).map_err(|e| GatewayError::Config(e.to_string()))?;
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
     let auth = Arc::new(auth_policy(&config, &platform_names));
     wire(&config, home, &adapters, auth).await
@@ -387,13 +345,13 @@ impl Running {
 
 /// Make the process undumpable, create HERMES_HOME and take its single-instance lock (held until
 /// the returned lock drops); returns the clean-shutdown marker, now removed.
-fn claim_home(home: &Home, replace: bool) -> Result<(instance_lock::InstanceLock, std::path::PathBuf), GatewayError> {
-    if let Err(e) = process_guard::make_undumpable() {
+fn claim_home(home: &Home, replace: bool) -> Result<(ops::instance_lock::InstanceLock, std::path::PathBuf), GatewayError> {
+    if let Err(e) = ops::process_guard::make_undumpable() {
         tracing::warn!(error = %e, "could not make the gateway non-dumpable; its environment is readable by its own commands");
     }
     home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
     // The single-instance lock comes before any heavy initialization.
-    let lock = instance_lock::acquire(&home.lock_file(), &home.pid_file(), replace)?;
+    let lock = ops::instance_lock::acquire(&home.lock_file(), &home.pid_file(), replace)?;
     let marker = home.clean_shutdown_marker();
     if !marker.exists() && home.state_db().exists() {
         tracing::warn!("the last run did not stop cleanly; unfinished messages will be replayed");
@@ -429,8 +387,8 @@ fn agent_parts(config: &Config, home: &Home, auth: &AuthPolicy) -> Result<AgentP
 
 /// What every adapter's context is made of.
 struct Contexts {
-    inbox: Arc<inbox::Inbox>,
-    directory: Arc<directory::StoreDirectory>,
+    inbox: Arc<intake::inbox::Inbox>,
+    directory: Arc<intake::directory::StoreDirectory>,
     /// Asked by adapters before they fetch a sender's attachments.
     senders: Arc<AuthPolicy>,
     stop: CancellationToken,
@@ -448,10 +406,10 @@ fn supervisor_policy(config: &Config) -> SupervisorPolicy {
 fn supervise_adapters(
     adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
     contexts: &Contexts,
-    locks: Option<supervisor::CredentialLocks>,
-    board: &Arc<health::HealthBoard>,
+    locks: Option<ops::supervisor::CredentialLocks>,
+    board: &Arc<ops::health::HealthBoard>,
     policy: SupervisorPolicy,
-    links: &supervisor::SupervisorLinks,
+    links: &ops::supervisor::SupervisorLinks,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let mut supervisors = Vec::new();
     for adapter in adapters {
@@ -463,7 +421,7 @@ fn supervise_adapters(
             }),
             credential_locks: locks.clone(),
         };
-        supervisors.push(supervisor::spawn(supervised, board.clone(), policy, links, contexts.stop.clone()));
+        supervisors.push(ops::supervisor::spawn(supervised, board.clone(), policy, links, contexts.stop.clone()));
     }
     supervisors
 }
@@ -472,7 +430,7 @@ fn supervise_adapters(
 /// file names.
 async fn start_admin(
     config: &Config,
-    board: &Arc<health::HealthBoard>,
+    board: &Arc<ops::health::HealthBoard>,
     stop: &CancellationToken,
 ) -> Result<serde_json::Map<String, serde_json::Value>, GatewayError> {
     let mut listeners = serde_json::Map::new();
@@ -480,7 +438,7 @@ async fn start_admin(
         let host: IpAddr = config.gateway.admin_host.parse().map_err(|_| {
             GatewayError::Config(format!("`gateway.admin_host`: expected an IP address, found {:?}", config.gateway.admin_host))
         })?;
-        let bound = admin::serve(SocketAddr::new(host, port), board.clone(), stop.clone())
+        let bound = ops::admin::serve(SocketAddr::new(host, port), board.clone(), stop.clone())
             .await
             .map_err(|e| GatewayError::Io(format!("cannot bind the admin listener on {host}:{port}: {e}")))?;
         tracing::info!(%bound, "admin listener ready (/health, /readyz, /metrics)");
@@ -491,7 +449,7 @@ async fn start_admin(
 
 /// Let running turns finish within `timeout`; then interrupt them (they stay in the inbox and
 /// are replayed after the restart) and give them 5 s to stop.
-async fn drain_turns(limits: &turn_limits::TurnLimits, timeout: Duration) {
+async fn drain_turns(limits: &turn::limits::TurnLimits, timeout: Duration) {
     if tokio::time::timeout(timeout, limits.running.wait_idle()).await.is_err() {
         tracing::warn!(
             running = limits.running.active(),

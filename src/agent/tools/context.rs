@@ -26,7 +26,7 @@ pub struct SessionScope {
     pub interactive: bool,
     /// A scheduled (cron) run: commands that need approval follow `approvals.cron_mode`.
     pub scheduled: bool,
-    /// The user may change what every user shares (`MEMORY.md`, skills); see `gateway::auth`.
+    /// The user may change what every user shares (`MEMORY.md`, skills); see `gateway::intake::auth`.
     pub is_admin: bool,
 }
 

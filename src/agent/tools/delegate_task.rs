@@ -4,7 +4,7 @@
 
 use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use crate::agent::message::ChatMessage;
-use crate::agent::turn::{TurnRequest, TurnTools};
+use crate::agent::run_loop::{TurnRequest, TurnTools};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@
 //! whether the process named in the status file is alive. Exit 0 healthy, 1 not.
 
 use crate::config::{Config, Home};
-use crate::gateway::status_file::StatusFile;
+use crate::gateway::ops::status_file::StatusFile;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 
 use super::report::Report;
 use crate::config::{Config, Home};
-use crate::gateway::adapters;
+use crate::gateway::ops::adapters;
 use hermes_adapter::AdapterError;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::time::Duration;

@@ -37,7 +37,7 @@ impl SlashCommand for Background {
         let Some(slot) = turns.limits.background.try_take(ctx.session_key) else {
             return CommandOutcome::Reply(format!(
                 "⏳ {} background tasks are already running here; wait for one to finish.",
-                crate::gateway::background_slots::PER_SESSION
+                crate::gateway::turn::background_slots::PER_SESSION
             ));
         };
         let task_id = format!("bg_{}_{}", chrono::Utc::now().format("%H%M%S"), &uuid::Uuid::new_v4().simple().to_string()[..6]);

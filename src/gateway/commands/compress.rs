@@ -2,7 +2,7 @@
 //! focused on a topic; the conversation continues in a child session linked to this one.
 
 use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::compaction;
+use crate::gateway::conversation::compaction;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 

@@ -3,8 +3,8 @@
 
 use super::approve::{Which, answer, split_id};
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::approvals::board::Answer;
-use crate::gateway::approvals::texts;
+use crate::gateway::session::approvals::board::Answer;
+use crate::gateway::session::approvals::texts;
 use async_trait::async_trait;
 
 pub(super) struct Deny;

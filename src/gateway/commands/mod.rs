@@ -30,11 +30,11 @@ mod usage;
 mod whoami;
 mod yolo;
 
-use crate::gateway::actor::SessionState;
-use crate::gateway::approvals::ApprovalHandles;
-use crate::gateway::auth::AuthPolicy;
-use crate::gateway::health::HealthBoard;
-use crate::gateway::models::Models;
+use crate::gateway::conversation::models::Models;
+use crate::gateway::intake::auth::AuthPolicy;
+use crate::gateway::ops::health::HealthBoard;
+use crate::gateway::session::actor::SessionState;
+use crate::gateway::session::approvals::ApprovalHandles;
 use crate::gateway::turn::TurnHandles;
 use crate::store::Store;
 use async_trait::async_trait;
@@ -81,9 +81,9 @@ pub struct CommandHandles {
     /// Pending approvals and the standing rules (`/approve`, `/deny`, `/yolo`, `/status`).
     pub approvals: ApprovalHandles,
     /// Jobs, home channels and the ticker's health (`/cron`, `/sethome`, `/status`).
-    pub cron: crate::gateway::cron_wiring::CronCommandHandles,
+    pub cron: crate::gateway::cron::ticker::CronCommandHandles,
     /// The adapters' pause switches (`/platform`).
-    pub platforms: Arc<crate::gateway::supervisor::PlatformControls>,
+    pub platforms: Arc<crate::gateway::ops::supervisor::PlatformControls>,
     /// Cancelled by `/restart`: the gateway drains and exits 75.
     pub restart: tokio_util::sync::CancellationToken,
 }

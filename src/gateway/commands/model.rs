@@ -1,6 +1,6 @@
 //! `/model [name] [--provider P] [--session | --global]`: show or switch the model. A session
 //! switch is stored in the route's overrides (it survives a restart and touches no other chat);
-//! `--global` (admins only, see `gateway::auth`) changes the default for every chat and writes it to config.yaml. Refused while a
+//! `--global` (admins only, see `gateway::intake::auth`) changes the default for every chat and writes it to config.yaml. Refused while a
 //! turn runs (the registry's mid-turn rule).
 
 use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};

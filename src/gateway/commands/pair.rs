@@ -3,7 +3,7 @@
 //! lockout. Anyone else is refused: letting a stranger in is the operator's decision.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::pairing::store::PairingError;
+use crate::gateway::intake::pairing::store::PairingError;
 use async_trait::async_trait;
 
 pub(super) struct Pair;

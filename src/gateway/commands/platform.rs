@@ -7,7 +7,7 @@
 //! typo should not cause.
 
 use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::health::{AdapterState, AdapterStatus};
+use crate::gateway::ops::health::{AdapterState, AdapterStatus};
 use crate::observe::redact::redact_patterns;
 use async_trait::async_trait;
 use hermes_adapter::InboundEvent;
@@ -116,8 +116,8 @@ fn action(paused: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::test_support::{self, RecordingChat};
     use crate::gateway::wiring::Wiring;
+    use crate::gateway::wiring::test_support::{self, RecordingChat};
     use hermes_adapter::{ChatType, HealthReporter, Platform, SessionSource};
     use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! Admins only: it decides where every job's results go.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::home_channels::SetHomeError;
+use crate::gateway::delivery::home_channels::SetHomeError;
 use async_trait::async_trait;
 
 pub(super) struct SetHome;

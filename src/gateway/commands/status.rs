@@ -2,7 +2,7 @@
 //! gateway's platforms, the outbox's queues, the home channels and the cron ticker.
 
 use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand, undelivered};
-use crate::gateway::health::AdapterState;
+use crate::gateway::ops::health::AdapterState;
 use crate::store::Store;
 use async_trait::async_trait;
 

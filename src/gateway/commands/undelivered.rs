@@ -8,7 +8,7 @@
 //! the shell say the same things about the same rows.
 
 use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::courier::human;
+use crate::gateway::delivery::courier::human;
 use crate::observe::redact::redact_patterns;
 use crate::store::{DeadLetter, QueueSummary, Store, StoreError};
 use async_trait::async_trait;
@@ -193,8 +193,8 @@ pub(crate) fn now_ms() -> i64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::gateway::test_support::{self, RecordingChat};
     use crate::gateway::wiring::Wiring;
+    use crate::gateway::wiring::test_support::{self, RecordingChat};
     use crate::store::{AttemptEnd, NewOutboxRow};
     use hermes_adapter::{ChatType, OutboundMessage, Platform, SessionSource};
     use std::path::Path;
@@ -246,7 +246,7 @@ pub(crate) mod tests {
         };
         let row = NewOutboxRow {
             key: key.into(),
-            lane: crate::gateway::courier::lane_of("chat", chat_id),
+            lane: crate::gateway::delivery::courier::lane_of("chat", chat_id),
             platform: "chat".into(),
             target: serde_json::to_string(&target).unwrap(),
             body: text.into(),

@@ -2,7 +2,7 @@
 //! compressions, per model.
 
 use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::models::Models;
+use crate::gateway::conversation::models::Models;
 use async_trait::async_trait;
 
 pub(super) struct UsageCommand;

@@ -3,9 +3,9 @@
 //! [`AnswerTo`] every later step uses to reach the user.
 
 use super::TurnEnd;
-use crate::gateway::deliverer::Deliverer;
-use crate::gateway::outbound::{self, Finish};
-use crate::gateway::turn_limits::TurnLimits;
+use crate::gateway::delivery::deliverer::Deliverer;
+use crate::gateway::delivery::outbound::{self, Finish};
+use crate::gateway::turn::limits::TurnLimits;
 use hermes_adapter::{Capabilities, ChatTarget, InboundEvent, PlatformAdapter};
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;

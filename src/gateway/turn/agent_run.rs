@@ -3,14 +3,14 @@
 //! [`Output`], tool messages and usage to the store as they happen — until the agent finishes.
 
 use super::admit::AnswerTo;
-use super::messages::new_message;
 use super::output::Output;
 use super::prepare::Prepared;
 use crate::agent::tools::SessionScope;
 use crate::agent::{Agent, ChatMessage, ProviderError, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools};
-use crate::gateway::compaction::Compactor;
-use crate::gateway::models::Models;
-use crate::gateway::tool_access::ToolAccess;
+use crate::gateway::conversation::compaction::Compactor;
+use crate::gateway::conversation::messages::new_message;
+use crate::gateway::conversation::models::Models;
+use crate::gateway::turn::tool_access::ToolAccess;
 use crate::store::{CallUsage, RouteEntry, Store, StoreError};
 use hermes_adapter::{Capabilities, InboundEvent, Usage};
 use std::sync::Arc;

@@ -16,27 +16,29 @@
 
 mod admit;
 mod agent_run;
-mod messages;
+pub mod background_slots;
+pub mod limits;
 mod output;
 mod prepare;
-mod prompt;
 mod settle;
 #[cfg(test)]
 mod tests;
+pub mod tool_access;
+pub mod tool_host;
+pub mod tracker;
+pub(crate) mod typing;
 
 pub(crate) use agent_run::Ledger;
-pub use messages::{new_message, to_chat_message};
-pub use prompt::Prompts;
 
-use super::approvals::board::ApprovalBoard;
-use super::auth::AuthPolicy;
-use super::deliverer::Deliverer;
-use super::models::Models;
-use super::sessions::Sessions;
-use super::stream_edit::StreamSettings;
-use super::tool_access::ToolAccess;
-use super::turn_limits::TurnLimits;
 use crate::agent::{Agent, SteeringInbox};
+use crate::gateway::conversation::models::Models;
+use crate::gateway::conversation::sessions::Sessions;
+use crate::gateway::delivery::deliverer::Deliverer;
+use crate::gateway::delivery::stream_edit::StreamSettings;
+use crate::gateway::intake::auth::AuthPolicy;
+use crate::gateway::session::approvals::board::ApprovalBoard;
+use crate::gateway::turn::limits::TurnLimits;
+use crate::gateway::turn::tool_access::ToolAccess;
 use agent_run::RunControls;
 use hermes_adapter::InboundEvent;
 use output::Output;
@@ -127,7 +129,7 @@ async fn drive(h: &TurnHandles, session_key: &str, event: &InboundEvent, control
         let (board, key) = (h.approvals.clone(), session_key.to_string());
         move || board.pending(&key) > 0
     };
-    let _typing = super::typing::TypingGuard::start(answer.adapter.clone(), answer.target.clone(), waiting);
+    let _typing = crate::gateway::turn::typing::TypingGuard::start(answer.adapter.clone(), answer.target.clone(), waiting);
     let scope = agent_run::scope(event, &prepared.route, &answer.caps, h.auth.is_admin(event));
     let request = agent_run::request(&h.models, &h.tools, &h.sessions.compactor, scope, event, &mut prepared, &controls);
     let ledger = Ledger { store: &h.sessions.store, models: &h.models, session_id: &prepared.route.session_id, event_id: &event.event_id };

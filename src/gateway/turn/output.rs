@@ -5,9 +5,9 @@
 
 use super::admit::AnswerTo;
 use crate::config::ToolProgress;
-use crate::gateway::deliverer::Deliverer;
-use crate::gateway::outbound::{self, Finish};
-use crate::gateway::stream_edit::{StreamEditor, StreamSettings};
+use crate::gateway::delivery::deliverer::Deliverer;
+use crate::gateway::delivery::outbound::{self, Finish};
+use crate::gateway::delivery::stream_edit::{StreamEditor, StreamSettings};
 use hermes_adapter::media::extract_media_tags;
 use hermes_adapter::{SendError, StreamEvent, StreamStyle};
 use std::collections::HashSet;

@@ -4,17 +4,17 @@
 //! is asked with.
 
 use super::admit::AnswerTo;
-use super::messages::{new_message, seed_message, to_chat_message};
 use super::{HISTORY_LIMIT, OUTSIDE_TEXT, TurnEnd};
 use crate::agent::fence::Fence;
 use crate::agent::prompt::with_message_instructions;
 use crate::agent::providers::ModelSpec;
 use crate::agent::tools::ToolFilter;
 use crate::agent::{ChatMessage, compress};
-use crate::gateway::history_cache::SessionHistory;
-use crate::gateway::models::Models;
-use crate::gateway::sessions::Sessions;
-use crate::gateway::tool_access::ToolAccess;
+use crate::gateway::conversation::history_cache::SessionHistory;
+use crate::gateway::conversation::messages::{new_message, seed_message, to_chat_message};
+use crate::gateway::conversation::models::Models;
+use crate::gateway::conversation::sessions::Sessions;
+use crate::gateway::turn::tool_access::ToolAccess;
 use crate::store::{HistoryUpdate, OpenedTurn, RouteEntry, TurnOpening};
 use hermes_adapter::InboundEvent;
 use std::sync::Arc;

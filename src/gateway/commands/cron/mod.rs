@@ -8,7 +8,7 @@ use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use crate::cron::job::{Job, Origin};
 use crate::cron::manage::{Actor, CronJobs, JobEdit, ManageError, NewJob};
 use crate::cron::schedule::Zone;
-use crate::gateway::cron_targets::{DeliveryRights, Requester};
+use crate::gateway::delivery::rights::{DeliveryRights, Requester};
 use async_trait::async_trait;
 use hermes_adapter::InboundEvent;
 

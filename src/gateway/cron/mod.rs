@@ -1,0 +1,9 @@
+//! The gateway's side of scheduled runs: the [`ticker`] beside the adapters, the [`host`] that
+//! runs a job as an agent turn and delivers it, the [`owner`] checks (a job stops when its
+//! owner loses access), and the agent's `cronjob`
+//! [`tool`] bound to the chat that asked.
+
+pub mod host;
+pub(crate) mod owner;
+pub mod ticker;
+pub(crate) mod tool;

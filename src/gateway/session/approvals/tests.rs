@@ -1,0 +1,78 @@
+//! The policy's decisions that need no chat round trip: cron runs, conversations nobody can be
+//! asked in, and deny rules that even `/yolo` cannot pass. Each goes through the tool context a
+//! real turn gets, so what is checked is what the terminal tool would be told.
+
+use crate::agent::approval::{CommandDecision, CommandRequest};
+use crate::agent::fence::Fence;
+use crate::agent::tools::SessionScope;
+use crate::config::Config;
+use crate::gateway::wiring::test_support::RecordingChat;
+use std::path::Path;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+struct Silent;
+
+#[async_trait::async_trait]
+impl crate::agent::providers::ChatProvider for Silent {
+    async fn complete(
+        &self,
+        _request: &crate::agent::providers::ChatRequest,
+        _deltas: Option<&tokio::sync::mpsc::Sender<String>>,
+    ) -> Result<crate::agent::providers::ChatResponse, crate::agent::providers::ProviderError> {
+        Err(crate::agent::providers::ProviderError::Fatal("no model in this test".into()))
+    }
+}
+
+async fn decide(yaml: &str, platform: &str, interactive: bool, command: &str) -> (CommandDecision, Vec<String>, tempfile::TempDir) {
+    let env = crate::config::Env::from_pairs(Vec::<(String, String)>::new());
+    let config: Config = crate::config::load_str(yaml, Path::new("config.yaml"), &env).unwrap().config;
+    let chat = RecordingChat::new();
+    let (dir, gateway) = crate::gateway::wiring::test_support::gateway(config, chat.clone(), Arc::new(Silent)).await;
+    gateway.actors.commands.approvals.board.set_yolo("k", yaml.contains("# yolo"));
+    let scope = SessionScope {
+        session_key: "k".into(),
+        platform: platform.into(),
+        chat_id: "c1".into(),
+        interactive,
+        // What a cron run's scope will say (the policy reads the flag, not the platform name).
+        scheduled: platform == "cron",
+        ..SessionScope::default()
+    };
+    let context = gateway.turns().tools.context(scope, "turn-1", Arc::new(Fence::default()), CancellationToken::new());
+    let request = CommandRequest { command, workdir: Path::new(&context.paths.workdir), sandboxed: true, leave_sandbox: None };
+    let decision = context.approval.check_command(&context.scope, &request, &context.cancel).await;
+    assert!(gateway.store.approval_close_orphans("test").await.unwrap().is_empty(), "nothing was put to a person");
+    let sent = chat.sent.lock().unwrap().clone();
+    (decision, sent, dir)
+}
+
+#[tokio::test]
+async fn a_cron_run_is_denied_without_a_prompt_unless_cron_mode_approves() {
+    let (decision, sent, _dir) = decide("approvals:\n  mode: manual\n", "cron", false, "rm -rf build").await;
+    assert!(
+        matches!(&decision, CommandDecision::Deny(why) if why.contains("scheduled job") && why.contains("cron_mode is deny")),
+        "{decision:?}"
+    );
+    assert!(sent.is_empty(), "no prompt: {sent:?}");
+    let (decision, _, _dir) = decide("approvals:\n  mode: manual\n  cron_mode: approve\n", "cron", false, "rm -rf build").await;
+    assert_eq!(decision, CommandDecision::CONFINED);
+}
+
+#[tokio::test]
+async fn a_conversation_nobody_can_be_asked_in_is_refused_at_once() {
+    let (decision, sent, _dir) = decide("approvals:\n  mode: manual\n", "api_server", false, "rm -rf build").await;
+    assert!(matches!(&decision, CommandDecision::Deny(why) if why.contains("Nobody can approve")), "{decision:?}");
+    assert!(sent.is_empty());
+}
+
+#[tokio::test]
+async fn deny_rules_beat_yolo_and_safe_commands_need_nobody() {
+    let yaml = "approvals:\n  mode: manual\n  deny: ['git push*']\n# yolo\n";
+    let (decision, _, _dir) = decide(yaml, "chat", true, "git push origin main").await;
+    assert!(matches!(&decision, CommandDecision::Deny(why) if why.contains("deny rule `git push*`")), "{decision:?}");
+    let (decision, _, _dir) = decide(yaml, "chat", true, "rm -rf build").await;
+    assert_eq!(decision, CommandDecision::CONFINED, "yolo runs a flagged command inside the sandbox");
+    let (decision, _, _dir) = decide("approvals:\n  mode: manual\n", "chat", true, "ls -la").await;
+    assert_eq!(decision, CommandDecision::CONFINED);
+}

@@ -1,0 +1,167 @@
+//! Start-up wiring: every handle is built once here, in an order without cycles, and each part
+//! of the gateway is handed the handles it uses. The order is what removes the back-pointers:
+//!
+//! 1. [`Models`], the [`Deliverer`] (adapters, outbox, file roots) and the [`ClarifyBoard`]
+//!    own nothing that needs them back.
+//! 2. The approval policy ([`ChatApprovals`]) gets the classifier, the store and the deliverer
+//!    (for its prompts); its board is shared with the commands that answer it and the actors.
+//! 3. The [`GatewayToolHost`] gets the store, the deliverer, the clarify board and the home
+//!    channels; the agent's tools reach it through each turn's tool context, and nothing it
+//!    holds owns the agent.
+//! 4. The [`StoreDirectory`] (handed to the adapters when they start) gets the store, the key
+//!    policy and the models — not the adapters.
+//! 5. The cron parts ([`crate::gateway::cron::ticker`]): the jobs (also handed to the tool host for the
+//!    `cronjob` tool), then, once the turn's handles exist, the host of scheduled runs and the
+//!    ticker; the commands get the jobs, the home channels and the ticker's health.
+//! 6. The turn's, the commands' and the actors' handles are assembled from the above.
+//!
+//! [`Wiring`] is the one value that holds everything; only `gateway::run` (and the tests'
+//! in-process gateway) keep it, and they hand out its parts.
+
+#[cfg(test)]
+pub(crate) mod test_support;
+
+use super::commands::{self, CommandHandles};
+use super::conversation::prompt::Prompts;
+use super::turn::TurnHandles;
+use crate::agent::Agent;
+use crate::agent::approval::GuardPolicy;
+use crate::agent::tools::{AgentPaths, ToolSettings};
+use crate::config::{Config, Home};
+use crate::gateway::conversation::compaction::Compactor;
+use crate::gateway::conversation::history_cache::HistoryCache;
+use crate::gateway::conversation::models::Models;
+use crate::gateway::conversation::sessions::Sessions;
+use crate::gateway::delivery::deliverer::{Deliverer, FileRoots};
+use crate::gateway::delivery::home_channels::HomeChannels;
+use crate::gateway::delivery::stream_edit::StreamSettings;
+use crate::gateway::intake::auth::AuthPolicy;
+use crate::gateway::intake::directory::StoreDirectory;
+use crate::gateway::intake::router::Routing;
+use crate::gateway::intake::session_key::KeyPolicy;
+use crate::gateway::ops::health::HealthBoard;
+use crate::gateway::session::actor::{ActorHandles, Behaviour};
+use crate::gateway::session::approvals::board::ApprovalBoard;
+use crate::gateway::session::approvals::rules::{ApprovalRules, Mode};
+use crate::gateway::session::approvals::smart::SmartJudge;
+use crate::gateway::session::approvals::{ApprovalHandles, ChatApprovals};
+use crate::gateway::session::clarify::ClarifyBoard;
+use crate::gateway::turn::limits::TurnLimits;
+use crate::gateway::turn::tool_access::ToolAccess;
+use crate::gateway::turn::tool_host::GatewayToolHost;
+use crate::store::Store;
+use hermes_adapter::PlatformAdapter;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What the wiring is built from: the parts `gateway::run` prepares first (they can fail, or
+/// tests choose them).
+pub struct Parts<'a> {
+    pub config: Arc<Config>,
+    pub home: Home,
+    pub store: Store,
+    pub adapters: &'a [Arc<dyn PlatformAdapter>],
+    pub auth: Arc<AuthPolicy>,
+    pub agent: Arc<Agent>,
+    pub paths: Arc<AgentPaths>,
+    pub tool_settings: Arc<ToolSettings>,
+    /// The command classifier, under the gateway's approval policy.
+    pub guard: Arc<GuardPolicy>,
+    /// Message text kept in memory between turns (recent sessions' history).
+    pub history_bytes: usize,
+}
+
+pub struct Wiring {
+    pub store: Store,
+    /// The jobs, the ticker and the home channels.
+    pub cron: crate::gateway::cron::ticker::CronParts,
+    pub health: Arc<HealthBoard>,
+    pub key_policy: KeyPolicy,
+    pub actors: Arc<ActorHandles>,
+    /// Sessions for the adapters' HTTP surfaces.
+    pub directory: Arc<StoreDirectory>,
+}
+
+impl Wiring {
+    pub fn build(parts: Parts<'_>) -> Wiring {
+        let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, guard, history_bytes } = parts;
+        let models = Arc::new(Models::new(config.clone(), home.config_file()));
+        let approvals = ApprovalHandles {
+            board: Arc::new(ApprovalBoard::with_bound(config.gateway.memory.approval_sessions)),
+            rules: Arc::new(ApprovalRules::from_config(&config, home.config_file())),
+        };
+        let files = FileRoots { home: home.clone(), workdir: paths.workdir.clone() };
+        let health = Arc::new(HealthBoard::new());
+        let retry = crate::gateway::delivery::courier::RetryPolicy::with_window(config.delivery.retry_window());
+        let deliverer = Arc::new(Deliverer::new(adapters, store.clone(), files, Some(health.clone()), retry));
+        let clarify = Arc::new(ClarifyBoard::default());
+        let homes = HomeChannels::from_config(&config);
+        let jobs = crate::gateway::cron::ticker::jobs(&config, &home);
+        let host = GatewayToolHost::new(store.clone(), deliverer.clone(), clarify.clone(), homes.clone(), jobs.clone());
+        let smart = (approvals.rules.mode == Mode::Smart).then(|| SmartJudge::new(agent.clone(), models.clone()));
+        let policy = ChatApprovals::new(guard, approvals.clone(), smart, store.clone(), deliverer.clone(), tool_settings.secrets.clone());
+        let tools = Arc::new(ToolAccess::new(&config, paths.clone(), tool_settings.clone(), Arc::new(host), Arc::new(policy)));
+        let prompts = Prompts::new(
+            store.clone(),
+            paths,
+            config.memory.clone(),
+            tool_settings.per_user_profiles,
+            config.agent.system_prompt.clone(),
+            deliverer.chat_platforms(),
+        );
+        let compactor = Compactor::new(config.compression.clone(), agent.clone(), models.clone(), store.clone());
+        let sessions = Arc::new(Sessions { store: store.clone(), history: HistoryCache::new(history_bytes), prompts, compactor });
+        let turns = TurnHandles {
+            sessions,
+            models: models.clone(),
+            deliverer,
+            tools,
+            agent,
+            limits: Arc::new(TurnLimits::new(config.gateway.max_concurrent_sessions)),
+            auth: auth.clone(),
+            stream: Arc::new(StreamSettings::from_config(&config)),
+            approvals: approvals.board.clone(),
+        };
+        let cron = crate::gateway::cron::ticker::CronParts::build(&config, &home, &turns, jobs, homes, CancellationToken::new());
+        let commands = CommandHandles {
+            store: store.clone(),
+            models: models.clone(),
+            auth,
+            health: health.clone(),
+            registry: Arc::new(commands::registry()),
+            turns: turns.clone(),
+            approvals: approvals.clone(),
+            cron: cron.commands(home.env_file()),
+            platforms: Default::default(),
+            restart: CancellationToken::new(),
+        };
+        let behaviour = Behaviour::from_config(&config);
+        let actors = Arc::new(ActorHandles { turns, commands, clarify, approvals: approvals.board, behaviour });
+        let key_policy = KeyPolicy {
+            group_sessions_per_user: config.gateway.group_sessions_per_user,
+            thread_sessions_per_user: config.gateway.thread_sessions_per_user,
+        };
+        let directory = Arc::new(StoreDirectory::new(store.clone(), key_policy, models));
+        Wiring { store, cron, health, key_policy, actors, directory }
+    }
+
+    /// What the router works with.
+    pub fn routing(&self) -> Routing {
+        Routing {
+            auth: self.actors.turns.auth.clone(),
+            key_policy: self.key_policy,
+            store: self.store.clone(),
+            actors: self.actors.clone(),
+        }
+    }
+
+    /// The turn slots, the drain count and the abort.
+    pub fn limits(&self) -> &Arc<TurnLimits> {
+        &self.actors.turns.limits
+    }
+
+    /// What a turn runs with.
+    pub fn turns(&self) -> &TurnHandles {
+        &self.actors.turns
+    }
+}
