@@ -19,7 +19,7 @@
 //! 1. An adapter's `run` turns a platform update into an [`hermes_adapter::InboundEvent`] and
 //!    hands it to [`gateway::intake::inbox`] (`AdapterContext::accept`), which stores it durably and
 //!    deduplicated *before* the adapter acknowledges the platform.
-//! 2. [`gateway::intake::router`] decides who may talk ([`gateway::intake::auth`]) and which session the event
+//! 2. [`gateway::session::router`] decides who may talk ([`gateway::intake::auth`]) and which session the event
 //!    belongs to ([`gateway::intake::session_key`]), and hands it to that session's actor
 //!    ([`gateway::session::actor`]): one at a time per session, commands ([`gateway::commands`]) first.
 //! 3. [`gateway::turn`] runs the turn as named steps, each taking only the handles it uses:

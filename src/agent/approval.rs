@@ -1,7 +1,7 @@
 //! The approval-policy hook every terminal command passes through, and the classifier's part of
 //! it. [`GuardPolicy`] judges a command with `hermes-guard`'s classifier (its syntax tree, after
 //! undoing disguises): hardline commands never run; flagged ones, and any request to run outside
-//! the sandbox, need a person's approval. The gateway's policy (`gateway::session::approvals`) asks that
+//! the sandbox, need a person's approval. The gateway's policy (`gateway::turn::approvals`) asks that
 //! person in the chat; [`GuardPolicy`] on its own, where nobody can be asked, refuses them
 //! (except flagged commands with `approvals.mode: off` inside an enforced sandbox).
 

@@ -6,7 +6,7 @@ use crate::agent::{ChatMessage, Role};
 use crate::config::Config;
 use crate::gateway::intake::inbox::Inbox;
 use crate::gateway::session::actor;
-use crate::gateway::wiring::test_support::RecordingChat;
+use crate::gateway::tests::support::RecordingChat;
 use crate::store::InboxState;
 use async_trait::async_trait;
 use hermes_adapter::{ChatType, InboundEvent, Platform, SessionSource};
@@ -48,7 +48,7 @@ async fn wait_for(chat: &RecordingChat, what: impl Fn(&[String]) -> bool) -> Vec
 #[tokio::test]
 async fn a_panicking_turn_frees_the_session_tells_the_user_and_parks_the_event() {
     let chat = RecordingChat::new();
-    let (_dir, gateway) = crate::gateway::wiring::test_support::gateway(Config::default(), chat.clone(), Arc::new(FragileModel)).await;
+    let (_dir, gateway) = crate::gateway::tests::support::gateway(Config::default(), chat.clone(), Arc::new(FragileModel)).await;
     let (idle_tx, _idle_rx) = mpsc::unbounded_channel();
     let session = actor::spawn(gateway.actors.clone(), "chat:dm:c1".into(), idle_tx);
     // One at a time: a second message arriving mid-turn would interrupt the first before it panics.
@@ -74,7 +74,7 @@ async fn a_panicking_turn_frees_the_session_tells_the_user_and_parks_the_event()
 #[tokio::test]
 async fn an_event_the_gateway_died_under_three_times_is_parked_not_replayed() {
     let chat = RecordingChat::new();
-    let (_dir, gateway) = crate::gateway::wiring::test_support::gateway(Config::default(), chat, Arc::new(FragileModel)).await;
+    let (_dir, gateway) = crate::gateway::tests::support::gateway(Config::default(), chat, Arc::new(FragileModel)).await;
     let store = &gateway.store;
     for id in ["crashy", "unlucky"] {
         store.inbox_accept(id, "chat", &serde_json::to_string(&event(id, "hello")).unwrap()).await.unwrap();

@@ -27,6 +27,8 @@ pub mod delivery;
 pub mod intake;
 pub mod ops;
 pub mod session;
+#[cfg(test)]
+mod tests;
 pub mod turn;
 pub mod wiring;
 
@@ -208,7 +210,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     ops::media_sweep::sweep(&media_cache, media_limits).await;
 
     let config = Arc::new(config);
-    let adapters = ops::adapters::build_enabled_with(&config, &home, &options.registry).map_err(|e| GatewayError::Config(e.to_string()))?;
+    let adapters = ops::adapters::build_enabled_with(&config, &home, &options.registry, &commands::menu())
+        .map_err(|e| GatewayError::Config(e.to_string()))?;
     if adapters.is_empty() {
         tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
     }
@@ -220,8 +223,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     board.expect_adapters(adapters.len());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
     let inbox = Arc::new(intake::inbox::Inbox::new(store.clone(), router_tx));
-    session::approvals::deny_left_open(&store, wiring.turns().deliverer.clone()).await;
-    let router = intake::router::spawn(wiring.routing(), router_rx);
+    turn::approvals::deny_left_open(&store, wiring.turns().deliverer.clone()).await;
+    let router = session::router::spawn(wiring.routing(), router_rx);
     inbox.replay_unfinished().await?;
 
     let adapters_stop = CancellationToken::new();
@@ -238,7 +241,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let mut status = ops::status_file::StatusFile::new(chrono::Utc::now());
     status.listeners = start_admin(&config, &board, &admin_stop).await?.into();
     let status_path = home.status_file();
-    let status_task = ops::chores::spawn_status_writer(status.clone(), status_path.clone(), ops::chores::StatusSources::of(&wiring));
+    let status_task = ops::chores::spawn_status_writer(status.clone(), status_path.clone(), wiring.status_sources());
     let housekeeping = ops::chores::spawn_inbox_pruning(store.clone());
     let media_sweeper = ops::media_sweep::spawn(media_cache, media_limits);
     let heap_trimmer = ops::heap_trim::spawn(std::time::Duration::from_secs(config.gateway.memory.trim_heap_every_secs));
@@ -312,7 +315,8 @@ async fn wire(
 pub async fn headless(home: &Home, config: Config, registry: &crate::registry::Registry) -> Result<wiring::Wiring, GatewayError> {
     home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
     let config = Arc::new(config);
-    let adapters = ops::adapters::build_enabled_with(&config, home, registry).map_err(|e| GatewayError::Config(e.to_string()))?;
+    let adapters =
+        ops::adapters::build_enabled_with(&config, home, registry, &commands::menu()).map_err(|e| GatewayError::Config(e.to_string()))?;
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
     let auth = Arc::new(auth_policy(&config, &platform_names));
     wire(&config, home, &adapters, auth).await

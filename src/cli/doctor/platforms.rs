@@ -30,7 +30,7 @@ pub(super) async fn check(report: &mut Report, config: &Config, home: &Home) {
         report.warn("no platform is enabled: set TELEGRAM_BOT_TOKEN (or another platform's variables) in .env");
         return;
     }
-    let built = match adapters::build_enabled(config, home) {
+    let built = match adapters::build_enabled(config, home, &crate::gateway::commands::menu()) {
         Ok(built) => built,
         Err(e) => {
             report.fail(&format!("platform settings: {e}"), "fix the setting named above in config.yaml or .env");

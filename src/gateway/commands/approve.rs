@@ -4,8 +4,8 @@
 //! `command_allowlist`.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::session::approvals::board::{Answer, Answered, ById, Reach};
-use crate::gateway::session::approvals::texts;
+use crate::gateway::turn::approvals::board::{Answer, Answered, ById, Reach};
+use crate::gateway::turn::approvals::texts;
 use async_trait::async_trait;
 
 pub(super) struct Approve;

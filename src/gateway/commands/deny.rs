@@ -3,8 +3,8 @@
 
 use super::approve::{Which, answer, split_id};
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::session::approvals::board::Answer;
-use crate::gateway::session::approvals::texts;
+use crate::gateway::turn::approvals::board::Answer;
+use crate::gateway::turn::approvals::texts;
 use async_trait::async_trait;
 
 pub(super) struct Deny;

@@ -34,8 +34,8 @@ use crate::gateway::conversation::models::Models;
 use crate::gateway::intake::auth::AuthPolicy;
 use crate::gateway::ops::health::HealthBoard;
 use crate::gateway::session::actor::SessionState;
-use crate::gateway::session::approvals::ApprovalHandles;
 use crate::gateway::turn::TurnHandles;
+use crate::gateway::turn::approvals::ApprovalHandles;
 use crate::store::Store;
 use async_trait::async_trait;
 use hermes_adapter::{Button, InboundEvent};
@@ -103,6 +103,11 @@ pub trait SlashCommand: Send + Sync + 'static {
 }
 
 /// Every command available in chats, in the order `/help` shows them.
+/// The slash commands, as a platform's command menu shows them: (name, description).
+pub fn menu() -> Vec<(String, String)> {
+    registry().specs().map(|spec| (spec.name.to_string(), spec.description.to_string())).collect()
+}
+
 pub fn registry() -> CommandRegistry {
     CommandRegistry {
         commands: vec![

@@ -116,8 +116,8 @@ fn action(paused: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::tests::support::{self, RecordingChat};
     use crate::gateway::wiring::Wiring;
-    use crate::gateway::wiring::test_support::{self, RecordingChat};
     use hermes_adapter::{ChatType, HealthReporter, Platform, SessionSource};
     use std::path::Path;
 
@@ -140,7 +140,7 @@ mod tests {
         let env = crate::config::Env::from_pairs(Vec::<(String, String)>::new());
         let yaml = "gateway:\n  allowed_users: [boss, guest]\n  admin_users: [boss]\n";
         let config = crate::config::load_str(yaml, Path::new("config.yaml"), &env).unwrap().config;
-        let (dir, wiring) = test_support::gateway(config, RecordingChat::new(), std::sync::Arc::new(NoModel)).await;
+        let (dir, wiring) = support::gateway(config, RecordingChat::new(), std::sync::Arc::new(NoModel)).await;
         let (handles, board) = (&wiring.actors.commands, &wiring.health);
         for name in ["chat", "discord", "email"] {
             handles.platforms.register(name);

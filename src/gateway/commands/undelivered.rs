@@ -193,8 +193,8 @@ pub(crate) fn now_ms() -> i64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::gateway::tests::support::{self, RecordingChat};
     use crate::gateway::wiring::Wiring;
-    use crate::gateway::wiring::test_support::{self, RecordingChat};
     use crate::store::{AttemptEnd, NewOutboxRow};
     use hermes_adapter::{ChatType, OutboundMessage, Platform, SessionSource};
     use std::path::Path;
@@ -220,7 +220,7 @@ pub(crate) mod tests {
         let yaml = "gateway:\n  allowed_users: [boss, guest]\n  admin_users: [boss]\n";
         let config = crate::config::load_str(yaml, Path::new("config.yaml"), &env).unwrap().config;
         let chat = RecordingChat::new();
-        let (dir, wiring) = test_support::gateway(config, chat.clone(), Arc::new(NoModel)).await;
+        let (dir, wiring) = support::gateway(config, chat.clone(), Arc::new(NoModel)).await;
         (dir, wiring, chat)
     }
 

@@ -6,4 +6,3 @@
 pub mod host;
 pub(crate) mod owner;
 pub mod ticker;
-pub(crate) mod tool;

@@ -95,7 +95,7 @@ async fn gateway(chat: Arc<EditingChat>) -> (tempfile::TempDir, Wiring) {
     config.streaming.edit_interval = 0.0;
     config.streaming.buffer_threshold = 1;
     let provider = crate::agent::providers::openai::OpenAiCompatible::new(Duration::from_secs(1));
-    crate::gateway::wiring::test_support::gateway(config, chat, Arc::new(provider)).await
+    crate::gateway::tests::support::gateway(config, chat, Arc::new(provider)).await
 }
 
 fn editor(gateway: &Wiring, chat: &Arc<EditingChat>, key: &str) -> StreamEditor {

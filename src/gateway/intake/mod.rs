@@ -8,5 +8,4 @@ pub mod auth;
 pub mod directory;
 pub mod inbox;
 pub(crate) mod pairing;
-pub mod router;
 pub mod session_key;

@@ -22,18 +22,23 @@ pub enum AdaptersError {
 }
 
 /// Build every enabled adapter of the built-in registry.
-pub fn build_enabled(config: &Config, home: &Home) -> Result<Vec<Arc<dyn PlatformAdapter>>, AdaptersError> {
-    build_enabled_with(config, home, &Registry::builtin())
+pub fn build_enabled(config: &Config, home: &Home, commands: &[(String, String)]) -> Result<Vec<Arc<dyn PlatformAdapter>>, AdaptersError> {
+    build_enabled_with(config, home, &Registry::builtin(), commands)
 }
 
 /// Build every enabled adapter `registry` has; enabled blocks it has none for are warned about.
-pub fn build_enabled_with(config: &Config, home: &Home, registry: &Registry) -> Result<Vec<Arc<dyn PlatformAdapter>>, AdaptersError> {
+/// `commands` is the slash-command menu (name, description) adapters that show one publish.
+pub fn build_enabled_with(
+    config: &Config,
+    home: &Home,
+    registry: &Registry,
+    commands: &[(String, String)],
+) -> Result<Vec<Arc<dyn PlatformAdapter>>, AdaptersError> {
     for (name, block) in &config.platforms.others {
         if block.is_enabled() && registry.get(name).is_none() {
             tracing::warn!("platforms.{name} is enabled (or its token is set) but this build has no {name} adapter; it is ignored");
         }
     }
-    let commands = command_menu();
     let media_dir = home.cache_dir();
     let mut adapters = Vec::new();
     for registration in registry.iter() {
@@ -49,7 +54,7 @@ pub fn build_enabled_with(config: &Config, home: &Home, registry: &Registry) -> 
             token,
             media_dir: &media_dir,
             state_dir: &state_dir,
-            commands: &commands,
+            commands,
             link_previews: config.display.link_previews,
             turn_timeout: Duration::from_secs(config.agent.gateway_timeout),
         };
@@ -82,9 +87,4 @@ fn check_allowlist(config: &Config, platform: &str, entry_problem: fn(&str) -> O
             tracing::warn!("{key}: the entry {entry:?} never matches anyone: {problem}");
         }
     }
-}
-
-/// The slash commands, as a platform's command menu shows them.
-fn command_menu() -> Vec<(String, String)> {
-    crate::gateway::commands::registry().specs().map(|spec| (spec.name.to_string(), spec.description.to_string())).collect()
 }

@@ -5,8 +5,6 @@
 use crate::cron::status::TickerHealth;
 use crate::gateway::ops::health::HealthBoard;
 use crate::gateway::ops::status_file::{CronStatus, ParkedEvent, StatusFile};
-use crate::gateway::turn::limits::TurnLimits;
-use crate::gateway::wiring::Wiring;
 use crate::observe::metrics::{self, OutboxQueue};
 use crate::store::{QueueSummary, Store};
 use std::path::PathBuf;
@@ -26,20 +24,10 @@ const DEAD_LETTERS_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 /// What the status file is written from.
 pub struct StatusSources {
     pub board: Arc<HealthBoard>,
-    pub limits: Arc<TurnLimits>,
+    /// How many turns are running now.
+    pub turns_running: Arc<dyn Fn() -> usize + Send + Sync>,
     pub store: Store,
     pub ticker: Option<Arc<TickerHealth>>,
-}
-
-impl StatusSources {
-    pub fn of(wiring: &Wiring) -> Self {
-        Self {
-            board: wiring.health.clone(),
-            limits: wiring.limits().clone(),
-            store: wiring.store.clone(),
-            ticker: Some(wiring.cron.ticker.health.clone()),
-        }
-    }
 }
 
 /// Rewrite the status file every 2 s from the health board, the running turns, the cron
@@ -58,7 +46,7 @@ pub fn spawn_status_writer(mut status: StatusFile, path: PathBuf, sources: Statu
 }
 
 async fn refresh(status: &mut StatusFile, sources: &StatusSources) {
-    status.apply(&sources.board.snapshot(), sources.limits.running.active());
+    status.apply(&sources.board.snapshot(), (sources.turns_running)());
     status.apply_records(&sources.board.records());
     status.cron = sources.ticker.as_ref().map(|t| CronStatus::from(t.snapshot()));
     match sources.store.inbox_unfinished().await {
@@ -129,7 +117,7 @@ mod tests {
     #[tokio::test]
     async fn a_refresh_records_the_outbox_queues_in_the_status_file() {
         let (_dir, wiring, _chat) = rig().await;
-        let sources = StatusSources::of(&wiring);
+        let sources = wiring.status_sources();
         let mut status = StatusFile::new(chrono::Utc::now());
         refresh(&mut status, &sources).await;
         assert!(status.outbox.is_empty(), "{:?}", status.outbox);

@@ -4,5 +4,4 @@
 //! risky command waits for `/approve` or `/deny`.
 
 pub mod actor;
-pub mod approvals;
-pub mod clarify;
+pub mod router;

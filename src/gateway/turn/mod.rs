@@ -16,7 +16,10 @@
 
 mod admit;
 mod agent_run;
+pub mod approvals;
 pub mod background_slots;
+pub mod clarify;
+pub(crate) mod cron_tool;
 pub mod limits;
 mod output;
 mod prepare;
@@ -36,7 +39,7 @@ use crate::gateway::conversation::sessions::Sessions;
 use crate::gateway::delivery::deliverer::Deliverer;
 use crate::gateway::delivery::stream_edit::StreamSettings;
 use crate::gateway::intake::auth::AuthPolicy;
-use crate::gateway::session::approvals::board::ApprovalBoard;
+use crate::gateway::turn::approvals::board::ApprovalBoard;
 use crate::gateway::turn::limits::TurnLimits;
 use crate::gateway::turn::tool_access::ToolAccess;
 use agent_run::RunControls;

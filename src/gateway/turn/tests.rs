@@ -8,8 +8,8 @@ use super::{TurnEnd, TurnHandles, TurnMode};
 use crate::agent::providers::{ChatProvider, ChatRequest, ChatResponse, ProviderError};
 use crate::agent::{Role, SteeringInbox};
 use crate::config::Config;
+use crate::gateway::tests::support::{self, RecordingChat};
 use crate::gateway::turn::limits::TurnLimits;
-use crate::gateway::wiring::test_support::{self, RecordingChat};
 use crate::store::Store;
 use async_trait::async_trait;
 use hermes_adapter::untrusted::mark;
@@ -44,7 +44,7 @@ struct Rig {
 async fn rig(answer: &str) -> Rig {
     let chat = RecordingChat::new();
     let model = Arc::new(ScriptedModel { answer: answer.into(), asked: Mutex::new(Vec::new()) });
-    let (dir, wiring) = test_support::gateway(Config::default(), chat.clone(), model.clone()).await;
+    let (dir, wiring) = support::gateway(Config::default(), chat.clone(), model.clone()).await;
     Rig { _dir: dir, turns: wiring.turns().clone(), store: wiring.store, chat, model }
 }
 

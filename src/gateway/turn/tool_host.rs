@@ -12,7 +12,7 @@ use crate::cron::manage::CronJobs;
 use crate::gateway::delivery::deliverer::Deliverer;
 use crate::gateway::delivery::home_channels::HomeChannels;
 use crate::gateway::delivery::outbound::{self, Delivery};
-use crate::gateway::session::clarify::ClarifyBoard;
+use crate::gateway::turn::clarify::ClarifyBoard;
 use crate::store::{SearchScope, Store};
 use async_trait::async_trait;
 use hermes_adapter::{ChatTarget, Platform};
@@ -149,7 +149,7 @@ impl ToolHost for GatewayToolHost {
 
     async fn cronjob(&self, scope: &SessionScope, args: CronJobArgs) -> Result<String, HostError> {
         let rights = crate::gateway::delivery::rights::DeliveryRights { store: &self.store, homes: &self.homes };
-        crate::gateway::cron::tool::act(&self.cron, &rights, scope, args).await
+        crate::gateway::turn::cron_tool::act(&self.cron, &rights, scope, args).await
     }
 
     async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, HostError> {

@@ -18,9 +18,6 @@
 //! [`Wiring`] is the one value that holds everything; only `gateway::run` (and the tests'
 //! in-process gateway) keep it, and they hand out its parts.
 
-#[cfg(test)]
-pub(crate) mod test_support;
-
 use super::commands::{self, CommandHandles};
 use super::conversation::prompt::Prompts;
 use super::turn::TurnHandles;
@@ -37,15 +34,15 @@ use crate::gateway::delivery::home_channels::HomeChannels;
 use crate::gateway::delivery::stream_edit::StreamSettings;
 use crate::gateway::intake::auth::AuthPolicy;
 use crate::gateway::intake::directory::StoreDirectory;
-use crate::gateway::intake::router::Routing;
 use crate::gateway::intake::session_key::KeyPolicy;
 use crate::gateway::ops::health::HealthBoard;
 use crate::gateway::session::actor::{ActorHandles, Behaviour};
-use crate::gateway::session::approvals::board::ApprovalBoard;
-use crate::gateway::session::approvals::rules::{ApprovalRules, Mode};
-use crate::gateway::session::approvals::smart::SmartJudge;
-use crate::gateway::session::approvals::{ApprovalHandles, ChatApprovals};
-use crate::gateway::session::clarify::ClarifyBoard;
+use crate::gateway::session::router::Routing;
+use crate::gateway::turn::approvals::board::ApprovalBoard;
+use crate::gateway::turn::approvals::rules::{ApprovalRules, Mode};
+use crate::gateway::turn::approvals::smart::SmartJudge;
+use crate::gateway::turn::approvals::{ApprovalHandles, ChatApprovals};
+use crate::gateway::turn::clarify::ClarifyBoard;
 use crate::gateway::turn::limits::TurnLimits;
 use crate::gateway::turn::tool_access::ToolAccess;
 use crate::gateway::turn::tool_host::GatewayToolHost;
@@ -83,6 +80,17 @@ pub struct Wiring {
 }
 
 impl Wiring {
+    /// What the status file is written from.
+    pub fn status_sources(&self) -> crate::gateway::ops::chores::StatusSources {
+        let limits = self.limits().clone();
+        crate::gateway::ops::chores::StatusSources {
+            board: self.health.clone(),
+            turns_running: Arc::new(move || limits.running.active()),
+            store: self.store.clone(),
+            ticker: Some(self.cron.ticker.health.clone()),
+        }
+    }
+
     pub fn build(parts: Parts<'_>) -> Wiring {
         let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, guard, history_bytes } = parts;
         let models = Arc::new(Models::new(config.clone(), home.config_file()));

@@ -3,7 +3,7 @@ use super::*;
 use crate::agent::providers::{ChatProvider, ChatRequest, ChatResponse, ProviderError};
 use crate::config::Config;
 use crate::gateway::intake::auth::{AuthDecision, AuthPolicy};
-use crate::gateway::wiring::test_support::{self, RecordingChat};
+use crate::gateway::tests::support::{self, RecordingChat};
 use crate::store::InboxState;
 use hermes_adapter::Platform;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -94,13 +94,13 @@ async fn wait_for(chat: &RecordingChat, what: impl Fn(&[String]) -> bool) -> Vec
 async fn the_router_gives_a_stranger_a_code_and_lets_them_in_once_approved() {
     let chat = RecordingChat::new();
     let model = Arc::new(CountingModel::default());
-    let (dir, wiring) = test_support::gateway(Config::default(), chat.clone(), model.clone()).await;
+    let (dir, wiring) = support::gateway(Config::default(), chat.clone(), model.clone()).await;
     let store = PairingStore::new(dir.path().join("platforms/pairing"));
     let pairing = Arc::new(Pairing::new(store.clone(), ["chat".to_string()]));
     let mut routing = wiring.routing();
     routing.auth = Arc::new(AuthPolicy::new(vec![], false).with_platform("chat", vec![], false).with_pairing(pairing));
     let (tx, rx) = mpsc::unbounded_channel();
-    let _router = crate::gateway::intake::router::spawn(routing, rx);
+    let _router = crate::gateway::session::router::spawn(routing, rx);
     let send = |id: &str, text: &str| {
         let event = InboundEvent::text(id, source("chat", Some("6001"), ChatType::Dm), text);
         let (store, tx) = (wiring.store.clone(), tx.clone());

@@ -2,9 +2,9 @@
 //! tool set, an agent over the provider the test chooses, and one chat adapter the test owns,
 //! wired as `gateway::run` wires them.
 
-use super::{Parts, Wiring};
 use crate::agent::providers::ChatProvider;
 use crate::config::{Config, Home};
+use crate::gateway::wiring::{Parts, Wiring};
 use crate::store::{SqliteStore, Store};
 use hermes_adapter::PlatformAdapter;
 use std::sync::Arc;

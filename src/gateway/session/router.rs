@@ -146,7 +146,7 @@ mod tests {
     use super::*;
     use crate::agent::providers::{ChatProvider, ChatRequest, ChatResponse, ProviderError};
     use crate::config::Config;
-    use crate::gateway::wiring::test_support::{RecordingChat, gateway};
+    use crate::gateway::tests::support::{RecordingChat, gateway};
     use hermes_adapter::{ChatType, Platform, SessionSource};
     use std::time::Duration;
     use tokio::sync::Semaphore;

@@ -6,7 +6,7 @@ use crate::agent::approval::{CommandDecision, CommandRequest};
 use crate::agent::fence::Fence;
 use crate::agent::tools::SessionScope;
 use crate::config::Config;
-use crate::gateway::wiring::test_support::RecordingChat;
+use crate::gateway::tests::support::RecordingChat;
 use std::path::Path;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -28,7 +28,7 @@ async fn decide(yaml: &str, platform: &str, interactive: bool, command: &str) ->
     let env = crate::config::Env::from_pairs(Vec::<(String, String)>::new());
     let config: Config = crate::config::load_str(yaml, Path::new("config.yaml"), &env).unwrap().config;
     let chat = RecordingChat::new();
-    let (dir, gateway) = crate::gateway::wiring::test_support::gateway(config, chat.clone(), Arc::new(Silent)).await;
+    let (dir, gateway) = crate::gateway::tests::support::gateway(config, chat.clone(), Arc::new(Silent)).await;
     gateway.actors.commands.approvals.board.set_yolo("k", yaml.contains("# yolo"));
     let scope = SessionScope {
         session_key: "k".into(),

@@ -1,0 +1,3 @@
+//! What the gateway's unit tests share.
+
+pub(crate) mod support;
