@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration as Span, Utc};
 use hermes::cron::delivery::Homes;
 use hermes::cron::job::{Job, RunClaim};
-use hermes::cron::run::{AgentRun, CronHost, JobRunner, RunSettings, Sent};
+use hermes::cron::run::{AgentRun, AgentRunError, CronHost, JobRunner, RunSettings, Sent};
 use hermes::cron::schedule::{Schedule, ScheduleKind, Zone};
 use hermes::cron::store::JobStore;
 use hermes::cron::ticker::{Ticker, TickerParts};
@@ -30,7 +30,7 @@ struct SilentHost;
 
 #[async_trait]
 impl CronHost for SilentHost {
-    async fn run_agent(&self, _run: AgentRun) -> Result<String, String> {
+    async fn run_agent(&self, _run: AgentRun) -> Result<String, AgentRunError> {
         Ok("[SILENT]".into())
     }
     async fn deliver(&self, _target: &ChatTarget, _text: &str, _key: &str) -> Sent {

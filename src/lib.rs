@@ -29,9 +29,11 @@
 //!    from [`gateway::turn::tool_access`]) → run the agent ([`agent::Agent`], tools from
 //!    [`agent::tools`]) → settle (store the answer, deliver it through the output strategy the
 //!    platform's capabilities choose) → close the inbox row.
-//! 4. [`gateway::delivery::outbound`] renders the answer into the platform's markup, chunks it, records
-//!    each part in the outbox with an idempotency key and sends it through the adapter held by
-//!    the [`gateway::delivery::deliverer::Deliverer`].
+//! 4. [`gateway::delivery::deliverer::Deliverer::send`] takes the answer as a
+//!    [`gateway::delivery::reply::Reply`] under its [`gateway::delivery::reply::ReplyKey`]:
+//!    [`gateway::delivery::plan::plan`] renders it into the platform's markup and chunks it into
+//!    keyed parts, and the [`gateway::delivery::courier::Courier`] records each part in the outbox
+//!    and sends it through the platform's adapter.
 //!
 //! # The gateway's handles
 //!

@@ -6,24 +6,11 @@
 
 use super::message::{ChatMessage, Role, ToolCallRequest};
 use super::tools::ToolSchema;
-use serde::{Deserialize, Serialize};
+pub use crate::config::ToolProtocol;
 use serde_json::{Value, json};
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
-
-/// How tools are offered to the model (`model.tool_protocol`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolProtocol {
-    /// Native function calling only.
-    Native,
-    /// Text blocks only; no `tools` field is sent.
-    Hermes,
-    /// Native function calling, and text blocks are honoured when a model writes them anyway.
-    #[default]
-    Auto,
-}
 
 /// One `<tool_call>` block found in a response.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,17 +16,34 @@
 
 use super::{Cli, config_failure, report, resolve};
 use crate::config::Config;
-use crate::cron::manage::{Actor, CronJobs, JobEdit, NewJob, describe};
+use crate::cron::manage::{Actor, CronJobs, JobEdit, ManageError, NewJob, describe};
 use crate::cron::status::Markers;
 use crate::cron::store::Listing;
-use crate::cron::ticker::TickReport;
-use crate::gateway;
+use crate::cron::ticker::{TickError, TickReport};
+use crate::gateway::{self, GatewayError};
 use chrono::Utc;
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use super::cron_handoff as handoff;
+
+/// Why a `hermes cron` subcommand failed (printed after "hermes: ", exit 1).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CronCliError {
+    #[error(transparent)]
+    Manage(#[from] ManageError),
+    #[error("cannot ask the running gateway to tick: {0}")]
+    WakeTicker(std::io::Error),
+    /// The gateway's parts (agent, adapters, store) could not be built for a tick here.
+    #[error(transparent)]
+    Wiring(#[from] GatewayError),
+    #[error("the tick failed: {0}")]
+    Tick(TickError),
+    /// The job's owner may no longer have it run, so the run paused it.
+    #[error("'{name}' was not run and is paused: {why}")]
+    PausedForOwner { name: String, why: String },
+}
 
 #[derive(Debug, Subcommand)]
 pub enum CronCommand {
@@ -114,7 +131,7 @@ pub(super) fn run(cli: &Cli, command: &CronCommand) -> ExitCode {
     report(outcome)
 }
 
-async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, command: &CronCommand) -> Result<String, String> {
+async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, command: &CronCommand) -> Result<String, CronCliError> {
     let shell = Actor::shell();
     let shown = |job: crate::cron::job::Job, what: &str| format!("{what} '{}' (id {})\n{}", job.name, job.id, describe(&job, jobs.zone()));
     match command {
@@ -132,7 +149,7 @@ async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, c
                 no_agent: *no_agent,
                 ..NewJob::default()
             };
-            let job = jobs.create(spec).await.map_err(|e| e.to_string())?;
+            let job = jobs.create(spec).await?;
             Ok(format!("{}{}", shown(job, "created"), ticker_warning(home)))
         }
         CronCommand::Edit { job, schedule, prompt, fields } => {
@@ -147,18 +164,19 @@ async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, c
                 script: fields.script.clone(),
                 ..JobEdit::default()
             };
-            jobs.edit(&shell, job, edit).await.map(|j| shown(j, "updated")).map_err(|e| e.to_string())
+            Ok(shown(jobs.edit(&shell, job, edit).await?, "updated"))
         }
-        CronCommand::Pause { job } => jobs.pause(&shell, job).await.map(|j| shown(j, "paused")).map_err(|e| e.to_string()),
-        CronCommand::Resume { job } => jobs.resume(&shell, job).await.map(|j| shown(j, "resumed")).map_err(|e| e.to_string()),
+        CronCommand::Pause { job } => Ok(shown(jobs.pause(&shell, job).await?, "paused")),
+        CronCommand::Resume { job } => Ok(shown(jobs.resume(&shell, job).await?, "resumed")),
         CronCommand::Remove { job } => {
-            jobs.remove(&shell, job).await.map(|j| format!("removed '{}' (id {})", j.name, j.id)).map_err(|e| e.to_string())
+            let j = jobs.remove(&shell, job).await?;
+            Ok(format!("removed '{}' (id {})", j.name, j.id))
         }
         CronCommand::Run { job } => run_now(home, config, jobs, job).await,
         CronCommand::Status => status(home, jobs).await,
         CronCommand::Tick => {
             if let Some(pid) = handoff::running_gateway(home) {
-                crate::cron::ticker::request_tick(&home.cron_dir()).map_err(|e| format!("cannot ask the running gateway to tick: {e}"))?;
+                crate::cron::ticker::request_tick(&home.cron_dir()).map_err(CronCliError::WakeTicker)?;
                 return Ok(format!("handed to the running gateway (PID {pid}): it ticks now and runs what is due"));
             }
             let (report, waiting) = tick(home, config).await?;
@@ -173,9 +191,9 @@ async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, c
 
 /// `hermes cron run`: make the job due now, then let the running gateway run it (and follow the
 /// run to its record), or run it here when no gateway runs.
-async fn run_now(home: &crate::config::Home, config: Config, jobs: &CronJobs, reference: &str) -> Result<String, String> {
-    let before = jobs.find(&Actor::shell(), reference).await.map_err(|e| e.to_string())?;
-    let job = jobs.run_now(&Actor::shell(), &before.id).await.map_err(|e| e.to_string())?;
+async fn run_now(home: &crate::config::Home, config: Config, jobs: &CronJobs, reference: &str) -> Result<String, CronCliError> {
+    let before = jobs.find(&Actor::shell(), reference).await?;
+    let job = jobs.run_now(&Actor::shell(), &before.id).await?;
     if let Some(pid) = handoff::running_gateway(home) {
         // `jobs.json` changed, which wakes its ticker within seconds; the wake file says "now".
         if let Err(e) = crate::cron::ticker::request_tick(&home.cron_dir()) {
@@ -189,8 +207,8 @@ async fn run_now(home: &crate::config::Home, config: Config, jobs: &CronJobs, re
     Ok(format!("ran '{}' here (no gateway is running): {after}{}", job.name, handoff::waiting_note(waiting)))
 }
 
-async fn list(jobs: &CronJobs, all: bool) -> Result<String, String> {
-    let Listing { jobs: listed, skipped } = jobs.list(&Actor::shell(), all).await.map_err(|e| e.to_string())?;
+async fn list(jobs: &CronJobs, all: bool) -> Result<String, CronCliError> {
+    let Listing { jobs: listed, skipped } = jobs.list(&Actor::shell(), all).await?;
     let shown: Vec<String> = listed.iter().map(|j| describe(j, jobs.zone())).collect();
     let mut text = if shown.is_empty() { "no cron jobs".to_string() } else { shown.join("\n") };
     for s in skipped {
@@ -202,15 +220,15 @@ async fn list(jobs: &CronJobs, all: bool) -> Result<String, String> {
 /// One tick in this process, with the gateway's agent and adapters (built, not connected);
 /// waits for the runs it began. Also says how many parts wait in the outbox afterwards (those a
 /// platform would not take from here, for the gateway to send).
-async fn tick(home: &crate::config::Home, config: Config) -> Result<(TickReport, u64), String> {
-    let wiring = gateway::headless(home, config, &crate::registry::Registry::builtin()).await.map_err(|e| e.to_string())?;
+async fn tick(home: &crate::config::Home, config: Config) -> Result<(TickReport, u64), CronCliError> {
+    let wiring = gateway::headless(home, config, &crate::registry::Registry::builtin()).await?;
     let ticker = &wiring.cron.ticker;
     let markers = Markers::new(&home.cron_dir());
     let report = match ticker.tick(Utc::now()).await {
         Ok(r) => r,
         Err(e) => {
             markers.failure(Utc::now(), &e.to_string());
-            return Err(format!("the tick failed: {e}"));
+            return Err(CronCliError::Tick(e));
         }
     };
     ticker.wait_for_runs().await;
@@ -224,7 +242,7 @@ async fn tick(home: &crate::config::Home, config: Config) -> Result<(TickReport,
     Ok((report, waiting))
 }
 
-async fn status(home: &crate::config::Home, jobs: &CronJobs) -> Result<String, String> {
+async fn status(home: &crate::config::Home, jobs: &CronJobs) -> Result<String, CronCliError> {
     let now = Utc::now();
     let verdict = Markers::new(&home.cron_dir()).verdict(now).describe(now);
     // A jobs file that cannot be read is the likeliest reason for a failing ticker: say so, and
@@ -251,5 +269,18 @@ fn ticker_warning(home: &crate::config::Home) -> String {
             "\nwarning: no gateway is ticking in this HERMES_HOME, so the job will not run until one starts (`hermes gateway run`) or `hermes cron tick` runs".into()
         }
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_worded_as_before_the_errors_were_typed() {
+        let paused = CronCliError::PausedForOwner { name: "digest".into(), why: "owner telegram:1 is no longer allowed".into() };
+        assert_eq!(paused.to_string(), "'digest' was not run and is paused: owner telegram:1 is no longer allowed");
+        let wake = CronCliError::WakeTicker(std::io::Error::other("read-only file system"));
+        assert_eq!(wake.to_string(), "cannot ask the running gateway to tick: read-only file system");
     }
 }

@@ -2,6 +2,7 @@
 //! connected, or here when none runs. This module tells whether one runs, follows a handed-over
 //! run until the job records it, and says what became of a run and of its deliveries.
 
+use super::cron_cmd::CronCliError;
 use crate::config::Home;
 use crate::cron::job::Job;
 use crate::cron::manage::{Actor, CronJobs, ManageError};
@@ -40,11 +41,11 @@ enum Seen {
     },
 }
 
-async fn look(jobs: &CronJobs, before: &Job) -> Result<Seen, String> {
+async fn look(jobs: &CronJobs, before: &Job) -> Result<Seen, CronCliError> {
     let job = match jobs.find(&Actor::shell(), &before.id).await {
         Ok(job) => job,
         Err(ManageError::Store(JobStoreError::NotFound { .. })) => return Ok(Seen::Removed),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
     if owner::is_owner_pause(&job) {
         return Ok(Seen::Refused(job.paused_reason.clone().unwrap_or_default()));
@@ -55,7 +56,7 @@ async fn look(jobs: &CronJobs, before: &Job) -> Result<Seen, String> {
 
 /// Follow a run the gateway took (`taken` says so) until the job records it, for at most
 /// [`FOLLOW_FOR`]; a job refused for its owner is an error.
-pub(super) async fn follow(jobs: &CronJobs, before: &Job, taken: &str) -> Result<String, String> {
+pub(super) async fn follow(jobs: &CronJobs, before: &Job, taken: &str) -> Result<String, CronCliError> {
     let deadline = Instant::now() + FOLLOW_FOR;
     loop {
         match look(jobs, before).await? {
@@ -69,16 +70,16 @@ pub(super) async fn follow(jobs: &CronJobs, before: &Job, taken: &str) -> Result
                     FOLLOW_FOR.as_secs()
                 ));
             }
-            Seen::Refused(why) => return Err(format!("'{}' was not run and is paused: {why}", before.name)),
+            Seen::Refused(why) => return Err(CronCliError::PausedForOwner { name: before.name.clone(), why }),
             seen => return Ok(format!("{taken}: {}", outcome(&seen))),
         }
     }
 }
 
 /// What the run made here left in the job record.
-pub(super) async fn after_run(jobs: &CronJobs, before: &Job) -> Result<String, String> {
+pub(super) async fn after_run(jobs: &CronJobs, before: &Job) -> Result<String, CronCliError> {
     match look(jobs, before).await? {
-        Seen::Refused(why) => Err(format!("'{}' was not run and is paused: {why}", before.name)),
+        Seen::Refused(why) => Err(CronCliError::PausedForOwner { name: before.name.clone(), why }),
         Seen::Pending { .. } => Ok("it did not run here (another process holds the tick lock, or runs it now)".into()),
         seen => Ok(outcome(&seen)),
     }

@@ -119,9 +119,8 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     delivered || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Print a configuration error the way every command does, and give exit code 78.
 /// A subcommand's answer on stdout (exit 0), or its failure on stderr (exit 1).
-pub(crate) fn report(outcome: Result<String, String>) -> ExitCode {
+pub(crate) fn report(outcome: Result<String, impl std::fmt::Display>) -> ExitCode {
     match outcome {
         Ok(text) => {
             println!("{text}");
@@ -134,6 +133,7 @@ pub(crate) fn report(outcome: Result<String, String>) -> ExitCode {
     }
 }
 
+/// Print a configuration error the way every command does, and give exit code 78.
 pub(crate) fn config_failure(err: &ConfigError) -> ExitCode {
     eprintln!("hermes: {err}");
     eprintln!("hermes: fix the setting above (config.yaml, .env or the environment) and try again.");

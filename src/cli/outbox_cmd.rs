@@ -9,11 +9,22 @@
 use super::{Cli, config_failure, report, resolve};
 use crate::config::Home;
 use crate::gateway::commands::undelivered::{self, Requeued};
-use crate::store::{SqliteStore, Store};
+use crate::store::{SqliteStore, Store, StoreError};
 use clap::Subcommand;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Why a `hermes outbox` subcommand failed (printed after "hermes: ", exit 1).
+#[derive(Debug, thiserror::Error)]
+enum OutboxCliError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("`{text}` is not a message id: use a number from `hermes outbox list`")]
+    NotAnId { text: String },
+    #[error("no undelivered message #{id} (see `hermes outbox list`)")]
+    NotFound { id: i64 },
+}
 
 #[derive(Debug, Subcommand)]
 pub enum OutboxCommand {
@@ -50,7 +61,7 @@ pub(super) fn run(cli: &Cli, command: &OutboxCommand) -> ExitCode {
 }
 
 /// What `command` answers; `window` is how long a resent message is tried.
-async fn dispatch(home: &Home, window: Duration, command: &OutboxCommand) -> Result<String, String> {
+async fn dispatch(home: &Home, window: Duration, command: &OutboxCommand) -> Result<String, OutboxCliError> {
     match command {
         OutboxCommand::List => {
             let Some(store) = open(home).await? else {
@@ -62,7 +73,7 @@ async fn dispatch(home: &Home, window: Duration, command: &OutboxCommand) -> Res
             let id = parse_id(id)?;
             let store = open(home).await?.ok_or_else(|| not_found(id))?;
             let deadline = undelivered::deadline_after(window);
-            match undelivered::requeue(&store, id, deadline).await.map_err(|e| e.to_string())? {
+            match undelivered::requeue(store.as_ref(), id, deadline).await? {
                 Some(Requeued { destination, .. }) => Ok(format!(
                     "Resending #{id} to {destination}: the running gateway picks it up within seconds (a stopped one at its next start)."
                 )),
@@ -72,7 +83,7 @@ async fn dispatch(home: &Home, window: Duration, command: &OutboxCommand) -> Res
         OutboxCommand::Drop { id } => {
             let id = parse_id(id)?;
             let store = open(home).await?.ok_or_else(|| not_found(id))?;
-            match undelivered::drop_letter(&store, id).await.map_err(|e| e.to_string())? {
+            match undelivered::drop_letter(store.as_ref(), id).await? {
                 Some(destination) => Ok(format!("Dropped #{id} to {destination}: it will not be sent.")),
                 None => Err(not_found(id)),
             }
@@ -81,9 +92,9 @@ async fn dispatch(home: &Home, window: Duration, command: &OutboxCommand) -> Res
 }
 
 /// The dead letters (as `/undelivered` lists them) and each platform's queue.
-async fn list(store: &Store) -> Result<String, String> {
-    let letters = store.outbox_dead_letters(undelivered::SHOWN).await.map_err(|e| e.to_string())?;
-    let summary = store.outbox_summary().await.map_err(|e| e.to_string())?;
+async fn list(store: &Store) -> Result<String, OutboxCliError> {
+    let letters = store.outbox_dead_letters(undelivered::SHOWN).await?;
+    let summary = store.outbox_summary().await?;
     let now = undelivered::now_ms();
     let mut lines = Vec::new();
     if letters.is_empty() {
@@ -107,21 +118,21 @@ async fn list(store: &Store) -> Result<String, String> {
 }
 
 /// The store, if this HERMES_HOME has one: listing or acting on dead letters never creates it.
-async fn open(home: &Home) -> Result<Option<Store>, String> {
-    let path = home.state_db();
+async fn open(home: &Home) -> Result<Option<Store>, StoreError> {
+    let path = crate::store::state_db(home);
     if !path.exists() {
         return Ok(None);
     }
-    let store = SqliteStore::open(&path).await.map_err(|e| e.to_string())?;
+    let store = SqliteStore::open(&path).await?;
     Ok(Some(Arc::new(store)))
 }
 
-fn parse_id(text: &str) -> Result<i64, String> {
-    undelivered::parse_id(text).ok_or_else(|| format!("`{text}` is not a message id: use a number from `hermes outbox list`"))
+fn parse_id(text: &str) -> Result<i64, OutboxCliError> {
+    undelivered::parse_id(text).ok_or_else(|| OutboxCliError::NotAnId { text: text.to_string() })
 }
 
-fn not_found(id: i64) -> String {
-    format!("no undelivered message #{id} (see `hermes outbox list`)")
+fn not_found(id: i64) -> OutboxCliError {
+    OutboxCliError::NotFound { id }
 }
 
 #[cfg(test)]
@@ -135,7 +146,7 @@ mod tests {
     async fn home_with_store() -> (tempfile::TempDir, Home, Store) {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path());
-        let store: Store = Arc::new(SqliteStore::open(&home.state_db()).await.unwrap());
+        let store: Store = Arc::new(SqliteStore::open(&crate::store::state_db(&home)).await.unwrap());
         (dir, home, store)
     }
 
@@ -187,11 +198,11 @@ mod tests {
         );
         assert!(store.outbox_dead_letters(10).await.unwrap().is_empty());
         for gone in [first, second, 999] {
-            let err = dispatch(&home, DAY, &resend(&gone.to_string())).await.unwrap_err();
+            let err = dispatch(&home, DAY, &resend(&gone.to_string())).await.unwrap_err().to_string();
             assert_eq!(err, format!("no undelivered message #{gone} (see `hermes outbox list`)"));
             assert!(dispatch(&home, DAY, &drop_it(&gone.to_string())).await.is_err());
         }
-        let err = dispatch(&home, DAY, &resend("twelve")).await.unwrap_err();
+        let err = dispatch(&home, DAY, &resend("twelve")).await.unwrap_err().to_string();
         assert_eq!(err, "`twelve` is not a message id: use a number from `hermes outbox list`");
         assert!(dispatch(&home, DAY, &drop_it("-1")).await.is_err());
     }
@@ -202,7 +213,7 @@ mod tests {
         let home = Home::at(dir.path());
         let listing = dispatch(&home, DAY, &OutboxCommand::List).await.unwrap();
         assert!(listing.starts_with("Nothing is undelivered"), "{listing}");
-        assert!(dispatch(&home, DAY, &resend("3")).await.unwrap_err().contains("no undelivered message #3"));
-        assert!(!home.state_db().exists(), "no store was created");
+        assert!(dispatch(&home, DAY, &resend("3")).await.unwrap_err().to_string().contains("no undelivered message #3"));
+        assert!(!crate::store::state_db(&home).exists(), "no store was created");
     }
 }

@@ -11,6 +11,15 @@ use crate::gateway::intake::pairing::store::{self, PairingError, PairingStore};
 use clap::Subcommand;
 use std::process::ExitCode;
 
+/// Why a `hermes pairing` subcommand failed (printed after "hermes: ", exit 1).
+#[derive(Debug, thiserror::Error)]
+enum PairingCliError {
+    #[error(transparent)]
+    Pairing(#[from] PairingError),
+    #[error("user id {user_id} is not an approved {platform} user (see `hermes pairing list`)")]
+    NotApproved { user_id: String, platform: String },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum PairingCommand {
     /// Show pending pairing requests (who asked, when, until when) and the approved users. The
@@ -49,31 +58,30 @@ pub(super) fn run(cli: &Cli, command: &PairingCommand) -> ExitCode {
     report(outcome)
 }
 
-fn approve(store: &PairingStore, platform: &str, code: &str) -> Result<String, String> {
-    let user = store.approve(platform, code, store::now()).map_err(|e| e.to_string())?;
+fn approve(store: &PairingStore, platform: &str, code: &str) -> Result<String, PairingCliError> {
+    let user = store.approve(platform, code, store::now())?;
     let name = if user.user_name.is_empty() { String::new() } else { format!("{} ", user.user_name) };
     Ok(format!("Approved {name}(user id {}) on {}. Their next message reaches the agent; no restart needed.", user.user_id, user.platform))
 }
 
-fn revoke(store: &PairingStore, platform: &str, user_id: &str) -> Result<String, String> {
-    let platform = store::platform_name(platform).map_err(|e| e.to_string())?;
-    if store.revoke(&platform, user_id).map_err(|e| e.to_string())? {
+fn revoke(store: &PairingStore, platform: &str, user_id: &str) -> Result<String, PairingCliError> {
+    let platform = store::platform_name(platform)?;
+    if store.revoke(&platform, user_id)? {
         Ok(format!("Revoked user id {user_id} on {platform}: their next message is ignored."))
     } else {
-        Err(format!("user id {user_id} is not an approved {platform} user (see `hermes pairing list`)"))
+        Err(PairingCliError::NotApproved { user_id: user_id.to_string(), platform })
     }
 }
 
-fn clear_pending(store: &PairingStore, platform: Option<&str>) -> Result<String, String> {
-    let dropped = store.clear_pending(platform).map_err(|e| e.to_string())?;
+fn clear_pending(store: &PairingStore, platform: Option<&str>) -> Result<String, PairingCliError> {
+    let dropped = store.clear_pending(platform)?;
     Ok(format!("Cleared {dropped} pending pairing code(s)."))
 }
 
-fn list(store: &PairingStore) -> Result<String, String> {
+fn list(store: &PairingStore) -> Result<String, PairingCliError> {
     let now = store::now();
-    let failed = |e: PairingError| e.to_string();
-    let pending = store.pending(now).map_err(failed)?;
-    let approved = store.approved().map_err(failed)?;
+    let pending = store.pending(now)?;
+    let approved = store.approved()?;
     let mut out = String::from("Pending pairing requests (each code is only in the chat it was sent to):\n");
     if pending.is_empty() {
         out.push_str("  (none)\n");
@@ -88,7 +96,7 @@ fn list(store: &PairingStore) -> Result<String, String> {
             quoted(&p.user_name)
         ));
     }
-    for (platform, until) in store.lockouts(now).map_err(failed)? {
+    for (platform, until) in store.lockouts(now)? {
         out.push_str(&format!("  {platform}: approvals locked for another {} min after failed attempts\n", minutes(until - now)));
     }
     if !pending.is_empty() {
@@ -138,7 +146,7 @@ mod tests {
     #[test]
     fn a_wrong_code_fails_and_the_right_one_approves() {
         let (_dir, store, code) = store_with_code();
-        let err = approve(&store, "telegram", "WRONGCOD").unwrap_err();
+        let err = approve(&store, "telegram", "WRONGCOD").unwrap_err().to_string();
         assert!(err.contains("`WRONGCOD` is not a pending pairing code for telegram"), "{err}");
         assert!(err.contains("4 more failed attempt(s)"), "{err}");
         let listing = list(&store).unwrap();
@@ -157,7 +165,7 @@ mod tests {
         for _ in 0..5 {
             approve(&store, "telegram", "WRONGCOD").unwrap_err();
         }
-        let err = approve(&store, "telegram", &code).unwrap_err();
+        let err = approve(&store, "telegram", &code).unwrap_err().to_string();
         assert!(err.contains("pairing approvals for telegram are locked for another 60 min"), "{err}");
         let listing = list(&store).unwrap();
         assert!(listing.contains("telegram: approvals locked for another 60 min"), "{listing}");
@@ -166,7 +174,7 @@ mod tests {
     #[test]
     fn revoking_an_unknown_user_fails_and_a_known_one_succeeds() {
         let (_dir, store, code) = store_with_code();
-        assert!(revoke(&store, "telegram", "6001").unwrap_err().contains("is not an approved telegram user"));
+        assert!(revoke(&store, "telegram", "6001").unwrap_err().to_string().contains("is not an approved telegram user"));
         approve(&store, "telegram", &code).unwrap();
         assert!(revoke(&store, "telegram", "6001").unwrap().contains("Revoked user id 6001"));
         assert!(store.approved_ids("telegram").unwrap().is_empty());

@@ -152,7 +152,7 @@ fn agent_powers(config: &Config, out: &mut Vec<Finding>) {
     }
     for (name, block) in config.platforms.others.iter().filter(|(_, b)| b.is_enabled()) {
         for (key, sets) in block.settings.iter().flat_map(|s| s.toolsets()) {
-            let acting: Vec<&str> = sets.iter().map(String::as_str).filter(|s| crate::agent::tools::toolset_acts(s)).collect();
+            let acting: Vec<&str> = sets.iter().map(String::as_str).filter(|s| super::toolset_acts(s)).collect();
             if !acting.is_empty() {
                 out.push(Finding {
                     severity: Severity::Medium,

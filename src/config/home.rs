@@ -60,13 +60,15 @@ impl Home {
         self.root.join(".env")
     }
 
-    /// The gateway's SQLite store: `state.db`, unless that file is Python Hermes' transcript
-    /// database (a home the Python gateway used). Its schema is not ours, and migrating it in
-    /// place would make it useless to the Python tools still reading it, so this gateway then
-    /// keeps its own store beside it in `gateway.db` and leaves `state.db` untouched.
-    pub fn state_db(&self) -> PathBuf {
-        let shared = self.root.join("state.db");
-        if crate::store::is_python_hermes_db(&shared) { self.root.join(PYTHON_HOME_STORE) } else { shared }
+    /// `state.db`: the gateway's store, unless Python Hermes wrote it first — which of the two
+    /// files is ours the store decides (`store::state_db`), since only it knows its schema.
+    pub fn shared_state_db(&self) -> PathBuf {
+        self.root.join("state.db")
+    }
+
+    /// Where the gateway keeps its store in a home whose `state.db` is Python Hermes'.
+    pub fn beside_python_state_db(&self) -> PathBuf {
+        self.root.join(PYTHON_HOME_STORE)
     }
 
     pub fn logs_dir(&self) -> PathBuf {

@@ -35,6 +35,8 @@ mod platforms;
 mod schema;
 mod secret;
 mod sections;
+mod timezone;
+mod toolsets;
 mod validate;
 
 #[cfg(all(test, feature = "telegram", feature = "webhook", feature = "api-server"))]
@@ -58,7 +60,7 @@ pub use gateway::{GatewayConfig, MediaCacheConfig, MemoryBounds, StreamingConfig
 pub use hermes_adapter::Secret;
 pub use home::Home;
 pub use load::{Loaded, load, load_str, load_str_with, load_with, parse_yaml};
-pub use model::ModelConfig;
+pub use model::{ModelConfig, ToolProtocol};
 pub use overrides::CORE_ENV_VARS;
 pub use persist::{PersistError, add_to_command_allowlist, set_env_vars, write_model_default};
 pub use platforms::{PlatformConfig, Platforms};
@@ -66,3 +68,7 @@ pub use schema::Config;
 pub use sections::{
     AgentConfig, ApprovalsConfig, CronConfig, DeliveryConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig, SessionResetConfig,
 };
+pub use timezone::{UnknownZone, parse_zone};
+#[cfg(test)]
+pub(crate) use toolsets::QUIET_TOOLSETS;
+pub use toolsets::{TOOLSETS, toolset_acts};

@@ -3,7 +3,6 @@
 
 use super::agent_sections::Price;
 use super::secret::{self, Secret};
-use crate::agent::tool_protocol::ToolProtocol;
 use serde::de::{self, Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -97,4 +96,17 @@ impl<'de> Visitor<'de> for ModelVisitor {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ModelConfig, A::Error> {
         ModelConfig::deserialize(MapAccessDeserializer::new(map))
     }
+}
+
+/// How tools are offered to the model (`model.tool_protocol`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolProtocol {
+    /// Native function calling only.
+    Native,
+    /// Text blocks only; no `tools` field is sent.
+    Hermes,
+    /// Native function calling, and text blocks are honoured when a model writes them anyway.
+    #[default]
+    Auto,
 }

@@ -6,6 +6,8 @@ use super::schema::Config;
 use super::sections::{
     APPROVAL_MODES, CRON_APPROVAL_MODES, LOG_BACKUP_COUNT_LIMIT, LOG_MAX_SIZE_MB_LIMIT, LoggingConfig, RETRY_WINDOW_RANGE, parse_window,
 };
+use super::timezone::parse_zone;
+use super::toolsets::TOOLSETS;
 
 fn check_retry_window(text: &str) -> Result<(), ConfigError> {
     let (shortest, longest) = RETRY_WINDOW_RANGE;
@@ -41,7 +43,7 @@ impl Config {
         }
         self.gateway.memory.check()?;
         check_retry_window(&self.delivery.retry_window)?;
-        if let Err(e) = crate::cron::schedule::Zone::from_config(self.timezone.as_deref()) {
+        if let Err(e) = parse_zone(self.timezone.as_deref()) {
             return Err(ConfigError::invalid("timezone", e.to_string()));
         }
         if self.session_reset.at_hour > 23 {
@@ -91,19 +93,19 @@ impl Config {
             ));
         }
         for set in self.agent.disabled_toolsets.iter().chain(self.platform_toolsets.values().flatten()) {
-            if !crate::agent::tools::TOOLSETS.contains(&set.as_str()) {
+            if !TOOLSETS.contains(&set.as_str()) {
                 return Err(ConfigError::invalid(
                     "agent.disabled_toolsets / platform_toolsets",
-                    format!("unknown toolset {set:?}; known: {}", crate::agent::tools::TOOLSETS.join(", ")),
+                    format!("unknown toolset {set:?}; known: {}", TOOLSETS.join(", ")),
                 ));
             }
         }
         for (name, block) in &self.platforms.others {
             for (key, sets) in block.settings.iter().flat_map(|s| s.toolsets()) {
-                if let Some(set) = sets.iter().find(|s| !crate::agent::tools::TOOLSETS.contains(&s.as_str())) {
+                if let Some(set) = sets.iter().find(|s| !TOOLSETS.contains(&s.as_str())) {
                     return Err(ConfigError::invalid(
                         format!("platforms.{name}.{key}"),
-                        format!("unknown toolset {set:?}; known: {}", crate::agent::tools::TOOLSETS.join(", ")),
+                        format!("unknown toolset {set:?}; known: {}", TOOLSETS.join(", ")),
                     ));
                 }
             }
@@ -169,5 +171,24 @@ mod tests {
             let error = load(yaml).unwrap_err().to_string();
             assert!(error.contains(key), "{yaml:?} -> {error}");
         }
+    }
+
+    #[test]
+    fn zone_and_toolset_checks_name_their_key_with_the_known_values() {
+        let known = "known: terminal, file, memory, session_search, messaging, skills, clarify, delegation, cronjob";
+        for (yaml, key, message) in [
+            (
+                "timezone: Mars/Olympus_Mons\n",
+                "timezone",
+                "unknown time zone 'Mars/Olympus_Mons' (expected an IANA name such as Europe/Paris)",
+            ),
+            ("agent:\n  disabled_toolsets: [nope]\n", "agent.disabled_toolsets / platform_toolsets", "unknown toolset \"nope\""),
+        ] {
+            let error = load(yaml).unwrap_err().to_string();
+            assert!(error.contains(key) && error.contains(message), "{yaml:?} -> {error}");
+        }
+        assert!(load("agent:\n  disabled_toolsets: [nope]\n").unwrap_err().to_string().contains(known));
+        assert!(load("timezone: Europe/Paris\nagent:\n  disabled_toolsets: [terminal]\n").is_ok());
+        assert_eq!(load("model:\n  tool_protocol: hermes\n").unwrap().model.tool_protocol, super::super::ToolProtocol::Hermes);
     }
 }

@@ -5,7 +5,7 @@
 
 use super::job::{Job, Origin};
 use chrono::{DateTime, Utc};
-use hermes_adapter::{ChatTarget, Platform};
+use hermes_adapter::{ChatTarget, ChatTargetError, Platform};
 use std::collections::BTreeMap;
 
 /// The forms `deliver` accepts, for error messages and help.
@@ -51,7 +51,18 @@ fn syntax_problem(part: &str) -> Option<String> {
 pub struct Resolved {
     pub targets: Vec<ChatTarget>,
     /// Parts that named nowhere reachable (no home channel, platform not connected).
-    pub unreachable: Vec<String>,
+    pub unreachable: Vec<Unreachable>,
+}
+
+/// A part of `deliver` that names nowhere this run can reach.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unreachable {
+    #[error("origin: the job has no origin and no home channel is set")]
+    NoOriginNoHome,
+    #[error("{platform}: no home channel is set (send /sethome there)")]
+    NoHome { platform: String },
+    #[error("{part}: {source}")]
+    BadTarget { part: String, source: ChatTargetError },
 }
 
 /// Resolve `job.deliver` (empty = `origin` when the job has one, else `local`).
@@ -81,7 +92,7 @@ pub fn effective(job: &Job) -> String {
     if job.origin.is_some() { "origin".into() } else { "local".into() }
 }
 
-fn resolve_part(part: &str, origin: Option<&Origin>, homes: &Homes) -> Result<Vec<ChatTarget>, String> {
+fn resolve_part(part: &str, origin: Option<&Origin>, homes: &Homes) -> Result<Vec<ChatTarget>, Unreachable> {
     let lower = part.to_ascii_lowercase();
     match lower.as_str() {
         "local" => Ok(Vec::new()),
@@ -89,19 +100,14 @@ fn resolve_part(part: &str, origin: Option<&Origin>, homes: &Homes) -> Result<Ve
         "origin" => match origin {
             Some(o) => Ok(vec![origin_target(o)]),
             // As Hermes: a job without an origin goes to the first home channel.
-            None => homes
-                .values()
-                .next()
-                .cloned()
-                .map(|t| vec![t])
-                .ok_or_else(|| "origin: the job has no origin and no home channel is set".into()),
+            None => homes.values().next().cloned().map(|t| vec![t]).ok_or(Unreachable::NoOriginNoHome),
         },
         platform if !part.contains(':') => match (homes.get(platform), origin) {
             (Some(home), _) => Ok(vec![home.clone()]),
             (None, Some(o)) if o.platform.eq_ignore_ascii_case(platform) => Ok(vec![origin_target(o)]),
-            _ => Err(format!("{platform}: no home channel is set (send /sethome there)")),
+            _ => Err(Unreachable::NoHome { platform: platform.to_string() }),
         },
-        _ => ChatTarget::parse(part).map(|t| vec![t]).map_err(|e| format!("{part}: {e}")),
+        _ => ChatTarget::parse(part).map(|t| vec![t]).map_err(|source| Unreachable::BadTarget { part: part.to_string(), source }),
     }
 }
 
@@ -192,7 +198,7 @@ mod tests {
         assert_eq!(shown(&resolve(&job("origin", None), &homes())), ["discord:555:-"]);
         let r = resolve(&job("slack", None), &homes());
         assert!(r.targets.is_empty());
-        assert!(r.unreachable[0].contains("slack: no home channel"), "{r:?}");
+        assert!(r.unreachable[0].to_string().contains("slack: no home channel"), "{r:?}");
         let r = resolve(&job("slack", Some(("slack", "C9", None))), &Homes::new());
         assert_eq!(shown(&r), ["slack:C9:-"], "a platform without a home goes to the origin on it");
     }
@@ -232,5 +238,18 @@ mod tests {
         assert_eq!(key("abc", at, &t), key("abc", at, &t));
         assert_ne!(key("abc", at, &t), key("abc", at + chrono::Duration::minutes(1), &t));
         assert_ne!(key("abc", at, &t), key("abc", at, &ChatTarget::parse("telegram:1").unwrap()));
+    }
+
+    #[test]
+    fn each_unreachable_part_is_named_with_why() {
+        let cases = [
+            ("origin", "origin: the job has no origin and no home channel is set".to_string()),
+            ("slack", "slack: no home channel is set (send /sethome there)".to_string()),
+            ("telegram:", format!("telegram:: {}", ChatTargetError::EmptyChat)),
+        ];
+        for (deliver, why) in cases {
+            let shown: Vec<String> = resolve(&job(deliver, None), &Homes::new()).unreachable.iter().map(ToString::to_string).collect();
+            assert_eq!(shown, [why], "deliver {deliver:?}");
+        }
     }
 }

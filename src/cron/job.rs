@@ -7,7 +7,7 @@
 //! The file, its lock and the scheduling decisions over all jobs belong to [`super::store`]; the
 //! schedule grammar and time arithmetic to [`super::schedule`].
 
-use super::schedule::{Schedule, ScheduleError, Stamp, Zone};
+use super::schedule::{InvalidSchedule, Schedule, ScheduleError, Stamp, Zone};
 use chrono::{DateTime, Utc};
 use hermes_adapter::SessionSource;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -367,15 +367,15 @@ impl Job {
     }
 
     /// Reads one record of `jobs.json`; the error says what is wrong with it.
-    pub fn from_record(record: &Value) -> Result<Job, String> {
-        let Value::Object(fields) = record else { return Err("the record is not an object".into()) };
+    pub fn from_record(record: &Value) -> Result<Job, RecordError> {
+        let Value::Object(fields) = record else { return Err(RecordError::NotAnObject) };
         match fields.get("id") {
             Some(Value::String(id)) => check_id(id)?,
-            Some(Value::Null) | None => return Err("it has no id".into()),
-            Some(other) => return Err(format!("its id {other} is not a string")),
+            Some(Value::Null) | None => return Err(RecordError::NoId),
+            Some(other) => return Err(RecordError::IdNotAString { found: other.clone() }),
         }
         if !fields.get("schedule").is_some_and(Value::is_object) {
-            return Err("its schedule is not an object".into());
+            return Err(RecordError::ScheduleNotAnObject);
         }
         let job = match legacy_skills(fields) {
             // Read from the record in place: a file of ten thousand jobs is read at every tick.
@@ -386,7 +386,7 @@ impl Job {
                 Job::deserialize(&Value::Object(fields))
             }
         };
-        let mut job = job.map_err(|e| e.to_string())?;
+        let mut job = job.map_err(RecordError::Fields)?;
         // Written back from `skills` by `to_record`, so an edit of the skills cannot leave it stale.
         job.extra.remove("skill");
         Ok(job)
@@ -482,17 +482,37 @@ fn host_name() -> &'static str {
 }
 
 fn never_runs(schedule: &Schedule, zone: Zone) -> ScheduleError {
-    ScheduleError::Invalid { input: schedule.display.clone(), reason: "it never runs".into(), zone: zone.describe() }
+    ScheduleError::Invalid { input: schedule.display.clone(), reason: InvalidSchedule::NeverRuns, zone: zone.describe() }
+}
+
+/// What is wrong with one record of `jobs.json` (or with a new job's id).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("the record is not an object")]
+    NotAnObject,
+    #[error("it has no id")]
+    NoId,
+    #[error("its id {found} is not a string")]
+    IdNotAString { found: Value },
+    #[error("its id is empty")]
+    EmptyId,
+    #[error("its id '{id}' is not usable as a file name")]
+    IdNotAFileName { id: String },
+    #[error("its schedule is not an object")]
+    ScheduleNotAnObject,
+    /// A field of the wrong type or shape; serde's message names it.
+    #[error(transparent)]
+    Fields(serde_json::Error),
 }
 
 /// An id names the job's output folder, so it must be one plain path component.
-pub(crate) fn check_id(id: &str) -> Result<(), String> {
+pub(crate) fn check_id(id: &str) -> Result<(), RecordError> {
     let trimmed = id.trim();
     if trimmed.is_empty() {
-        return Err("its id is empty".into());
+        return Err(RecordError::EmptyId);
     }
     if trimmed != id || matches!(id, "." | "..") || id.contains(['/', '\\', '\0']) {
-        return Err(format!("its id '{id}' is not usable as a file name"));
+        return Err(RecordError::IdNotAFileName { id: id.to_string() });
     }
     Ok(())
 }

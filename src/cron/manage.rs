@@ -5,11 +5,13 @@
 //! is no longer allowed ([`super::owner`]) is resumed only by an admin, and only once its owner
 //! is allowed again; it is not run by hand meanwhile.
 
-use super::delivery;
+use super::delivery::{self, DeliverError};
 use super::job::{Job, Origin};
 use super::owner::{self, EveryOwner, OwnerCheck};
+use super::prompt::StopsGateway;
 use super::schedule::{self, ScheduleError, Zone};
-use super::store::{JobStore, JobStoreError, Listing};
+use super::script::ScriptError;
+use super::store::{EditError, JobStore, JobStoreError, Listing};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,14 +20,46 @@ use tokio::sync::Notify;
 /// Why a job could not be created or changed; the text tells the user what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum ManageError {
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
     #[error("⛔ job '{0}' belongs to someone else; only its creator or an admin may change it")]
     NotYours(String),
     #[error(transparent)]
     Store(#[from] JobStoreError),
     #[error("the jobs store is busy or stopped: {0}")]
-    Worker(String),
+    Worker(tokio::task::JoinError),
+}
+
+/// What is wrong with a job as asked for (the user's mistake, not the store's).
+#[derive(Debug, thiserror::Error)]
+pub enum Invalid {
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Deliver(#[from] DeliverError),
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    #[error(transparent)]
+    StopsGateway(#[from] StopsGateway),
+    #[error("the job needs a prompt (what the agent should do at each run)")]
+    NoPrompt,
+    #[error("a job without an agent (no_agent) needs a script from HERMES_HOME/scripts")]
+    NoAgentNoScript,
+    #[error("there is no skill named '{name}' (see the skills_list tool or HERMES_HOME/skills)")]
+    UnknownSkill { name: String },
+    /// Resuming a job paused for its owner takes an admin.
+    #[error("⛔ '{name}' was paused because its {reason}; only an admin can resume it")]
+    OwnerPauseNeedsAdmin { name: String, reason: String },
+    /// Its owner is still not allowed, so a resumed run would pause it at once.
+    #[error(
+        "'{name}' stays paused: {why}. Allow them again (the platform's allowlist, or `hermes pairing approve`) and resume it then, or remove the job"
+    )]
+    OwnerStillRefused { name: String, why: String },
+    /// Run by hand while paused for its owner.
+    #[error(
+        "'{name}' is paused: its {reason}. An admin resumes it (`/cron resume` or `hermes cron resume`) once its owner is allowed again"
+    )]
+    PausedForOwner { name: String, reason: String },
 }
 
 /// Who is asking.
@@ -156,12 +190,10 @@ impl CronJobs {
         let job = self.find(actor, reference).await?;
         let now = Utc::now();
         let (store, this) = (self.store.clone(), self.clone());
-        // The store takes a refusal as text; it comes back out as the user's mistake it was.
-        let edited =
-            blocking(move || store.edit(&job.id, |j| this.apply(j, edit, now).map_err(|e| e.to_string()))).await?.map_err(|e| match e {
-                JobStoreError::Refused(text) => ManageError::Invalid(text),
-                other => ManageError::Store(other),
-            })?;
+        let edited = blocking(move || store.edit(&job.id, |j| this.apply(j, edit, now))).await?.map_err(|e| match e {
+            EditError::Refused(invalid) => ManageError::Invalid(invalid),
+            EditError::Store(e) => ManageError::Store(e),
+        })?;
         self.wake.notify_one();
         Ok(edited)
     }
@@ -196,13 +228,10 @@ impl CronJobs {
     fn may_resume_owner_pause(&self, actor: &Actor, job: &Job) -> Result<(), ManageError> {
         let reason = job.paused_reason.as_deref().unwrap_or_default();
         if !actor.admin {
-            return Err(ManageError::Invalid(format!("⛔ '{}' was paused because its {reason}; only an admin can resume it", job.name)));
+            return Err(Invalid::OwnerPauseNeedsAdmin { name: job.name.clone(), reason: reason.to_string() }.into());
         }
         match self.owners.refusal(job) {
-            Some(why) => Err(ManageError::Invalid(format!(
-                "'{}' stays paused: {why}. Allow them again (the platform's allowlist, or `hermes pairing approve`) and resume it then, or remove the job",
-                job.name
-            ))),
+            Some(why) => Err(Invalid::OwnerStillRefused { name: job.name.clone(), why }.into()),
             None => Ok(()),
         }
     }
@@ -212,11 +241,8 @@ impl CronJobs {
     pub async fn run_now(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
         let job = self.find(actor, reference).await?;
         if owner::is_owner_pause(&job) {
-            return Err(ManageError::Invalid(format!(
-                "'{}' is paused: its {}. An admin resumes it (`/cron resume` or `hermes cron resume`) once its owner is allowed again",
-                job.name,
-                job.paused_reason.as_deref().unwrap_or_default()
-            )));
+            let reason = job.paused_reason.clone().unwrap_or_default();
+            return Err(Invalid::PausedForOwner { name: job.name, reason }.into());
         }
         let store = self.store.clone();
         let job = blocking(move || store.trigger_now(&job.id, Utc::now())).await??;
@@ -226,13 +252,12 @@ impl CronJobs {
 
     /// A new job record from `spec`, validated.
     fn build(&self, spec: NewJob, now: DateTime<Utc>) -> Result<Job, ManageError> {
-        let invalid = |e: ScheduleError| ManageError::Invalid(e.to_string());
-        let schedule = schedule::parse(&spec.schedule, now, self.zone).map_err(invalid)?;
+        let schedule = schedule::parse(&spec.schedule, now, self.zone).map_err(Invalid::from)?;
         let prompt = spec.prompt.trim();
         if prompt.is_empty() && !(spec.no_agent && spec.script.is_some()) {
-            return Err(ManageError::Invalid("the job needs a prompt (what the agent should do at each run)".into()));
+            return Err(Invalid::NoPrompt.into());
         }
-        let mut job = Job::planned(spec.name.as_deref().unwrap_or(""), prompt, schedule, now, self.zone).map_err(invalid)?;
+        let mut job = Job::planned(spec.name.as_deref().unwrap_or(""), prompt, schedule, now, self.zone).map_err(Invalid::from)?;
         job.origin = spec.origin;
         job.no_agent = spec.no_agent;
         job.provider = spec.provider;
@@ -250,11 +275,10 @@ impl CronJobs {
     }
 
     /// Apply `edit` to `job`, checking each changed field.
-    fn apply(&self, job: &mut Job, edit: JobEdit, now: DateTime<Utc>) -> Result<(), ManageError> {
-        let invalid = |text: String| ManageError::Invalid(text);
+    fn apply(&self, job: &mut Job, edit: JobEdit, now: DateTime<Utc>) -> Result<(), Invalid> {
         if let Some(text) = edit.schedule {
-            let schedule = schedule::parse(&text, now, self.zone).map_err(|e| invalid(e.to_string()))?;
-            job.reschedule(schedule, now, self.zone).map_err(|e| invalid(e.to_string()))?;
+            let schedule = schedule::parse(&text, now, self.zone)?;
+            job.reschedule(schedule, now, self.zone)?;
         }
         if let Some(prompt) = edit.prompt {
             job.prompt = prompt.trim().to_string();
@@ -263,7 +287,7 @@ impl CronJobs {
             job.name = name.trim().to_string();
         }
         if let Some(deliver) = edit.deliver {
-            delivery::check(&deliver).map_err(|e| invalid(e.to_string()))?;
+            delivery::check(&deliver)?;
             job.deliver = deliver.trim().to_string();
         }
         if let Some(times) = edit.repeat {
@@ -283,16 +307,16 @@ impl CronJobs {
     }
 
     /// What must hold of the job as a whole after any change.
-    fn check_whole(&self, job: &Job) -> Result<(), ManageError> {
-        if let Some(why) = super::prompt::lifecycle_refusal(&job.prompt, job.script.as_deref()) {
-            return Err(ManageError::Invalid(why));
+    fn check_whole(&self, job: &Job) -> Result<(), Invalid> {
+        if let Some(refusal) = super::prompt::lifecycle_refusal(&job.prompt, job.script.as_deref()) {
+            return Err(refusal.into());
         }
         if let Some(script) = &job.script {
-            let path = super::script::locate(&self.scripts_dir, script).map_err(|e| ManageError::Invalid(e.to_string()))?;
-            super::script::lifecycle_refusal(script, &path).map_err(|e| ManageError::Invalid(e.to_string()))?;
+            let path = super::script::locate(&self.scripts_dir, script)?;
+            super::script::lifecycle_refusal(script, &path)?;
         }
         if job.no_agent && job.script.is_none() {
-            return Err(ManageError::Invalid("a job without an agent (no_agent) needs a script from HERMES_HOME/scripts".into()));
+            return Err(Invalid::NoAgentNoScript);
         }
         Ok(())
     }
@@ -304,7 +328,7 @@ fn apply_skills(
     add: Vec<String>,
     remove: Vec<String>,
     skills_dir: &std::path::Path,
-) -> Result<(), ManageError> {
+) -> Result<(), Invalid> {
     if let Some(list) = set {
         job.skills = list;
     }
@@ -315,9 +339,7 @@ fn apply_skills(
     }
     job.skills.retain(|s| !remove.contains(s));
     for name in &job.skills {
-        crate::agent::skills::find(skills_dir, name).map_err(|_| {
-            ManageError::Invalid(format!("there is no skill named '{name}' (see the skills_list tool or HERMES_HOME/skills)"))
-        })?;
+        crate::agent::skills::find(skills_dir, name).map_err(|_| Invalid::UnknownSkill { name: name.clone() })?;
     }
     Ok(())
 }
@@ -346,7 +368,7 @@ pub fn describe(job: &Job, zone: Zone) -> String {
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ManageError> {
-    tokio::task::spawn_blocking(work).await.map_err(|e| ManageError::Worker(e.to_string()))
+    tokio::task::spawn_blocking(work).await.map_err(ManageError::Worker)
 }
 
 #[cfg(test)]

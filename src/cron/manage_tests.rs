@@ -161,7 +161,7 @@ async fn an_edit_changes_what_it_names_and_a_refused_edit_nothing() {
 
     let bad = JobEdit { schedule: Some("2h".into()), prompt: Some("hermes gateway stop".into()), ..JobEdit::default() };
     let refused = f.jobs.edit(&alice, "build", bad).await.unwrap_err();
-    assert!(matches!(&refused, ManageError::Invalid(text) if text.contains("may not stop or restart")), "{refused}");
+    assert!(matches!(&refused, ManageError::Invalid(invalid) if invalid.to_string().contains("may not stop or restart")), "{refused}");
     let kept = f.jobs.find(&alice, "build").await.unwrap();
     assert_eq!(
         (kept.prompt.as_str(), kept.schedule_display.as_str()),
@@ -208,4 +208,29 @@ async fn a_job_paused_for_its_owner_is_resumed_only_by_an_admin_and_only_once_th
     // A pause by hand stays the owner's to lift.
     f.jobs.pause(&user("telegram", "111"), &job.id).await.unwrap();
     f.jobs.resume(&user("telegram", "111"), &job.id).await.unwrap();
+}
+
+#[test]
+fn invalid_jobs_are_worded_as_before_the_errors_were_typed() {
+    let (name, reason) = ("digest".to_string(), "owner telegram:111 is no longer allowed".to_string());
+    let cases = [
+        (Invalid::NoPrompt, "the job needs a prompt (what the agent should do at each run)".to_string()),
+        (Invalid::NoAgentNoScript, "a job without an agent (no_agent) needs a script from HERMES_HOME/scripts".into()),
+        (Invalid::UnknownSkill { name: "news".into() }, "there is no skill named 'news' (see the skills_list tool or HERMES_HOME/skills)".into()),
+        (
+            Invalid::OwnerPauseNeedsAdmin { name: name.clone(), reason: reason.clone() },
+            format!("⛔ 'digest' was paused because its {reason}; only an admin can resume it"),
+        ),
+        (
+            Invalid::OwnerStillRefused { name: name.clone(), why: "they are not allowed".into() },
+            "'digest' stays paused: they are not allowed. Allow them again (the platform's allowlist, or `hermes pairing approve`) and resume it then, or remove the job".into(),
+        ),
+        (
+            Invalid::PausedForOwner { name, reason: reason.clone() },
+            format!("'digest' is paused: its {reason}. An admin resumes it (`/cron resume` or `hermes cron resume`) once its owner is allowed again"),
+        ),
+    ];
+    for (error, text) in cases {
+        assert_eq!(ManageError::from(error).to_string(), text);
+    }
 }

@@ -74,16 +74,18 @@ static LIFECYCLE: LazyLock<Regex> = LazyLock::new(|| {
     .unwrap()
 });
 
-/// Why a job must not be created: it would stop or restart the gateway running it (a loop that
-/// takes the scheduler down with it).
-pub fn lifecycle_refusal(prompt: &str, script: Option<&str>) -> Option<String> {
+/// A job that would stop or restart the gateway running it (a loop that takes the scheduler
+/// down with it); `found` is the words that do it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a scheduled job may not stop or restart the gateway that runs it (found \"{found}\"); run that yourself instead")]
+pub struct StopsGateway {
+    pub found: String,
+}
+
+/// Why a job must not be created, if its prompt or script stops or restarts the gateway.
+pub fn lifecycle_refusal(prompt: &str, script: Option<&str>) -> Option<StopsGateway> {
     let text = format!("{prompt}\n{}", script.unwrap_or(""));
-    LIFECYCLE.find(&text).map(|m| {
-        format!(
-            "a scheduled job may not stop or restart the gateway that runs it (found \"{}\"); run that yourself instead",
-            m.as_str().trim()
-        )
-    })
+    LIFECYCLE.find(&text).map(|m| StopsGateway { found: m.as_str().trim().to_string() })
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@
 use super::delivery::{self, Homes};
 use super::job::Job;
 use super::output::{self, Outcome};
+use super::prompt::PromptError;
 use super::schedule::Zone;
-use super::script::{self, ScriptRun};
+use super::script::{self, ScriptError, ScriptRun};
 use super::store::{DueRun, JobStore, RunResult};
 use crate::agent::fence::Fence;
 use async_trait::async_trait;
@@ -50,11 +51,44 @@ pub enum Sent {
     Failed(String),
 }
 
+/// A cause the host reports from its own layers (the session store, the provider).
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why the host's agent turn gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentRunError {
+    #[error("cannot store the run's session: {0}")]
+    SessionNotStored(Cause),
+    #[error("the agent stopped unexpectedly")]
+    AgentStopped,
+    /// The turn failed; the cause (the provider's error) is the whole message.
+    #[error(transparent)]
+    TurnFailed(Cause),
+    #[error("the run did not finish within {secs} s (cron.timeout) and was stopped")]
+    TimedOut { secs: u64 },
+}
+
+/// Why a run produced no answer. Its text is what the output file, the failure message and the
+/// job's `last_error` show.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    #[error("the job runs no agent and has no script")]
+    NothingToRun,
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error(transparent)]
+    Agent(#[from] AgentRunError),
+    #[error("the agent gave an empty answer")]
+    EmptyAnswer,
+}
+
 /// The way out of a run: the agent, the outbound path, the home channels.
 #[async_trait]
 pub trait CronHost: Send + Sync + 'static {
     /// Run a fresh agent turn and return its final answer, or why it failed.
-    async fn run_agent(&self, run: AgentRun) -> Result<String, String>;
+    async fn run_agent(&self, run: AgentRun) -> Result<String, AgentRunError>;
     /// Deliver Markdown to `target` under the idempotency `key`.
     async fn deliver(&self, target: &ChatTarget, text: &str, key: &str) -> Sent;
     /// Each connected platform's home channel.
@@ -118,7 +152,7 @@ impl JobRunner {
             RunEnd::Failed(_) => "failed",
         };
         crate::observe::metrics::global().cron_run(outcome, delivery_error.is_some());
-        let record = RunResult { error: result.as_ref().err().cloned(), delivery_error };
+        let record = RunResult { error: result.as_ref().err().map(RunError::to_string), delivery_error };
         self.finish(&job, occurrence, record, ran_at).await;
         tracing::info!(job_id = %job.id, end = ?end, "cron job finished");
         end
@@ -135,14 +169,14 @@ impl JobRunner {
 
     /// The script, then the agent (unless the job is script-only or the script says not to).
     /// `Ok(None)` = nothing to deliver.
-    async fn execute(&self, job: &Job, occurrence: DateTime<Utc>) -> Result<Option<String>, String> {
+    async fn execute(&self, job: &Job, occurrence: DateTime<Utc>) -> Result<Option<String>, RunError> {
         let s = &self.settings;
         let script_output = match job.script.as_deref().filter(|p| !p.trim().is_empty()) {
             Some(path) => {
                 let run = ScriptRun { scripts_dir: &s.scripts_dir, timeout: s.script_timeout, hidden_env: &s.hidden_env };
-                Some(script::run(path, &run).await.map_err(|e| e.to_string())?)
+                Some(script::run(path, &run).await?)
             }
-            None if job.no_agent => return Err("the job runs no agent and has no script".into()),
+            None if job.no_agent => return Err(RunError::NothingToRun),
             None => None,
         };
         if job.no_agent {
@@ -152,10 +186,10 @@ impl JobRunner {
             return Ok(None);
         }
         let inputs = super::prompt::Inputs { cron_dir: &s.cron_dir, skills_dir: &s.skills_dir, script_output: script_output.as_deref() };
-        let (prompt, fence) = super::prompt::assemble(job, &inputs).map_err(|e| e.to_string())?;
+        let (prompt, fence) = super::prompt::assemble(job, &inputs)?;
         let answer = self.host.run_agent(self.agent_run(job, occurrence, prompt, fence)).await?;
         if answer.trim().is_empty() {
-            return Err("the agent gave an empty answer".into());
+            return Err(RunError::EmptyAnswer);
         }
         Ok(Some(answer))
     }
@@ -178,12 +212,14 @@ impl JobRunner {
     }
 
     /// Write the run's output file (off the async workers: it syncs to disk).
-    async fn save_output(&self, job: &Job, ran_at: DateTime<Utc>, result: &Result<Option<String>, String>) {
-        let (settings, job, result) = (self.settings.clone(), job.clone(), result.clone());
+    async fn save_output(&self, job: &Job, ran_at: DateTime<Utc>, result: &Result<Option<String>, RunError>) {
+        let (settings, job) = (self.settings.clone(), job.clone());
+        let failure = result.as_ref().err().map(RunError::to_string);
+        let answer = result.as_ref().ok().cloned().flatten();
         let saved = tokio::task::spawn_blocking(move || {
-            let outcome = match &result {
-                Ok(answer) => Outcome::Answer(answer.as_deref().unwrap_or("[SILENT]")),
-                Err(e) => Outcome::Error(e),
+            let outcome = match &failure {
+                Some(e) => Outcome::Error(e),
+                None => Outcome::Answer(answer.as_deref().unwrap_or("[SILENT]")),
             };
             output::save(&settings.cron_dir, &job, ran_at, settings.zone, outcome, settings.retention).map_err(|e| (job.id, e))
         })
@@ -197,16 +233,16 @@ impl JobRunner {
 
     /// Deliver the answer (unless silent) or the failure (always); returns how the run ended
     /// and the delivery error to record, if any.
-    async fn deliver(&self, job: &Job, occurrence: DateTime<Utc>, result: &Result<Option<String>, String>) -> (RunEnd, Option<String>) {
+    async fn deliver(&self, job: &Job, occurrence: DateTime<Utc>, result: &Result<Option<String>, RunError>) -> (RunEnd, Option<String>) {
         let text = match result {
-            Err(e) => delivery::failure_text(job, &failure_summary(e)),
+            Err(e) => delivery::failure_text(job, &failure_summary(&e.to_string())),
             Ok(None) => return (RunEnd::Silent, None),
             Ok(Some(answer)) if delivery::is_silent(answer) => return (RunEnd::Silent, None),
             Ok(Some(answer)) => delivery::body(job, answer, self.settings.wrap),
         };
         let (targets, error) = self.send_everywhere(job, occurrence, &text).await;
         let end = match result {
-            Err(e) => RunEnd::Failed(e.clone()),
+            Err(e) => RunEnd::Failed(e.to_string()),
             Ok(_) => RunEnd::Delivered { targets },
         };
         (end, error)
@@ -217,7 +253,7 @@ impl JobRunner {
     async fn send_everywhere(&self, job: &Job, occurrence: DateTime<Utc>, text: &str) -> (usize, Option<String>) {
         let resolved = delivery::resolve(job, &self.host.homes());
         let targets = resolved.targets.len();
-        let mut problems = resolved.unreachable;
+        let mut problems: Vec<String> = resolved.unreachable.iter().map(ToString::to_string).collect();
         for target in &resolved.targets {
             let key = delivery::key(&job.id, occurrence, target);
             match self.host.deliver(target, text, &key).await {

@@ -25,7 +25,7 @@ struct RecordingHost {
 
 #[async_trait]
 impl CronHost for RecordingHost {
-    async fn run_agent(&self, run: AgentRun) -> Result<String, String> {
+    async fn run_agent(&self, run: AgentRun) -> Result<String, AgentRunError> {
         let now_busy = self.busy.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_busy.fetch_max(now_busy, Ordering::SeqCst);
         tokio::time::sleep(self.think).await;
@@ -168,4 +168,19 @@ async fn a_failed_delivery_is_recorded_and_the_run_still_counts() {
     assert_eq!((job.last_status.as_deref(), job.repeat.completed), (Some("ok"), 1));
     let error = job.last_delivery_error.unwrap_or_default();
     assert!(error.contains("telegram:-100") && error.contains("chat not found"), "{error}");
+}
+
+#[test]
+fn a_failed_run_is_worded_as_before_the_errors_were_typed() {
+    let cases = [
+        (RunError::NothingToRun, "the job runs no agent and has no script"),
+        (RunError::EmptyAnswer, "the agent gave an empty answer"),
+        (AgentRunError::AgentStopped.into(), "the agent stopped unexpectedly"),
+        (AgentRunError::TimedOut { secs: 600 }.into(), "the run did not finish within 600 s (cron.timeout) and was stopped"),
+        (AgentRunError::SessionNotStored("disk full".into()).into(), "cannot store the run's session: disk full"),
+        (AgentRunError::TurnFailed("the provider said no".into()).into(), "the provider said no"),
+    ];
+    for (error, text) in cases {
+        assert_eq!(error.to_string(), text);
+    }
 }

@@ -12,6 +12,8 @@ use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::config::{UnknownZone, parse_zone};
+
 /// The accepted forms, for help texts (the "Use: ..." part of [`ScheduleError::Invalid`] without the zone suffix).
 pub const ACCEPTED_FORMS: &str = "Duration '30m', '2h', '1d' (one-shot); Interval 'every 30m', 'every 2h' (recurring); \
      Cron '0 9 * * mon-fri' (5 fields, or 6 with seconds first); Timestamp '2026-02-03T14:00:00'";
@@ -37,11 +39,7 @@ pub enum Zone {
 impl Zone {
     /// `None` or empty → Local; an unknown IANA name → [`ScheduleError::UnknownZone`] naming it.
     pub fn from_config(name: Option<&str>) -> Result<Zone, ScheduleError> {
-        let name = name.map(str::trim).unwrap_or_default();
-        if name.is_empty() {
-            return Ok(Zone::Local);
-        }
-        name.parse::<chrono_tz::Tz>().map(Zone::Named).map_err(|_| ScheduleError::UnknownZone { name: name.to_string() })
+        Ok(parse_zone(name)?.map_or(Zone::Local, Zone::Named))
     }
 
     /// "Europe/Paris", or "local time".
@@ -164,11 +162,38 @@ impl<'de> Deserialize<'de> for Stamp {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScheduleError {
     #[error("Invalid schedule '{input}': {reason}. Use: {forms} (in {zone})", forms = ACCEPTED_FORMS)]
-    Invalid { input: String, reason: String, zone: String },
+    Invalid { input: String, reason: InvalidSchedule, zone: String },
     #[error("'{input}' is more than 120s in the past and cannot be scheduled.")]
     Past { input: String },
-    #[error("unknown time zone '{name}' (expected an IANA name such as Europe/Paris)")]
-    UnknownZone { name: String },
+    #[error(transparent)]
+    UnknownZone(#[from] UnknownZone),
+}
+
+/// Why a schedule was refused: the reason part of [`ScheduleError::Invalid`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidSchedule {
+    #[error("'every' needs a duration such as 'every 30m'")]
+    EveryWithoutPeriod,
+    #[error("'{period}' is not a duration (a number and m, h or d)")]
+    PeriodNotADuration { period: String },
+    #[error(transparent)]
+    Duration(#[from] DurationError),
+    /// croner's explanation, without its final period.
+    #[error("not a valid cron expression ({detail})")]
+    NotCron { detail: String },
+    #[error("the expression never matches a date (no run within 5 years)")]
+    CronNeverMatches,
+    #[error("not an ISO timestamp such as 2026-02-03T14:00:00")]
+    NotATimestamp,
+    #[error("the timestamp is out of range")]
+    TimestampOutOfRange,
+    #[error("{} does not exist in {zone} (the clocks jump forward); pick another time", wall_clock.format("%Y-%m-%d %H:%M"))]
+    SkippedByClocks { wall_clock: NaiveDateTime, zone: String },
+    #[error("not a duration, an 'every' interval, a cron expression or a timestamp")]
+    Unrecognised,
+    /// A schedule that parsed but has no first run.
+    #[error("it never runs")]
+    NeverRuns,
 }
 
 /// Parse what a user typed. Tried in this order, case-insensitive, surrounding whitespace and one pair of surrounding
@@ -187,7 +212,7 @@ pub enum ScheduleError {
 pub fn parse(input: &str, now: DateTime<Utc>, zone: Zone) -> Result<Schedule, ScheduleError> {
     let text = strip_quotes(input.trim()).trim();
     let lowered = text.to_lowercase();
-    let invalid = |reason: String| ScheduleError::Invalid { input: text.to_string(), reason, zone: zone.describe() };
+    let invalid = |reason: InvalidSchedule| ScheduleError::Invalid { input: text.to_string(), reason, zone: zone.describe() };
     if let Some(period) = strip_every(&lowered) {
         return interval(period, now).map_err(invalid);
     }
@@ -201,14 +226,12 @@ pub fn parse(input: &str, now: DateTime<Utc>, zone: Zone) -> Result<Schedule, Sc
     match parse_duration(&lowered) {
         Ok(minutes) => match later_by(now, minutes) {
             Some(run_at) => once(run_at, format!("once in {lowered}"), text, now, zone),
-            None => Err(invalid(DurationError::TooLong.to_string())),
+            None => Err(invalid(DurationError::TooLong.into())),
         },
-        Err(DurationError::NotADuration) => Err(invalid(UNRECOGNISED.to_string())),
-        Err(error) => Err(invalid(error.to_string())),
+        Err(DurationError::NotADuration) => Err(invalid(InvalidSchedule::Unrecognised)),
+        Err(error) => Err(invalid(error.into())),
     }
 }
-
-const UNRECOGNISED: &str = "not a duration, an 'every' interval, a cron expression or a timestamp";
 
 /// One pair of matching quotes around the whole input, as a chat user or a model may add them.
 fn strip_quotes(text: &str) -> &str {
@@ -221,16 +244,16 @@ fn strip_every(lowered: &str) -> Option<&str> {
     (rest.is_empty() || rest.starts_with(char::is_whitespace)).then_some(rest.trim())
 }
 
-fn interval(period: &str, now: DateTime<Utc>) -> Result<Schedule, String> {
+fn interval(period: &str, now: DateTime<Utc>) -> Result<Schedule, InvalidSchedule> {
     if period.is_empty() {
-        return Err("'every' needs a duration such as 'every 30m'".to_string());
+        return Err(InvalidSchedule::EveryWithoutPeriod);
     }
     let minutes = parse_duration(period).map_err(|error| match error {
-        DurationError::NotADuration => format!("'{period}' is not a duration (a number and m, h or d)"),
-        other => other.to_string(),
+        DurationError::NotADuration => InvalidSchedule::PeriodNotADuration { period: period.to_string() },
+        other => other.into(),
     })?;
     // A period too long to add to today could never be rescheduled; refuse it now rather than fail at the first run.
-    later_by(now, minutes).ok_or_else(|| DurationError::TooLong.to_string())?;
+    later_by(now, minutes).ok_or(DurationError::TooLong)?;
     Ok(Schedule { kind: ScheduleKind::Interval { minutes }, display: format!("every {minutes}m") })
 }
 
@@ -241,15 +264,16 @@ fn looks_like_cron(text: &str) -> bool {
     fields == 5 || fields == 6 || (fields == 1 && text.starts_with('@'))
 }
 
-fn cron(expr: &str, now: DateTime<Utc>, zone: Zone) -> Result<Schedule, String> {
-    let cron = parse_cron(expr).map_err(|error| format!("not a valid cron expression ({})", error.to_string().trim_end_matches('.')))?;
+fn cron(expr: &str, now: DateTime<Utc>, zone: Zone) -> Result<Schedule, InvalidSchedule> {
+    let cron =
+        parse_cron(expr).map_err(|error| InvalidSchedule::NotCron { detail: error.to_string().trim_end_matches('.').to_string() })?;
     // Near the end of chrono's calendar there is no horizon to hold the expression to; any match then will do.
     let horizon = now.checked_add_signed(TimeDelta::days(NEVER_FIRES_HORIZON_DAYS));
     match zone.next_match(&cron, now) {
         Some(next) if horizon.is_none_or(|horizon| next <= horizon) => {
             Ok(Schedule { kind: ScheduleKind::Cron { expr: expr.to_string() }, display: expr.to_string() })
         }
-        _ => Err("the expression never matches a date (no run within 5 years)".to_string()),
+        _ => Err(InvalidSchedule::CronNeverMatches),
     }
 }
 
@@ -268,21 +292,17 @@ fn starts_with_date(text: &str) -> bool {
 }
 
 /// The instant an ISO timestamp names: as written when it has an offset, else read in `zone`.
-fn timestamp(text: &str, zone: Zone) -> Result<DateTime<Utc>, String> {
-    let written = read_timestamp(text).ok_or_else(|| "not an ISO timestamp such as 2026-02-03T14:00:00".to_string())?;
+fn timestamp(text: &str, zone: Zone) -> Result<DateTime<Utc>, InvalidSchedule> {
+    let written = read_timestamp(text).ok_or(InvalidSchedule::NotATimestamp)?;
     if let Some(offset) = written.offset {
         let absolute = offset.from_local_datetime(&written.wall_clock).single();
-        return absolute.map(|at| at.to_utc()).ok_or_else(|| "the timestamp is out of range".to_string());
+        return absolute.map(|at| at.to_utc()).ok_or(InvalidSchedule::TimestampOutOfRange);
     }
     match zone.resolve(&written.wall_clock) {
         LocalResult::Single(at) => Ok(at),
         // The clocks go back: the first pass of that wall-clock time is the one a user means by it.
         LocalResult::Ambiguous(earlier, _) => Ok(earlier),
-        LocalResult::None => Err(format!(
-            "{} does not exist in {} (the clocks jump forward); pick another time",
-            written.wall_clock.format("%Y-%m-%d %H:%M"),
-            zone.describe()
-        )),
+        LocalResult::None => Err(InvalidSchedule::SkippedByClocks { wall_clock: written.wall_clock, zone: zone.describe() }),
     }
 }
 
@@ -346,21 +366,14 @@ fn read_offset(text: &str) -> Option<FixedOffset> {
 }
 
 /// Why a duration was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DurationError {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("not a duration (a number and m, h or d)")]
     NotADuration,
+    #[error("a duration must be at least 1 minute")]
     Zero,
+    #[error("the duration is too long")]
     TooLong,
-}
-
-impl fmt::Display for DurationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            DurationError::NotADuration => "not a duration (a number and m, h or d)",
-            DurationError::Zero => "a duration must be at least 1 minute",
-            DurationError::TooLong => "the duration is too long",
-        })
-    }
 }
 
 /// Hermes' duration grammar, `<integer ≥ 1><spaces?><unit>` with unit one of the minute, hour or day spellings, read

@@ -23,7 +23,7 @@ pub enum ScriptError {
     #[error("script '{0}' did not finish within {1} s and was killed")]
     TimedOut(String, u64),
     #[error("script '{0}' is refused: {1}")]
-    Refused(String, String),
+    Refused(String, super::prompt::StopsGateway),
 }
 
 /// How much of a script the lifecycle guard reads: far more than any real cron script.

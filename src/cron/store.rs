@@ -19,7 +19,7 @@
 //!
 //! Everything here blocks on the file system; async callers use `spawn_blocking`.
 
-use super::job::{self, Job, JobState, RunClaim};
+use super::job::{self, Job, JobState, RecordError, RunClaim};
 use super::schedule::{ONE_SHOT_TOLERANCE_SECS, ScheduleError, ScheduleKind, Stamp, Zone};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -132,7 +132,7 @@ pub enum JobStoreError {
     #[error("cannot read or write {}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{} is not a valid cron jobs file ({reason}); it was left as it is: repair it, or move it aside to start with no jobs", path.display())]
-    Corrupt { path: PathBuf, reason: String },
+    Corrupt { path: PathBuf, reason: FileShapeError },
     #[error("no cron job has the id or name '{reference}'")]
     NotFound { reference: String },
     #[error("'{reference}' is the name of {} cron jobs ({}); use the job's id instead", ids.len(), ids.join(", "))]
@@ -144,22 +144,46 @@ pub enum JobStoreError {
     #[error("a cron job with the id {id} already exists")]
     DuplicateId { id: String },
     #[error("cannot store this cron job: {reason}")]
-    InvalidJob { reason: String },
-    /// An edit refused by the caller's own check; the text says why.
-    #[error("{0}")]
-    Refused(String),
+    InvalidJob { reason: RecordError },
     #[error("a cron job's id cannot change ({from} → {to})")]
     IdChanged { from: String, to: String },
     #[error("cannot encode the cron jobs: {0}")]
     Encode(#[from] serde_json::Error),
+    /// The batch recording this run was dropped unanswered: its committer panicked mid-write.
+    #[error("recording the run failed; see the log")]
+    RecordingPanicked,
     /// The failure of a write that recorded several runs at once, shared by each of them.
     #[error(transparent)]
     Shared(Arc<JobStoreError>),
 }
 
-impl From<String> for JobStoreError {
-    fn from(reason: String) -> JobStoreError {
-        JobStoreError::Refused(reason)
+/// Why `jobs.json` as a whole cannot be read (one bad record only skips that record).
+#[derive(Debug, thiserror::Error)]
+pub enum FileShapeError {
+    #[error(transparent)]
+    Json(serde_json::Error),
+    #[error("\"jobs\" is {found}, not a list")]
+    JobsNotAList { found: &'static str },
+    #[error("expected {{\"jobs\": [...]}}, found {found}")]
+    NotAJobsFile { found: &'static str },
+}
+
+/// Why [`JobStore::edit`] saved nothing: the caller's own check refused the change (`E`, as
+/// the caller typed it), or the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError<E> {
+    #[error("{0}")]
+    Refused(E),
+    #[error(transparent)]
+    Store(#[from] JobStoreError),
+}
+
+impl EditError<JobStoreError> {
+    /// For checks that fail only with the store's own errors.
+    fn flatten(self) -> JobStoreError {
+        match self {
+            EditError::Refused(e) | EditError::Store(e) => e,
+        }
     }
 }
 
@@ -236,19 +260,15 @@ impl JobStore {
         self.update(|jobs| resolve(jobs, reference).map(|at| jobs.remove(at)))?
     }
 
-    /// Changes the job `reference` names with `f`; nothing is saved when `f` fails. `f` may fail
-    /// with any error the store's error takes in: its own, a [`ScheduleError`], or a `String`
-    /// saying why the change is refused ([`JobStoreError::Refused`]). The id cannot change.
-    pub fn edit<E>(&self, reference: &str, f: impl FnOnce(&mut Job) -> Result<(), E>) -> Result<Job, JobStoreError>
-    where
-        JobStoreError: From<E>,
-    {
+    /// Changes the job `reference` names with `f`; nothing is saved when `f` fails, and its error
+    /// comes back as [`EditError::Refused`]. The id cannot change.
+    pub fn edit<E>(&self, reference: &str, f: impl FnOnce(&mut Job) -> Result<(), E>) -> Result<Job, EditError<E>> {
         self.update(|jobs| {
             let at = resolve(jobs, reference)?;
             let mut draft = jobs[at].clone();
-            f(&mut draft)?;
+            f(&mut draft).map_err(EditError::Refused)?;
             if draft.id != jobs[at].id {
-                return Err(JobStoreError::IdChanged { from: jobs[at].id.clone(), to: draft.id });
+                return Err(JobStoreError::IdChanged { from: jobs[at].id.clone(), to: draft.id }.into());
             }
             jobs[at] = draft.clone();
             Ok(draft)
@@ -257,7 +277,7 @@ impl JobStore {
 
     /// [`JobStore::edit`] for changes that fail only with the store's own errors.
     fn change(&self, reference: &str, f: impl FnOnce(&mut Job) -> Result<(), JobStoreError>) -> Result<Job, JobStoreError> {
-        self.edit(reference, f)
+        self.edit(reference, f).map_err(EditError::flatten)
     }
 
     /// Stops the job from running until [`JobStore::resume`]; a run already going finishes.
@@ -363,7 +383,7 @@ impl JobStore {
         match answer.recv() {
             Ok(recorded) => recorded.map_err(JobStoreError::Shared),
             // The committer's batch was dropped unanswered: it panicked mid-write.
-            Err(_) => Err(JobStoreError::Refused("recording the run failed; see the log".into())),
+            Err(_) => Err(JobStoreError::RecordingPanicked),
         }
     }
 
@@ -706,7 +726,7 @@ impl JobsFile {
                     file.records.push(Record::Job(Box::new(job)));
                     continue;
                 }
-                Err(reason) => reason,
+                Err(reason) => reason.to_string(),
             };
             file.skipped.push(Skipped { index, id, reason });
             file.records.push(Record::Kept(record));
@@ -765,7 +785,7 @@ impl JobsFile {
 
 /// The file from its parsed JSON: `{"jobs": [...]}`, or one of the older shapes Hermes also
 /// reads, a bare list and a map of id → record.
-fn from_top_level(data: Value) -> Result<JobsFile, String> {
+fn from_top_level(data: Value) -> Result<JobsFile, FileShapeError> {
     match data {
         Value::Array(records) => Ok(JobsFile::parse(records, Map::new(), false)),
         Value::Object(mut top) => match top.remove("jobs") {
@@ -774,9 +794,9 @@ fn from_top_level(data: Value) -> Result<JobsFile, String> {
             Some(Value::Object(by_id)) => {
                 Ok(JobsFile::parse(by_id.into_iter().map(|(id, record)| with_id(record, id)).collect(), top, false))
             }
-            Some(other) => Err(format!("\"jobs\" is {}, not a list", kind_of(&other))),
+            Some(other) => Err(FileShapeError::JobsNotAList { found: kind_of(&other) }),
         },
-        other => Err(format!("expected {{\"jobs\": [...]}}, found {}", kind_of(&other))),
+        other => Err(FileShapeError::NotAJobsFile { found: kind_of(&other) }),
     }
 }
 
@@ -811,8 +831,8 @@ impl JobStore {
         };
         // Hermes reads with utf-8-sig: a byte-order mark from a Windows editor is not an error.
         let text = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-        let corrupt = |reason: String| JobStoreError::Corrupt { path: path.clone(), reason };
-        let data: Value = serde_json::from_slice(text).map_err(|e| corrupt(e.to_string()))?;
+        let corrupt = |reason: FileShapeError| JobStoreError::Corrupt { path: path.clone(), reason };
+        let data: Value = serde_json::from_slice(text).map_err(|e| corrupt(FileShapeError::Json(e)))?;
         let file = from_top_level(data).map_err(corrupt)?;
         for skipped in &file.skipped {
             tracing::warn!(file = %path.display(), index = skipped.index, id = ?skipped.id, reason = %skipped.reason, "skipping a cron job record that cannot be read; it is kept in the file as it is");

@@ -655,7 +655,7 @@ fn a_failed_edit_saves_nothing_and_an_id_cannot_change() {
     let before = std::fs::read(store.jobs_path()).unwrap();
     let refused = store.edit("digest", |job| {
         job.prompt = "changed".into();
-        Err(JobStoreError::InvalidJob { reason: "no".into() })
+        Err(JobStoreError::InvalidJob { reason: crate::cron::job::RecordError::EmptyId })
     });
     assert!(refused.is_err());
     assert_eq!(std::fs::read(store.jobs_path()).unwrap(), before);
@@ -665,7 +665,7 @@ fn a_failed_edit_saves_nothing_and_an_id_cannot_change() {
         job.id = "ffffffffffff".into();
         Ok::<(), JobStoreError>(())
     });
-    assert!(matches!(renamed, Err(JobStoreError::IdChanged { .. })));
+    assert!(matches!(renamed, Err(EditError::Store(JobStoreError::IdChanged { .. }))));
 
     let edited = store
         .edit("digest", |job: &mut Job| {
@@ -906,4 +906,29 @@ fn a_cut_off_one_shot_is_reported_rather_than_paused_for_its_owner() {
     let refuse = |_: &Job| Some(crate::cron::owner::revoked("telegram:2", "unpaired"));
     let due = store.take_due_checked(t0 + Span::minutes(2), UTC, OWNER, Span::minutes(30), &refuse).unwrap();
     assert_eq!((due.abandoned.len(), due.refused.len(), due.runs.len()), (1, 0, 0));
+}
+
+#[test]
+fn unreadable_records_and_files_say_what_is_wrong() {
+    let records = [
+        (json!([]), "the record is not an object"),
+        (json!({"schedule": {}}), "it has no id"),
+        (json!({"id": 7, "schedule": {}}), "its id 7 is not a string"),
+        (json!({"id": " ", "schedule": {}}), "its id is empty"),
+        (json!({"id": "../x", "schedule": {}}), "its id '../x' is not usable as a file name"),
+        (json!({"id": "abc"}), "its schedule is not an object"),
+    ];
+    for (record, text) in records {
+        assert_eq!(Job::from_record(&record).unwrap_err().to_string(), text, "{record}");
+    }
+    let (_home, store) = new_store();
+    for (file, reason) in
+        [("{\"jobs\": 5}", "(\"jobs\" is a number, not a list)"), ("\"jobs\"", "(expected {\"jobs\": [...]}, found a string)")]
+    {
+        std::fs::create_dir_all(store.dir()).unwrap();
+        std::fs::write(store.jobs_path(), file).unwrap();
+        let error = store.list().unwrap_err().to_string();
+        assert!(error.contains(reason), "{error}");
+        assert!(error.ends_with("it was left as it is: repair it, or move it aside to start with no jobs"), "{error}");
+    }
 }

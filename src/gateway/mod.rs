@@ -77,7 +77,7 @@ pub enum GatewayError {
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     pub replace: bool,
-    /// The machine-wide directory of credential locks ([`credential_lock`]); `None` runs without
+    /// The machine-wide directory of credential locks ([`ops::credential_lock`]); `None` runs without
     /// the one-gateway-per-token guard.
     pub credential_lock_dir: Option<std::path::PathBuf>,
     /// The adapters the gateway may build: the built-in ones, plus any a caller adds.
@@ -223,7 +223,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     board.expect_adapters(adapters.len());
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
     let inbox = Arc::new(intake::inbox::Inbox::new(store.clone(), router_tx));
-    turn::approvals::deny_left_open(&store, wiring.turns().deliverer.clone()).await;
+    turn::approvals::deny_left_open(store.as_ref(), wiring.turns().deliverer.clone()).await;
     let router = session::router::spawn(wiring.routing(), router_rx);
     inbox.replay_unfinished().await?;
 
@@ -242,7 +242,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     status.listeners = start_admin(&config, &board, &admin_stop).await?.into();
     let status_path = home.status_file();
     let status_task = ops::chores::spawn_status_writer(status.clone(), status_path.clone(), wiring.status_sources());
-    let housekeeping = ops::chores::spawn_inbox_pruning(store.clone());
+    let housekeeping = ops::chores::spawn_inbox_pruning(store.clone(), store.clone());
     let media_sweeper = ops::media_sweep::spawn(media_cache, media_limits);
     let heap_trimmer = ops::heap_trim::spawn(std::time::Duration::from_secs(config.gateway.memory.trim_heap_every_secs));
     // Resumes what the last run left queued, and notices parts resent from the shell.
@@ -293,7 +293,7 @@ async fn wire(
 ) -> Result<wiring::Wiring, GatewayError> {
     let memory = config.gateway.memory;
     let limits = crate::store::SqliteLimits { cache_kib: memory.sqlite_cache_kilobytes, read_connections: memory.sqlite_read_connections };
-    let store: Store = Arc::new(SqliteStore::open_with(&home.state_db(), limits).await?);
+    let store: Store = Arc::new(SqliteStore::open_with(&crate::store::state_db(home), limits).await?);
     let agent = agent_parts(config, home, &auth)?;
     Ok(wiring::Wiring::build(wiring::Parts {
         config: config.clone(),
@@ -357,7 +357,7 @@ fn claim_home(home: &Home, replace: bool) -> Result<(ops::instance_lock::Instanc
     // The single-instance lock comes before any heavy initialization.
     let lock = ops::instance_lock::acquire(&home.lock_file(), &home.pid_file(), replace)?;
     let marker = home.clean_shutdown_marker();
-    if !marker.exists() && home.state_db().exists() {
+    if !marker.exists() && crate::store::state_db(home).exists() {
         tracing::warn!("the last run did not stop cleanly; unfinished messages will be replayed");
     }
     // Written back only by a clean stop; if it is absent at the next start, this run crashed.

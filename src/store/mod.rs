@@ -17,8 +17,7 @@ pub use backend::{
     NewMessage, NewOutboxRow, OpenedTurn, Outbox, OutboxRow, PendingApproval, QueueSummary, Queued, RouteEntry, Routes, SearchHit,
     SearchScope, SessionLog, SessionRow, StoreBackend, TurnContext, TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
 };
-pub(crate) use sqlite::is_python_hermes_db;
-pub use sqlite::{SqliteLimits, SqliteStore};
+pub use sqlite::{SqliteLimits, SqliteStore, state_db};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -24,6 +24,22 @@
 //!   environment variables, documentation, how to build it); each adapter crate exports one.
 //! - [`secret`] and [`values`]: the value types of configuration blocks ([`Secret`], which never
 //!   prints; lenient lists and ids; the free-form [`Extra`] map).
+//!
+//! # Adding an adapter
+//!
+//! One crate under `adapters/` plus one registration line in the gateway:
+//! 1. Implement [`PlatformAdapter`]: `run` turns platform updates into [`InboundEvent`]s and hands
+//!    each to [`AdapterContext::accept`] *before* acknowledging the platform (the gateway's inbox
+//!    is durable; an event it has not stored must be redelivered); `send` delivers one
+//!    [`OutboundMessage`] and says whether a failure is worth retrying ([`SendError`]); a
+//!    platform that can look a sent message up implements `find_sent`, so an attempt cut off
+//!    mid-send is not blindly repeated.
+//! 2. Describe the platform in [`Capabilities`] (limits, dialect, edits, buttons) and in the
+//!    [`Registration`]'s [`PlatformFacts`] (who its users are, its home-channel and pairing
+//!    facts, its environment variables): the core reads these, never the platform's name.
+//! 3. Export a `REGISTRATION` and add it, behind a cargo feature of its own, to the gateway's
+//!    registry (`hermes::registry::Registry::builtin`); add the platform to the conformance
+//!    suite (`tests/conformance/`) with a fake written from the platform's published API.
 
 // This crate is the contract adapter authors write against, so every public item says what it
 // is for. The lint lives here rather than in `[lints]` because a member using

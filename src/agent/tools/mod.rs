@@ -21,6 +21,7 @@ mod skills_list;
 mod terminal;
 mod write_file;
 
+pub use crate::config::{TOOLSETS, toolset_acts};
 pub use context::{AgentPaths, DetachedHost, HostError, PastMessage, SessionScope, ToolContext, ToolHost, ToolSettings};
 
 use async_trait::async_trait;
@@ -67,20 +68,6 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput;
-}
-
-/// Every toolset name a built-in tool declares (a test checks both ways).
-pub const TOOLSETS: &[&str] = &["terminal", "file", "memory", "session_search", "messaging", "skills", "clarify", "delegation", "cronjob"];
-
-/// The toolsets whose tools only read the conversation's own world or ask its user; every other
-/// toolset acts outside it (runs commands, writes files, sends messages, changes memory or
-/// skills, starts other agents). A new toolset therefore counts as acting until it is listed
-/// here, so the audit flags it where strangers could reach it rather than forgetting it.
-const QUIET_TOOLSETS: &[&str] = &["session_search", "clarify", "cronjob"];
-
-/// Whether `toolset`'s tools act outside the conversation (see [`QUIET_TOOLSETS`]).
-pub fn toolset_acts(toolset: &str) -> bool {
-    !QUIET_TOOLSETS.contains(&toolset)
 }
 
 /// Which tools a turn may use.
@@ -237,6 +224,7 @@ pub fn builtin() -> ToolRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::QUIET_TOOLSETS;
 
     struct Echo;
     #[async_trait]

@@ -9,6 +9,24 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// Why the gateway is not healthy, after "unhealthy: ".
+#[derive(Debug, thiserror::Error)]
+enum Unhealthy {
+    #[error("no async runtime: {0}")]
+    NoRuntime(std::io::Error),
+    #[error("no HTTP client: {0}")]
+    NoHttpClient(reqwest::Error),
+    #[error("{url} answered {status}")]
+    BadStatus { url: String, status: reqwest::StatusCode },
+    /// The request itself failed (refused, timed out); the error without its URL, which comes first.
+    #[error("{url}: {source}")]
+    NoAnswer { url: String, source: reqwest::Error },
+    #[error("no gateway status at {} ({source})", path.display())]
+    NoStatus { path: std::path::PathBuf, source: std::io::Error },
+    #[error("gateway pid {pid} is not running")]
+    NotRunning { pid: u32 },
+}
+
 /// Docker's default HEALTHCHECK timeout is 30 s; answer well within it.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -40,26 +58,26 @@ pub(crate) fn admin_address(host: &str, port: u16) -> SocketAddr {
     SocketAddr::new(ip, port)
 }
 
-fn probe(addr: SocketAddr) -> Result<String, String> {
+fn probe(addr: SocketAddr) -> Result<String, Unhealthy> {
     let url = format!("http://{addr}/health");
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("no async runtime: {e}"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Unhealthy::NoRuntime)?;
     runtime.block_on(async {
-        let client = reqwest::Client::builder().timeout(TIMEOUT).build().map_err(|e| format!("no HTTP client: {e}"))?;
+        let client = reqwest::Client::builder().timeout(TIMEOUT).build().map_err(Unhealthy::NoHttpClient)?;
         match client.get(&url).send().await {
             Ok(r) if r.status().is_success() => Ok(format!("{url} answered {}", r.status())),
-            Ok(r) => Err(format!("{url} answered {}", r.status())),
-            Err(e) => Err(format!("{url}: {}", e.without_url())),
+            Ok(r) => Err(Unhealthy::BadStatus { url, status: r.status() }),
+            Err(e) => Err(Unhealthy::NoAnswer { url, source: e.without_url() }),
         }
     })
 }
 
-fn process_alive(home: &Home) -> Result<String, String> {
+fn process_alive(home: &Home) -> Result<String, Unhealthy> {
     let path = home.status_file();
-    let status = StatusFile::read(&path).map_err(|e| format!("no gateway status at {} ({e})", path.display()))?;
+    let status = StatusFile::read(&path).map_err(|source| Unhealthy::NoStatus { path: path.clone(), source })?;
     if crate::cli::process_alive(status.pid) {
         Ok(format!("gateway pid {} is running (set gateway.admin_port for a /health check)", status.pid))
     } else {
-        Err(format!("gateway pid {} is not running", status.pid))
+        Err(Unhealthy::NotRunning { pid: status.pid })
     }
 }
 
@@ -79,6 +97,17 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);
-        assert!(probe(addr).is_err(), "nothing listens there");
+        let refused = probe(addr).unwrap_err().to_string();
+        assert!(refused.starts_with(&format!("http://{addr}/health: ")), "{refused}");
+        assert!(!refused[format!("http://{addr}/health: ").len()..].contains("http://"), "the URL is named once: {refused}");
+    }
+
+    #[test]
+    fn a_missing_status_file_or_a_dead_pid_is_unhealthy() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let missing = process_alive(&home).unwrap_err().to_string();
+        assert!(missing.starts_with(&format!("no gateway status at {} (", home.status_file().display())), "{missing}");
+        assert_eq!(Unhealthy::NotRunning { pid: 42 }.to_string(), "gateway pid 42 is not running");
     }
 }

@@ -128,7 +128,7 @@ fn writable(report: &mut Report, root: &Path) -> bool {
 }
 
 async fn state_db(report: &mut Report, home: &Home) {
-    let path = home.state_db();
+    let path = crate::store::state_db(home);
     if !path.exists() {
         report.ok(&format!("no state database yet ({} is created at the first start)", path.display()));
         return;

@@ -1,6 +1,7 @@
 //! Who a unit runs as: a user account's name, primary group and home directory, read from the
 //! system's user database (`getpwnam_r`/`getpwuid_r`, so NSS sources such as LDAP count too).
 
+use super::error::ServiceError;
 use std::ffi::{CStr, CString};
 use std::path::PathBuf;
 
@@ -12,26 +13,26 @@ pub(crate) struct Account {
     pub home: PathBuf,
 }
 
-/// The account called `name`, or a message saying it does not exist.
-pub(crate) fn by_name(name: &str) -> Result<Account, String> {
-    let c_name = CString::new(name).map_err(|_| format!("user name {name:?} contains a NUL byte"))?;
+/// The account called `name`, or why there is none.
+pub(crate) fn by_name(name: &str) -> Result<Account, ServiceError> {
+    let c_name = CString::new(name).map_err(|_| ServiceError::NulInUserName { name: name.to_string() })?;
     lookup(|pwd, buf, result| {
         // SAFETY: every pointer is valid for the call; `buf` outlives the use of `pwd`'s fields.
         unsafe { libc::getpwnam_r(c_name.as_ptr(), pwd, buf.as_mut_ptr(), buf.len(), result) }
     })
-    .ok_or_else(|| format!("there is no user {name:?} on this system (check --run-as-user)"))
+    .ok_or_else(|| ServiceError::NoSuchUser { name: name.to_string() })
 }
 
 /// The account this process runs as (its effective user, which `sudo` changes and `$USER`
 /// may not reflect).
-pub(crate) fn current() -> Result<Account, String> {
+pub(crate) fn current() -> Result<Account, ServiceError> {
     // SAFETY: geteuid cannot fail and has no side effects.
     let uid = unsafe { libc::geteuid() };
     lookup(|pwd, buf, result| {
         // SAFETY: as in `by_name`.
         unsafe { libc::getpwuid_r(uid, pwd, buf.as_mut_ptr(), buf.len(), result) }
     })
-    .ok_or_else(|| format!("the user database has no entry for uid {uid}"))
+    .ok_or(ServiceError::NoEntryForUid { uid })
 }
 
 /// Runs a `getpw*_r` call, growing its buffer while it reports ERANGE.
@@ -96,7 +97,7 @@ mod tests {
         let root = by_name("root").unwrap();
         assert_eq!(root.home, PathBuf::from("/root"));
         assert_eq!(root.group, "root");
-        let err = by_name("no-such-user-hermes-test").unwrap_err();
+        let err = by_name("no-such-user-hermes-test").unwrap_err().to_string();
         assert!(err.contains("no-such-user-hermes-test") && err.contains("--run-as-user"), "{err}");
         assert!(!current().unwrap().name.is_empty());
     }

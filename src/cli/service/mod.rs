@@ -8,6 +8,7 @@
 //! because systemd is not running here (`--no-start` exits 0 then, nothing was left undone).
 
 mod account;
+mod error;
 mod status;
 mod systemctl;
 mod unit;
@@ -17,6 +18,7 @@ pub(crate) use status::print_service_status;
 use crate::cli::{Cli, config_failure};
 use crate::config::{self, Env, Home};
 use account::Account;
+use error::ServiceError;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -71,7 +73,7 @@ impl Service {
 }
 
 /// The directory units of `scope` go to, and whether `HERMES_SYSTEMD_DIR` chose it.
-fn unit_dir(scope: Scope) -> Result<(PathBuf, bool), String> {
+fn unit_dir(scope: Scope) -> Result<(PathBuf, bool), ServiceError> {
     if let Some(dir) = std::env::var_os("HERMES_SYSTEMD_DIR").filter(|d| !d.is_empty()) {
         return Ok((PathBuf::from(dir), true));
     }
@@ -81,9 +83,7 @@ fn unit_dir(scope: Scope) -> Result<(PathBuf, bool), String> {
             let config = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from).filter(|p| p.is_absolute());
             let config = match config {
                 Some(dir) => dir,
-                None => {
-                    PathBuf::from(std::env::var_os("HOME").ok_or("HOME is not set: cannot find ~/.config/systemd/user")?).join(".config")
-                }
+                None => PathBuf::from(std::env::var_os("HOME").ok_or(ServiceError::NoHome)?).join(".config"),
             };
             Ok((config.join("systemd").join("user"), false))
         }
@@ -101,7 +101,7 @@ fn select_home(cli: &Cli, user_home: Option<&Path>) -> Result<(Home, Env), confi
     Ok((home, process))
 }
 
-fn service_for(home: Home, scope: Scope, user_home: Option<&Path>) -> Result<Service, String> {
+fn service_for(home: Home, scope: Scope, user_home: Option<&Path>) -> Result<Service, ServiceError> {
     let (dir, dir_overridden) = unit_dir(scope)?;
     let launch = Launch::of(&home.root(), home.profile(), user_home);
     Ok(Service { scope, launch, home, dir, dir_overridden })
@@ -124,7 +124,7 @@ pub(crate) fn locate(cli: &Cli, system: bool) -> Result<Service, ExitCode> {
     Ok(if system.installed() { system } else { user })
 }
 
-fn fail(message: String) -> ExitCode {
+fn fail(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("hermes: {message}");
     ExitCode::FAILURE
 }
@@ -135,16 +135,16 @@ fn not_installed(service: &Service) -> ExitCode {
 }
 
 /// This binary, absolute, as the unit's `ExecStart=` must name it.
-fn current_exe() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot tell where the hermes binary is: {e}"))?;
+fn current_exe() -> Result<PathBuf, ServiceError> {
+    let exe = std::env::current_exe().map_err(ServiceError::ExeUnknown)?;
     if !exe.is_file() {
-        return Err(format!("the hermes binary {} was replaced or deleted while running; run the new one", exe.display()));
+        return Err(ServiceError::ExeGone(exe));
     }
     Ok(exe)
 }
 
 /// The unit text this binary generates for `service`, given the profile's drain timeout.
-fn expected_unit(service: &Service, drain_secs: u64, run_as: Option<&Account>) -> Result<String, String> {
+fn expected_unit(service: &Service, drain_secs: u64, run_as: Option<&Account>) -> Result<String, ServiceError> {
     let exe = current_exe()?;
     let root = service.home.root();
     unit::render(&UnitSpec { scope: service.scope, exe: &exe, launch: &service.launch, root: &root, drain_secs, run_as })

@@ -60,11 +60,21 @@ fn print_freshness(cli: &Cli, service: &Service) {
     }
 }
 
+/// Why the profile's drain timeout cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum DrainUnknown {
+    /// HERMES_HOME or its `.env` cannot be resolved.
+    #[error(transparent)]
+    NoHome(config::ConfigError),
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(config::ConfigError),
+}
+
 /// The profile's drain timeout, which the unit's stop timeout is derived from.
-fn drain_secs(cli: &Cli) -> Result<u64, String> {
-    let (home, process) = select_home(cli, None).map_err(|e| e.to_string())?;
-    let env = Env::layered(&home.env_file(), process).map_err(|e| e.to_string())?;
-    let loaded = config::load(&home, &env).map_err(|e| format!("invalid configuration: {e}"))?;
+fn drain_secs(cli: &Cli) -> Result<u64, DrainUnknown> {
+    let (home, process) = select_home(cli, None).map_err(DrainUnknown::NoHome)?;
+    let env = Env::layered(&home.env_file(), process).map_err(DrainUnknown::NoHome)?;
+    let loaded = config::load(&home, &env).map_err(DrainUnknown::InvalidConfig)?;
     Ok(loaded.config.gateway.drain_timeout_secs)
 }
 

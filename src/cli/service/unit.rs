@@ -3,6 +3,7 @@
 //! quoting rules (`%` specifiers, `$` substitution, double-quoted words and assignments).
 
 use super::account::Account;
+use super::error::ServiceError;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -124,7 +125,7 @@ pub(crate) fn stop_timeout_secs(drain_secs: u64) -> u64 {
 }
 
 /// The unit's text, or why a path cannot be written into one.
-pub(crate) fn render(spec: &UnitSpec<'_>) -> Result<String, String> {
+pub(crate) fn render(spec: &UnitSpec<'_>) -> Result<String, ServiceError> {
     let exe = utf8(spec.exe, "the hermes binary's path")?;
     let hermes_home = spec.launch.hermes_home();
     let home = utf8(&hermes_home, "HERMES_HOME")?;
@@ -156,13 +157,13 @@ pub(crate) fn render(spec: &UnitSpec<'_>) -> Result<String, String> {
         .replace("@TIMEOUT_STOP_SEC@", &stop_timeout_secs(spec.drain_secs).to_string()))
 }
 
-fn run_as_lines(account: Option<&Account>) -> Result<String, String> {
+fn run_as_lines(account: Option<&Account>) -> Result<String, ServiceError> {
     let Some(account) = account else {
         return Ok("# No --run-as-user: the gateway runs as root.".to_string());
     };
     for name in [&account.name, &account.group] {
         if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control() || c == '%') {
-            return Err(format!("the user or group name {name:?} cannot be used in a unit (User=/Group=)"));
+            return Err(ServiceError::UnusableAccountName { name: name.clone() });
         }
     }
     Ok(format!("User={}\nGroup={}", account.name, account.group))
@@ -170,10 +171,10 @@ fn run_as_lines(account: Option<&Account>) -> Result<String, String> {
 
 /// A path as unit-file text: UTF-8, one line, no control characters (systemd reads unit files
 /// as UTF-8 lines and has no escape for a newline in `WorkingDirectory=`).
-fn utf8<'p>(path: &'p Path, what: &str) -> Result<&'p str, String> {
-    let text = path.to_str().ok_or_else(|| format!("{what} {} is not valid UTF-8; systemd units cannot name it", path.display()))?;
+fn utf8<'p>(path: &'p Path, what: &'static str) -> Result<&'p str, ServiceError> {
+    let text = path.to_str().ok_or_else(|| ServiceError::PathNotUtf8 { what, path: path.to_path_buf() })?;
     if text.chars().any(char::is_control) || text.ends_with('\\') {
-        return Err(format!("{what} {text:?} contains a control character or a trailing backslash; systemd units cannot name it"));
+        return Err(ServiceError::PathUnprintable { what, text: text.to_string() });
     }
     Ok(text)
 }
@@ -309,7 +310,7 @@ mod tests {
     fn a_path_systemd_cannot_hold_is_refused_by_name() {
         let root = PathBuf::from("/data/two\nlines");
         let launch = Launch::Custom { root: root.clone() };
-        let err = render(&spec(Scope::User, &launch, &root, None)).unwrap_err();
+        let err = render(&spec(Scope::User, &launch, &root, None)).unwrap_err().to_string();
         assert!(err.contains("HERMES_HOME") && err.contains("control character"), "{err}");
     }
 

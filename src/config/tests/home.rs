@@ -36,7 +36,7 @@ fn layout_and_ensure_dirs() {
     let root = dir.path().join("h");
     let home = Home::at(&root);
     assert_eq!(home.env_file(), root.join(".env"));
-    assert_eq!(home.state_db(), root.join("state.db"));
+    assert_eq!(home.shared_state_db(), root.join("state.db"));
     assert_eq!(home.lock_file(), root.join("gateway.lock"));
     assert_eq!(home.pid_file(), root.join("gateway.pid"));
     assert_eq!(home.status_file(), root.join("gateway_state.json"));
@@ -53,24 +53,4 @@ fn layout_and_ensure_dirs() {
         assert_eq!(std::fs::metadata(&root).unwrap().permissions().mode() & 0o777, 0o700);
         assert_eq!(std::fs::metadata(home.cache_dir()).unwrap().permissions().mode() & 0o777, 0o700, "attachments are private");
     }
-}
-
-#[test]
-fn a_python_hermes_state_db_is_left_alone_and_the_store_goes_beside_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::at(dir.path());
-    // Python Hermes' transcript database: its own `sessions`, no outbox.
-    let python = rusqlite::Connection::open(dir.path().join("state.db")).unwrap();
-    python
-        .execute_batch("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT); CREATE TABLE state_meta (key TEXT, value TEXT);")
-        .unwrap();
-    drop(python);
-    assert_eq!(home.state_db(), dir.path().join("gateway.db"));
-
-    // Our own store (it has an outbox) stays at state.db.
-    let ours_dir = tempfile::tempdir().unwrap();
-    let ours = rusqlite::Connection::open(ours_dir.path().join("state.db")).unwrap();
-    ours.execute_batch("CREATE TABLE sessions (id TEXT); CREATE TABLE outbox (id TEXT);").unwrap();
-    drop(ours);
-    assert_eq!(Home::at(ours_dir.path()).state_db(), ours_dir.path().join("state.db"));
 }

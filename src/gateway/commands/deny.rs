@@ -3,7 +3,7 @@
 
 use super::approve::{Which, answer, split_id};
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::turn::approvals::board::Answer;
+use crate::gateway::turn::approvals::board::{Answer, ApprovalBoard};
 use crate::gateway::turn::approvals::texts;
 use async_trait::async_trait;
 
@@ -23,22 +23,26 @@ impl SlashCommand for Deny {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        let words: Vec<&str> = args.split_whitespace().collect();
-        let (id, mut rest) = split_id(&words);
-        let all = rest.first().is_some_and(|w| w.eq_ignore_ascii_case("all"));
-        if all {
-            rest.remove(0);
-        }
-        let reason = Some(rest.join(" ")).filter(|r| !r.is_empty());
-        let which = match (id, all) {
-            (Some(id), _) => Which::Id(id),
-            (None, true) => Which::All,
-            (None, false) => Which::Oldest,
-        };
-        match answer(ctx, which, &Answer::Deny { reason: reason.clone() }) {
-            Ok(answered) if answered.is_empty() => CommandOutcome::Reply(texts::NOTHING_TO_DENY.into()),
-            Ok(answered) => CommandOutcome::Reply(texts::denied_reply(answered.len(), reason.as_deref())),
-            Err(reply) => CommandOutcome::Reply(reply),
-        }
+        deny(&ctx.handles.approvals.board, ctx.session_key, args)
+    }
+}
+
+fn deny(board: &ApprovalBoard, session_key: &str, args: &str) -> CommandOutcome {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let (id, mut rest) = split_id(&words);
+    let all = rest.first().is_some_and(|w| w.eq_ignore_ascii_case("all"));
+    if all {
+        rest.remove(0);
+    }
+    let reason = Some(rest.join(" ")).filter(|r| !r.is_empty());
+    let which = match (id, all) {
+        (Some(id), _) => Which::Id(id),
+        (None, true) => Which::All,
+        (None, false) => Which::Oldest,
+    };
+    match answer(board, session_key, which, &Answer::Deny { reason: reason.clone() }) {
+        Ok(answered) if answered.is_empty() => CommandOutcome::Reply(texts::NOTHING_TO_DENY.into()),
+        Ok(answered) => CommandOutcome::Reply(texts::denied_reply(answered.len(), reason.as_deref())),
+        Err(reply) => CommandOutcome::Reply(reply.to_string()),
     }
 }

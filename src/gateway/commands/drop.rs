@@ -2,7 +2,9 @@
 //! outbox as `dropped` (a record of what was never delivered) but no longer listed or resendable.
 
 use super::undelivered;
-use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
+use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::intake::auth::AuthPolicy;
+use crate::store::Outbox;
 use async_trait::async_trait;
 use hermes_adapter::InboundEvent;
 
@@ -24,17 +26,17 @@ impl SlashCommand for DropCommand {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        CommandOutcome::Reply(respond(ctx.handles, ctx.event, args).await)
+        CommandOutcome::Reply(respond(&ctx.handles.auth, ctx.handles.outbox.as_ref(), ctx.event, args).await)
     }
 }
 
 /// The reply to `/drop <args>` from `event`'s sender.
-async fn respond(handles: &CommandHandles, event: &InboundEvent, args: &str) -> String {
-    if !handles.auth.is_admin(event) {
+async fn respond(auth: &AuthPolicy, outbox: &dyn Outbox, event: &InboundEvent, args: &str) -> String {
+    if !auth.is_admin(event) {
         return "⛔ Only an admin can drop undelivered messages.".into();
     }
     let Some(id) = undelivered::parse_id(args) else { return USAGE.into() };
-    match undelivered::drop_letter(&handles.store, id).await {
+    match undelivered::drop_letter(outbox, id).await {
         Ok(Some(destination)) => {
             tracing::info!(outbox_id = id, by = ?event.source.user_id, "dead letter dropped by an admin");
             format!("Dropped #{id} to {destination}: it will not be sent.")
@@ -52,20 +54,25 @@ mod tests {
     use super::*;
     use crate::gateway::commands::undelivered::tests::{dead_letter, from, rig};
 
+    /// `/drop <args>` from `event`'s sender, with the handles the command takes.
+    async fn ask(handles: &crate::gateway::commands::CommandHandles, event: &InboundEvent, args: &str) -> String {
+        respond(&handles.auth, handles.outbox.as_ref(), event, args).await
+    }
+
     #[tokio::test]
     async fn drop_removes_a_dead_letter_from_the_list_for_good() {
         let (_dir, wiring, chat) = rig().await;
         let handles = &wiring.actors.commands;
-        let id = dead_letter(&handles.store, "k1", "c9", "the lost answer").await;
-        let kept = dead_letter(&handles.store, "k2", "c9", "another one").await;
-        let refused = respond(handles, &from("guest", ""), &id.to_string()).await;
+        let id = dead_letter(&wiring.store, "k1", "c9", "the lost answer").await;
+        let kept = dead_letter(&wiring.store, "k2", "c9", "another one").await;
+        let refused = ask(handles, &from("guest", ""), &id.to_string()).await;
         assert!(refused.starts_with("⛔ Only an admin"), "{refused}");
-        assert_eq!(respond(handles, &from("boss", ""), &id.to_string()).await, format!("Dropped #{id} to chat:c9: it will not be sent."));
-        let left: Vec<i64> = handles.store.outbox_dead_letters(10).await.unwrap().iter().map(|l| l.id).collect();
+        assert_eq!(ask(handles, &from("boss", ""), &id.to_string()).await, format!("Dropped #{id} to chat:c9: it will not be sent."));
+        let left: Vec<i64> = wiring.store.outbox_dead_letters(10).await.unwrap().iter().map(|l| l.id).collect();
         assert_eq!(left, vec![kept]);
-        assert_eq!(respond(handles, &from("boss", ""), &id.to_string()).await, format!("No undelivered message #{id}; see /undelivered."));
-        assert!(handles.store.outbox_requeue(id, i64::MAX).await.unwrap().is_none(), "a dropped message cannot be resent");
-        assert_eq!(respond(handles, &from("boss", ""), "x").await, USAGE);
+        assert_eq!(ask(handles, &from("boss", ""), &id.to_string()).await, format!("No undelivered message #{id}; see /undelivered."));
+        assert!(wiring.store.outbox_requeue(id, i64::MAX).await.unwrap().is_none(), "a dropped message cannot be resent");
+        assert_eq!(ask(handles, &from("boss", ""), "x").await, USAGE);
         assert!(chat.sent.lock().unwrap().is_empty());
     }
 }

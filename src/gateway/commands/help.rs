@@ -1,6 +1,6 @@
 //! `/help`: the commands available in this chat.
 
-use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand, describe};
+use super::{CommandContext, CommandOutcome, CommandRegistry, CommandSpec, SlashCommand, describe};
 use async_trait::async_trait;
 
 pub(super) struct Help;
@@ -14,11 +14,15 @@ impl SlashCommand for Help {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        let mut text = String::from("📖 **Hermes Commands**\n\n");
-        for spec in ctx.handles.registry.specs() {
-            text.push_str(&describe(spec));
-            text.push('\n');
-        }
-        CommandOutcome::Reply(text.trim_end().to_string())
+        help(&ctx.handles.registry)
     }
+}
+
+fn help(registry: &CommandRegistry) -> CommandOutcome {
+    let mut text = String::from("📖 **Hermes Commands**\n\n");
+    for spec in registry.specs() {
+        text.push_str(&describe(spec));
+        text.push('\n');
+    }
+    CommandOutcome::Reply(text.trim_end().to_string())
 }

@@ -1,6 +1,6 @@
 //! `/commands [page]`: the paginated list of every command.
 
-use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand, describe};
+use super::{CommandContext, CommandOutcome, CommandRegistry, CommandSpec, SlashCommand, describe};
 use async_trait::async_trait;
 
 pub(super) struct Commands;
@@ -21,23 +21,27 @@ impl SlashCommand for Commands {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        let specs: Vec<_> = ctx.handles.registry.specs().collect();
-        let pages = specs.len().div_ceil(PER_PAGE).max(1);
-        let page = match args.trim() {
-            "" => 1,
-            n => match n.parse::<usize>() {
-                Ok(p) if (1..=pages).contains(&p) => p,
-                _ => return CommandOutcome::Reply(format!("Usage: /commands [page] — pages 1 to {pages}.")),
-            },
-        };
-        let mut text = format!("📋 **Commands** (page {page}/{pages})\n\n");
-        for spec in specs.iter().skip((page - 1) * PER_PAGE).take(PER_PAGE) {
-            text.push_str(&describe(spec));
-            text.push('\n');
-        }
-        if page < pages {
-            text.push_str(&format!("\nMore: /commands {}", page + 1));
-        }
-        CommandOutcome::Reply(text.trim_end().to_string())
+        list(&ctx.handles.registry, args)
     }
+}
+
+fn list(registry: &CommandRegistry, args: &str) -> CommandOutcome {
+    let specs: Vec<_> = registry.specs().collect();
+    let pages = specs.len().div_ceil(PER_PAGE).max(1);
+    let page = match args.trim() {
+        "" => 1,
+        n => match n.parse::<usize>() {
+            Ok(p) if (1..=pages).contains(&p) => p,
+            _ => return CommandOutcome::Reply(format!("Usage: /commands [page] — pages 1 to {pages}.")),
+        },
+    };
+    let mut text = format!("📋 **Commands** (page {page}/{pages})\n\n");
+    for spec in specs.iter().skip((page - 1) * PER_PAGE).take(PER_PAGE) {
+        text.push_str(&describe(spec));
+        text.push('\n');
+    }
+    if page < pages {
+        text.push_str(&format!("\nMore: /commands {}", page + 1));
+    }
+    CommandOutcome::Reply(text.trim_end().to_string())
 }

@@ -1,6 +1,9 @@
 //! Slash commands: parsing, the registry, and dispatch. Each command is one file in this folder
 //! exporting a unit struct that implements [`SlashCommand`]; [`registry`] lists them. A command
-//! sees its event, its session's live state and the [`CommandHandles`].
+//! is handed its event, its session's live state and the [`CommandHandles`]; its `run` takes
+//! from them only what it touches and passes that to a function whose parameters say so
+//! (`/stop` gets the session, `/usage` the routes, the usage ledger, the message log and the
+//! models), so each command's signature is its list of needs.
 
 mod approve;
 mod background;
@@ -33,10 +36,10 @@ mod yolo;
 use crate::gateway::conversation::models::Models;
 use crate::gateway::intake::auth::AuthPolicy;
 use crate::gateway::ops::health::HealthBoard;
-use crate::gateway::session::actor::SessionState;
 use crate::gateway::turn::TurnHandles;
 use crate::gateway::turn::approvals::ApprovalHandles;
-use crate::store::Store;
+use crate::gateway::turn::queue::SessionState;
+use crate::store::{Outbox, Routes, SessionLog, UsageLedger};
 use async_trait::async_trait;
 use hermes_adapter::{Button, InboundEvent};
 use std::sync::Arc;
@@ -66,9 +69,18 @@ pub enum CommandOutcome {
     Silent,
 }
 
-/// What commands may use beyond their session: built once at start-up.
+/// What commands may use beyond their session: built once at start-up. Each command's `run`
+/// takes from it only what the command touches and hands that to a function whose parameters
+/// say so; the store is here one concern at a time.
 pub struct CommandHandles {
-    pub store: Store,
+    /// Which conversation each chat is in, its per-session overrides, who talked where.
+    pub routes: Arc<dyn Routes>,
+    /// Stored messages: titles, `/undo`, `/retry`, the context fill.
+    pub session_log: Arc<dyn SessionLog>,
+    /// Tokens and cost per session (`/usage`, `/status`).
+    pub usage: Arc<dyn UsageLedger>,
+    /// Outbound messages: dead letters (`/undelivered`, `/resend`, `/drop`) and the queues (`/status`).
+    pub outbox: Arc<dyn Outbox>,
     pub models: Arc<Models>,
     /// Who is an admin (`/model --global`).
     pub auth: Arc<AuthPolicy>,

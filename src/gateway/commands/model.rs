@@ -3,9 +3,12 @@
 //! `--global` (admins only, see `gateway::intake::auth`) changes the default for every chat and writes it to config.yaml. Refused while a
 //! turn runs (the registry's mid-turn rule).
 
-use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
+use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::conversation::models::Models;
+use crate::gateway::intake::auth::AuthPolicy;
+use crate::store::Routes;
 use async_trait::async_trait;
-use hermes_adapter::Button;
+use hermes_adapter::{Button, InboundEvent};
 use serde_json::json;
 
 pub(super) struct Model;
@@ -25,17 +28,28 @@ struct Switch {
     global: Option<bool>,
 }
 
-fn parse(args: &str) -> Result<Switch, String> {
+/// What `/model`'s arguments got wrong (the reply adds the usage line).
+#[derive(Debug, thiserror::Error)]
+enum SwitchError {
+    #[error("`--provider` needs a name")]
+    ProviderWithoutName,
+    #[error("unknown option `{flag}`")]
+    UnknownOption { flag: String },
+    #[error("unexpected `{extra}` (one model name at a time)")]
+    SecondModel { extra: String },
+}
+
+fn parse(args: &str) -> Result<Switch, SwitchError> {
     let mut out = Switch::default();
     let mut words = args.split_whitespace();
     while let Some(w) = words.next() {
         match w {
             "--global" => out.global = Some(true),
             "--session" => out.global = Some(false),
-            "--provider" => out.provider = Some(words.next().ok_or("`--provider` needs a name")?.to_string()),
-            flag if flag.starts_with("--") => return Err(format!("unknown option `{flag}`")),
+            "--provider" => out.provider = Some(words.next().ok_or(SwitchError::ProviderWithoutName)?.to_string()),
+            flag if flag.starts_with("--") => return Err(SwitchError::UnknownOption { flag: flag.to_string() }),
             name if out.model.is_none() => out.model = Some(name.to_string()),
-            extra => return Err(format!("unexpected `{extra}` (one model name at a time)")),
+            extra => return Err(SwitchError::SecondModel { extra: extra.to_string() }),
         }
     }
     Ok(out)
@@ -47,85 +61,95 @@ impl SlashCommand for Model {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        let CommandHandles { store, models, auth, .. } = ctx.handles;
-        let switch = match parse(args) {
-            Ok(s) => s,
-            Err(e) => return CommandOutcome::Reply(format!("⚠️ {e}.\nUsage: /model [name] [--provider P] [--session | --global]")),
-        };
-        let route = store.route_get(ctx.session_key).await.ok().flatten();
-        let Some(model) = switch.model else {
-            let current = models.model_for(route.as_ref().map(|r| &r.overrides));
-            let session_override = route.as_ref().is_some_and(|r| r.overrides.get("model_override").is_some());
-            let mut text = format!("🤖 **Current model:** `{}`", current.model);
-            if let Some(p) = &current.provider {
-                text.push_str(&format!(" ({p})"));
-            }
-            text.push_str(if session_override { "\n_(this session's choice)_" } else { "\n_(the configured default)_" });
-            let choices = models.choices();
-            text.push_str("\n\n**Choices:**\n");
-            for c in &choices {
-                text.push_str(&format!("- `{c}`\n"));
-            }
-            text.push_str("\nSwitch with `/model <name> [--provider P]` (this session) or add `--global` for every chat.");
-            // One button per choice; pressing it is the same as typing `/model <choice>`.
-            let buttons: Vec<Vec<Button>> = choices
-                .iter()
-                .map(|c| Button { label: c.clone(), data: format!("/model {c}") })
-                .filter(|b| b.data.len() <= 64)
-                .map(|b| vec![b])
-                .collect();
-            return CommandOutcome::ReplyWithButtons(text, buttons);
-        };
-        let is_admin = auth.is_admin(ctx.event);
-        if switch.global == Some(true) && !is_admin {
-            return CommandOutcome::Reply(
-                "⚠️ Only an admin may change the model for every chat (`--global`). Use `/model <name>` to switch this session.".into(),
-            );
+        model(ctx.handles.routes.as_ref(), &ctx.handles.models, &ctx.handles.auth, ctx.event, ctx.session_key, args).await
+    }
+}
+
+async fn model(
+    routes: &dyn Routes,
+    models: &Models,
+    auth: &AuthPolicy,
+    event: &InboundEvent,
+    session_key: &str,
+    args: &str,
+) -> CommandOutcome {
+    let switch = match parse(args) {
+        Ok(s) => s,
+        Err(e) => return CommandOutcome::Reply(format!("⚠️ {e}.\nUsage: /model [name] [--provider P] [--session | --global]")),
+    };
+    let route = routes.route_get(session_key).await.ok().flatten();
+    let Some(model) = switch.model else {
+        let current = models.model_for(route.as_ref().map(|r| &r.overrides));
+        let session_override = route.as_ref().is_some_and(|r| r.overrides.get("model_override").is_some());
+        let mut text = format!("🤖 **Current model:** `{}`", current.model);
+        if let Some(p) = &current.provider {
+            text.push_str(&format!(" ({p})"));
         }
-        // A non-admin's switch stays in their session even where switches persist by default.
-        let global = switch.global.unwrap_or(models.switches_persist_by_default() && is_admin);
-        if global {
-            if let Err(e) = models.switch_global(&model, switch.provider.as_deref()) {
-                return CommandOutcome::Reply(format!("⚠️ config.yaml could not be updated: {e}"));
-            }
-            // This session follows the new default.
-            let mut kept_override = String::new();
-            if let Some(mut r) = route
-                && let Some(o) = r.overrides.as_object_mut()
-                && o.remove("model_override").is_some()
-                && let Err(e) = store.route_set_overrides(ctx.session_key, &r.overrides).await
-            {
-                tracing::error!(error = %e, "could not clear this session's own model after a global switch");
-                kept_override = format!("\n⚠️ This chat keeps its own model switch: the session store is unavailable ({e}).");
-            }
-            return CommandOutcome::Reply(format!(
-                "Model switched to `{model}`\nSaved to config.yaml (`--global`): every chat uses it now.{kept_override}"
-            ));
+        text.push_str(if session_override { "\n_(this session's choice)_" } else { "\n_(the configured default)_" });
+        let choices = models.choices();
+        text.push_str("\n\n**Choices:**\n");
+        for c in &choices {
+            text.push_str(&format!("- `{c}`\n"));
         }
-        let route = match route {
-            Some(r) => r,
-            None => match store.route_get_or_create(ctx.session_key, &ctx.event.source, &models.default_model().model).await {
-                Ok(r) => r,
-                Err(e) => return CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
-            },
-        };
-        let mut overrides = route.overrides.clone();
-        if !overrides.is_object() {
-            overrides = json!({});
+        text.push_str("\nSwitch with `/model <name> [--provider P]` (this session) or add `--global` for every chat.");
+        // One button per choice; pressing it is the same as typing `/model <choice>`.
+        let buttons: Vec<Vec<Button>> = choices
+            .iter()
+            .map(|c| Button { label: c.clone(), data: format!("/model {c}") })
+            .filter(|b| b.data.len() <= 64)
+            .map(|b| vec![b])
+            .collect();
+        return CommandOutcome::ReplyWithButtons(text, buttons);
+    };
+    let is_admin = auth.is_admin(event);
+    if switch.global == Some(true) && !is_admin {
+        return CommandOutcome::Reply(
+            "⚠️ Only an admin may change the model for every chat (`--global`). Use `/model <name>` to switch this session.".into(),
+        );
+    }
+    // A non-admin's switch stays in their session even where switches persist by default.
+    let global = switch.global.unwrap_or(models.switches_persist_by_default() && is_admin);
+    if global {
+        if let Err(e) = models.switch_global(&model, switch.provider.as_deref()) {
+            return CommandOutcome::Reply(format!("⚠️ config.yaml could not be updated: {e}"));
         }
-        let mut entry = json!({ "model": model });
-        if let Some(p) = &switch.provider {
-            entry["provider"] = json!(p);
+        // This session follows the new default.
+        let mut kept_override = String::new();
+        if let Some(mut r) = route
+            && let Some(o) = r.overrides.as_object_mut()
+            && o.remove("model_override").is_some()
+            && let Err(e) = routes.route_set_overrides(session_key, &r.overrides).await
+        {
+            tracing::error!(error = %e, "could not clear this session's own model after a global switch");
+            kept_override = format!("\n⚠️ This chat keeps its own model switch: the session store is unavailable ({e}).");
         }
-        overrides["model_override"] = entry;
-        match store.route_set_overrides(ctx.session_key, &overrides).await {
-            Ok(true) => {
-                let provider = switch.provider.map(|p| format!("\nProvider: {p}")).unwrap_or_default();
-                CommandOutcome::Reply(format!("Model switched to `{model}`{provider}\n_(session only — add `--global` to persist)_"))
-            }
-            Ok(false) => CommandOutcome::Reply("⚠️ This conversation has no session yet; send a message first.".into()),
-            Err(e) => CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
+        return CommandOutcome::Reply(format!(
+            "Model switched to `{model}`\nSaved to config.yaml (`--global`): every chat uses it now.{kept_override}"
+        ));
+    }
+    let route = match route {
+        Some(r) => r,
+        None => match routes.route_get_or_create(session_key, &event.source, &models.default_model().model).await {
+            Ok(r) => r,
+            Err(e) => return CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
+        },
+    };
+    let mut overrides = route.overrides.clone();
+    if !overrides.is_object() {
+        overrides = json!({});
+    }
+    let mut entry = json!({ "model": model });
+    if let Some(p) = &switch.provider {
+        entry["provider"] = json!(p);
+    }
+    overrides["model_override"] = entry;
+    match routes.route_set_overrides(session_key, &overrides).await {
+        Ok(true) => {
+            let provider = switch.provider.map(|p| format!("\nProvider: {p}")).unwrap_or_default();
+            CommandOutcome::Reply(format!("Model switched to `{model}`{provider}\n_(session only — add `--global` to persist)_"))
         }
+        Ok(false) => CommandOutcome::Reply("⚠️ This conversation has no session yet; send a message first.".into()),
+        Err(e) => CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
     }
 }
 

@@ -3,8 +3,10 @@
 //! lockout. Anyone else is refused: letting a stranger in is the operator's decision.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::intake::auth::AuthPolicy;
 use crate::gateway::intake::pairing::store::PairingError;
 use async_trait::async_trait;
+use hermes_adapter::InboundEvent;
 
 pub(super) struct Pair;
 
@@ -25,32 +27,36 @@ impl SlashCommand for Pair {
     }
 
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        if !ctx.handles.auth.is_admin(ctx.event) {
-            return CommandOutcome::Reply("⚠️ Only an admin may approve pairing codes.".into());
-        }
-        let mut words = args.split_whitespace();
-        let (Some(action), Some(code), None) = (words.next(), words.next(), words.next()) else {
-            return CommandOutcome::Reply(USAGE.into());
-        };
-        if !action.eq_ignore_ascii_case("approve") {
-            return CommandOutcome::Reply(USAGE.into());
-        }
-        let Some(pairing) = ctx.handles.auth.pairing() else {
-            return CommandOutcome::Reply("Pairing is not available in this gateway.".into());
-        };
-        let platform = ctx.event.source.platform.as_str();
-        CommandOutcome::Reply(match pairing.approve(platform, code).await {
-            Ok(user) => {
-                let name = if user.user_name.is_empty() { String::new() } else { format!("{} ", user.user_name) };
-                format!("✅ Approved {name}(`{}`) on {platform}: their next message reaches me.", user.user_id)
-            }
-            Err(e @ (PairingError::WrongCode { .. } | PairingError::Expired { .. } | PairingError::LockedOut { .. })) => {
-                format!("⚠️ Not approved: {e}.")
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "/pair approve failed");
-                "⚠️ Not approved: the pairing store could not be used (see the gateway's log).".into()
-            }
-        })
+        pair(&ctx.handles.auth, ctx.event, args).await
     }
+}
+
+async fn pair(auth: &AuthPolicy, event: &InboundEvent, args: &str) -> CommandOutcome {
+    if !auth.is_admin(event) {
+        return CommandOutcome::Reply("⚠️ Only an admin may approve pairing codes.".into());
+    }
+    let mut words = args.split_whitespace();
+    let (Some(action), Some(code), None) = (words.next(), words.next(), words.next()) else {
+        return CommandOutcome::Reply(USAGE.into());
+    };
+    if !action.eq_ignore_ascii_case("approve") {
+        return CommandOutcome::Reply(USAGE.into());
+    }
+    let Some(pairing) = auth.pairing() else {
+        return CommandOutcome::Reply("Pairing is not available in this gateway.".into());
+    };
+    let platform = event.source.platform.as_str();
+    CommandOutcome::Reply(match pairing.approve(platform, code).await {
+        Ok(user) => {
+            let name = if user.user_name.is_empty() { String::new() } else { format!("{} ", user.user_name) };
+            format!("✅ Approved {name}(`{}`) on {platform}: their next message reaches me.", user.user_id)
+        }
+        Err(e @ (PairingError::WrongCode { .. } | PairingError::Expired { .. } | PairingError::LockedOut { .. })) => {
+            format!("⚠️ Not approved: {e}.")
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "/pair approve failed");
+            "⚠️ Not approved: the pairing store could not be used (see the gateway's log).".into()
+        }
+    })
 }

@@ -6,8 +6,10 @@
 //! the `resume` could then only come from another platform or a restart, which is a lock-out a
 //! typo should not cause.
 
-use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
-use crate::gateway::ops::health::{AdapterState, AdapterStatus};
+use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::intake::auth::AuthPolicy;
+use crate::gateway::ops::health::{AdapterState, AdapterStatus, HealthBoard};
+use crate::gateway::ops::supervisor::PlatformControls;
 use crate::observe::redact::redact_patterns;
 use async_trait::async_trait;
 use hermes_adapter::InboundEvent;
@@ -30,31 +32,32 @@ impl SlashCommand for PlatformCommand {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        CommandOutcome::Reply(respond(ctx.handles, ctx.event, args))
+        let handles = ctx.handles;
+        CommandOutcome::Reply(respond(&handles.auth, &handles.health, &handles.platforms, ctx.event, args))
     }
 }
 
 /// The reply to `/platform <args>` from `event`'s sender.
-fn respond(handles: &CommandHandles, event: &InboundEvent, args: &str) -> String {
-    if !handles.auth.is_admin(event) {
+fn respond(auth: &AuthPolicy, health: &HealthBoard, controls: &PlatformControls, event: &InboundEvent, args: &str) -> String {
+    if !auth.is_admin(event) {
         return "⛔ Only an admin can see or pause the platforms.".into();
     }
     let mut words = args.split_whitespace();
     let action = words.next().unwrap_or("list").to_ascii_lowercase();
     let name = words.next().map(str::to_ascii_lowercase);
     match (action.as_str(), name, words.next()) {
-        ("list", None, None) => list(handles),
-        ("pause", Some(name), None) => switch(handles, event, &name, true),
-        ("resume", Some(name), None) => switch(handles, event, &name, false),
+        ("list", None, None) => list(health, controls),
+        ("pause", Some(name), None) => switch(health, controls, event, &name, true),
+        ("resume", Some(name), None) => switch(health, controls, event, &name, false),
         ("pause" | "resume", None, _) => format!("`/platform {action}` needs a platform name. {USAGE}"),
         _ => format!("`/platform {}` is not understood. {USAGE}", args.trim()),
     }
 }
 
 /// Every adapter with its state and why.
-fn list(handles: &CommandHandles) -> String {
-    let statuses = handles.health.snapshot().adapters;
-    let names = handles.platforms.platforms();
+fn list(health: &HealthBoard, controls: &PlatformControls) -> String {
+    let statuses = health.snapshot().adapters;
+    let names = controls.platforms();
     if names.is_empty() {
         return "No platform is running.".into();
     }
@@ -78,8 +81,7 @@ fn describe(status: &AdapterStatus) -> String {
 }
 
 /// Pause (`paused`) or resume `name`.
-fn switch(handles: &CommandHandles, event: &InboundEvent, name: &str, paused: bool) -> String {
-    let controls = &handles.platforms;
+fn switch(health: &HealthBoard, controls: &PlatformControls, event: &InboundEvent, name: &str, paused: bool) -> String {
     let known = controls.platforms();
     if !known.iter().any(|k| k == name) {
         return format!("No platform named `{name}` runs here. Known: {}.", known.join(", "));
@@ -90,7 +92,7 @@ fn switch(handles: &CommandHandles, event: &InboundEvent, name: &str, paused: bo
              platform or a restart could resume it. Pause it from another platform."
         );
     }
-    let state = handles.health.snapshot().adapters.into_iter().find(|s| s.platform == name);
+    let state = health.snapshot().adapters.into_iter().find(|s| s.platform == name);
     if let Some(status) = state.filter(|s| matches!(s.state, AdapterState::Parked | AdapterState::Stopped)) {
         return format!("{} — there is nothing to {}: fix the cause and restart the gateway.", describe(&status), action(paused));
     }
@@ -153,6 +155,11 @@ mod tests {
         (dir, wiring)
     }
 
+    /// `/platform <args>` from `event`'s sender, with the handles the command takes.
+    fn ask(handles: &crate::gateway::commands::CommandHandles, event: &InboundEvent, args: &str) -> String {
+        respond(&handles.auth, &handles.health, &handles.platforms, event, args)
+    }
+
     fn from(user: &str) -> InboundEvent {
         let mut source = SessionSource::new(Platform::new("chat"), "c1", ChatType::Dm);
         source.user_id = Some(user.into());
@@ -164,7 +171,7 @@ mod tests {
         let (_dir, wiring) = rig().await;
         let handles = &wiring.actors.commands;
         for args in ["", "list", "pause discord"] {
-            assert!(respond(handles, &from("guest"), args).starts_with("⛔ Only an admin"), "{args}");
+            assert!(ask(handles, &from("guest"), args).starts_with("⛔ Only an admin"), "{args}");
         }
         assert!(!handles.platforms.is_paused("discord"));
     }
@@ -172,40 +179,40 @@ mod tests {
     #[tokio::test]
     async fn list_shows_every_adapter_with_its_state_and_masked_detail() {
         let (_dir, wiring) = rig().await;
-        let reply = respond(&wiring.actors.commands, &from("boss"), "list");
+        let reply = ask(&wiring.actors.commands, &from("boss"), "list");
         assert!(reply.contains("• chat — connected"), "{reply}");
         assert!(reply.contains("• discord — backing off: net:"), "{reply}");
         assert!(reply.contains("• email — parked: auth: IMAP login refused"), "{reply}");
         assert!(!reply.contains("abcdef0123456789"), "a token in an error reached the chat: {reply}");
-        assert_eq!(respond(&wiring.actors.commands, &from("boss"), ""), reply, "list is the default");
+        assert_eq!(ask(&wiring.actors.commands, &from("boss"), ""), reply, "list is the default");
     }
 
     #[tokio::test]
     async fn pause_and_resume_flip_the_switch_and_say_so() {
         let (_dir, wiring) = rig().await;
         let (handles, boss) = (&wiring.actors.commands, from("boss"));
-        let paused = respond(handles, &boss, "pause Discord");
+        let paused = ask(handles, &boss, "pause Discord");
         assert!(paused.contains("discord paused") && paused.contains("/platform resume discord"), "{paused}");
         assert!(handles.platforms.is_paused("discord"));
-        assert_eq!(respond(handles, &boss, "pause discord"), "discord is already paused.");
-        assert!(respond(handles, &boss, "resume discord").contains("discord resumed"));
+        assert_eq!(ask(handles, &boss, "pause discord"), "discord is already paused.");
+        assert!(ask(handles, &boss, "resume discord").contains("discord resumed"));
         assert!(!handles.platforms.is_paused("discord"));
-        assert_eq!(respond(handles, &boss, "resume discord"), "discord is not paused.");
+        assert_eq!(ask(handles, &boss, "resume discord"), "discord is not paused.");
     }
 
     #[tokio::test]
     async fn refuses_its_own_platform_unknown_names_parked_adapters_and_bad_usage() {
         let (_dir, wiring) = rig().await;
         let (handles, boss) = (&wiring.actors.commands, from("boss"));
-        let own = respond(handles, &boss, "pause chat");
+        let own = ask(handles, &boss, "pause chat");
         assert!(own.starts_with("⚠️ Not pausing chat"), "{own}");
         assert!(!handles.platforms.is_paused("chat"));
-        let unknown = respond(handles, &boss, "pause telegram");
+        let unknown = ask(handles, &boss, "pause telegram");
         assert_eq!(unknown, "No platform named `telegram` runs here. Known: chat, discord, email.");
-        let parked = respond(handles, &boss, "pause email");
+        let parked = ask(handles, &boss, "pause email");
         assert!(parked.contains("email — parked") && parked.contains("nothing to pause"), "{parked}");
         assert!(!handles.platforms.is_paused("email"));
-        assert!(respond(handles, &boss, "pause").contains("needs a platform name"));
-        assert!(respond(handles, &boss, "reboot discord").contains("is not understood"));
+        assert!(ask(handles, &boss, "pause").contains("needs a platform name"));
+        assert!(ask(handles, &boss, "reboot discord").contains("is not understood"));
     }
 }

@@ -1,7 +1,9 @@
 //! `/queue <prompt>` (`/q`): run a prompt after the current turn without interrupting it.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::turn::queue::SessionState;
 use async_trait::async_trait;
+use hermes_adapter::InboundEvent;
 
 pub(super) struct Queue;
 
@@ -19,17 +21,21 @@ impl SlashCommand for Queue {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        if args.trim().is_empty() {
-            return CommandOutcome::Reply("Usage: /queue <prompt>".to_string());
-        }
-        if !ctx.session.is_running() {
-            return CommandOutcome::ReplyAndRun { reply: None, prompt: args.trim().to_string() };
-        }
-        let mut queued = ctx.event.clone();
-        queued.text = args.trim().to_string();
-        match ctx.session.enqueue_back(queued) {
-            Ok(n) => CommandOutcome::Reply(format!("Queued for the next turn. ({n} queued)")),
-            Err(cap) => CommandOutcome::Reply(format!("⚠️ The queue is full ({cap} waiting). Wait for the current task or /stop it.")),
-        }
+        queue(ctx.session, ctx.event, args)
+    }
+}
+
+fn queue(session: &mut SessionState, event: &InboundEvent, args: &str) -> CommandOutcome {
+    if args.trim().is_empty() {
+        return CommandOutcome::Reply("Usage: /queue <prompt>".to_string());
+    }
+    if !session.is_running() {
+        return CommandOutcome::ReplyAndRun { reply: None, prompt: args.trim().to_string() };
+    }
+    let mut queued = event.clone();
+    queued.text = args.trim().to_string();
+    match session.enqueue_back(queued) {
+        Ok(n) => CommandOutcome::Reply(format!("Queued for the next turn. ({n} queued)")),
+        Err(cap) => CommandOutcome::Reply(format!("⚠️ The queue is full ({cap} waiting). Wait for the current task or /stop it.")),
     }
 }

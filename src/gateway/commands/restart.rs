@@ -4,7 +4,10 @@
 //! without a service manager, the gateway simply stops.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::intake::auth::AuthPolicy;
 use async_trait::async_trait;
+use hermes_adapter::InboundEvent;
+use tokio_util::sync::CancellationToken;
 
 pub(super) struct Restart;
 
@@ -22,15 +25,19 @@ impl SlashCommand for Restart {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        if !ctx.handles.auth.is_admin(ctx.event) {
-            return CommandOutcome::Reply("⛔ Only an admin can restart the gateway.".into());
-        }
-        tracing::warn!(by = ?ctx.event.source.user_id, platform = %ctx.event.source.platform, "restart requested from chat");
-        ctx.handles.restart.cancel();
-        CommandOutcome::Reply(
-            "♻️ Restarting: no new messages are taken, running answers finish first, then the service manager starts me again \
-             (exit status 75)."
-                .into(),
-        )
+        restart(&ctx.handles.auth, &ctx.handles.restart, ctx.event)
     }
+}
+
+fn restart(auth: &AuthPolicy, restart: &CancellationToken, event: &InboundEvent) -> CommandOutcome {
+    if !auth.is_admin(event) {
+        return CommandOutcome::Reply("⛔ Only an admin can restart the gateway.".into());
+    }
+    tracing::warn!(by = ?event.source.user_id, platform = %event.source.platform, "restart requested from chat");
+    restart.cancel();
+    CommandOutcome::Reply(
+        "♻️ Restarting: no new messages are taken, running answers finish first, then the service manager starts me again \
+         (exit status 75)."
+            .into(),
+    )
 }

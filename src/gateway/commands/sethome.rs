@@ -5,8 +5,11 @@
 //! Admins only: it decides where every job's results go.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::cron::ticker::CronCommandHandles;
 use crate::gateway::delivery::home_channels::SetHomeError;
+use crate::gateway::intake::auth::AuthPolicy;
 use async_trait::async_trait;
+use hermes_adapter::InboundEvent;
 
 pub(super) struct SetHome;
 
@@ -24,28 +27,31 @@ impl SlashCommand for SetHome {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        if !ctx.handles.auth.is_admin(ctx.event) {
-            return CommandOutcome::Reply("⛔ Only an admin can choose the home channel.".into());
-        }
-        let target = ctx.event.answer_target();
-        let cron = &ctx.handles.cron;
-        match cron.homes.set_and_save(&target, &cron.env_file) {
-            Ok(()) => {}
-            Err(SetHomeError::NoHome(platform)) => {
-                return CommandOutcome::Reply(format!("❌ {platform} has no home channel: its answers go back to whoever asked."));
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot save the home channel");
-                return CommandOutcome::Reply(format!("❌ Could not save the home channel: {e}"));
-            }
-        }
-        let place = match &target.thread_id {
-            Some(thread) => format!("this chat (`{}`, thread `{thread}`)", target.chat_id),
-            None => format!("this chat (`{}`)", target.chat_id),
-        };
-        CommandOutcome::Reply(format!(
-            "🏠 Home channel for {} set to {place}. Cron jobs delivering to `{}` or `all` post here.",
-            target.platform, target.platform
-        ))
+        set_home(&ctx.handles.auth, &ctx.handles.cron, ctx.event)
     }
+}
+
+fn set_home(auth: &AuthPolicy, cron: &CronCommandHandles, event: &InboundEvent) -> CommandOutcome {
+    if !auth.is_admin(event) {
+        return CommandOutcome::Reply("⛔ Only an admin can choose the home channel.".into());
+    }
+    let target = event.answer_target();
+    match cron.homes.set_and_save(&target, &cron.env_file) {
+        Ok(()) => {}
+        Err(SetHomeError::NoHome(platform)) => {
+            return CommandOutcome::Reply(format!("❌ {platform} has no home channel: its answers go back to whoever asked."));
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot save the home channel");
+            return CommandOutcome::Reply(format!("❌ Could not save the home channel: {e}"));
+        }
+    }
+    let place = match &target.thread_id {
+        Some(thread) => format!("this chat (`{}`, thread `{thread}`)", target.chat_id),
+        None => format!("this chat (`{}`)", target.chat_id),
+    };
+    CommandOutcome::Reply(format!(
+        "🏠 Home channel for {} set to {place}. Cron jobs delivering to `{}` or `all` post here.",
+        target.platform, target.platform
+    ))
 }

@@ -1,9 +1,13 @@
 //! `/status`: this conversation's session, model, usage, approvals (pending, `/yolo`), the
 //! gateway's platforms, the outbox's queues, the home channels and the cron ticker.
 
-use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand, undelivered};
-use crate::gateway::ops::health::AdapterState;
-use crate::store::Store;
+use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand, undelivered};
+use crate::gateway::conversation::models::Models;
+use crate::gateway::cron::ticker::CronCommandHandles;
+use crate::gateway::ops::health::{AdapterState, HealthBoard};
+use crate::gateway::turn::approvals::board::ApprovalBoard;
+use crate::gateway::turn::queue::SessionState;
+use crate::store::{Outbox, Routes, SessionLog, UsageLedger};
 use async_trait::async_trait;
 
 pub(super) struct Status;
@@ -22,78 +26,103 @@ impl SlashCommand for Status {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        let CommandHandles { store, models, health, .. } = ctx.handles;
-        let mut text = String::from("📊 **Hermes Gateway Status**\n\n");
-        let route = store.route_get(ctx.session_key).await.ok().flatten();
-        let model = models.model_for(route.as_ref().map(|r| &r.overrides));
-        match &route {
-            Some(route) => {
-                let session = store.session_get(&route.session_id).await.ok().flatten();
-                let usage = store.session_usage(&route.session_id).await.ok();
-                text.push_str(&format!("**Session ID:** `{}`\n", route.session_id));
-                if let Some(s) = &session {
-                    text.push_str(&format!("**Title:** {}\n", s.title.clone().unwrap_or_else(|| "(untitled)".into())));
-                    text.push_str(&format!("**Created:** {}\n", s.started_at.format("%Y-%m-%d %H:%M UTC")));
-                    text.push_str(&format!("**Messages:** {}\n", s.message_count));
-                }
-                text.push_str(&format!("**Last Activity:** {}\n", route.updated_at.format("%Y-%m-%d %H:%M UTC")));
-                if let Some(u) = usage {
-                    text.push_str(&format!(
-                        "**Tokens:** {} in / {} out ({} cached), {} API call(s)\n",
-                        u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.api_calls
-                    ));
-                    text.push_str(&format!("**Cost:** {}\n", super::usage::format_cost(u.cost_usd, &u.models, models)));
-                }
-                let (last_prompt, _) = store.session_prompt_tokens(&route.session_id).await.unwrap_or((0, 0));
-                let window = models.context_length(&model.model);
-                text.push_str(&format!(
-                    "**Context:** {last_prompt} / {window} tokens ({}%)\n",
-                    (last_prompt * 100).checked_div(window).unwrap_or(0)
-                ));
-            }
-            None => text.push_str("**Session:** none yet — send a message to start one\n"),
-        }
-        match &model.provider {
-            Some(p) => text.push_str(&format!("**Model:** `{}` ({p})\n", model.model)),
-            None => text.push_str(&format!("**Model:** `{}`\n", model.model)),
-        }
-        let running = if ctx.session.is_running() { "Yes ⚡" } else { "No" };
-        text.push_str(&format!("**Agent Running:** {running}\n"));
-        text.push_str(&format!("**Queued:** {}\n", ctx.session.queued()));
-        let approvals = &ctx.handles.approvals.board;
-        let pending = approvals.pending(ctx.session_key);
-        if pending > 0 {
-            text.push_str(&format!("**Awaiting approval:** {pending} command(s) — `/approve` or `/deny`\n"));
-        }
-        let yolo = if approvals.yolo(ctx.session_key) { "on ⚡ (flagged commands run without asking)" } else { "off" };
-        text.push_str(&format!("**YOLO:** {yolo}\n"));
-        let snapshot = health.snapshot();
-        let platforms: Vec<String> = snapshot
-            .adapters
-            .iter()
-            .map(|a| match a.state {
-                AdapterState::Connected => format!("{} ✅", a.platform),
-                other => format!("{} ({})", a.platform, other.as_str()),
-            })
-            .collect();
-        let platforms = if platforms.is_empty() { "none".to_string() } else { platforms.join(", ") };
-        text.push_str(&format!("**Platforms:** {platforms}\n"));
-        if let Some(outbox) = outbox_line(store).await {
-            text.push_str(&format!("**Outbox:** {outbox}\n"));
-        }
-        let cron = &ctx.handles.cron;
-        let homes: Vec<String> = cron.homes.targets().into_iter().map(|(p, t)| format!("{p} `{}`", t.chat_id)).collect();
-        let homes = if homes.is_empty() { "none (send /sethome in a chat)".to_string() } else { homes.join(", ") };
-        text.push_str(&format!("**Home channels:** {homes}\n"));
-        text.push_str(&format!("**Cron ticker:** {}", cron.ticker.snapshot().line()));
-        CommandOutcome::Reply(text)
+        let h = ctx.handles;
+        let reads = Reads {
+            routes: h.routes.as_ref(),
+            log: h.session_log.as_ref(),
+            usage: h.usage.as_ref(),
+            outbox: h.outbox.as_ref(),
+            models: &h.models,
+            health: &h.health,
+            approvals: &h.approvals.board,
+            cron: &h.cron,
+        };
+        status(reads, ctx.session, ctx.session_key).await
     }
+}
+
+/// What `/status` reads: nearly every handle, none of which it changes.
+struct Reads<'a> {
+    routes: &'a dyn Routes,
+    log: &'a dyn SessionLog,
+    usage: &'a dyn UsageLedger,
+    outbox: &'a dyn Outbox,
+    models: &'a Models,
+    health: &'a HealthBoard,
+    approvals: &'a ApprovalBoard,
+    cron: &'a CronCommandHandles,
+}
+
+async fn status(reads: Reads<'_>, session: &SessionState, session_key: &str) -> CommandOutcome {
+    let Reads { routes, log, usage: ledger, outbox, models, health, approvals, cron } = reads;
+    let mut text = String::from("📊 **Hermes Gateway Status**\n\n");
+    let route = routes.route_get(session_key).await.ok().flatten();
+    let model = models.model_for(route.as_ref().map(|r| &r.overrides));
+    match &route {
+        Some(route) => {
+            let session = routes.session_get(&route.session_id).await.ok().flatten();
+            let usage = ledger.session_usage(&route.session_id).await.ok();
+            text.push_str(&format!("**Session ID:** `{}`\n", route.session_id));
+            if let Some(s) = &session {
+                text.push_str(&format!("**Title:** {}\n", s.title.clone().unwrap_or_else(|| "(untitled)".into())));
+                text.push_str(&format!("**Created:** {}\n", s.started_at.format("%Y-%m-%d %H:%M UTC")));
+                text.push_str(&format!("**Messages:** {}\n", s.message_count));
+            }
+            text.push_str(&format!("**Last Activity:** {}\n", route.updated_at.format("%Y-%m-%d %H:%M UTC")));
+            if let Some(u) = usage {
+                text.push_str(&format!(
+                    "**Tokens:** {} in / {} out ({} cached), {} API call(s)\n",
+                    u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.api_calls
+                ));
+                text.push_str(&format!("**Cost:** {}\n", super::usage::format_cost(u.cost_usd, &u.models, models)));
+            }
+            let (last_prompt, _) = log.session_prompt_tokens(&route.session_id).await.unwrap_or((0, 0));
+            let window = models.context_length(&model.model);
+            text.push_str(&format!(
+                "**Context:** {last_prompt} / {window} tokens ({}%)\n",
+                (last_prompt * 100).checked_div(window).unwrap_or(0)
+            ));
+        }
+        None => text.push_str("**Session:** none yet — send a message to start one\n"),
+    }
+    match &model.provider {
+        Some(p) => text.push_str(&format!("**Model:** `{}` ({p})\n", model.model)),
+        None => text.push_str(&format!("**Model:** `{}`\n", model.model)),
+    }
+    let running = if session.is_running() { "Yes ⚡" } else { "No" };
+    text.push_str(&format!("**Agent Running:** {running}\n"));
+    text.push_str(&format!("**Queued:** {}\n", session.queued()));
+    let pending = approvals.pending(session_key);
+    if pending > 0 {
+        text.push_str(&format!("**Awaiting approval:** {pending} command(s) — `/approve` or `/deny`\n"));
+    }
+    let yolo = if approvals.yolo(session_key) { "on ⚡ (flagged commands run without asking)" } else { "off" };
+    text.push_str(&format!("**YOLO:** {yolo}\n"));
+    let snapshot = health.snapshot();
+    let platforms: Vec<String> = snapshot
+        .adapters
+        .iter()
+        .map(|a| match a.state {
+            AdapterState::Connected => format!("{} ✅", a.platform),
+            other => format!("{} ({})", a.platform, other.as_str()),
+        })
+        .collect();
+    let platforms = if platforms.is_empty() { "none".to_string() } else { platforms.join(", ") };
+    text.push_str(&format!("**Platforms:** {platforms}\n"));
+    if let Some(outbox) = outbox_line(outbox).await {
+        text.push_str(&format!("**Outbox:** {outbox}\n"));
+    }
+    let homes: Vec<String> = cron.homes.targets().into_iter().map(|(p, t)| format!("{p} `{}`", t.chat_id)).collect();
+    let homes = if homes.is_empty() { "none (send /sethome in a chat)".to_string() } else { homes.join(", ") };
+    text.push_str(&format!("**Home channels:** {homes}\n"));
+    text.push_str(&format!("**Cron ticker:** {}", cron.ticker.snapshot().line()));
+    CommandOutcome::Reply(text)
 }
 
 /// Each platform's waiting and undelivered messages ("telegram 3 waiting (oldest 4 min), 1
 /// undelivered; discord 1 undelivered"); `None` when nothing waits and nothing was given up.
-async fn outbox_line(store: &Store) -> Option<String> {
-    let summary = match store.outbox_summary().await {
+async fn outbox_line(outbox: &dyn Outbox) -> Option<String> {
+    let summary = match outbox.outbox_summary().await {
         Ok(summary) => summary,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the outbox's queues for /status");
@@ -113,11 +142,11 @@ mod tests {
     #[tokio::test]
     async fn the_outbox_line_counts_waiting_and_undelivered_messages_and_is_absent_when_both_are_zero() {
         let (_dir, wiring, _chat) = rig().await;
-        let store = &wiring.actors.commands.store;
-        assert_eq!(outbox_line(store).await, None, "nothing queued, nothing said");
+        let store = &wiring.store;
+        assert_eq!(outbox_line(store.as_ref()).await, None, "nothing queued, nothing said");
         dead_letter(store, "k1", "c1", "lost").await;
         crate::gateway::commands::undelivered::tests::queued(store, "k2", "c2", "on its way").await;
-        let line = outbox_line(store).await.unwrap_or_default();
+        let line = outbox_line(store.as_ref()).await.unwrap_or_default();
         assert!(line.starts_with("chat 1 waiting (oldest ") && line.ends_with(" s), 1 undelivered"), "{line}");
     }
 }

@@ -2,7 +2,9 @@
 //! text is sent as a normal message.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::turn::queue::SessionState;
 use async_trait::async_trait;
+use hermes_adapter::InboundEvent;
 
 pub(super) struct Steer;
 
@@ -20,16 +22,20 @@ impl SlashCommand for Steer {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        let text = args.trim();
-        if text.is_empty() {
-            return CommandOutcome::Reply("Usage: /steer <text>".into());
-        }
-        let mut steered = ctx.event.clone();
-        steered.text = text.to_string();
-        if ctx.session.steer(steered) {
-            CommandOutcome::Reply("⏩ Steered into current run. Your message arrives after the next tool call.".into())
-        } else {
-            CommandOutcome::ReplyAndRun { reply: None, prompt: text.to_string() }
-        }
+        steer(ctx.session, ctx.event, args)
+    }
+}
+
+fn steer(session: &mut SessionState, event: &InboundEvent, args: &str) -> CommandOutcome {
+    let text = args.trim();
+    if text.is_empty() {
+        return CommandOutcome::Reply("Usage: /steer <text>".into());
+    }
+    let mut steered = event.clone();
+    steered.text = text.to_string();
+    if session.steer(steered) {
+        CommandOutcome::Reply("⏩ Steered into current run. Your message arrives after the next tool call.".into())
+    } else {
+        CommandOutcome::ReplyAndRun { reply: None, prompt: text.to_string() }
     }
 }

@@ -1,6 +1,7 @@
 //! `/stop`: interrupt the running turn and drop queued input; the session is kept.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::gateway::turn::queue::SessionState;
 use async_trait::async_trait;
 
 pub(super) struct Stop;
@@ -19,15 +20,19 @@ impl SlashCommand for Stop {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        let was_running = ctx.session.is_running();
-        let started = ctx.session.turn_started();
-        ctx.session.interrupt();
-        ctx.session.clear_queue().await;
-        let reply = match (was_running, started) {
-            (true, true) => "⚡ Stopped. You can continue this session.",
-            (true, false) => "⚡ Stopped. The agent hadn't started yet — you can continue this session.",
-            (false, _) => "No active task to stop.",
-        };
-        CommandOutcome::Reply(reply.to_string())
+        stop(ctx.session).await
     }
+}
+
+async fn stop(session: &mut SessionState) -> CommandOutcome {
+    let was_running = session.is_running();
+    let started = session.turn_started();
+    session.interrupt();
+    session.clear_queue().await;
+    let reply = match (was_running, started) {
+        (true, true) => "⚡ Stopped. You can continue this session.",
+        (true, false) => "⚡ Stopped. The agent hadn't started yet — you can continue this session.",
+        (false, _) => "No active task to stop.",
+    };
+    CommandOutcome::Reply(reply.to_string())
 }

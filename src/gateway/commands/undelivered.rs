@@ -7,10 +7,11 @@
 //! letter is described, how an id is read, and the requeue and drop themselves, so the chat and
 //! the shell say the same things about the same rows.
 
-use super::{CommandContext, CommandHandles, CommandOutcome, CommandSpec, SlashCommand};
+use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use crate::gateway::delivery::courier::human;
+use crate::gateway::intake::auth::AuthPolicy;
 use crate::observe::redact::redact_patterns;
-use crate::store::{DeadLetter, QueueSummary, Store, StoreError};
+use crate::store::{DeadLetter, Outbox, QueueSummary, StoreError};
 use async_trait::async_trait;
 use hermes_adapter::{ChatTarget, InboundEvent};
 use std::time::Duration;
@@ -40,16 +41,16 @@ impl SlashCommand for Undelivered {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, _args: &str) -> CommandOutcome {
-        CommandOutcome::Reply(respond(ctx.handles, ctx.event).await)
+        CommandOutcome::Reply(respond(&ctx.handles.auth, ctx.handles.outbox.as_ref(), ctx.event).await)
     }
 }
 
 /// The reply to `/undelivered` from `event`'s sender.
-async fn respond(handles: &CommandHandles, event: &InboundEvent) -> String {
-    if !handles.auth.is_admin(event) {
+async fn respond(auth: &AuthPolicy, outbox: &dyn Outbox, event: &InboundEvent) -> String {
+    if !auth.is_admin(event) {
         return "⛔ Only an admin can see the undelivered messages.".into();
     }
-    let letters = match handles.store.outbox_dead_letters(SHOWN).await {
+    let letters = match outbox.outbox_dead_letters(SHOWN).await {
         Ok(letters) => letters,
         Err(e) => {
             tracing::warn!(error = %e, "cannot list the dead letters");
@@ -60,7 +61,7 @@ async fn respond(handles: &CommandHandles, event: &InboundEvent) -> String {
         return "Nothing is undelivered.".into();
     }
     // Only for "20 of 34": without it the listing is still right.
-    let total = handles.store.outbox_summary().await.map(|s| total_dead(&s)).unwrap_or(0);
+    let total = outbox.outbox_summary().await.map(|s| total_dead(&s)).unwrap_or(0);
     let mut lines = vec!["📭 **Undelivered messages** (newest first)".to_string()];
     lines.extend(entries(&letters, now_ms()));
     if let Some(more) = more_line(letters.len(), total) {
@@ -149,8 +150,8 @@ pub(crate) fn parse_id(args: &str) -> Option<i64> {
 }
 
 /// Dead letter `id`, if it is one (and among the newest [`LOOKUP`]).
-async fn find(store: &Store, id: i64) -> Result<Option<DeadLetter>, StoreError> {
-    Ok(store.outbox_dead_letters(LOOKUP).await?.into_iter().find(|l| l.id == id))
+async fn find(outbox: &dyn Outbox, id: i64) -> Result<Option<DeadLetter>, StoreError> {
+    Ok(outbox.outbox_dead_letters(LOOKUP).await?.into_iter().find(|l| l.id == id))
 }
 
 /// A dead letter put back on its way.
@@ -164,18 +165,18 @@ pub(crate) struct Requeued {
 
 /// Put dead letter `id` back on its way, to be tried until `deadline_ms`; `None` if there is no
 /// such dead letter.
-pub(crate) async fn requeue(store: &Store, id: i64, deadline_ms: i64) -> Result<Option<Requeued>, StoreError> {
-    let letter = find(store, id).await?;
-    let Some(lane) = store.outbox_requeue(id, deadline_ms).await? else { return Ok(None) };
+pub(crate) async fn requeue(outbox: &dyn Outbox, id: i64, deadline_ms: i64) -> Result<Option<Requeued>, StoreError> {
+    let letter = find(outbox, id).await?;
+    let Some(lane) = outbox.outbox_requeue(id, deadline_ms).await? else { return Ok(None) };
     let destination = letter.as_ref().map(destination).unwrap_or_else(|| "its chat".into());
     Ok(Some(Requeued { lane, destination }))
 }
 
 /// Give dead letter `id` up for good; where it was going, or `None` if there is no such dead
 /// letter.
-pub(crate) async fn drop_letter(store: &Store, id: i64) -> Result<Option<String>, StoreError> {
-    let letter = find(store, id).await?;
-    if !store.outbox_drop(id).await? {
+pub(crate) async fn drop_letter(outbox: &dyn Outbox, id: i64) -> Result<Option<String>, StoreError> {
+    let letter = find(outbox, id).await?;
+    if !outbox.outbox_drop(id).await? {
         return Ok(None);
     }
     Ok(Some(letter.as_ref().map(destination).unwrap_or_else(|| "its chat".into())))
@@ -195,6 +196,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::gateway::tests::support::{self, RecordingChat};
     use crate::gateway::wiring::Wiring;
+    use crate::store::Store;
     use crate::store::{AttemptEnd, NewOutboxRow};
     use hermes_adapter::{ChatType, OutboundMessage, Platform, SessionSource};
     use std::path::Path;
@@ -265,15 +267,20 @@ pub(crate) mod tests {
         store.outbox_dead_letters(100).await.unwrap().into_iter().find(|l| l.key == key).expect("the row is a dead letter").id
     }
 
+    /// `/undelivered` from `event`'s sender, with the handles the command takes.
+    async fn ask(handles: &crate::gateway::commands::CommandHandles, event: &InboundEvent) -> String {
+        respond(&handles.auth, handles.outbox.as_ref(), event).await
+    }
+
     #[tokio::test]
     async fn a_platform_error_or_an_answer_quoting_a_secret_is_listed_without_it() {
         let (_dir, wiring, _chat) = rig().await;
         let handles = &wiring.actors.commands;
         let token = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw";
-        queued(&handles.store, "k1", "c9", "the key is sk-proj-abcdefghijklmnop").await;
+        queued(&wiring.store, "k1", "c9", "the key is sk-proj-abcdefghijklmnop").await;
         let reason = format!("error sending request for url (https://api.telegram.org/bot{token}/sendMessage)");
-        handles.store.outbox_end_attempt("k1", AttemptEnd::Dead { reason }).await.unwrap();
-        let reply = respond(handles, &from("boss", "/undelivered")).await;
+        wiring.store.outbox_end_attempt("k1", AttemptEnd::Dead { reason }).await.unwrap();
+        let reply = ask(handles, &from("boss", "/undelivered")).await;
         assert!(reply.contains("#") && reply.contains("api.telegram.org"), "{reply}");
         assert!(!reply.contains("AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw") && !reply.contains("abcdefghijklmnop"), "{reply}");
     }
@@ -282,17 +289,17 @@ pub(crate) mod tests {
     async fn lists_dead_letters_for_admins_only() {
         let (_dir, wiring, _chat) = rig().await;
         let handles = &wiring.actors.commands;
-        assert_eq!(respond(handles, &from("boss", "/undelivered")).await, "Nothing is undelivered.");
+        assert_eq!(ask(handles, &from("boss", "/undelivered")).await, "Nothing is undelivered.");
         let long = format!("first line\nsecond line {}", "x".repeat(200));
-        let id = dead_letter(&handles.store, "k1", "c9", &long).await;
-        let reply = respond(handles, &from("boss", "/undelivered")).await;
+        let id = dead_letter(&wiring.store, "k1", "c9", &long).await;
+        let reply = ask(handles, &from("boss", "/undelivered")).await;
         assert!(reply.contains(&format!("• #{id} chat:c9 — queued ")), "{reply}");
         assert!(reply.contains(" ago: chat not found"), "{reply}");
         assert!(reply.contains("“first line second line xxx"), "one line: {reply}");
         let preview_line = reply.lines().find(|l| l.contains("first line")).unwrap();
         assert!(preview_line.chars().count() <= PREVIEW_CHARS + 4 && preview_line.ends_with("…”"), "{preview_line}");
         assert!(reply.contains("`/resend <id>`") && reply.contains("`/drop <id>`"), "{reply}");
-        let refused = respond(handles, &from("guest", "/undelivered")).await;
+        let refused = ask(handles, &from("guest", "/undelivered")).await;
         assert!(refused.starts_with("⛔ Only an admin"), "{refused}");
         assert!(!refused.contains("first line"));
     }
@@ -302,9 +309,9 @@ pub(crate) mod tests {
         let (_dir, wiring, _chat) = rig().await;
         let handles = &wiring.actors.commands;
         for i in 0..23 {
-            dead_letter(&handles.store, &format!("k{i}"), "c1", &format!("message {i}")).await;
+            dead_letter(&wiring.store, &format!("k{i}"), "c1", &format!("message {i}")).await;
         }
-        let reply = respond(handles, &from("boss", "/undelivered")).await;
+        let reply = ask(handles, &from("boss", "/undelivered")).await;
         assert_eq!(reply.lines().filter(|l| l.starts_with("• #")).count(), SHOWN, "{reply}");
         assert!(reply.contains("Showing the newest 20 of 23."), "{reply}");
     }

@@ -2,6 +2,7 @@
 //! (inactive), so nothing is truly lost.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
+use crate::store::{Routes, SessionLog};
 use async_trait::async_trait;
 
 pub(super) struct Undo;
@@ -20,27 +21,30 @@ impl SlashCommand for Undo {
         &SPEC
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
-        let n = match args.trim() {
-            "" => 1,
-            s => match s.parse::<usize>() {
-                Ok(n) if (1..=100).contains(&n) => n,
-                _ => return CommandOutcome::Reply("Usage: /undo [N] — N is how many of your turns to remove (1-100, default 1).".into()),
-            },
-        };
-        let store = &ctx.handles.store;
-        let Some(route) = store.route_get(ctx.session_key).await.ok().flatten() else {
-            return CommandOutcome::Reply("Nothing to undo.".into());
-        };
-        match store.messages_undo(&route.session_id, n).await {
-            Ok(Some(u)) => {
-                let preview: String = u.first_user_text.chars().take(200).collect();
-                CommandOutcome::Reply(format!(
-                    "↩️ Undid {} turn(s) ({} message(s)).\nBacked up to: \"{preview}\"\nCopy/edit the text above and send it to re-prompt from here.",
-                    u.turns, u.messages
-                ))
-            }
-            Ok(None) => CommandOutcome::Reply("Nothing to undo.".into()),
-            Err(e) => CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
+        undo(ctx.handles.routes.as_ref(), ctx.handles.session_log.as_ref(), ctx.session_key, args).await
+    }
+}
+
+async fn undo(routes: &dyn Routes, log: &dyn SessionLog, session_key: &str, args: &str) -> CommandOutcome {
+    let n = match args.trim() {
+        "" => 1,
+        s => match s.parse::<usize>() {
+            Ok(n) if (1..=100).contains(&n) => n,
+            _ => return CommandOutcome::Reply("Usage: /undo [N] — N is how many of your turns to remove (1-100, default 1).".into()),
+        },
+    };
+    let Some(route) = routes.route_get(session_key).await.ok().flatten() else {
+        return CommandOutcome::Reply("Nothing to undo.".into());
+    };
+    match log.messages_undo(&route.session_id, n).await {
+        Ok(Some(u)) => {
+            let preview: String = u.first_user_text.chars().take(200).collect();
+            CommandOutcome::Reply(format!(
+                "↩️ Undid {} turn(s) ({} message(s)).\nBacked up to: \"{preview}\"\nCopy/edit the text above and send it to re-prompt from here.",
+                u.turns, u.messages
+            ))
         }
+        Ok(None) => CommandOutcome::Reply("Nothing to undo.".into()),
+        Err(e) => CommandOutcome::Reply(format!("⚠️ The session store is unavailable: {e}")),
     }
 }

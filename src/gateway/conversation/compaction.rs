@@ -2,7 +2,7 @@
 //! `compression.threshold` of the model's context (or the hygiene limits), and on `/compress`.
 //! The summary and the protected messages move into a new session whose parent is the old one;
 //! the route follows, and the old session stays searchable. [`Compactor`] holds what that takes:
-//! the settings, the agent that writes the summary, the [`Models`] that choose its model, the store.
+//! the settings, the agent that writes the summary, the [`Models`] that choose its model, the session log.
 
 use super::messages::{new_message, to_chat_message};
 use crate::agent::compress::{self, Split};
@@ -10,7 +10,7 @@ use crate::agent::run_loop::InTurnCompression;
 use crate::agent::{Agent, ChatMessage, ModelSpec};
 use crate::config::CompressionConfig;
 use crate::gateway::conversation::models::Models;
-use crate::store::{RouteEntry, Store};
+use crate::store::{RouteEntry, SessionLog};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +19,8 @@ pub struct Compactor {
     settings: CompressionConfig,
     agent: Arc<Agent>,
     models: Arc<Models>,
-    store: Store,
+    /// The transcript read and rewritten into the new session.
+    log: Arc<dyn SessionLog>,
 }
 
 /// What a compression did.
@@ -45,8 +46,8 @@ pub enum CompressError {
 }
 
 impl Compactor {
-    pub fn new(settings: CompressionConfig, agent: Arc<Agent>, models: Arc<Models>, store: Store) -> Self {
-        Self { settings, agent, models, store }
+    pub fn new(settings: CompressionConfig, agent: Arc<Agent>, models: Arc<Models>, log: Arc<dyn SessionLog>) -> Self {
+        Self { settings, agent, models, log }
     }
 
     /// Why a turn should compress first, or `None`.
@@ -74,8 +75,7 @@ impl Compactor {
         focus: Option<&str>,
         cancel: CancellationToken,
     ) -> Result<Compressed, CompressError> {
-        let store = &self.store;
-        let rows = store.messages(&route.session_id, None).await.map_err(|e| CompressError::Storage(e.to_string()))?;
+        let rows = self.log.messages(&route.session_id, None).await.map_err(|e| CompressError::Storage(e.to_string()))?;
         // Each message with its row (rows with an unknown role are left out).
         let (rows, history): (Vec<_>, Vec<ChatMessage>) = rows.into_iter().filter_map(|r| to_chat_message(&r).map(|m| (r, m))).unzip();
         let c = &self.settings;
@@ -101,7 +101,8 @@ impl Compactor {
         let mut rows_carried: Vec<_> = rows[..head].iter().zip(&history[..head]).map(keep).collect();
         rows_carried.push(new_message("", "", &compress::summary_message(&summary), None));
         rows_carried.extend(rows[tail..].iter().zip(&history[tail..]).map(keep));
-        let next = store
+        let next = self
+            .log
             .session_compress_into(&route.session_key, &route.session_id, &model.model, system_prompt, rows_carried)
             .await
             .map_err(|e| CompressError::Storage(e.to_string()))?

@@ -6,13 +6,13 @@ use crate::agent::memory::MemoryStore;
 use crate::agent::prompt::{PromptInputs, assemble};
 use crate::agent::tools::AgentPaths;
 use crate::config::MemoryConfig;
-use crate::store::{Store, StoreError};
+use crate::store::{SessionLog, StoreError};
 use hermes_adapter::SessionSource;
 use std::sync::Arc;
 
-/// What a session's system prompt is assembled from, and the store it is frozen in.
+/// What a session's system prompt is assembled from, and the session log it is frozen in.
 pub struct Prompts {
-    store: Store,
+    log: Arc<dyn SessionLog>,
     paths: Arc<AgentPaths>,
     memory: MemoryConfig,
     /// Each user of a shared gateway has their own memory profile.
@@ -25,20 +25,20 @@ pub struct Prompts {
 
 impl Prompts {
     pub fn new(
-        store: Store,
+        log: Arc<dyn SessionLog>,
         paths: Arc<AgentPaths>,
         memory: MemoryConfig,
         per_user_profiles: bool,
         operator_prompt: Option<String>,
         chat_platforms: Vec<String>,
     ) -> Self {
-        Self { store, paths, memory, per_user_profiles, operator_prompt, chat_platforms }
+        Self { log, paths, memory, per_user_profiles, operator_prompt, chat_platforms }
     }
 
     /// The session's frozen system prompt: built and stored on the session's first turn, read
     /// back on every later one.
     pub async fn frozen(&self, session_id: &str, source: &SessionSource, toolsets: &[String]) -> Result<String, StoreError> {
-        if let Some(stored) = self.store.session_prompt(session_id).await? {
+        if let Some(stored) = self.log.session_prompt(session_id).await? {
             return Ok(stored);
         }
         self.freeze(session_id, source, toolsets).await
@@ -75,6 +75,6 @@ impl Prompts {
             toolsets,
             connected_platforms: &self.chat_platforms,
         });
-        self.store.session_prompt_freeze(session_id, &built).await
+        self.log.session_prompt_freeze(session_id, &built).await
     }
 }

@@ -10,13 +10,14 @@ use crate::agent::providers::ModelSpec;
 use crate::agent::tools::SessionScope;
 use crate::agent::{Agent, ChatMessage, TurnEvent, TurnRequest, TurnTools};
 use crate::cron::delivery::Homes;
-use crate::cron::run::{AgentRun, CronHost, Sent};
+use crate::cron::run::{AgentRun, AgentRunError, CronHost, Sent};
 use crate::gateway::conversation::messages::new_message;
 use crate::gateway::conversation::models::Models;
 use crate::gateway::conversation::sessions::Sessions;
 use crate::gateway::delivery::deliverer::Deliverer;
 use crate::gateway::delivery::home_channels::HomeChannels;
-use crate::gateway::delivery::outbound::{self, Delivery};
+use crate::gateway::delivery::outbound::Delivery;
+use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::gateway::turn::tool_access::ToolAccess;
 use crate::gateway::turn::{Ledger, TurnHandles};
 use crate::store::{CallUsage, TurnOpening};
@@ -60,7 +61,7 @@ impl GatewayCronHost {
     }
 
     /// Open the run's session and store its prompt; returns the session id.
-    async fn open(&self, run: &AgentRun, source: &SessionSource, event_id: &str, model: &str) -> Result<String, String> {
+    async fn open(&self, run: &AgentRun, source: &SessionSource, event_id: &str, model: &str) -> Result<String, AgentRunError> {
         let opening = TurnOpening {
             event_id: event_id.to_string(),
             session_key: run.session_key.clone(),
@@ -69,7 +70,7 @@ impl GatewayCronHost {
             user_message: new_message("", event_id, &ChatMessage::user(run.prompt.clone()), None),
             seed: Vec::new(),
         };
-        let opened = self.sessions.store.turn_open(opening, None).await.map_err(|e| format!("cannot store the run's session: {e}"))?;
+        let opened = self.sessions.store.turn_open(opening, None).await.map_err(|e| AgentRunError::SessionNotStored(Box::new(e)))?;
         let session_id = opened.route.session_id;
         if let Err(e) = self.sessions.store.session_set_title(&session_id, &run.title).await {
             tracing::warn!(error = %e, "cannot title the cron run's session");
@@ -107,11 +108,11 @@ impl GatewayCronHost {
     }
 
     /// Follow the turn to its end, storing tool messages, usage and the answer.
-    async fn follow(&self, request: TurnRequest, ledger: Ledger<'_>, cancel: CancellationToken) -> Result<String, String> {
+    async fn follow(&self, request: TurnRequest, ledger: Ledger<'_>, cancel: CancellationToken) -> Result<String, AgentRunError> {
         let mut events = self.agent.run_turn(request, cancel);
         let mut unrecorded: Vec<CallUsage> = Vec::new();
         loop {
-            let Some(event) = events.recv().await else { return Err("the agent stopped unexpectedly".into()) };
+            let Some(event) = events.recv().await else { return Err(AgentRunError::AgentStopped) };
             let stored = match event {
                 TurnEvent::Persist(m) => ledger.store(&mut unrecorded, &m, None).await,
                 TurnEvent::CallUsage { model, usage } => {
@@ -125,7 +126,7 @@ impl GatewayCronHost {
                     }
                     return Ok(outcome.text);
                 }
-                TurnEvent::Failed(e) => return Err(e.to_string()),
+                TurnEvent::Failed(e) => return Err(AgentRunError::TurnFailed(Box::new(e))),
                 _ => continue,
             };
             if let Err(e) = stored {
@@ -137,7 +138,7 @@ impl GatewayCronHost {
 
 #[async_trait]
 impl CronHost for GatewayCronHost {
-    async fn run_agent(&self, run: AgentRun) -> Result<String, String> {
+    async fn run_agent(&self, run: AgentRun) -> Result<String, AgentRunError> {
         let event_id = format!("cron:{}", run.session_key);
         let source = SessionSource::new(Platform::new("cron"), run.job_id.clone(), ChatType::Dm);
         let source = match &run.user_id {
@@ -158,7 +159,7 @@ impl CronHost for GatewayCronHost {
             Ok(result) => result,
             Err(_) => {
                 cancel.cancel();
-                Err(format!("the run did not finish within {} s (cron.timeout) and was stopped", timeout.as_secs()))
+                Err(AgentRunError::TimedOut { secs: timeout.as_secs() })
             }
         }
     }
@@ -167,7 +168,7 @@ impl CronHost for GatewayCronHost {
         if self.deliverer.adapter(target.platform.as_str()).is_none() {
             return Sent::Failed(format!("platform `{}` is not enabled in this gateway", target.platform));
         }
-        match outbound::deliver(&self.deliverer, target, None, text, key, None).await {
+        match self.deliverer.send(Reply::markdown(target.clone(), text), ReplyKey::CronDelivery(key.to_string())).await {
             Delivery::Delivered => Sent::Delivered,
             Delivery::Queued => Sent::Queued,
             Delivery::InDoubt => Sent::InDoubt,

@@ -26,9 +26,10 @@
 //! more than [`QUEUED_AFTER`] away, an adapter down, or the caller's patience ran out), or given
 //! up.
 
+use crate::gateway::delivery::reply::ReplyKey;
 use crate::gateway::ops::health::HealthBoard;
 use crate::observe::metrics;
-use crate::store::{AttemptEnd, LaneHead, NewOutboxRow, Queued, Store};
+use crate::store::{AttemptEnd, LaneHead, NewOutboxRow, Outbox, Queued};
 use hermes_adapter::{Lookup, OutboundMessage, PlatformAdapter, SendError, render};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -108,7 +109,8 @@ struct Board {
 
 pub struct Courier {
     adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
-    store: Store,
+    /// Where every part waits until it is delivered or given up.
+    outbox: Arc<dyn Outbox>,
     health: Option<Arc<HealthBoard>>,
     policy: RetryPolicy,
     board: Mutex<Board>,
@@ -122,11 +124,11 @@ pub fn lane_of(platform: &str, chat_id: &str) -> String {
 impl Courier {
     pub fn new(
         adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
-        store: Store,
+        outbox: Arc<dyn Outbox>,
         health: Option<Arc<HealthBoard>>,
         policy: RetryPolicy,
     ) -> Self {
-        Self { adapters, store, health, policy, board: Mutex::default() }
+        Self { adapters, outbox, health, policy, board: Mutex::default() }
     }
 
     pub fn policy(&self) -> RetryPolicy {
@@ -145,7 +147,7 @@ impl Courier {
         let give_up_waiting = tokio::time::Instant::now() + patience;
         let lanes: Vec<String> = rows.iter().map(|r| r.lane.clone()).collect();
         let keys: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
-        let known = match self.store.outbox_enqueue(rows).await {
+        let known = match self.outbox.outbox_enqueue(rows).await {
             Ok(known) => known,
             Err(e) => {
                 // Nothing was queued; saying so beats pretending.
@@ -221,7 +223,7 @@ impl Courier {
     /// looking for lanes nobody works (a part resent from the shell) until the process ends.
     pub async fn run_sweeper(self: Arc<Self>) {
         loop {
-            match self.store.outbox_busy_lanes().await {
+            match self.outbox.outbox_busy_lanes().await {
                 Ok(lanes) => {
                     for lane in lanes {
                         if !self.board().lanes.contains_key(&lane) {
@@ -240,7 +242,7 @@ impl Courier {
         let wake = self.board().lanes.get(&lane).map(|l| l.wake.clone()).unwrap_or_default();
         loop {
             let kicks = self.board().lanes.get(&lane).map_or(0, |l| l.kicks);
-            let head = match self.store.outbox_lane_head(&lane).await {
+            let head = match self.outbox.outbox_lane_head(&lane).await {
                 Ok(head) => head,
                 Err(e) => {
                     tracing::warn!(error = %e, "could not read the outbox; trying again shortly");
@@ -378,7 +380,7 @@ impl Courier {
         }
         message.text = with_prefix(&prefix, &body);
         tracing::debug!(outbox_key = %head.key, attempt = head.attempts + 1, marked, "sending a queued part");
-        if let Err(e) = self.store.outbox_begin_attempt(&head.key, marked).await {
+        if let Err(e) = self.outbox.outbox_begin_attempt(&head.key, marked).await {
             // A crash before the end is recorded could then resend it once, marked.
             tracing::warn!(outbox_key = %head.key, error = %e, "could not record a send attempt");
         }
@@ -450,7 +452,7 @@ impl Courier {
         let Ok(original) = serde_json::from_str::<OutboundMessage>(&head.message) else { return };
         let Some(adapter) = self.adapters.get(&head.platform) else { return };
         // Parts of one chat given up in the same minute (one outage) share one notice.
-        let key = format!("undelivered:{lane}:{}", head.deadline / 60_000);
+        let key = ReplyKey::Undelivered { lane: lane.to_string(), minute: head.deadline / 60_000 }.to_string();
         let message = OutboundMessage {
             target: original.target.clone(),
             text: render::render(UNDELIVERED_NOTICE, adapter.capabilities().dialect),
@@ -474,13 +476,13 @@ impl Courier {
             notify_on_death: false,
             lead: false,
         };
-        if let Err(e) = self.store.outbox_enqueue(vec![row]).await {
+        if let Err(e) = self.outbox.outbox_enqueue(vec![row]).await {
             tracing::error!(error = %e, "could not queue the could-not-deliver notice");
         }
     }
 
     async fn record(&self, key: &str, end: AttemptEnd) {
-        if let Err(e) = self.store.outbox_end_attempt(key, end).await {
+        if let Err(e) = self.outbox.outbox_end_attempt(key, end).await {
             // The part stays `sending`: after a restart it is looked up or resent once, marked.
             tracing::error!(outbox_key = %key, error = %e, "could not record how a send ended");
         }

@@ -4,7 +4,7 @@
 //! fake or real peer in `tests/conformance`.)
 
 use super::*;
-use crate::store::SqliteStore;
+use crate::store::{SqliteStore, Store};
 use hermes_adapter::{AdapterContext, AdapterError, Capabilities, ChatTarget, Platform, SendReceipt};
 use std::collections::VecDeque;
 

@@ -1,21 +1,26 @@
 //! [`Deliverer`]: everything a message needs to leave the gateway — the running adapters by
 //! platform, the courier that queues each part in the outbox and delivers it, and the folders
-//! files may be attached from. [`crate::gateway::delivery::outbound`] does the delivering with it; nothing else
+//! files may be attached from — and [`Deliverer::send`], the one way a [`Reply`] leaves: planned
+//! into parts ([`plan`]), queued under its [`ReplyKey`], delivered by the courier. Nothing else
 //! reaches the adapters' send side.
 
 use crate::config::Home;
 use crate::gateway::delivery::courier::{Courier, RetryPolicy};
+use crate::gateway::delivery::outbound::{self, Delivery, Terms};
+use crate::gateway::delivery::plan::plan;
+use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::gateway::ops::health::HealthBoard;
-use crate::store::Store;
+use crate::store::Outbox;
 use hermes_adapter::PlatformAdapter;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub struct Deliverer {
     adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
-    /// The outbox (and only the outbox) is used: the idempotency record of every send.
-    pub(super) store: Store,
+    /// The idempotency record of every send (what a streamed message's platform id is read from).
+    pub(super) outbox: Arc<dyn Outbox>,
     /// Delivers every queued part, through outages and restarts.
     pub(super) courier: Arc<Courier>,
     /// Where `MEDIA:` files may come from besides the temp folder.
@@ -35,14 +40,48 @@ impl Deliverer {
     /// assumes every adapter is up.
     pub fn new(
         adapters: &[Arc<dyn PlatformAdapter>],
-        store: Store,
+        outbox: Arc<dyn Outbox>,
         files: FileRoots,
         health: Option<Arc<HealthBoard>>,
         policy: RetryPolicy,
     ) -> Self {
         let adapters: HashMap<String, Arc<dyn PlatformAdapter>> = adapters.iter().map(|a| (a.platform().to_string(), a.clone())).collect();
-        let courier = Arc::new(Courier::new(adapters.clone(), store.clone(), health, policy));
-        Self { adapters, store, courier, files }
+        let courier = Arc::new(Courier::new(adapters.clone(), outbox.clone(), health, policy));
+        Self { adapters, outbox, courier, files }
+    }
+
+    /// Send `reply` under `key` and wait (at most a few seconds) for the platform's first
+    /// answer. `key` must be stable for the same logical message, so that a replay after a crash
+    /// finds its parts already sent.
+    pub(crate) async fn send(&self, reply: Reply, key: ReplyKey) -> Delivery {
+        self.dispatch(reply, &key, Terms::WAIT).await
+    }
+
+    /// [`Deliverer::send`] without waiting for the platform: the parts are queued (durably) and
+    /// the courier delivers them. For replies sent by someone with other work to do (a session's
+    /// actor, a turn), which must not wait out a platform's outage.
+    pub(crate) async fn queue(&self, reply: Reply, key: ReplyKey) -> Delivery {
+        self.dispatch(reply, &key, Terms::QUEUE_ONLY).await
+    }
+
+    /// [`Deliverer::send`] for a prompt that is worthless after `expires_in`: never shown later
+    /// than that.
+    pub(crate) async fn send_prompt(&self, reply: Reply, key: ReplyKey, expires_in: Duration) -> Delivery {
+        self.dispatch(reply, &key, Terms { expiry: Some(expires_in), ..Terms::WAIT }).await
+    }
+
+    async fn dispatch(&self, reply: Reply, key: &ReplyKey, terms: Terms) -> Delivery {
+        let platform = reply.target.platform.clone();
+        let Some(adapter) = self.adapter(platform.as_str()) else {
+            tracing::error!(platform = %platform, "cannot deliver: platform `{platform}` is not enabled");
+            return Delivery::Failed;
+        };
+        let caps = adapter.capabilities();
+        let reply = outbound::with_attachments(&self.files, reply, caps.supports_files);
+        let messages = plan(&reply, caps, key);
+        let window = terms.expiry.unwrap_or(self.courier.policy().window);
+        let rows = outbound::queue_rows(&reply.target, messages, window, terms.expiry.is_none());
+        outbound::summarize(&self.courier.dispatch(rows, terms.patience).await)
     }
 
     /// The courier, to start its sweeper (which resumes what a restart left queued).

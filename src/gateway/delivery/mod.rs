@@ -1,5 +1,6 @@
-//! Delivery: everything that leaves the gateway for a chat — the [`deliverer`] (adapters,
-//! courier, file roots), [`outbound`] rendering and chunking into outbox parts, the
+//! Delivery: everything that leaves the gateway for a chat — a [`reply`] and its outbox key,
+//! the [`deliverer`] that sends it (adapters, courier, file roots), the pure [`plan`] that
+//! renders and chunks it into keyed parts, [`outbound`]'s attachments and outbox rows, the
 //! [`courier`] that delivers them per chat through outages and restarts, [`stream_edit`] for
 //! answers that grow in place, and the [`home_channels`] where unsolicited messages go.
 
@@ -7,6 +8,8 @@ pub mod courier;
 pub mod deliverer;
 pub mod home_channels;
 pub mod outbound;
+pub(crate) mod plan;
+pub(crate) mod reply;
 pub(crate) mod rights;
 pub mod stream_edit;
 #[cfg(test)]

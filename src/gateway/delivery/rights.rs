@@ -6,12 +6,26 @@
 
 use crate::cron::job::Origin;
 use crate::gateway::delivery::home_channels::HomeChannels;
-use crate::store::Store;
+use crate::store::{Routes, StoreError};
 use hermes_adapter::ChatTarget;
+
+/// Why a `deliver` value is refused to this requester.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RightsError {
+    /// An explicit target outside what the requester may reach.
+    #[error(
+        "⛔ {part}: results can go only to this chat, a home channel or a chat where you have talked to the bot \
+         (an admin can send them anywhere)"
+    )]
+    NotTheirs { part: String },
+    #[error("cannot check where you may post: {0}")]
+    Store(#[from] StoreError),
+}
 
 /// The store and the home channels, to judge `deliver` values by.
 pub(crate) struct DeliveryRights<'a> {
-    pub store: &'a Store,
+    /// Where each user has talked (`Routes::user_talked_in`).
+    pub routes: &'a dyn Routes,
     pub homes: &'a HomeChannels,
 }
 
@@ -25,7 +39,7 @@ pub(crate) struct Requester<'a> {
 
 impl DeliveryRights<'_> {
     /// `Err` names the first explicit target the requester may not post in, and why.
-    pub(crate) async fn check(&self, deliver: Option<&str>, who: &Requester<'_>) -> Result<(), String> {
+    pub(crate) async fn check(&self, deliver: Option<&str>, who: &Requester<'_>) -> Result<(), RightsError> {
         let Some(deliver) = deliver else { return Ok(()) };
         if who.admin {
             return Ok(());
@@ -40,19 +54,28 @@ impl DeliveryRights<'_> {
             if is_origin || is_home || self.talked_in(&target, who.user_id).await? {
                 continue;
             }
-            return Err(format!(
-                "⛔ {part}: results can go only to this chat, a home channel or a chat where you have talked to the bot \
-                 (an admin can send them anywhere)"
-            ));
+            return Err(RightsError::NotTheirs { part: part.to_string() });
         }
         Ok(())
     }
 
-    async fn talked_in(&self, target: &ChatTarget, user_id: Option<&str>) -> Result<bool, String> {
+    async fn talked_in(&self, target: &ChatTarget, user_id: Option<&str>) -> Result<bool, RightsError> {
         let Some(user) = user_id else { return Ok(false) };
-        self.store
-            .user_talked_in(target.platform.as_str(), &target.chat_id, user)
-            .await
-            .map_err(|e| format!("cannot check where you may post: {e}"))
+        Ok(self.routes.user_talked_in(target.platform.as_str(), &target.chat_id, user).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_target_is_named_with_the_rule() {
+        let refused = RightsError::NotTheirs { part: "telegram:-100999".into() };
+        let expected = [
+            "⛔ telegram:-100999: results can go only to this chat, a home channel or a chat where you have talked to the bot",
+            "(an admin can send them anywhere)",
+        ];
+        assert_eq!(refused.to_string(), expected.join(" "));
     }
 }

@@ -9,7 +9,8 @@
 
 use crate::config::{Config, StreamingConfig, ToolProgress};
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::{self, Delivery};
+use crate::gateway::delivery::outbound::Delivery;
+use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use hermes_adapter::{Capabilities, ChatTarget, PlatformAdapter, SendError, chunk, render};
 use std::collections::HashSet;
 use std::ops::Range;
@@ -65,7 +66,8 @@ pub struct StreamEditor {
     caps: Capabilities,
     target: ChatTarget,
     reply_to: Option<String>,
-    key_base: String,
+    /// The event whose answer this is: every message posted is keyed under its answer.
+    event_id: String,
     interval: Duration,
     threshold: usize,
     /// The cursor, in the platform's dialect.
@@ -93,7 +95,7 @@ impl StreamEditor {
         adapter: Arc<dyn PlatformAdapter>,
         target: ChatTarget,
         reply_to: Option<String>,
-        key_base: String,
+        event_id: String,
     ) -> Self {
         let caps = adapter.capabilities().clone();
         let cfg = &settings.streaming;
@@ -108,7 +110,7 @@ impl StreamEditor {
             caps,
             target,
             reply_to,
-            key_base,
+            event_id,
             cursor,
             safe_limit,
             response: String::new(),
@@ -183,19 +185,26 @@ impl StreamEditor {
 
     /// Post a new message; `Some(platform id)` once the platform has it.
     async fn post(&mut self, rendered: &str) -> Option<Option<String>> {
-        let key = format!("{}:stream{}", self.key_base, self.posted);
+        let key = ReplyKey::Stream { event_id: self.event_id.clone(), n: self.posted };
         self.posted += 1;
-        let delivered = outbound::deliver_streamed_part(&self.deliverer, &self.target, self.reply_to.as_deref(), rendered, &key).await;
-        if delivered != Delivery::Delivered {
+        let first_part = key.part(0);
+        if self.send_part(rendered, key).await != Delivery::Delivered {
             self.edits_disabled = true;
             return None;
         }
         // Replies thread under the user's message once; later messages follow it.
         self.reply_to = None;
-        match self.deliverer.store.outbox_get(&format!("{key}:0")).await {
+        match self.deliverer.outbox.outbox_get(&first_part).await {
             Ok(Some(row)) => Some(row.platform_message_id),
             _ => Some(None),
         }
+    }
+
+    /// Send one message already rendered and within the limit, replying where the stream still
+    /// replies; its `MEDIA:` tags stay text (the turn sends the files once, when it is complete).
+    async fn send_part(&self, rendered: &str, key: ReplyKey) -> Delivery {
+        let reply = Reply::rendered(self.target.clone(), rendered).replying_to(self.reply_to.clone());
+        self.deliverer.send(reply, key).await
     }
 
     /// Edit a posted message; false when the platform refused.
@@ -284,9 +293,9 @@ impl StreamEditor {
             covered = covered.max(shown.visible.end);
         }
         for part in chunk::split_parts(&doc, covered, self.safe_limit, self.caps.length_unit) {
-            let key = format!("{}:tail{}", self.key_base, self.posted);
+            let key = ReplyKey::Tail { event_id: self.event_id.clone(), n: self.posted };
             self.posted += 1;
-            outbound::deliver_streamed_part(&self.deliverer, &self.target, self.reply_to.as_deref(), &part.text, &key).await;
+            self.send_part(&part.text, key).await;
             self.reply_to = None;
         }
     }

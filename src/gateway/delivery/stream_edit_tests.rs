@@ -98,11 +98,11 @@ async fn gateway(chat: Arc<EditingChat>) -> (tempfile::TempDir, Wiring) {
     crate::gateway::tests::support::gateway(config, chat, Arc::new(provider)).await
 }
 
-fn editor(gateway: &Wiring, chat: &Arc<EditingChat>, key: &str) -> StreamEditor {
+fn editor(gateway: &Wiring, chat: &Arc<EditingChat>, event_id: &str) -> StreamEditor {
     let target = ChatTarget { platform: Platform::new("chat"), chat_id: "c1".into(), thread_id: None };
     let turns = gateway.turns();
     let settings: &StreamSettings = &turns.stream;
-    StreamEditor::new(turns.deliverer.clone(), settings, chat.clone(), target, None, key.into())
+    StreamEditor::new(turns.deliverer.clone(), settings, chat.clone(), target, None, event_id.into())
 }
 
 const DELTAS: [&str; 5] = ["Hello there, ", "this is ", "a streamed ", "answer that ", "grows."];
@@ -111,7 +111,7 @@ const DELTAS: [&str; 5] = ["Hello there, ", "this is ", "a streamed ", "answer t
 async fn the_chat_sees_one_message_edited_in_place_and_no_duplicate_final() {
     let chat = EditingChat::new(4096, false);
     let (_dir, gateway) = gateway(chat.clone()).await;
-    let mut ed = editor(&gateway, &chat, "turn1:answer");
+    let mut ed = editor(&gateway, &chat, "turn1");
     for d in DELTAS {
         ed.on_delta(d).await;
     }
@@ -127,7 +127,7 @@ async fn the_chat_sees_one_message_edited_in_place_and_no_duplicate_final() {
 async fn with_edits_refused_the_unsent_tail_arrives_once() {
     let chat = EditingChat::new(4096, true);
     let (_dir, gateway) = gateway(chat.clone()).await;
-    let mut ed = editor(&gateway, &chat, "turn2:answer");
+    let mut ed = editor(&gateway, &chat, "turn2");
     for d in DELTAS {
         ed.on_delta(d).await;
     }
@@ -143,7 +143,7 @@ async fn with_edits_refused_the_unsent_tail_arrives_once() {
 async fn a_long_answer_continues_in_a_new_message_before_the_limit() {
     let chat = EditingChat::new(600, false);
     let (_dir, gateway) = gateway(chat.clone()).await;
-    let mut ed = editor(&gateway, &chat, "turn3:answer");
+    let mut ed = editor(&gateway, &chat, "turn3");
     let words: Vec<String> = (0..300).map(|i| format!("word{i} ")).collect();
     for w in &words {
         ed.on_delta(w).await;
@@ -186,7 +186,7 @@ async fn a_streamed_answer_ends_up_as_the_answer_sent_without_streaming() {
     ] {
         let chat = EditingChat::speaking(dialect, unit, max_len, false);
         let (_dir, gateway) = gateway(chat.clone()).await;
-        let mut ed = editor(&gateway, &chat, "turn5:answer");
+        let mut ed = editor(&gateway, &chat, "turn5");
         let chars: Vec<char> = answer.chars().collect();
         for delta in chars.chunks(37) {
             ed.on_delta(&delta.iter().collect::<String>()).await;
@@ -195,7 +195,7 @@ async fn a_streamed_answer_ends_up_as_the_answer_sent_without_streaming() {
         let streamed = chat.finals();
         assert!(streamed.len() >= 2, "{dialect:?}: {} messages", streamed.len());
         oracle::check_streamed(&answer, dialect, max_len, unit, &streamed).unwrap_or_else(|e| panic!("{dialect:?} streamed: {e}"));
-        let unstreamed = crate::gateway::delivery::outbound::render_for(&chat.caps, &answer);
+        let unstreamed = crate::gateway::delivery::plan::render_for(&chat.caps, &answer);
         let whole = hermes_adapter::render::render(&answer, dialect);
         oracle::check_parts(&answer, &whole, dialect, max_len, unit, &unstreamed).unwrap_or_else(|e| panic!("{dialect:?} sent: {e}"));
     }
@@ -205,7 +205,7 @@ async fn a_streamed_answer_ends_up_as_the_answer_sent_without_streaming() {
 async fn tool_progress_lines_and_text_after_tools_start_new_messages() {
     let chat = EditingChat::new(4096, false);
     let (_dir, gateway) = gateway(chat.clone()).await;
-    let mut ed = editor(&gateway, &chat, "turn4:answer");
+    let mut ed = editor(&gateway, &chat, "turn4");
     ed.on_delta("Let me look that up for you.").await;
     ed.on_tool_call("search_files", r#"{"pattern":"TODO"}"#).await;
     ed.on_tool_call("read_file", r#"{"path":"notes.md"}"#).await;

@@ -2,9 +2,10 @@
 //! before the adapter acknowledges the platform, then handed to the router. On start the events
 //! accepted but not finished before a crash are replayed.
 
-use crate::store::Store;
+use crate::store;
 use async_trait::async_trait;
 use hermes_adapter::{AcceptError, AcceptOutcome, InboundEvent, InboundSink};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::mpsc;
 
@@ -12,14 +13,15 @@ use tokio::sync::mpsc;
 pub const CRASHES_BEFORE_PARKING: i64 = 3;
 
 pub struct Inbox {
-    store: Store,
+    /// The stored rows: the only store concern the inbox touches.
+    rows: Arc<dyn store::Inbox>,
     router: mpsc::UnboundedSender<InboundEvent>,
     accepting: AtomicBool,
 }
 
 impl Inbox {
-    pub fn new(store: Store, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
-        Self { store, router, accepting: AtomicBool::new(true) }
+    pub fn new(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
+        Self { rows, router, accepting: AtomicBool::new(true) }
     }
 
     /// Refuse new events from now on (drain); adapters then answer "try later" and do not ack.
@@ -35,8 +37,8 @@ impl Inbox {
     }
 
     /// Hand every accepted-but-unfinished event to the router again, oldest first.
-    pub async fn replay_unfinished(&self) -> Result<usize, crate::store::StoreError> {
-        let rows = self.store.inbox_unfinished().await?;
+    pub async fn replay_unfinished(&self) -> Result<usize, store::StoreError> {
+        let rows = self.rows.inbox_unfinished().await?;
         let mut replayed = 0;
         for row in rows {
             // Its turn started this many times and the gateway died under it each time: running
@@ -44,7 +46,7 @@ impl Inbox {
             if row.attempts >= CRASHES_BEFORE_PARKING {
                 let reason = format!("poisoned: the gateway stopped {} times while processing it", row.attempts);
                 tracing::error!(event_id = %row.event_id, platform = %row.platform, "{reason}; parked, not replayed");
-                self.store.inbox_mark_poisoned(&row.event_id, &reason).await?;
+                self.rows.inbox_mark_poisoned(&row.event_id, &reason).await?;
                 continue;
             }
             match serde_json::from_str::<InboundEvent>(&row.payload) {
@@ -55,7 +57,7 @@ impl Inbox {
                 }
                 Err(e) => {
                     tracing::error!(event_id = %row.event_id, error = %e, "unreadable inbox row; marking it failed");
-                    self.store.inbox_mark_failed(&row.event_id, &format!("unreadable payload: {e}")).await?;
+                    self.rows.inbox_mark_failed(&row.event_id, &format!("unreadable payload: {e}")).await?;
                 }
             }
         }
@@ -74,7 +76,7 @@ impl InboundSink for Inbox {
         }
         let payload = serde_json::to_string(&event).map_err(|e| AcceptError::Storage(e.to_string()))?;
         let inserted = self
-            .store
+            .rows
             .inbox_accept(&event.event_id, event.source.platform.as_str(), &payload)
             .await
             .map_err(|e| AcceptError::Storage(e.to_string()))?;
@@ -96,7 +98,7 @@ impl InboundSink for Inbox {
             .map(|e| Ok((e.event_id.clone(), e.source.platform.as_str().to_string(), serde_json::to_string(e)?)))
             .collect::<Result<Vec<_>, serde_json::Error>>()
             .map_err(|e| AcceptError::Storage(e.to_string()))?;
-        let inserted = self.store.inbox_accept_all(rows).await.map_err(|e| AcceptError::Storage(e.to_string()))?;
+        let inserted = self.rows.inbox_accept_all(rows).await.map_err(|e| AcceptError::Storage(e.to_string()))?;
         let mut outcomes = Vec::with_capacity(events.len());
         for (event, new) in events.into_iter().zip(inserted) {
             if new {

@@ -1,8 +1,9 @@
-//! Intake: what happens to a platform event before any session sees it — the durable,
-//! deduplicated [`inbox`] (acked to the platform only once written), the [`router`] that
-//! hands it to its session's actor, [`auth`] (who may talk, by platform user id) and
-//! [`pairing`] (how a stranger asks to), [`session_key`] (which conversation an event
-//! belongs to) and the [`directory`] of sessions for HTTP surfaces.
+//! Intake: what happens to a platform event before a session sees it — the durable,
+//! deduplicated [`inbox`] (acked to the platform only once written), [`auth`] (who may talk, by
+//! platform user id) and [`pairing`] (how a stranger asks to), [`session_key`] (which
+//! conversation an event belongs to) and the [`directory`] of sessions for HTTP surfaces. The
+//! router that hands an admitted event to its session lives with the actors, in
+//! [`crate::gateway::session`]: it starts them, so it stands above them.
 
 pub mod auth;
 pub mod directory;

@@ -6,7 +6,7 @@ use crate::cron::status::TickerHealth;
 use crate::gateway::ops::health::HealthBoard;
 use crate::gateway::ops::status_file::{CronStatus, ParkedEvent, StatusFile};
 use crate::observe::metrics::{self, OutboxQueue};
-use crate::store::{QueueSummary, Store};
+use crate::store::{Inbox, Outbox, QueueSummary};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +26,10 @@ pub struct StatusSources {
     pub board: Arc<HealthBoard>,
     /// How many turns are running now.
     pub turns_running: Arc<dyn Fn() -> usize + Send + Sync>,
-    pub store: Store,
+    /// Its depth and its parked events.
+    pub inbox: Arc<dyn Inbox>,
+    /// Its queues per platform.
+    pub outbox: Arc<dyn Outbox>,
     pub ticker: Option<Arc<TickerHealth>>,
 }
 
@@ -49,12 +52,12 @@ async fn refresh(status: &mut StatusFile, sources: &StatusSources) {
     status.apply(&sources.board.snapshot(), (sources.turns_running)());
     status.apply_records(&sources.board.records());
     status.cron = sources.ticker.as_ref().map(|t| CronStatus::from(t.snapshot()));
-    match sources.store.inbox_unfinished().await {
+    match sources.inbox.inbox_unfinished().await {
         Ok(rows) => metrics::global().set_inbox_depth(rows.len()),
         Err(e) => tracing::warn!(error = %e, "cannot count unfinished inbox events"),
     }
     status.apply_queues(metrics::global().queues());
-    match sources.store.outbox_summary().await {
+    match sources.outbox.outbox_summary().await {
         Ok(summary) => {
             metrics::global().set_outbox_queues(&outbox_gauges(&summary, chrono::Utc::now().timestamp_millis()));
             status.apply_outbox(&summary);
@@ -62,7 +65,7 @@ async fn refresh(status: &mut StatusFile, sources: &StatusSources) {
         // The last numbers stay: stale by seconds beats none.
         Err(e) => tracing::warn!(error = %e, "cannot read the outbox's queues"),
     }
-    match sources.store.inbox_poisoned(PARKED_SHOWN).await {
+    match sources.inbox.inbox_poisoned(PARKED_SHOWN).await {
         Ok(rows) => {
             status.poisoned = rows
                 .into_iter()
@@ -91,16 +94,16 @@ fn outbox_gauges(summary: &[QueueSummary], now_ms: i64) -> Vec<OutboxQueue<'_>> 
         .collect()
 }
 
-/// Prune finished inbox rows every hour, until aborted.
-pub fn spawn_inbox_pruning(store: Store) -> JoinHandle<()> {
+/// Prune finished inbox rows and old outbox records every hour, until aborted.
+pub fn spawn_inbox_pruning(inbox: Arc<dyn Inbox>, outbox: Arc<dyn Outbox>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(3600));
         loop {
             tick.tick().await;
-            if let Err(e) = store.inbox_prune(FINISHED_KEPT).await {
+            if let Err(e) = inbox.inbox_prune(FINISHED_KEPT).await {
                 tracing::warn!(error = %e, "inbox pruning failed");
             }
-            match store.outbox_prune(OUTBOX_RECORDS_KEPT, DEAD_LETTERS_KEPT).await {
+            match outbox.outbox_prune(OUTBOX_RECORDS_KEPT, DEAD_LETTERS_KEPT).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(rows = n, "old outbox records pruned"),
                 Err(e) => tracing::warn!(error = %e, "outbox pruning failed"),

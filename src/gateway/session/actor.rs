@@ -1,38 +1,37 @@
 //! Session actors: one per session key. An actor runs its session's events in order, one turn at
-//! a time; while a turn runs it answers commands at once, hands the next message to a pending
-//! `clarify` question, and applies the busy policy (interrupt, queue or steer) to new messages —
-//! except while the turn waits for a command's approval: then a message is queued and its sender
-//! told that an approval is pending (a plain "yes" never approves, and never interrupts).
-//! Every actor shares one [`ActorHandles`]: the turn's handles, the commands', the clarify and
-//! approval boards.
+//! a time. What an event means (a command, a `clarify` answer, a new turn, a message for the
+//! running turn under the busy policy or a pending approval) is decided by the pure
+//! [`decide`](crate::gateway::session::decide); the actor gathers the facts it decides on,
+//! and carries out the resulting [`Action`] in one place (`act`). The session's queue and running
+//! turn are a [`SessionState`], which commands see too.
+//! Every actor shares one [`ActorHandles`]: the turn's handles, the inbox, the commands', the
+//! clarify and approval boards.
 
 use crate::agent::SteeringInbox;
 use crate::config::{BusyInputMode, Config};
 use crate::gateway::commands::{self, CommandContext, CommandHandles, CommandOutcome};
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::{self, Finish};
+use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::{Reply, ReplyKey};
+use crate::gateway::session::decide::{Action, Busy, Full, Input, SessionView, decide};
 use crate::gateway::turn::approvals::board::ApprovalBoard;
 use crate::gateway::turn::approvals::texts;
 use crate::gateway::turn::clarify::ClarifyBoard;
+use crate::gateway::turn::queue::{QUEUE_CAP, RunningTurn, SessionState};
 use crate::gateway::turn::{self, TurnHandles};
-use crate::store::Store;
+use crate::store::Inbox;
 use hermes_adapter::{ChatTarget, InboundEvent};
-use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
-
-/// Most messages a session holds while busy.
-pub const QUEUE_CAP: usize = 32;
-/// Busy acknowledgements are sent at most this often per session.
-const BUSY_ACK_EVERY: Duration = Duration::from_secs(30);
 
 /// What every session actor works with, built once at start-up.
 pub struct ActorHandles {
     pub turns: TurnHandles,
+    /// Where events are closed once handled (and a crashed turn's event is parked).
+    pub inbox: Arc<dyn Inbox>,
     pub commands: CommandHandles,
     /// Questions the agent asked (`clarify`), answered by the session's next message.
     pub clarify: Arc<ClarifyBoard>,
@@ -70,85 +69,6 @@ pub struct ActorExit {
     pub processed: u64,
 }
 
-struct RunningTurn {
-    event_id: String,
-    /// Where `/steer` and busy-mode `steer` put text for the running turn.
-    steering: SteeringInbox,
-    interrupt: CancellationToken,
-    /// The agent was invoked (not just waiting for a concurrency slot).
-    started: Arc<AtomicBool>,
-}
-
-/// A session's live state, as commands see it.
-pub struct SessionState {
-    /// The inbox, where dropped queued messages are closed.
-    store: Store,
-    running: Option<RunningTurn>,
-    queue: VecDeque<InboundEvent>,
-    /// Messages steered into the running turn, in order; the ones it did not take are queued
-    /// when it ends.
-    steered: Vec<InboundEvent>,
-    last_busy_ack: Option<Instant>,
-}
-
-impl SessionState {
-    pub fn is_running(&self) -> bool {
-        self.running.is_some()
-    }
-
-    pub fn turn_started(&self) -> bool {
-        self.running.as_ref().is_some_and(|r| r.started.load(Ordering::Acquire))
-    }
-
-    /// Interrupt the running turn, if any; it reports back when it has stopped.
-    pub fn interrupt(&mut self) {
-        if let Some(r) = &self.running {
-            r.interrupt.cancel();
-        }
-    }
-
-    /// Inject `event`'s text into the running turn after its next tool call; false when no turn
-    /// runs.
-    pub fn steer(&mut self, event: InboundEvent) -> bool {
-        let Some(running) = &self.running else { return false };
-        running.steering.push(event.text.clone());
-        self.steered.push(event);
-        true
-    }
-
-    pub fn queued(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// Drop queued input; each dropped message is closed in the inbox so it is not replayed.
-    pub async fn clear_queue(&mut self) -> usize {
-        let dropped: Vec<InboundEvent> = self.queue.drain(..).collect();
-        for ev in &dropped {
-            if let Err(e) = self.store.inbox_mark_done(&ev.event_id).await {
-                tracing::warn!(error = %e, "could not close a dropped queued message");
-            }
-        }
-        dropped.len()
-    }
-
-    /// Queue for after the running turn; `Err(cap)` when full.
-    pub fn enqueue_back(&mut self, event: InboundEvent) -> Result<usize, usize> {
-        if self.queue.len() >= QUEUE_CAP {
-            return Err(QUEUE_CAP);
-        }
-        self.queue.push_back(event);
-        Ok(self.queue.len())
-    }
-
-    fn enqueue_front(&mut self, event: InboundEvent) -> Result<usize, usize> {
-        if self.queue.len() >= QUEUE_CAP {
-            return Err(QUEUE_CAP);
-        }
-        self.queue.push_front(event);
-        Ok(self.queue.len())
-    }
-}
-
 /// What the router sends an actor. Events travel boxed: a channel allocates its slots in blocks
 /// of 32 when it is made, so an unboxed event (about 500 bytes) cost every idle actor 15 KB.
 enum Mail {
@@ -183,13 +103,8 @@ impl Mailbox {
 /// Start an actor for `session_key`; returns the mailbox the router feeds it through.
 pub fn spawn(handles: Arc<ActorHandles>, session_key: String, idle: mpsc::UnboundedSender<ActorExit>) -> Mailbox {
     let (tx, rx) = mpsc::unbounded_channel();
-    let store = handles.turns.sessions.store.clone();
-    let actor = SessionActor {
-        state: SessionState { store, running: None, queue: VecDeque::new(), steered: Vec::new(), last_busy_ack: None },
-        handles,
-        session_key,
-        idle,
-    };
+    let actor =
+        SessionActor { state: SessionState::new(handles.inbox.clone()), handles, session_key, idle, processed: 0, last_busy_ack: None };
     tokio::spawn(actor.run(rx));
     Mailbox { tx }
 }
@@ -199,30 +114,34 @@ struct SessionActor {
     session_key: String,
     state: SessionState,
     idle: mpsc::UnboundedSender<ActorExit>,
+    /// Events taken from the mailbox, reported with [`ActorExit`].
+    processed: u64,
+    /// When the last busy acknowledgement went out (see [`crate::gateway::session::decide::BUSY_ACK_EVERY`]).
+    last_busy_ack: Option<Instant>,
 }
+
+/// A decision that follows an action: the input, and the event it is about (if any).
+type FollowUp = Option<(Input, Option<InboundEvent>)>;
 
 impl SessionActor {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Mail>) {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
         let idle_after = self.handles.behaviour.idle_after;
-        let mut processed: u64 = 0;
         let mut retire_asked = false;
         loop {
-            let idle = self.state.running.is_none() && self.state.queue.is_empty();
+            let idle = self.decide(&Input::IdleTimer) == Action::ReportIdle;
             let wait = if retire_asked { Duration::ZERO } else { idle_after };
             tokio::select! {
                 Some(finished) = done_rx.recv() => {
-                    if self.state.running.as_ref().is_some_and(|r| r.event_id == finished)
-                        && let Some(done) = self.state.running.take()
-                    {
-                        Box::pin(self.settle_steered(&done.steering)).await;
+                    if let Some(done) = self.state.end(&finished) {
+                        Box::pin(self.settle_steered(done.steering())).await;
                     }
-                    self.start_next(&done_tx);
+                    Box::pin(self.handle(Input::TurnFreed, None, &done_tx)).await;
                 }
                 mail = rx.recv() => match mail {
                     None => break,
                     Some(Mail::Event(event)) => {
-                        processed += 1;
+                        self.processed += 1;
                         retire_asked = false;
                         // Boxed: the handling of one event is large, and an idle actor should
                         // not carry its space while it waits.
@@ -232,52 +151,99 @@ impl SessionActor {
                 },
                 _ = tokio::time::sleep(wait), if idle => {
                     retire_asked = false;
-                    let _ = self.idle.send(ActorExit { session_key: self.session_key.clone(), processed });
+                    Box::pin(self.handle(Input::IdleTimer, None, &done_tx)).await;
                 }
             }
         }
     }
 
-    /// Answer an event with a system text (command reply, refusal) and close it in the inbox.
-    async fn reply_and_close(&self, event: &InboundEvent, text: &str) {
-        let target = event.answer_target();
-        // Queued, not awaited: an outage must not hold up the session's other events.
-        outbound::queue(
-            self.deliverer(),
-            &target,
-            event.answer_reply_to(),
-            text,
-            &[],
-            &format!("{}:reply", event.event_id),
-            Some(Finish::stop()),
-        )
-        .await;
-        self.close(event).await;
-    }
-
-    fn deliverer(&self) -> &Deliverer {
-        &self.handles.turns.deliverer
-    }
-
-    async fn close(&self, event: &InboundEvent) {
-        if let Err(e) = self.state.store.inbox_mark_done(&event.event_id).await {
-            tracing::warn!(error = %e, event_id = %event.event_id, "could not mark an inbox row done");
+    /// The facts [`decide`] needs about this session, now.
+    fn view(&self) -> SessionView {
+        let running = self.state.is_running();
+        SessionView {
+            running,
+            approval_pending: running && self.handles.approvals.pending(&self.session_key) > 0,
+            queued: self.state.queued(),
+            draining: self.handles.turns.limits.running.is_draining(),
+            since_busy_ack: self.last_busy_ack.map(|at| at.elapsed()),
         }
+    }
+
+    fn decide(&self, input: &Input) -> Action {
+        decide(&self.view(), input, &self.handles.behaviour)
     }
 
     async fn on_event(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
-        let Some(parsed) = commands::parse(&event.text) else {
-            self.on_message(event, done).await;
-            return;
+        let input = match commands::parse(&event.text) {
+            None => self.message(&event, false),
+            Some(parsed) => match self.handles.commands.registry.find(&parsed.name) {
+                None => Input::UnknownCommand,
+                Some(command) => Input::Command { runs_mid_turn: command.spec().runs_mid_turn },
+            },
         };
-        let Some(command) = self.handles.commands.registry.find(&parsed.name) else {
-            self.reply_and_close(&event, &commands::unknown_command_reply(&parsed.name)).await;
-            return;
-        };
-        if self.state.is_running() && !command.spec().runs_mid_turn {
-            self.reply_and_close(&event, &commands::busy_refusal(&parsed.name)).await;
-            return;
+        self.handle(input, Some(event), done).await;
+    }
+
+    /// `event` as a plain message; `clarify_declined` once no `clarify` question took it.
+    fn message(&self, event: &InboundEvent, clarify_declined: bool) -> Input {
+        let reaches_later = self.deliverer().reaches_later(event.answer_target().platform.as_str());
+        Input::Message { reaches_later, clarify_declined }
+    }
+
+    /// Decide what `input` means and carry it out, then whatever follows from it.
+    async fn handle(&mut self, input: Input, event: Option<InboundEvent>, done: &mpsc::UnboundedSender<String>) {
+        let mut next = Some((input, event));
+        while let Some((input, event)) = next.take() {
+            let action = self.decide(&input);
+            next = self.act(action, event, done).await;
         }
+    }
+
+    /// Carry out `action`, the one place where a decision turns into effects.
+    async fn act(&mut self, action: Action, event: Option<InboundEvent>, done: &mpsc::UnboundedSender<String>) -> FollowUp {
+        match action {
+            Action::Wait => return None,
+            Action::ReportIdle => {
+                // The router may be gone during shutdown; nobody to tell then.
+                let _ = self.idle.send(ActorExit { session_key: self.session_key.clone(), processed: self.processed });
+                return None;
+            }
+            Action::StartNext => return self.state.pop_next().map(|next| (Input::Dequeued, Some(next))),
+            _ => {}
+        }
+        // Every other action is about an event: `decide` gives them only for an event's input.
+        let event = event?;
+        match action {
+            Action::ReplyUnknownCommand | Action::RefuseMidTurn => {
+                let name = commands::parse(&event.text).map(|p| p.name).unwrap_or_default();
+                let text =
+                    if action == Action::RefuseMidTurn { commands::busy_refusal(&name) } else { commands::unknown_command_reply(&name) };
+                self.reply_and_close(&event, &text).await;
+            }
+            Action::RunCommand => return self.run_command(event).await,
+            Action::HoldForApproval => self.hold_while_approval_pending(event).await,
+            Action::AnswerClarify => {
+                if !self.handles.clarify.answer(&self.session_key, &event.text) {
+                    return Some((self.message(&event, true), Some(event)));
+                }
+                self.close(&event).await;
+            }
+            Action::StartTurn => self.start_turn(event, done),
+            // Left in the inbox as accepted: it runs after the restart.
+            Action::KeepForRestart => tracing::info!(event_id = %event.event_id, "draining: message kept for after the restart"),
+            Action::Busy { how, ack } => self.busy(event, how, ack).await,
+            Action::RefuseQueueFull(full) => self.refuse_queue_full(&event, full).await,
+            Action::Wait | Action::ReportIdle | Action::StartNext => {}
+        }
+        None
+    }
+
+    /// Run the command `event` names; a command that asks for a prompt to run hands it back as
+    /// a message.
+    async fn run_command(&mut self, event: InboundEvent) -> FollowUp {
+        // `decide` chose this for an event that parsed as a known command; both are pure lookups.
+        let parsed = commands::parse(&event.text)?;
+        let command = self.handles.commands.registry.find(&parsed.name)?;
         let handles = self.handles.clone();
         let outcome = {
             let mut ctx =
@@ -288,28 +254,48 @@ impl SessionActor {
             CommandOutcome::Reply(text) => self.reply_and_close(&event, &text).await,
             CommandOutcome::ReplyWithButtons(text, buttons) => {
                 let target = event.answer_target();
-                let reply_to = event.answer_reply_to();
-                let key = format!("{}:reply", event.event_id);
-                outbound::queue(self.deliverer(), &target, reply_to, &text, &buttons, &key, Some(Finish::stop())).await;
+                let reply = Reply::markdown(target, text).replying_to(event.answer_reply_to()).with_buttons(buttons);
+                let reply = reply.finishing(Some(Finish::stop()));
+                self.deliverer().queue(reply, ReplyKey::CommandReply(event.event_id.clone())).await;
                 self.close(&event).await;
             }
             CommandOutcome::Silent => self.close(&event).await,
             CommandOutcome::ReplyAndRun { reply, prompt } => {
                 if let Some(text) = reply {
                     let target = event.answer_target();
-                    outbound::queue(self.deliverer(), &target, None, &text, &[], &format!("{}:notice", event.event_id), None).await;
+                    self.deliverer().queue(Reply::markdown(target, text), ReplyKey::Notice(event.event_id.clone())).await;
                 }
                 let mut as_prompt = event;
                 as_prompt.text = prompt;
-                self.on_message(as_prompt, done).await;
+                return Some((self.message(&as_prompt, false), Some(as_prompt)));
             }
+        }
+        None
+    }
+
+    /// Answer an event with a system text (command reply, refusal) and close it in the inbox.
+    async fn reply_and_close(&self, event: &InboundEvent, text: &str) {
+        let target = event.answer_target();
+        // Queued, not awaited: an outage must not hold up the session's other events.
+        let reply = Reply::markdown(target, text).replying_to(event.answer_reply_to()).finishing(Some(Finish::stop()));
+        self.deliverer().queue(reply, ReplyKey::CommandReply(event.event_id.clone())).await;
+        self.close(event).await;
+    }
+
+    fn deliverer(&self) -> &Deliverer {
+        &self.handles.turns.deliverer
+    }
+
+    async fn close(&self, event: &InboundEvent) {
+        if let Err(e) = self.handles.inbox.inbox_mark_done(&event.event_id).await {
+            tracing::warn!(error = %e, event_id = %event.event_id, "could not mark an inbox row done");
         }
     }
 
     /// After a turn: steered messages it took are done; the rest run as the next turns.
     async fn settle_steered(&mut self, steering: &SteeringInbox) {
         let left = steering.take().len();
-        let steered = std::mem::take(&mut self.state.steered);
+        let steered = self.state.take_steered();
         let taken = steered.len().saturating_sub(left);
         for (i, event) in steered.into_iter().enumerate() {
             if i < taken {
@@ -320,111 +306,87 @@ impl SessionActor {
         }
     }
 
-    async fn on_message(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
-        if self.state.is_running() && self.handles.approvals.pending(&self.session_key) > 0 {
-            self.hold_while_approval_pending(event).await;
-            return;
-        }
-        // A question the agent asked (`clarify`) takes the next message as its answer.
-        if self.state.is_running() && self.handles.clarify.answer(&self.session_key, &event.text) {
-            self.close(&event).await;
-            return;
-        }
-        if !self.state.is_running() {
-            self.start_turn(event, done);
-            return;
-        }
-        let mode = self.handles.behaviour.busy_input_mode;
-        let (queued, ack) = match mode {
-            BusyInputMode::Interrupt => {
+    /// The busy policy, for a message the queue has room for (`decide` checked).
+    async fn busy(&mut self, event: InboundEvent, how: Busy, ack: bool) {
+        let (queued, text) = match how {
+            Busy::Interrupt => {
                 let queued = self.state.enqueue_front(event.clone());
                 self.state.interrupt();
                 (queued, "⚡ Interrupting current task. I'll respond to your message shortly.")
             }
-            BusyInputMode::Queue => {
+            Busy::Queue => {
                 (self.state.enqueue_back(event.clone()), "⏳ Queued for the next turn. I'll respond once the current task finishes.")
             }
-            BusyInputMode::Steer => {
+            Busy::Steer => {
                 self.state.steer(event.clone());
                 (Ok(0), "⏩ Steered into current run. Your message arrives after the next tool call.")
             }
         };
-        if let Err(cap) = queued {
-            let text =
-                format!("⚠️ Too many messages are waiting ({cap}). This one was not queued — wait for the current task or /stop it.");
-            self.reply_and_close(&event, &text).await;
+        if queued.is_err() {
+            // Only if the queue filled since `decide` looked, which nothing in between does.
+            self.refuse_queue_full(&event, Full::Busy { interrupt: false }).await;
             return;
         }
-        self.busy_ack(&event, ack).await;
+        if ack {
+            self.busy_ack(&event, text).await;
+        }
+    }
+
+    /// Refuse a message the queue has no room for (the interrupt mode still interrupts).
+    async fn refuse_queue_full(&mut self, event: &InboundEvent, full: Full) {
+        let then = match full {
+            Full::ApprovalPending => "answer the pending approval first",
+            Full::Busy { interrupt } => {
+                if interrupt {
+                    self.state.interrupt();
+                }
+                "wait for the current task or /stop it"
+            }
+        };
+        let text = format!("⚠️ Too many messages are waiting ({QUEUE_CAP}). This one was not queued — {then}.");
+        self.reply_and_close(event, &text).await;
     }
 
     /// A message while a command waits for approval: it must not answer the approval (only
     /// `/approve` does) nor interrupt the turn (that would deny it), so it waits for the turn and
     /// its sender learns why nothing happens yet.
     async fn hold_while_approval_pending(&mut self, event: InboundEvent) {
-        if let Err(cap) = self.state.enqueue_back(event.clone()) {
-            let text = format!("⚠️ Too many messages are waiting ({cap}). This one was not queued — answer the pending approval first.");
-            self.reply_and_close(&event, &text).await;
+        if self.state.enqueue_back(event.clone()).is_err() {
+            // Only if the queue filled since `decide` looked, which nothing in between does.
+            self.refuse_queue_full(&event, Full::ApprovalPending).await;
             return;
         }
         let target = event.answer_target();
-        let key = format!("{}:approval-pending", event.event_id);
-        outbound::queue(self.deliverer(), &target, event.answer_reply_to(), texts::PENDING_NOTICE, &[], &key, None).await;
+        let notice = Reply::markdown(target, texts::PENDING_NOTICE).replying_to(event.answer_reply_to());
+        self.deliverer().queue(notice, ReplyKey::ApprovalPending(event.event_id.clone())).await;
     }
 
-    /// Tell the user their message was seen, at most once per 30 s, on chat platforms only (a
-    /// request/response client gets its answer, not an ack).
+    /// Tell the user their message was seen (`decide` said when: at most once per 30 s, on chat
+    /// platforms only, as a request/response client gets its answer, not an ack).
     async fn busy_ack(&mut self, event: &InboundEvent, text: &str) {
-        if !self.handles.behaviour.busy_ack_enabled {
-            return;
-        }
-        if self.state.last_busy_ack.is_some_and(|t| t.elapsed() < BUSY_ACK_EVERY) {
-            return;
-        }
         let target = event.answer_target();
-        if !self.deliverer().reaches_later(target.platform.as_str()) {
-            return;
-        }
-        self.state.last_busy_ack = Some(Instant::now());
-        outbound::queue(self.deliverer(), &target, None, text, &[], &format!("{}:ack", event.event_id), None).await;
-    }
-
-    fn start_next(&mut self, done: &mpsc::UnboundedSender<String>) {
-        if self.state.running.is_some() {
-            return;
-        }
-        if let Some(next) = self.state.queue.pop_front() {
-            self.start_turn(next, done);
-        }
+        self.last_busy_ack = Some(Instant::now());
+        self.deliverer().queue(Reply::markdown(target, text), ReplyKey::Ack(event.event_id.clone())).await;
     }
 
     fn start_turn(&mut self, event: InboundEvent, done: &mpsc::UnboundedSender<String>) {
-        if self.handles.turns.limits.running.is_draining() {
-            // Left in the inbox as accepted: it runs after the restart.
-            tracing::info!(event_id = %event.event_id, "draining: message kept for after the restart");
-            return;
-        }
         let interrupt = self.handles.turns.limits.abort.child_token();
         let started = Arc::new(AtomicBool::new(false));
         let steering = SteeringInbox::default();
-        self.state.running = Some(RunningTurn {
-            event_id: event.event_id.clone(),
-            steering: steering.clone(),
-            interrupt: interrupt.clone(),
-            started: started.clone(),
-        });
+        self.state.begin(RunningTurn::new(event.event_id.clone(), steering.clone(), interrupt.clone(), started.clone()));
         let turns = self.handles.turns.clone();
+        let inbox = self.handles.inbox.clone();
         let key = self.session_key.clone();
         let done = done.clone();
         tokio::spawn(async move {
             let event_id = event.event_id.clone();
             let target = event.answer_target();
-            let (store, deliverer) = (turns.sessions.store.clone(), turns.deliverer.clone());
+            let deliverer = turns.deliverer.clone();
             let turn = tokio::spawn(turn::run(turns, key, event, interrupt, started, steering, turn::TurnMode::default()));
             if let Err(crash) = turn.await
                 && crash.is_panic()
             {
-                crashed_turn(&store, &deliverer, &event_id, &target, crash.into_panic()).await;
+                crashed_turn(inbox.as_ref(), &deliverer, &event_id, &target, crash.into_panic()).await;
             }
             // The actor may be gone during shutdown; nothing to tell then.
             let _ = done.send(event_id);
@@ -435,15 +397,16 @@ impl SessionActor {
 /// A turn panicked: the session stays usable (the actor hears the turn ended), the user hears
 /// of an internal error with an incident id the log also carries, and the event is parked so it
 /// is never replayed into the same panic.
-async fn crashed_turn(store: &Store, deliverer: &Deliverer, event_id: &str, target: &ChatTarget, panic: Box<dyn std::any::Any + Send>) {
+async fn crashed_turn(inbox: &dyn Inbox, deliverer: &Deliverer, event_id: &str, target: &ChatTarget, panic: Box<dyn std::any::Any + Send>) {
     let incident = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let message =
         panic.downcast_ref::<String>().map(String::as_str).or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or("(no message)");
     tracing::error!(incident, event_id, panic = %crate::observe::redact::redact_patterns(message), "a turn panicked");
     let reason = format!("poisoned: the turn panicked (incident {incident})");
-    if let Err(e) = store.inbox_mark_poisoned(event_id, &reason).await {
+    if let Err(e) = inbox.inbox_mark_poisoned(event_id, &reason).await {
         tracing::warn!(error = %e, event_id, "could not park the event");
     }
-    let text = format!("⚠️ Internal error (incident {incident}). Your message was not processed; please try again or rephrase it.");
-    outbound::deliver(deliverer, target, None, &text, &format!("{event_id}:internal-error"), Some(Finish::stop())).await;
+    let text = crate::gateway::turn::TurnError::Crashed { incident }.reply();
+    let reply = Reply::markdown(target.clone(), text).finishing(Some(Finish::stop()));
+    deliverer.send(reply, ReplyKey::Incident(event_id.to_string())).await;
 }

@@ -1,7 +1,10 @@
-//! Session: one conversation's live state between events — the [`actor`] that owns it and
-//! decides what each incoming event means (a command, a clarify answer, a new turn, a message
-//! for the running turn), the open [`clarify`] questions, and the [`approvals`] board where a
-//! risky command waits for `/approve` or `/deny`.
+//! Session: one actor per conversation, and the [`router`] that starts them — the [`actor`]
+//! owns a session's live state between events and carries out what each incoming event means (a
+//! command, an answer to a clarify question or an approval, a new turn, a message for the
+//! running turn); [`decide`] is that meaning, as a pure function. The boards those answers go to
+//! (clarify questions, approvals) and the session's queue belong to the turn that waits on them,
+//! in [`crate::gateway::turn`], so the turn never reaches up here.
 
 pub mod actor;
+pub(crate) mod decide;
 pub mod router;

@@ -8,7 +8,7 @@ use crate::gateway::intake::auth::{AuthDecision, AuthPolicy};
 use crate::gateway::intake::pairing;
 use crate::gateway::intake::session_key::{KeyPolicy, session_key};
 use crate::gateway::session::actor::{self, ActorExit, ActorHandles, Mailbox};
-use crate::store::Store;
+use crate::store::Inbox;
 use hermes_adapter::InboundEvent;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -52,7 +52,7 @@ pub struct Routing {
     pub auth: Arc<AuthPolicy>,
     pub key_policy: KeyPolicy,
     /// The inbox, where refused events are closed.
-    pub store: Store,
+    pub inbox: Arc<dyn Inbox>,
     pub actors: Arc<ActorHandles>,
 }
 
@@ -125,7 +125,7 @@ async fn route_one(routing: &Routing, actors: &mut Actors, idle_tx: &mpsc::Unbou
 async fn refuse(routing: &Routing, event: InboundEvent, direct: bool) {
     if let Some(pairing) = routing.auth.pairing().filter(|p| p.answers(&event.source)) {
         let deliverer = routing.actors.turns.deliverer.clone();
-        tokio::spawn(pairing::answer_stranger(pairing.clone(), deliverer, routing.store.clone(), event));
+        tokio::spawn(pairing::answer_stranger(pairing.clone(), deliverer, routing.inbox.clone(), event));
         return;
     }
     tracing::info!(
@@ -136,7 +136,7 @@ async fn refuse(routing: &Routing, event: InboundEvent, direct: bool) {
         "message from an unauthorized user ignored (add the id to {}_ALLOWED_USERS to allow it)",
         event.source.platform.as_str().to_ascii_uppercase()
     );
-    if let Err(e) = routing.store.inbox_mark_done(&event.event_id).await {
+    if let Err(e) = routing.inbox.inbox_mark_done(&event.event_id).await {
         tracing::warn!(error = %e, "could not close an unauthorized inbox row");
     }
 }

@@ -2,9 +2,10 @@
 //! answer goes — the platform adapter, the chat, the message it replies to — into an
 //! [`AnswerTo`] every later step uses to reach the user.
 
-use super::TurnEnd;
+use super::{TurnEnd, TurnError};
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::{self, Finish};
+use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::gateway::turn::limits::TurnLimits;
 use hermes_adapter::{Capabilities, ChatTarget, InboundEvent, PlatformAdapter};
 use std::sync::Arc;
@@ -18,17 +19,27 @@ pub(super) struct AnswerTo {
     pub reply_to: Option<String>,
     pub adapter: Arc<dyn PlatformAdapter>,
     pub caps: Capabilities,
-    /// Idempotency key of the answer; its parts and progress lines derive from it.
-    pub key: String,
+    /// The event answered: the answer's outbox key and those of its progress lines derive from it.
+    pub event_id: String,
     /// What every message of the turn leaves through.
     pub deliverer: Arc<Deliverer>,
 }
 
 impl AnswerTo {
-    /// Tell the user the turn failed (the text names what to do), as the turn's answer.
-    pub(super) async fn fail(&self, text: &str) {
+    /// The outbox key of the answer.
+    pub(super) fn key(&self) -> ReplyKey {
+        ReplyKey::Answer(self.event_id.clone())
+    }
+
+    /// `markdown` to the answer's chat, replying where the answer replies.
+    pub(super) fn reply(&self, markdown: impl Into<String>) -> Reply {
+        Reply::markdown(self.target.clone(), markdown).replying_to(self.reply_to.clone())
+    }
+
+    /// Tell the user the turn failed (the reply names what to do), as the turn's answer.
+    pub(super) async fn fail(&self, error: &TurnError) {
         let finish = Some(Finish { usage: Default::default(), finish_reason: "error".into() });
-        outbound::queue(&self.deliverer, &self.target, self.reply_to.as_deref(), text, &[], &self.key, finish).await;
+        self.deliverer.queue(self.reply(error.reply()).finishing(finish), self.key()).await;
     }
 }
 
@@ -61,6 +72,6 @@ pub(super) async fn admit(
         return Err(TurnEnd::Closed);
     };
     let caps = adapter.capabilities().clone();
-    let answer = AnswerTo { target, reply_to, adapter, caps, key: format!("{}:answer", event.event_id), deliverer: deliverer.clone() };
+    let answer = AnswerTo { target, reply_to, adapter, caps, event_id: event.event_id.clone(), deliverer: deliverer.clone() };
     Ok(Admitted { answer, _slot: slot })
 }

@@ -8,7 +8,7 @@ use crate::agent::tools::{HostError, SessionScope};
 use crate::cron::job::{Job, Origin};
 use crate::cron::manage::{Actor, CronJobs, JobEdit, ManageError, NewJob, describe};
 use crate::gateway::delivery::rights::{DeliveryRights, Requester};
-use crate::store::Store;
+use crate::store::Routes;
 
 pub(crate) async fn act(
     jobs: &CronJobs,
@@ -26,7 +26,7 @@ pub(crate) async fn act(
         "update" => {
             let current = jobs.find(&actor, &reference()?).await.map_err(failed)?;
             let who = Requester { origin: current.origin.as_ref(), user_id: scope.user_id.as_deref(), admin: scope.is_admin };
-            rights.check(args.deliver.as_deref(), &who).await.map_err(HostError::Refused)?;
+            rights.check(args.deliver.as_deref(), &who).await.map_err(|e| HostError::Refused(e.to_string()))?;
             jobs.edit(&actor, &current.id, edit_of(&args)).await.map(|j| done(j, "Updated")).map_err(failed)
         }
         "pause" => jobs.pause(&actor, &reference()?).await.map(|j| done(j, "Paused")).map_err(failed),
@@ -56,10 +56,10 @@ async fn create(jobs: &CronJobs, rights: &DeliveryRights<'_>, scope: &SessionSco
         script: args.script.clone(),
         no_agent: args.no_agent.unwrap_or(false),
         toolsets: args.enabled_toolsets.clone(),
-        origin: Some(origin_of(scope, rights.store).await),
+        origin: Some(origin_of(scope, rights.routes).await),
     };
     let who = Requester { origin: spec.origin.as_ref(), user_id: scope.user_id.as_deref(), admin: scope.is_admin };
-    rights.check(spec.deliver.as_deref(), &who).await.map_err(HostError::Refused)?;
+    rights.check(spec.deliver.as_deref(), &who).await.map_err(|e| HostError::Refused(e.to_string()))?;
     let job = jobs.create(spec).await.map_err(failed)?;
     Ok(format!("Created '{}' (id {}). {}", job.name, job.id, describe(&job, jobs.zone())))
 }
@@ -91,11 +91,11 @@ fn edit_of(args: &CronJobArgs) -> JobEdit {
 /// The conversation as a job's origin, with the verified handle its sender last wrote under
 /// (from the session's route): the job's owner is checked against the allowlist at each run,
 /// and an allowlist may name them by that handle.
-async fn origin_of(scope: &SessionScope, store: &Store) -> Origin {
+async fn origin_of(scope: &SessionScope, routes: &dyn Routes) -> Origin {
     let mut origin = Origin::new(&scope.platform, &scope.chat_id, scope.thread_id.clone());
     origin.chat_name = scope.chat_name.clone();
     origin.user_id = scope.user_id.clone();
-    let route = match store.route_get(&scope.session_key).await {
+    let route = match routes.route_get(&scope.session_key).await {
         Ok(route) => route,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the session's route; the job records no handle for its owner");
@@ -115,7 +115,7 @@ fn refused(text: &str) -> HostError {
 
 fn failed(e: ManageError) -> HostError {
     match e {
-        ManageError::Invalid(text) => HostError::BadTarget(text),
+        ManageError::Invalid(invalid) => HostError::BadTarget(invalid.to_string()),
         ManageError::NotYours(_) => HostError::Refused(e.to_string()),
         other => HostError::Store(other.to_string()),
     }

@@ -20,9 +20,11 @@ pub mod approvals;
 pub mod background_slots;
 pub mod clarify;
 pub(crate) mod cron_tool;
+mod error;
 pub mod limits;
 mod output;
 mod prepare;
+pub(crate) mod queue;
 mod settle;
 #[cfg(test)]
 mod tests;
@@ -32,6 +34,7 @@ pub mod tracker;
 pub(crate) mod typing;
 
 pub(crate) use agent_run::Ledger;
+pub(crate) use error::TurnError;
 
 use crate::agent::{Agent, SteeringInbox};
 use crate::gateway::conversation::models::Models;

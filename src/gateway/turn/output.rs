@@ -6,7 +6,8 @@
 use super::admit::AnswerTo;
 use crate::config::ToolProgress;
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::{self, Finish};
+use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::gateway::delivery::stream_edit::{StreamEditor, StreamSettings};
 use hermes_adapter::media::extract_media_tags;
 use hermes_adapter::{SendError, StreamEvent, StreamStyle};
@@ -57,7 +58,7 @@ impl Output {
                 answer.adapter.clone(),
                 answer.target.clone(),
                 answer.reply_to.clone(),
-                answer.key.clone(),
+                answer.event_id.clone(),
             ))),
             Strategy::Events => Output::Events { gone: false },
             Strategy::ProgressLines => Output::ProgressLines { sent: 0, seen: HashSet::new(), mode: settings.tool_progress },
@@ -83,8 +84,8 @@ impl Output {
             Output::EditInPlace(editor) => editor.on_tool_call(&name, &arguments).await,
             Output::ProgressLines { sent, seen, mode } => {
                 if mode.shows(seen.insert(name.clone())) {
-                    let key = format!("{}:progress{sent}", answer.key);
-                    outbound::queue(&answer.deliverer, &answer.target, None, &format!("🔧 {name}"), &[], &key, None).await;
+                    let key = ReplyKey::Progress { event_id: answer.event_id.clone(), n: *sent };
+                    answer.deliverer.queue(Reply::markdown(answer.target.clone(), format!("🔧 {name}")), key).await;
                     *sent += 1;
                 }
             }
@@ -116,12 +117,13 @@ impl Output {
             if editor.finish(&words).await {
                 if !tags.is_empty() {
                     let only_tags: String = tags.iter().map(|t| format!("{t}\n")).collect();
-                    outbound::queue(&answer.deliverer, &answer.target, None, &only_tags, &[], &format!("{}:media", answer.key), None).await;
+                    let key = ReplyKey::Media(answer.event_id.clone());
+                    answer.deliverer.queue(Reply::markdown(answer.target.clone(), only_tags), key).await;
                 }
                 return;
             }
         }
-        outbound::queue(&answer.deliverer, &answer.target, answer.reply_to.as_deref(), text, &[], &answer.key, Some(finish)).await;
+        answer.deliverer.queue(answer.reply(text).finishing(Some(finish)), answer.key()).await;
     }
 
     /// The user stopped the turn: an edited message keeps what was written; a client waiting for
@@ -134,7 +136,7 @@ impl Output {
         }
         if !answer.caps.supports_async_delivery {
             let finish = Finish { usage: Default::default(), finish_reason: "interrupted".into() };
-            outbound::queue(&answer.deliverer, &answer.target, answer.reply_to.as_deref(), streamed, &[], &answer.key, Some(finish)).await;
+            answer.deliverer.queue(answer.reply(streamed).finishing(Some(finish)), answer.key()).await;
         }
     }
 }

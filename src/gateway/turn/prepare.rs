@@ -4,7 +4,7 @@
 //! is asked with.
 
 use super::admit::AnswerTo;
-use super::{HISTORY_LIMIT, OUTSIDE_TEXT, TurnEnd};
+use super::{HISTORY_LIMIT, OUTSIDE_TEXT, TurnEnd, TurnError};
 use crate::agent::fence::Fence;
 use crate::agent::prompt::with_message_instructions;
 use crate::agent::providers::ModelSpec;
@@ -31,8 +31,6 @@ pub(super) struct Prepared {
     pub fence: Arc<Fence>,
 }
 
-const STORE_DOWN: &str = "Sorry, I encountered an error (StorageError).\nThe session store is unavailable.\nTry again in a moment.";
-
 pub(super) async fn prepare(
     sessions: &Sessions,
     models: &Models,
@@ -49,7 +47,7 @@ pub(super) async fn prepare(
         Ok(opened) => opened,
         Err(e) => {
             tracing::error!(error = %e, "could not store the user's message");
-            answer.fail("Sorry, I encountered an error (StorageError).\nYour message could not be stored.\nTry again in a moment.").await;
+            answer.fail(&TurnError::MessageNotStored).await;
             return Err(TurnEnd::Closed);
         }
     };
@@ -65,7 +63,7 @@ pub(super) async fn prepare(
         (Ok(history), Ok(frozen)) => (history, frozen),
         (Err(e), _) | (_, Err(e)) => {
             tracing::error!(error = %e, "session store unavailable");
-            answer.fail(STORE_DOWN).await;
+            answer.fail(&TurnError::StoreDown).await;
             return Err(TurnEnd::Closed);
         }
     };

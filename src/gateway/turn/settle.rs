@@ -3,6 +3,7 @@
 //! and say how the turn ended so its inbox row is closed, kept for replay, or parked.
 
 use super::TurnEnd;
+use super::TurnError;
 use super::TurnMode;
 use super::admit::AnswerTo;
 use super::agent_run::Ran;
@@ -83,18 +84,13 @@ pub(super) async fn settle(
             if let Err(e) = store.inbox_mark_poisoned(&turn.event.event_id, &reason).await {
                 tracing::warn!(error = %e, "could not park the event");
             }
-            let text = format!("⚠️ Internal error (incident {incident}). Your message was not processed; please try again or rephrase it.");
-            answer.fail(&text).await;
+            answer.fail(&TurnError::Crashed { incident }).await;
             TurnEnd::Parked
         }
         Err(e) => {
             tracing::warn!(error = %e, session_key = turn.session_key, "turn failed");
             // A provider's error body may echo a key or a token: never into the chat as is.
-            let redacted = crate::observe::redact::redact_patterns(&secrets.scrub(&e.to_string()));
-            let detail: String = redacted.chars().take(300).collect();
-            let text =
-                format!("Sorry, I encountered an error ({}).\n{detail}\nTry again or use /reset to start a fresh session.", e.kind());
-            answer.fail(&text).await;
+            answer.fail(&TurnError::provider(&e, secrets)).await;
             TurnEnd::Closed
         }
     }

@@ -101,7 +101,7 @@ async fn admitting_resolves_the_answers_destination_or_ends_the_turn() {
     let (limits, deliverer) = (&rig.turns.limits, &rig.turns.deliverer);
     let admitted = admit(limits, deliverer, &e, &CancellationToken::new()).await.ok().unwrap();
     assert_eq!((admitted.answer.target.chat_id.as_str(), admitted.answer.reply_to.as_deref()), ("c1", Some("41")));
-    assert_eq!(admitted.answer.key, "e1:answer");
+    assert_eq!(admitted.answer.key().to_string(), "e1:answer");
 
     e.reply_target = Some(ChatTarget { platform: Platform::new("chat"), chat_id: "home".into(), thread_id: None });
     let elsewhere = admit(limits, deliverer, &e, &CancellationToken::new()).await.ok().unwrap();

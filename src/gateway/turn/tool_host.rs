@@ -11,7 +11,8 @@ use crate::agent::tools::{HostError, PastMessage, SessionScope, ToolHost};
 use crate::cron::manage::CronJobs;
 use crate::gateway::delivery::deliverer::Deliverer;
 use crate::gateway::delivery::home_channels::HomeChannels;
-use crate::gateway::delivery::outbound::{self, Delivery};
+use crate::gateway::delivery::outbound::Delivery;
+use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::gateway::turn::clarify::ClarifyBoard;
 use crate::store::{SearchScope, Store};
 use async_trait::async_trait;
@@ -136,7 +137,7 @@ impl ToolHost for GatewayToolHost {
         if !adapter.capabilities().supports_async_delivery {
             return Err(HostError::Unavailable(format!("`{}` cannot receive messages outside a request", resolved.platform)));
         }
-        match outbound::deliver(&self.deliverer, &resolved, None, text, key, None).await {
+        match self.deliverer.send(Reply::markdown(resolved.clone(), text), ReplyKey::SendMessage(key.to_string())).await {
             Delivery::Delivered => Ok(format!("Sent to {}:{}.", resolved.platform, resolved.chat_id)),
             Delivery::Queued => Ok(format!(
                 "{} is not accepting messages right now; the message is queued and will be delivered when it recovers. Do not send it again.",
@@ -148,7 +149,7 @@ impl ToolHost for GatewayToolHost {
     }
 
     async fn cronjob(&self, scope: &SessionScope, args: CronJobArgs) -> Result<String, HostError> {
-        let rights = crate::gateway::delivery::rights::DeliveryRights { store: &self.store, homes: &self.homes };
+        let rights = crate::gateway::delivery::rights::DeliveryRights { routes: self.store.as_ref(), homes: &self.homes };
         crate::gateway::turn::cron_tool::act(&self.cron, &rights, scope, args).await
     }
 
@@ -164,8 +165,8 @@ impl ToolHost for GatewayToolHost {
             text.push_str(&format!("\n{}. {c}", i + 1));
         }
         text.push_str("\n\n_Reply to answer._");
-        let key = format!("clarify:{}:{}", scope.session_id, uuid::Uuid::new_v4());
-        if outbound::deliver(&self.deliverer, &target, None, &text, &key, None).await == Delivery::Failed {
+        let key = ReplyKey::Clarify { session_id: scope.session_id.clone(), question_id: uuid::Uuid::new_v4().to_string() };
+        if self.deliverer.send(Reply::markdown(target, text), key).await == Delivery::Failed {
             self.clarify.cancel(&scope.session_key);
             return Err(HostError::Delivery("the question could not be delivered".into()));
         }

@@ -86,7 +86,8 @@ impl Wiring {
         crate::gateway::ops::chores::StatusSources {
             board: self.health.clone(),
             turns_running: Arc::new(move || limits.running.active()),
-            store: self.store.clone(),
+            inbox: self.store.clone(),
+            outbox: self.store.clone(),
             ticker: Some(self.cron.ticker.health.clone()),
         }
     }
@@ -132,7 +133,10 @@ impl Wiring {
         };
         let cron = crate::gateway::cron::ticker::CronParts::build(&config, &home, &turns, jobs, homes, CancellationToken::new());
         let commands = CommandHandles {
-            store: store.clone(),
+            routes: store.clone(),
+            session_log: store.clone(),
+            usage: store.clone(),
+            outbox: store.clone(),
             models: models.clone(),
             auth,
             health: health.clone(),
@@ -144,12 +148,12 @@ impl Wiring {
             restart: CancellationToken::new(),
         };
         let behaviour = Behaviour::from_config(&config);
-        let actors = Arc::new(ActorHandles { turns, commands, clarify, approvals: approvals.board, behaviour });
+        let actors = Arc::new(ActorHandles { turns, inbox: store.clone(), commands, clarify, approvals: approvals.board, behaviour });
         let key_policy = KeyPolicy {
             group_sessions_per_user: config.gateway.group_sessions_per_user,
             thread_sessions_per_user: config.gateway.thread_sessions_per_user,
         };
-        let directory = Arc::new(StoreDirectory::new(store.clone(), key_policy, models));
+        let directory = Arc::new(StoreDirectory::new(store.clone(), store.clone(), key_policy, models));
         Wiring { store, cron, health, key_policy, actors, directory }
     }
 
@@ -158,7 +162,7 @@ impl Wiring {
         Routing {
             auth: self.actors.turns.auth.clone(),
             key_policy: self.key_policy,
-            store: self.store.clone(),
+            inbox: self.store.clone(),
             actors: self.actors.clone(),
         }
     }

@@ -158,10 +158,19 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub(super) const VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// The gateway's SQLite store: `state.db`, unless that file is Python Hermes' transcript
+/// database (a home the Python gateway used). Its schema is not ours, and migrating it in place
+/// would make it useless to the Python tools still reading it, so this gateway then keeps its own
+/// store beside it in `gateway.db` and leaves `state.db` untouched.
+pub fn state_db(home: &crate::config::Home) -> std::path::PathBuf {
+    let shared = home.shared_state_db();
+    if is_python_hermes_db(&shared) { home.beside_python_state_db() } else { shared }
+}
+
 /// Whether `path` is a SQLite database written by Python Hermes: it has Hermes' `sessions` table
 /// but none of the tables every version of our schema has (`outbox`). A missing, unreadable or
 /// empty file is not: the store then creates or reports it as before.
-pub(crate) fn is_python_hermes_db(path: &Path) -> bool {
+fn is_python_hermes_db(path: &Path) -> bool {
     if !path.is_file() {
         return false;
     }

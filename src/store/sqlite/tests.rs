@@ -151,3 +151,23 @@ async fn every_connection_keeps_its_page_cache_and_the_pool_within_the_configure
     let pooled = store.inner.readers.lock().unwrap().len();
     assert!((1..=2).contains(&pooled), "{pooled} read connections kept");
 }
+
+#[test]
+fn a_python_hermes_state_db_is_left_alone_and_the_store_goes_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = crate::config::Home::at(dir.path());
+    // Python Hermes' transcript database: its own `sessions`, no outbox.
+    let python = rusqlite::Connection::open(dir.path().join("state.db")).unwrap();
+    python
+        .execute_batch("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT); CREATE TABLE state_meta (key TEXT, value TEXT);")
+        .unwrap();
+    drop(python);
+    assert_eq!(schema::state_db(&home), dir.path().join("gateway.db"));
+
+    // Our own store (it has an outbox) stays at state.db.
+    let ours_dir = tempfile::tempdir().unwrap();
+    let ours = rusqlite::Connection::open(ours_dir.path().join("state.db")).unwrap();
+    ours.execute_batch("CREATE TABLE sessions (id TEXT); CREATE TABLE outbox (id TEXT);").unwrap();
+    drop(ours);
+    assert_eq!(schema::state_db(&crate::config::Home::at(ours_dir.path())), ours_dir.path().join("state.db"));
+}

@@ -9,8 +9,8 @@
 //!   dialect: Matrix chunks are Markdown, each rendered once it is cut).
 //! - [`plain`]: plain text.
 //!
-//! With the `oracle` feature (tests, fuzzing): [`oracle`], the round-trip checker of split
-//! messages, and [`matrix_oracle`], an HTML parser's reading of Matrix's `formatted_body`.
+//! With the `oracle` feature (tests, fuzzing): `oracle`, the round-trip checker of split
+//! messages, and `matrix_oracle`, an HTML parser's reading of Matrix's `formatted_body`.
 
 pub mod doc;
 pub mod markdown;

@@ -2,7 +2,7 @@
 //!
 //! - [`state`]: `cd`, `export` and friends, which change what later words mean.
 //! - [`delete`]: `rm`, `rmdir`, `unlink`.
-//! - [`write`]: where files get written (`>`, `tee`, `mv`, `cp`, `dd`, `sed -i`, …).
+//! - [`write`](mod@write): where files get written (`>`, `tee`, `mv`, `cp`, `dd`, `sed -i`, …).
 //! - [`perms`]: `chmod`, `chown`.
 //! - [`fanout`]: commands that run another command over many inputs (`find -exec`, `xargs`).
 //! - [`code`]: shells, `eval`, `source`, interpreters with inline code, pipes into them.

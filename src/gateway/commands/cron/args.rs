@@ -4,8 +4,23 @@
 //! (`--add-skill`, `--remove-skill`, `--clear-skills`, `--schedule`, `--prompt`, `--model`
 //! for edits) anywhere. A quoted value keeps its spaces; a lone apostrophe is just text.
 
-use crate::cron::schedule::{self, Zone};
+use crate::cron::schedule::{self, ScheduleError, Zone};
 use chrono::Utc;
+
+/// What is wrong with `/cron add` or `/cron edit` arguments, as the user is told.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ArgsError {
+    #[error("`{flag}` needs a value")]
+    MissingValue { flag: String },
+    #[error("unknown option `{given}`; the options are {known}", known = VALUE_FLAGS.join(", "))]
+    UnknownOption { given: String },
+    #[error("give a schedule and a prompt, e.g. `/cron add every 1h check the build`. Schedules: {forms}", forms = schedule::ACCEPTED_FORMS)]
+    NoSchedule,
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error("cannot read a schedule from `{guess}`")]
+    Unreadable { guess: String },
+}
 
 /// A word of the arguments, and where it sits in them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +121,7 @@ impl Parsed {
 }
 
 /// Sort `input` into flags and free text; a flag missing its value is an error naming it.
-pub(super) fn parse(input: &str) -> Result<Parsed, String> {
+pub(super) fn parse(input: &str) -> Result<Parsed, ArgsError> {
     let tokens = tokenize(input);
     let mut parsed = Parsed { input: input.to_string(), ..Parsed::default() };
     let mut i = 0;
@@ -114,7 +129,7 @@ pub(super) fn parse(input: &str) -> Result<Parsed, String> {
         let token = &tokens[i];
         let lower = token.text.to_ascii_lowercase();
         if !token.quoted && VALUE_FLAGS.contains(&lower.as_str()) {
-            let value = tokens.get(i + 1).ok_or_else(|| format!("`{lower}` needs a value"))?;
+            let value = tokens.get(i + 1).ok_or_else(|| ArgsError::MissingValue { flag: lower.clone() })?;
             parsed.flags.push((lower, value.text.clone()));
             i += 2;
             continue;
@@ -122,7 +137,7 @@ pub(super) fn parse(input: &str) -> Result<Parsed, String> {
         if !token.quoted && BARE_FLAGS.contains(&lower.as_str()) {
             parsed.switches.push(lower);
         } else if !token.quoted && lower.starts_with("--") {
-            return Err(format!("unknown option `{}`; the options are {}", token.text, VALUE_FLAGS.join(", ")));
+            return Err(ArgsError::UnknownOption { given: token.text.clone() });
         } else {
             parsed.words.push(token.clone());
         }
@@ -134,12 +149,9 @@ pub(super) fn parse(input: &str) -> Result<Parsed, String> {
 /// The schedule at the start of the free text, and how many words it took: a quoted word, or
 /// the longest shape the schedule grammar accepts (`every 30 m`, five cron fields, six, a date
 /// and a time, a delay).
-pub(super) fn leading_schedule(parsed: &Parsed, zone: Zone) -> Result<(String, usize), String> {
+pub(super) fn leading_schedule(parsed: &Parsed, zone: Zone) -> Result<(String, usize), ArgsError> {
     let Some(first) = parsed.words.first() else {
-        return Err(format!(
-            "give a schedule and a prompt, e.g. `/cron add every 1h check the build`. Schedules: {}",
-            schedule::ACCEPTED_FORMS
-        ));
+        return Err(ArgsError::NoSchedule);
     };
     if first.quoted {
         return Ok((first.text.clone(), 1));
@@ -157,7 +169,11 @@ pub(super) fn leading_schedule(parsed: &Parsed, zone: Zone) -> Result<(String, u
     }
     // Report the error of the most likely reading.
     let guess = if first.text.eq_ignore_ascii_case("every") { parsed.joined(0, 2) } else { first.text.clone() };
-    Err(schedule::parse(&guess, now, zone).err().map(|e| e.to_string()).unwrap_or_else(|| format!("cannot read a schedule from `{guess}`")))
+    match schedule::parse(&guess, now, zone) {
+        Err(e) => Err(e.into()),
+        // Not expected (the guess is one of the candidates tried), but the user still gets an answer.
+        Ok(_) => Err(ArgsError::Unreadable { guess }),
+    }
 }
 
 #[cfg(test)]
@@ -200,17 +216,17 @@ mod tests {
         assert_eq!(parsed.value("--name").as_deref(), Some("nightly build"));
         let (_, prompt, _) = split("every 1h check --name x the  build");
         assert_eq!(prompt, "check the  build", "text around a flag is joined, not the flag");
-        assert_eq!(parse("x --name").unwrap_err(), "`--name` needs a value");
-        assert!(parse("x --nmae y").unwrap_err().contains("unknown option `--nmae`"));
+        assert_eq!(parse("x --name").unwrap_err().to_string(), "`--name` needs a value");
+        assert!(parse("x --nmae y").unwrap_err().to_string().contains("unknown option `--nmae`"));
     }
 
     #[test]
     fn a_missing_or_bad_schedule_says_what_is_accepted() {
-        let e = leading_schedule(&parse("").unwrap(), Zone::Local).unwrap_err();
+        let e = leading_schedule(&parse("").unwrap(), Zone::Local).unwrap_err().to_string();
         assert!(e.contains("every 30m"), "{e}");
-        let e = leading_schedule(&parse("every fortnight do it").unwrap(), Zone::Local).unwrap_err();
+        let e = leading_schedule(&parse("every fortnight do it").unwrap(), Zone::Local).unwrap_err().to_string();
         assert!(e.contains("Invalid schedule 'every fortnight'"), "{e}");
-        let e = leading_schedule(&parse("tomorrow do it").unwrap(), Zone::Local).unwrap_err();
+        let e = leading_schedule(&parse("tomorrow do it").unwrap(), Zone::Local).unwrap_err().to_string();
         assert!(e.contains("Invalid schedule 'tomorrow'"), "{e}");
     }
 }

@@ -13,8 +13,9 @@
 pub(crate) mod store;
 
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::{self, Finish};
-use crate::store::Store;
+use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::{Reply, ReplyKey};
+use crate::store::Inbox;
 use hermes_adapter::{ChatType, InboundEvent, PlatformAdapter, SessionSource};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -173,11 +174,11 @@ impl Pairing {
 
 /// Answer a stranger's refused DM (see [`Pairing::reply_to`]) and close its inbox row. Nothing of
 /// the message reaches the agent. Runs in its own task, so the router never waits on a send.
-pub(crate) async fn answer_stranger(pairing: Arc<Pairing>, deliverer: Arc<Deliverer>, inbox: Store, event: InboundEvent) {
+pub(crate) async fn answer_stranger(pairing: Arc<Pairing>, deliverer: Arc<Deliverer>, inbox: Arc<dyn Inbox>, event: InboundEvent) {
     if let Some(text) = pairing.reply_to(&event.source).await {
         let target = event.answer_target();
-        let key = format!("{}:pairing", event.event_id);
-        outbound::deliver(&deliverer, &target, None, &text, &key, Some(Finish::stop())).await;
+        let reply = Reply::markdown(target, text).finishing(Some(Finish::stop()));
+        deliverer.send(reply, ReplyKey::Pairing(event.event_id.clone())).await;
     }
     if let Err(e) = inbox.inbox_mark_done(&event.event_id).await {
         tracing::warn!(error = %e, "could not close an unauthorized inbox row");

@@ -16,9 +16,10 @@ use crate::agent::approval::{
 };
 use crate::agent::tools::SessionScope;
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::{self, Delivery};
+use crate::gateway::delivery::outbound::Delivery;
+use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::observe::secret_forms::SecretScrubber;
-use crate::store::{PendingApproval, Store};
+use crate::store::{Approvals, PendingApproval};
 use async_trait::async_trait;
 use board::{Answer, ApprovalBoard};
 use hermes_adapter::{ChatTarget, Platform};
@@ -46,7 +47,8 @@ pub struct ChatApprovals {
     guard: Arc<GuardPolicy>,
     handles: ApprovalHandles,
     smart: Option<SmartJudge>,
-    store: Store,
+    /// Where pending approvals are recorded, so a restart can deny what it left open.
+    approvals: Arc<dyn Approvals>,
     deliverer: Arc<Deliverer>,
     /// Masks the gateway's secrets in the command the chat is shown.
     secrets: Arc<SecretScrubber>,
@@ -66,11 +68,11 @@ impl ChatApprovals {
         guard: Arc<GuardPolicy>,
         handles: ApprovalHandles,
         smart: Option<SmartJudge>,
-        store: Store,
+        approvals: Arc<dyn Approvals>,
         deliverer: Arc<Deliverer>,
         secrets: Arc<SecretScrubber>,
     ) -> Self {
-        Self { guard, handles, smart, store, deliverer, secrets }
+        Self { guard, handles, smart, approvals, deliverer, secrets }
     }
 
     fn rules(&self) -> &ApprovalRules {
@@ -144,13 +146,13 @@ impl ChatApprovals {
             command: shown,
             created_at: chrono::Utc::now(),
         };
-        if let Err(e) = self.store.approval_open(&pending).await {
+        if let Err(e) = self.approvals.approval_open(&pending).await {
             tracing::error!(error = %e, "could not record a pending approval; the command is refused");
             return CommandDecision::Deny(texts::UNDELIVERABLE.into());
         }
         let answer = self.handles.board.open(&id, &scope.session_key, command, findings.iter().map(|f| f.key).collect());
         // A stopped turn drops this future mid-wait: the guard then withdraws the approval.
-        let mut waiting = Waiting { board: &self.handles.board, store: &self.store, id: &id, open: true };
+        let mut waiting = Waiting { board: &self.handles.board, approvals: &self.approvals, id: &id, open: true };
         let ending = match self.prompt(&pending, findings, smart_denied).await {
             Delivery::Failed => Ending::Undeliverable,
             // Queued: the prompt may still arrive before the timeout (it is never shown after).
@@ -163,7 +165,7 @@ impl ChatApprovals {
         self.handles.board.close(&id);
         let (outcome, decision) = self.conclude(&pending, ending, leaves_sandbox(findings)).await;
         waiting.open = false;
-        if let Err(e) = self.store.approval_close(&id, outcome).await {
+        if let Err(e) = self.approvals.approval_close(&id, outcome).await {
             tracing::warn!(error = %e, id, "could not record an approval's outcome");
         }
         tracing::info!(id, outcome, session_key = %scope.session_key, "approval ended");
@@ -184,8 +186,8 @@ impl ChatApprovals {
         }
         let place = self.handles.board.place(&pending.id).filter(|(_, of)| *of > 1);
         let text = texts::prompt(&pending.command, findings, leaves_sandbox(findings), smart_denied, place);
-        let key = format!("approval:{}", pending.id);
-        outbound::deliver_prompt(&self.deliverer, &pending.target, &text, &texts::buttons(&pending.id), &key, self.rules().timeout).await
+        let prompt = Reply::markdown(pending.target.clone(), text).with_buttons(texts::buttons(&pending.id));
+        self.deliverer.send_prompt(prompt, ReplyKey::ApprovalPrompt(pending.id.clone()), self.rules().timeout).await
     }
 
     /// The outcome to record and the decision for the agent; a timeout is also told to the chat.
@@ -197,8 +199,8 @@ impl ChatApprovals {
             Ending::TimedOut => {
                 let secs = self.rules().timeout.as_secs();
                 let notice = texts::expired_notice(&pending.command, &format!("Nobody answered within {secs}s"));
-                let key = format!("approval:{}:timeout", pending.id);
-                outbound::deliver(&self.deliverer, &pending.target, None, &notice, &key, None).await;
+                let key = ReplyKey::ApprovalTimeout(pending.id.clone());
+                self.deliverer.send(Reply::markdown(pending.target.clone(), notice), key).await;
                 ("timed_out", CommandDecision::Deny(texts::timed_out(secs)))
             }
             Ending::Stopped => ("stopped", CommandDecision::Deny(texts::stopped())),
@@ -218,7 +220,7 @@ impl ApprovalPolicy for ChatApprovals {
 /// is closed in the store as stopped.
 struct Waiting<'a> {
     board: &'a ApprovalBoard,
-    store: &'a Store,
+    approvals: &'a Arc<dyn Approvals>,
     id: &'a str,
     /// Not yet closed in the store.
     open: bool,
@@ -230,11 +232,11 @@ impl Drop for Waiting<'_> {
         if !self.open {
             return;
         }
-        let (store, id) = (self.store.clone(), self.id.to_string());
+        let (approvals, id) = (self.approvals.clone(), self.id.to_string());
         // Without a runtime (the process is ending) the next start closes it as a restart's.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if let Err(e) = store.approval_close(&id, "stopped").await {
+                if let Err(e) = approvals.approval_close(&id, "stopped").await {
                     tracing::warn!(error = %e, id, "could not record a stopped approval");
                 }
             });
@@ -245,8 +247,8 @@ impl Drop for Waiting<'_> {
 /// Approvals a crash left open: nobody waits for them now, so each is closed as denied — before
 /// any replayed turn can open a new one — and its chat is told in the background (once: the
 /// notice's outbox key is the approval's), so a platform that is down does not hold up start.
-pub async fn deny_left_open(store: &Store, deliverer: Arc<Deliverer>) {
-    let orphans = match store.approval_close_orphans("denied_by_restart").await {
+pub async fn deny_left_open(approvals: &dyn Approvals, deliverer: Arc<Deliverer>) {
+    let orphans = match approvals.approval_close_orphans("denied_by_restart").await {
         Ok(orphans) => orphans,
         Err(e) => {
             tracing::error!(error = %e, "could not read approvals left open by the last run");
@@ -260,7 +262,8 @@ pub async fn deny_left_open(store: &Store, deliverer: Arc<Deliverer>) {
         for pending in orphans {
             tracing::info!(id = %pending.id, session_key = %pending.session_key, "approval denied by the restart");
             let notice = texts::expired_notice(&pending.command, "The gateway restarted while this waited for approval");
-            outbound::deliver(&deliverer, &pending.target, None, &notice, &format!("approval:{}:restart", pending.id), None).await;
+            let key = ReplyKey::ApprovalRestart(pending.id.clone());
+            deliverer.send(Reply::markdown(pending.target.clone(), notice), key).await;
         }
     });
 }

@@ -76,3 +76,28 @@ async fn deny_rules_beat_yolo_and_safe_commands_need_nobody() {
     let (decision, _, _dir) = decide("approvals:\n  mode: manual\n", "chat", true, "ls -la").await;
     assert_eq!(decision, CommandDecision::CONFINED);
 }
+
+#[tokio::test]
+async fn approvals_a_restart_left_open_are_denied_and_their_chat_is_told() {
+    let chat = RecordingChat::new();
+    let (_dir, gateway) = crate::gateway::tests::support::gateway(Config::default(), chat.clone(), Arc::new(Silent)).await;
+    let target = hermes_adapter::ChatTarget { platform: hermes_adapter::Platform::new("chat"), chat_id: "c1".into(), thread_id: None };
+    let pending = crate::store::PendingApproval {
+        id: "#0rphan01".into(),
+        session_key: "k".into(),
+        target,
+        command: "rm -rf build".into(),
+        created_at: chrono::Utc::now(),
+    };
+    gateway.store.approval_open(&pending).await.unwrap();
+    super::deny_left_open(gateway.store.as_ref(), gateway.turns().deliverer.clone()).await;
+    assert!(gateway.store.approval_close_orphans("test").await.unwrap().is_empty(), "closed before start goes on");
+    // The chat is told in the background.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while chat.sent.lock().unwrap().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let sent = chat.sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].contains("The gateway restarted while this waited for approval") && sent[0].contains("rm -rf build"), "{sent:?}");
+}

@@ -1,0 +1,210 @@
+//! What leaves the gateway for a chat, and the name it is kept under: a [`Reply`] (where it goes,
+//! what it says, its buttons and files) and its [`ReplyKey`], the outbox idempotency key that makes
+//! a replayed or retried send post at most once.
+//!
+//! Every key the gateway writes to the outbox is rendered here and nowhere else. The rendered
+//! strings are stored in `state.db` and must stay byte-identical across versions: a key that
+//! renders differently after an upgrade sends a queued message twice, or drops it.
+
+use crate::gateway::delivery::outbound::Finish;
+use hermes_adapter::{Button, ChatTarget, OutboundFile};
+use std::fmt;
+
+/// The outbox key of one message the gateway sends, named for what the message is. A key names
+/// the message as a whole; its outbox rows are its parts ([`ReplyKey::part`],
+/// [`ReplyKey::file_part`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ReplyKey {
+    /// A turn's answer to the inbound event with this id.
+    Answer(String),
+    /// The `n`th tool progress line of the answer to an event (chats that cannot edit).
+    Progress { event_id: String, n: usize },
+    /// The files of an answer that was streamed into edited messages, sent after them.
+    Media(String),
+    /// The `n`th message an answer being streamed into edited messages posted.
+    Stream { event_id: String, n: usize },
+    /// The `n`th message that completes a streamed answer the edits could not show.
+    Tail { event_id: String, n: usize },
+    /// A slash command's reply, or a system refusal, to an event.
+    CommandReply(String),
+    /// A command's notice before it runs the agent (`ReplyAndRun`).
+    Notice(String),
+    /// "Your message was seen" while a turn is busy.
+    Ack(String),
+    /// "An approval is pending" to a message that arrived while one waits.
+    ApprovalPending(String),
+    /// A stranger's pairing answer.
+    Pairing(String),
+    /// A turn that panicked: the user hears its incident id.
+    Incident(String),
+    /// The prompt asking to approve the command with this approval id.
+    ApprovalPrompt(String),
+    /// Nobody answered the approval in time.
+    ApprovalTimeout(String),
+    /// The approval was left open by a restart and is denied.
+    ApprovalRestart(String),
+    /// A question the agent asks through the clarify tool; `question_id` is new per question.
+    Clarify { session_id: String, question_id: String },
+    /// The courier's "could not deliver" notice for a chat's lane, one per minute of deadlines.
+    /// Unlike the others it names one outbox row itself, not a message split into parts.
+    Undelivered { lane: String, minute: i64 },
+    /// A scheduled job's delivery. The scheduler renders it (`cron::delivery::key`: it runs
+    /// without a gateway), so it is carried as given.
+    CronDelivery(String),
+    /// A `send_message` tool call's message. The tool renders it (turn id and call id), so it
+    /// is carried as given.
+    SendMessage(String),
+}
+
+impl fmt::Display for ReplyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplyKey::Answer(event_id) => write!(f, "{event_id}:answer"),
+            ReplyKey::Progress { event_id, n } => write!(f, "{event_id}:answer:progress{n}"),
+            ReplyKey::Media(event_id) => write!(f, "{event_id}:answer:media"),
+            ReplyKey::Stream { event_id, n } => write!(f, "{event_id}:answer:stream{n}"),
+            ReplyKey::Tail { event_id, n } => write!(f, "{event_id}:answer:tail{n}"),
+            ReplyKey::CommandReply(event_id) => write!(f, "{event_id}:reply"),
+            ReplyKey::Notice(event_id) => write!(f, "{event_id}:notice"),
+            ReplyKey::Ack(event_id) => write!(f, "{event_id}:ack"),
+            ReplyKey::ApprovalPending(event_id) => write!(f, "{event_id}:approval-pending"),
+            ReplyKey::Pairing(event_id) => write!(f, "{event_id}:pairing"),
+            ReplyKey::Incident(event_id) => write!(f, "{event_id}:internal-error"),
+            ReplyKey::ApprovalPrompt(id) => write!(f, "approval:{id}"),
+            ReplyKey::ApprovalTimeout(id) => write!(f, "approval:{id}:timeout"),
+            ReplyKey::ApprovalRestart(id) => write!(f, "approval:{id}:restart"),
+            ReplyKey::Clarify { session_id, question_id } => write!(f, "clarify:{session_id}:{question_id}"),
+            ReplyKey::Undelivered { lane, minute } => write!(f, "undelivered:{lane}:{minute}"),
+            ReplyKey::CronDelivery(key) | ReplyKey::SendMessage(key) => f.write_str(key),
+        }
+    }
+}
+
+impl ReplyKey {
+    /// The outbox key of the `i`th text part of the message.
+    pub(crate) fn part(&self, i: usize) -> String {
+        format!("{self}:{i}")
+    }
+
+    /// The outbox key of the `i`th file sent with the message.
+    pub(crate) fn file_part(&self, i: usize) -> String {
+        format!("{self}:file:{i}")
+    }
+}
+
+/// What a reply carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Body {
+    /// Markdown: rendered in the platform's dialect and split to its limit. Sent through
+    /// [`Deliverer`](crate::gateway::delivery::deliverer::Deliverer), its `MEDIA:` tags become
+    /// files first.
+    Markdown(String),
+    /// One message already in the platform's dialect and within its limit (a part of an answer
+    /// being streamed): sent as it is, `MEDIA:` tags included.
+    Rendered(String),
+}
+
+/// One message for a chat, before it is rendered and split into parts.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    pub target: ChatTarget,
+    /// The message this replies to (every text part replies to it).
+    pub reply_to: Option<String>,
+    pub body: Body,
+    /// Rows of buttons, under the last part where the platform has buttons (elsewhere the text
+    /// must say what they would do).
+    pub buttons: Vec<Vec<Button>>,
+    /// Marks the last part as the end of a turn, with its usage and finish reason.
+    pub finish: Option<Finish>,
+    /// Files checked as sendable, sent after the text.
+    pub files: Vec<OutboundFile>,
+}
+
+impl Reply {
+    /// Markdown to `target`, replying to nothing, without buttons, files or a finish.
+    pub(crate) fn markdown(target: ChatTarget, text: impl Into<String>) -> Self {
+        Self { target, reply_to: None, body: Body::Markdown(text.into()), buttons: Vec::new(), finish: None, files: Vec::new() }
+    }
+
+    /// One already-rendered message to `target` (see [`Body::Rendered`]).
+    pub(crate) fn rendered(target: ChatTarget, text: impl Into<String>) -> Self {
+        Self { body: Body::Rendered(text.into()), ..Self::markdown(target, String::new()) }
+    }
+
+    pub(crate) fn replying_to(mut self, reply_to: Option<impl Into<String>>) -> Self {
+        self.reply_to = reply_to.map(Into::into);
+        self
+    }
+
+    pub(crate) fn with_buttons(mut self, buttons: Vec<Vec<Button>>) -> Self {
+        self.buttons = buttons;
+        self
+    }
+
+    pub(crate) fn finishing(mut self, finish: Option<Finish>) -> Self {
+        self.finish = finish;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key as it is stored today. These literals must never change: the outbox of a
+    /// running install holds them.
+    #[test]
+    fn every_key_renders_as_it_is_stored() {
+        let e = || "ev1".to_string();
+        let cases = [
+            (ReplyKey::Answer(e()), "ev1:answer"),
+            (ReplyKey::Progress { event_id: e(), n: 2 }, "ev1:answer:progress2"),
+            (ReplyKey::Media(e()), "ev1:answer:media"),
+            (ReplyKey::Stream { event_id: e(), n: 0 }, "ev1:answer:stream0"),
+            (ReplyKey::Tail { event_id: e(), n: 3 }, "ev1:answer:tail3"),
+            (ReplyKey::CommandReply(e()), "ev1:reply"),
+            (ReplyKey::Notice(e()), "ev1:notice"),
+            (ReplyKey::Ack(e()), "ev1:ack"),
+            (ReplyKey::ApprovalPending(e()), "ev1:approval-pending"),
+            (ReplyKey::Pairing(e()), "ev1:pairing"),
+            (ReplyKey::Incident(e()), "ev1:internal-error"),
+            (ReplyKey::ApprovalPrompt("a1b2c3d4".into()), "approval:a1b2c3d4"),
+            (ReplyKey::ApprovalTimeout("a1b2c3d4".into()), "approval:a1b2c3d4:timeout"),
+            (ReplyKey::ApprovalRestart("a1b2c3d4".into()), "approval:a1b2c3d4:restart"),
+            (ReplyKey::Clarify { session_id: "s1".into(), question_id: "q9".into() }, "clarify:s1:q9"),
+            (ReplyKey::Undelivered { lane: "telegram\u{1f}42".into(), minute: 29_000_000 }, "undelivered:telegram\u{1f}42:29000000"),
+            (ReplyKey::SendMessage("t1:send_message:call_1".into()), "t1:send_message:call_1"),
+        ];
+        for (key, stored) in cases {
+            assert_eq!(key.to_string(), stored, "{key:?}");
+        }
+    }
+
+    /// The scheduler renders its keys; carried through unchanged, they are stored as today.
+    #[test]
+    fn a_cron_delivery_keeps_the_key_the_scheduler_rendered() {
+        let at = chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("a valid timestamp");
+        let in_thread = ChatTarget::parse("telegram:-100:7").expect("a valid target");
+        let cases = [
+            (
+                crate::cron::delivery::key("j1", at, &ChatTarget::parse("telegram:42").expect("a valid target")),
+                "cron:j1:1700000000:telegram:42:",
+            ),
+            (crate::cron::delivery::key("j1", at, &in_thread), "cron:j1:1700000000:telegram:-100:7"),
+        ];
+        for (rendered, stored) in cases {
+            let key = ReplyKey::CronDelivery(rendered);
+            assert_eq!(key.to_string(), stored);
+            assert_eq!(key.part(0).strip_suffix(":0"), Some(stored));
+        }
+    }
+
+    #[test]
+    fn parts_are_numbered_after_the_key() {
+        let key = ReplyKey::Answer("ev1".into());
+        assert_eq!(key.part(0), "ev1:answer:0");
+        assert_eq!(key.part(12), "ev1:answer:12");
+        assert_eq!(key.file_part(0), "ev1:answer:file:0");
+        assert_eq!(ReplyKey::Stream { event_id: "ev1".into(), n: 1 }.part(0), "ev1:answer:stream1:0");
+    }
+}
