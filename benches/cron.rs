@@ -9,7 +9,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration as Span, Utc};
-use hermes::cron::delivery::Homes;
+use hermes::cron::delivery::{Homes, Occurrence};
 use hermes::cron::job::{Job, RunClaim};
 use hermes::cron::run::{AgentRun, AgentRunError, CronHost, JobRunner, RunSettings, Sent};
 use hermes::cron::schedule::{Schedule, ScheduleKind, Zone};
@@ -33,7 +33,7 @@ impl CronHost for SilentHost {
     async fn run_agent(&self, _run: AgentRun) -> Result<String, AgentRunError> {
         Ok("[SILENT]".into())
     }
-    async fn deliver(&self, _target: &ChatTarget, _text: &str, _key: &str) -> Sent {
+    async fn deliver(&self, _target: &ChatTarget, _text: &str, _occurrence: &Occurrence) -> Sent {
         Sent::Delivered
     }
     fn homes(&self) -> Homes {

@@ -95,6 +95,8 @@ pub struct JobFields {
     #[arg(long)]
     name: Option<String>,
     /// local | origin | <platform> | <platform>:<chat_id>[:<thread_id>] | all | a comma list.
+    // The text above is the `--help` line, not rustdoc: its brackets are an optional part.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long)]
     deliver: Option<String>,
     /// Runs before the job ends (0 = forever).

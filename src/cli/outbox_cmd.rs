@@ -138,7 +138,7 @@ fn not_found(id: i64) -> OutboxCliError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::commands::undelivered::tests::dead_letter;
+    use crate::gateway::tests::support::{dead_letter, queued};
     use clap::Parser;
 
     const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -173,7 +173,7 @@ mod tests {
         let empty = dispatch(&home, DAY, &OutboxCommand::List).await.unwrap();
         assert_eq!(empty, "Nothing is undelivered.\nQueues: nothing waits to be delivered.");
         let id = dead_letter(&store, "k1", "c7", "the lost answer").await;
-        crate::gateway::commands::undelivered::tests::queued(&store, "k2", "c8", "on its way").await;
+        queued(&store, "k2", "c8", "on its way").await;
         let listing = dispatch(&home, DAY, &OutboxCommand::List).await.unwrap();
         assert!(listing.starts_with("Undelivered messages (newest first):\n"), "{listing}");
         assert!(listing.contains(&format!("• #{id} chat:c7 — queued ")) && listing.contains(": chat not found"), "{listing}");

@@ -11,7 +11,7 @@ use super::platforms::Platforms;
 use super::sections::{AgentConfig, ApprovalsConfig, CronConfig, DeliveryConfig, LoggingConfig, SecurityConfig, SessionResetConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// The whole configuration. Build it with [`crate::config::load`] (file + environment +
+/// The whole configuration. Build it with [`crate::config::load()`] (file + environment +
 /// validation); deserializing it directly gives the file layer only.
 // `remote = "Self"`: the derives become inherent functions, wrapped by the trait impls below so
 // that deserializing always folds the alias keys in.

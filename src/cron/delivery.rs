@@ -1,7 +1,7 @@
 //! Where a job's result goes and what it says: the `deliver` grammar (`local`, `origin`, a
 //! platform's home channel, `platform:chat_id[:thread_id]`, `all`, or a comma list of these,
 //! deduplicated), the wrapped body (`cron.wrap_response`), the failure text, silence, and the
-//! idempotency key that makes a retried delivery post at most once.
+//! [`Occurrence`] a delivery is keyed by, so that a retried delivery posts at most once.
 
 use super::job::{Job, Origin};
 use chrono::{DateTime, Utc};
@@ -145,11 +145,14 @@ pub fn is_silent(answer: &str) -> bool {
     crate::agent::is_silence(trimmed) || trimmed.starts_with("[SILENT]") || trimmed.lines().last().is_some_and(|l| l.trim() == "[SILENT]")
 }
 
-/// The outbox key of one occurrence's delivery to one target: a retried or raced delivery of the
-/// same occurrence finds it already sent.
-pub fn key(job_id: &str, occurrence: DateTime<Utc>, target: &ChatTarget) -> String {
-    let thread = target.thread_id.as_deref().unwrap_or("");
-    format!("cron:{job_id}:{}:{}:{}:{thread}", occurrence.timestamp(), target.platform, target.chat_id)
+/// One occurrence of a job, named for its delivery: the host renders it, with each target, into
+/// the outbox key that makes a retried or raced delivery of the same occurrence find it already
+/// sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Occurrence {
+    pub job_id: String,
+    /// When the occurrence was due (not when it ran).
+    pub at: DateTime<Utc>,
 }
 
 #[cfg(test)]
@@ -229,15 +232,6 @@ mod tests {
         assert!(b.ends_with("(e.g. \"stop reminder ping\")."));
         assert_eq!(body(&j, "hi", false), "hi");
         assert_eq!(failure_text(&j, "provider timeout"), "⚠️ Cron 'ping' failed: provider timeout");
-    }
-
-    #[test]
-    fn keys_name_the_occurrence_and_the_target() {
-        let t = ChatTarget::parse("telegram:1:2").unwrap();
-        let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
-        assert_eq!(key("abc", at, &t), key("abc", at, &t));
-        assert_ne!(key("abc", at, &t), key("abc", at + chrono::Duration::minutes(1), &t));
-        assert_ne!(key("abc", at, &t), key("abc", at, &ChatTarget::parse("telegram:1").unwrap()));
     }
 
     #[test]

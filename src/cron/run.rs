@@ -5,7 +5,7 @@
 //! The host is the only way out: this module knows no adapter, session store or agent turn,
 //! so the same run works inside the gateway and from `hermes cron tick`.
 
-use super::delivery::{self, Homes};
+use super::delivery::{self, Homes, Occurrence};
 use super::job::Job;
 use super::output::{self, Outcome};
 use super::prompt::PromptError;
@@ -89,8 +89,8 @@ pub enum RunError {
 pub trait CronHost: Send + Sync + 'static {
     /// Run a fresh agent turn and return its final answer, or why it failed.
     async fn run_agent(&self, run: AgentRun) -> Result<String, AgentRunError>;
-    /// Deliver Markdown to `target` under the idempotency `key`.
-    async fn deliver(&self, target: &ChatTarget, text: &str, key: &str) -> Sent;
+    /// Deliver Markdown to `target`, at most once for this `occurrence` and target.
+    async fn deliver(&self, target: &ChatTarget, text: &str, occurrence: &Occurrence) -> Sent;
     /// Each connected platform's home channel.
     fn homes(&self) -> Homes;
 }
@@ -254,9 +254,9 @@ impl JobRunner {
         let resolved = delivery::resolve(job, &self.host.homes());
         let targets = resolved.targets.len();
         let mut problems: Vec<String> = resolved.unreachable.iter().map(ToString::to_string).collect();
+        let occurrence = Occurrence { job_id: job.id.clone(), at: occurrence };
         for target in &resolved.targets {
-            let key = delivery::key(&job.id, occurrence, target);
-            match self.host.deliver(target, text, &key).await {
+            match self.host.deliver(target, text, &occurrence).await {
                 Sent::Delivered => {}
                 Sent::Queued => {
                     tracing::warn!(job_id = %job.id, %target.platform, "cron delivery queued: the platform is not accepting messages now")

@@ -35,7 +35,7 @@ impl CronHost for RecordingHost {
         Ok(answer)
     }
 
-    async fn deliver(&self, target: &ChatTarget, text: &str, _key: &str) -> Sent {
+    async fn deliver(&self, target: &ChatTarget, text: &str, _occurrence: &Occurrence) -> Sent {
         if self.refuse_delivery {
             return Sent::Failed("chat not found".into());
         }

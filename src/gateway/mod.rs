@@ -1,22 +1,24 @@
 //! The gateway: everything between the adapters and the agent, in wings named by what happens
-//! to a message. A wing imports only the wings below it in this list, never one above:
+//! to a message. Top to bottom; a wing imports only wings below it, never one above, so no
+//! circle runs between them:
 //!
-//! - [`ops`]: the process — adapters built from their registrations and supervised, locks,
-//!   health, the admin listener, the status file, what systemd sees, periodic chores.
-//! - [`intake`]: a platform event becomes a durable inbox row, is authorized by platform user id
-//!   (strangers pair by DM) and routed to its session.
-//! - [`session`]: one actor per session decides what an event means; clarify questions and
-//!   approvals wait here for their answers.
+//! - [`wiring`]: builds every handle once, in an order without cycles, and hands each part only
+//!   the handles it uses; [`run`] starts the wings, waits for a signal and drains.
+//! - [`session`]: the router starts one actor per session; the actor decides (a pure function)
+//!   what each event means and carries it out.
+//! - [`commands`]: slash commands, one file each.
+//! - [`cron`]: scheduled runs as agent turns, the ticker beside the adapters, owner checks.
+//! - [`turn`]: one agent turn as a pipeline of steps, the session's running turn and queue, its
+//!   limits and drain tracking, the approvals and clarify questions it waits on, the tool host.
+//! - [`intake`]: a platform event becomes a durable inbox row; who may talk (by platform user id,
+//!   strangers pair by DM); which session an event belongs to.
 //! - [`conversation`]: the transcript, the history cache, compaction, models and costs, message
 //!   and prompt assembly.
-//! - [`turn`]: one agent turn as a pipeline of steps, with its limits, drain tracking, typing
-//!   and the tools' view of the gateway.
-//! - [`delivery`]: every reply leaves through the deliverer; outbox parts, per-chat courier
-//!   lanes through outages, streamed edits, home channels, who may send where.
-//! - [`cron`]: scheduled runs as agent turns, the ticker beside the adapters, owner checks.
-//! - [`commands`]: slash commands, one file each.
-//! - [`wiring`]: builds every handle once, in an order without cycles, and hands each part the
-//!   handles it uses; [`run`] starts the wings, waits for a signal and drains.
+//! - [`delivery`]: every message that leaves goes through the deliverer: a reply and its key,
+//!   planned into parts, queued in the outbox, delivered per chat through outages; streamed
+//!   edits, home channels, who may send where.
+//! - [`ops`]: the process — adapters built from their registrations and supervised, locks,
+//!   health, the admin listener, the status file, what systemd sees, periodic chores.
 
 pub mod commands;
 pub mod conversation;
@@ -28,7 +30,7 @@ pub mod intake;
 pub mod ops;
 pub mod session;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub mod turn;
 pub mod wiring;
 

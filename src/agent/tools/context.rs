@@ -136,15 +136,23 @@ pub enum HostError {
     NoAnswer(String),
 }
 
+/// Which tool call a `send_message` delivery comes from: the host turns it into the delivery's
+/// idempotency key, so a turn replayed after a crash does not send the message twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendId {
+    pub turn_id: String,
+    pub call_id: String,
+}
+
 /// The gateway's side of the tools that reach outward. Each call is scoped to the conversation
 /// the tool runs in; the host enforces who may see and reach what.
 #[async_trait]
 pub trait ToolHost: Send + Sync + 'static {
     /// Full-text search over past sessions of the same user and origin as `scope`.
     async fn search_sessions(&self, scope: &SessionScope, query: &str, limit: usize) -> Result<Vec<PastMessage>, HostError>;
-    /// Deliver `text` to a target (`platform:chat[:thread]`, `home`, `origin`). `key` makes the
-    /// delivery idempotent. Returns a short confirmation.
-    async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, key: &str) -> Result<String, HostError>;
+    /// Deliver `text` to a target (`platform:chat[:thread]`, `home`, `origin`). `id` names the
+    /// call, so a replayed call delivers at most once. Returns a short confirmation.
+    async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, id: &SendId) -> Result<String, HostError>;
     /// Ask the user a question and wait for the answer.
     async fn clarify(&self, scope: &SessionScope, question: &str, choices: &[String], timeout: Duration) -> Result<String, HostError>;
     /// Manage scheduled jobs for the user of `scope` (the `cronjob` tool).
@@ -161,7 +169,7 @@ impl ToolHost for DetachedHost {
     async fn search_sessions(&self, _: &SessionScope, _: &str, _: usize) -> Result<Vec<PastMessage>, HostError> {
         Err(HostError::Unavailable("session search is not available here".into()))
     }
-    async fn send_message(&self, _: &SessionScope, _: &str, _: &str, _: &str) -> Result<String, HostError> {
+    async fn send_message(&self, _: &SessionScope, _: &str, _: &str, _: &SendId) -> Result<String, HostError> {
         Err(HostError::Unavailable("sending messages is not available here".into()))
     }
     async fn clarify(&self, _: &SessionScope, _: &str, _: &[String], _: Duration) -> Result<String, HostError> {

@@ -22,7 +22,7 @@ mod terminal;
 mod write_file;
 
 pub use crate::config::{TOOLSETS, toolset_acts};
-pub use context::{AgentPaths, DetachedHost, HostError, PastMessage, SessionScope, ToolContext, ToolHost, ToolSettings};
+pub use context::{AgentPaths, DetachedHost, HostError, PastMessage, SendId, SessionScope, ToolContext, ToolHost, ToolSettings};
 
 use async_trait::async_trait;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! explicit `platform:chat[:thread]` target — through the gateway's outbound path (outbox,
 //! idempotency key per tool call, chunking, retries).
 
-use super::{Tool, ToolContext, ToolOutput, ToolSchema, required_str};
+use super::{SendId, Tool, ToolContext, ToolOutput, ToolSchema, required_str};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -41,10 +41,50 @@ impl Tool for SendMessage {
             return ToolOutput::error("`message` is empty.");
         }
         // One delivery per tool call, even if the turn is replayed after a crash.
-        let key = format!("{}:send_message:{}", ctx.turn_id, ctx.call_id);
-        match ctx.host.send_message(&ctx.scope, target, message, &key).await {
+        let id = SendId { turn_id: ctx.turn_id.clone(), call_id: ctx.call_id.clone() };
+        match ctx.host.send_message(&ctx.scope, target, message, &id).await {
             Ok(confirmation) => ToolOutput::ok(confirmation),
             Err(e) => ToolOutput::error(format!("the message was not sent: {e}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::tools::{AgentPaths, HostError, PastMessage, SessionScope, ToolHost, ToolSettings};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    /// Records what `send_message` was handed.
+    #[derive(Default)]
+    struct Recording {
+        sent: Mutex<Vec<(String, String, SendId)>>,
+    }
+
+    #[async_trait]
+    impl ToolHost for Recording {
+        async fn search_sessions(&self, _: &SessionScope, _: &str, _: usize) -> Result<Vec<PastMessage>, HostError> {
+            Ok(Vec::new())
+        }
+        async fn send_message(&self, _: &SessionScope, target: &str, text: &str, id: &SendId) -> Result<String, HostError> {
+            self.sent.lock().unwrap().push((target.into(), text.into(), id.clone()));
+            Ok("Sent.".into())
+        }
+        async fn clarify(&self, _: &SessionScope, _: &str, _: &[String], _: Duration) -> Result<String, HostError> {
+            Ok(String::new())
+        }
+    }
+
+    /// The host gets the turn and the call the message comes from, which key its delivery.
+    #[tokio::test]
+    async fn the_host_is_handed_the_turn_and_the_call() {
+        let host = Arc::new(Recording::default());
+        let mut ctx = ToolContext::detached(AgentPaths::under(std::env::temp_dir()), ToolSettings::default());
+        (ctx.host, ctx.turn_id, ctx.call_id) = (host.clone(), "t1".into(), "call_1".into());
+        let out = SendMessage.call(&ctx, json!({"target": "home", "message": "hi"})).await;
+        assert!(!out.is_error, "{}", out.content);
+        let want = SendId { turn_id: "t1".into(), call_id: "call_1".into() };
+        assert_eq!(*host.sent.lock().unwrap(), [("home".to_string(), "hi".to_string(), want)]);
     }
 }

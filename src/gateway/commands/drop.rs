@@ -52,7 +52,8 @@ async fn respond(auth: &AuthPolicy, outbox: &dyn Outbox, event: &InboundEvent, a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::commands::undelivered::tests::{dead_letter, from, rig};
+    use crate::gateway::commands::undelivered::tests::from;
+    use crate::gateway::tests::support::{dead_letter, rig};
 
     /// `/drop <args>` from `event`'s sender, with the handles the command takes.
     async fn ask(handles: &crate::gateway::commands::CommandHandles, event: &InboundEvent, args: &str) -> String {

@@ -58,7 +58,8 @@ async fn respond(auth: &AuthPolicy, outbox: &dyn Outbox, courier: &Arc<Courier>,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::commands::undelivered::tests::{dead_letter, from, rig};
+    use crate::gateway::commands::undelivered::tests::from;
+    use crate::gateway::tests::support::{dead_letter, rig};
     use std::time::Duration;
 
     /// `/resend <args>` from `event`'s sender, with the handles the command takes.

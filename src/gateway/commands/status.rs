@@ -137,7 +137,7 @@ async fn outbox_line(outbox: &dyn Outbox) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::commands::undelivered::tests::{dead_letter, rig};
+    use crate::gateway::tests::support::{dead_letter, queued, rig};
 
     #[tokio::test]
     async fn the_outbox_line_counts_waiting_and_undelivered_messages_and_is_absent_when_both_are_zero() {
@@ -145,7 +145,7 @@ mod tests {
         let store = &wiring.store;
         assert_eq!(outbox_line(store.as_ref()).await, None, "nothing queued, nothing said");
         dead_letter(store, "k1", "c1", "lost").await;
-        crate::gateway::commands::undelivered::tests::queued(store, "k2", "c2", "on its way").await;
+        queued(store, "k2", "c2", "on its way").await;
         let line = outbox_line(store.as_ref()).await.unwrap_or_default();
         assert!(line.starts_with("chat 1 waiting (oldest ") && line.ends_with(" s), 1 undelivered"), "{line}");
     }

@@ -194,77 +194,14 @@ pub(crate) fn now_ms() -> i64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::gateway::tests::support::{self, RecordingChat};
-    use crate::gateway::wiring::Wiring;
-    use crate::store::Store;
-    use crate::store::{AttemptEnd, NewOutboxRow};
-    use hermes_adapter::{ChatType, OutboundMessage, Platform, SessionSource};
-    use std::path::Path;
-    use std::sync::Arc;
-
-    struct NoModel;
-
-    #[async_trait]
-    impl crate::agent::providers::ChatProvider for NoModel {
-        async fn complete(
-            &self,
-            _request: &crate::agent::providers::ChatRequest,
-            _deltas: Option<&tokio::sync::mpsc::Sender<String>>,
-        ) -> Result<crate::agent::providers::ChatResponse, crate::agent::providers::ProviderError> {
-            Err(crate::agent::providers::ProviderError::Fatal("no model in this test".into()))
-        }
-    }
-
-    /// A gateway on the recording `chat` platform that lets in `boss` (an admin) and `guest`
-    /// (not one).
-    pub(in crate::gateway) async fn rig() -> (tempfile::TempDir, Wiring, Arc<RecordingChat>) {
-        let env = crate::config::Env::from_pairs(Vec::<(String, String)>::new());
-        let yaml = "gateway:\n  allowed_users: [boss, guest]\n  admin_users: [boss]\n";
-        let config = crate::config::load_str(yaml, Path::new("config.yaml"), &env).unwrap().config;
-        let chat = RecordingChat::new();
-        let (dir, wiring) = support::gateway(config, chat.clone(), Arc::new(NoModel)).await;
-        (dir, wiring, chat)
-    }
+    use crate::gateway::tests::support::{dead_letter, queued, rig};
+    use crate::store::AttemptEnd;
+    use hermes_adapter::{ChatType, Platform, SessionSource};
 
     pub(in crate::gateway) fn from(user: &str, text: &str) -> InboundEvent {
         let mut source = SessionSource::new(Platform::new("chat"), "c1", ChatType::Dm);
         source.user_id = Some(user.into());
         InboundEvent::text("e1", source, text)
-    }
-
-    /// A message on its way to `chat_id` of the `chat` platform, queued under `key`.
-    pub(crate) async fn queued(store: &Store, key: &str, chat_id: &str, text: &str) {
-        let target = ChatTarget { platform: Platform::new("chat"), chat_id: chat_id.into(), thread_id: None };
-        let message = OutboundMessage {
-            target: target.clone(),
-            text: text.into(),
-            reply_to: None,
-            idempotency_key: key.into(),
-            is_final: true,
-            usage: None,
-            finish_reason: None,
-            buttons: Vec::new(),
-            file: None,
-        };
-        let row = NewOutboxRow {
-            key: key.into(),
-            lane: crate::gateway::delivery::courier::lane_of("chat", chat_id),
-            platform: "chat".into(),
-            target: serde_json::to_string(&target).unwrap(),
-            body: text.into(),
-            message: serde_json::to_string(&message).unwrap(),
-            deadline_ms: now_ms() + 60_000,
-            notify_on_death: false,
-            lead: true,
-        };
-        store.outbox_enqueue(vec![row]).await.unwrap();
-    }
-
-    /// Queue `text` for `chat:<chat_id>` and make it a dead letter; its id.
-    pub(crate) async fn dead_letter(store: &Store, key: &str, chat_id: &str, text: &str) -> i64 {
-        queued(store, key, chat_id, text).await;
-        store.outbox_end_attempt(key, AttemptEnd::Dead { reason: "chat not found".into() }).await.unwrap();
-        store.outbox_dead_letters(100).await.unwrap().into_iter().find(|l| l.key == key).expect("the row is a dead letter").id
     }
 
     /// `/undelivered` from `event`'s sender, with the handles the command takes.

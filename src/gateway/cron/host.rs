@@ -9,7 +9,7 @@
 use crate::agent::providers::ModelSpec;
 use crate::agent::tools::SessionScope;
 use crate::agent::{Agent, ChatMessage, TurnEvent, TurnRequest, TurnTools};
-use crate::cron::delivery::Homes;
+use crate::cron::delivery::{Homes, Occurrence};
 use crate::cron::run::{AgentRun, AgentRunError, CronHost, Sent};
 use crate::gateway::conversation::messages::new_message;
 use crate::gateway::conversation::models::Models;
@@ -70,9 +70,9 @@ impl GatewayCronHost {
             user_message: new_message("", event_id, &ChatMessage::user(run.prompt.clone()), None),
             seed: Vec::new(),
         };
-        let opened = self.sessions.store.turn_open(opening, None).await.map_err(|e| AgentRunError::SessionNotStored(Box::new(e)))?;
+        let opened = self.sessions.turns.turn_open(opening, None).await.map_err(|e| AgentRunError::SessionNotStored(Box::new(e)))?;
         let session_id = opened.route.session_id;
-        if let Err(e) = self.sessions.store.session_set_title(&session_id, &run.title).await {
+        if let Err(e) = self.sessions.log.session_set_title(&session_id, &run.title).await {
             tracing::warn!(error = %e, "cannot title the cron run's session");
         }
         Ok(session_id)
@@ -150,7 +150,7 @@ impl CronHost for GatewayCronHost {
         let timeout = run.timeout;
         let cancel = self.stop.child_token();
         let request = self.request(run, model, &source, &session_id, &event_id, &cancel);
-        let ledger = Ledger { store: &self.sessions.store, models: &self.models, session_id: &session_id, event_id: &event_id };
+        let ledger = Ledger { turns: self.sessions.turns.as_ref(), models: &self.models, session_id: &session_id, event_id: &event_id };
         let follow = self.follow(request, ledger, cancel.clone());
         if timeout.is_zero() {
             return follow.await;
@@ -164,11 +164,11 @@ impl CronHost for GatewayCronHost {
         }
     }
 
-    async fn deliver(&self, target: &ChatTarget, text: &str, key: &str) -> Sent {
+    async fn deliver(&self, target: &ChatTarget, text: &str, occurrence: &Occurrence) -> Sent {
         if self.deliverer.adapter(target.platform.as_str()).is_none() {
             return Sent::Failed(format!("platform `{}` is not enabled in this gateway", target.platform));
         }
-        match self.deliverer.send(Reply::markdown(target.clone(), text), ReplyKey::CronDelivery(key.to_string())).await {
+        match self.deliverer.send(Reply::markdown(target.clone(), text), ReplyKey::cron_delivery(occurrence, target)).await {
             Delivery::Delivered => Sent::Delivered,
             Delivery::Queued => Sent::Queued,
             Delivery::InDoubt => Sent::InDoubt,

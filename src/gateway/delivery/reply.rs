@@ -6,7 +6,10 @@
 //! strings are stored in `state.db` and must stay byte-identical across versions: a key that
 //! renders differently after an upgrade sends a queued message twice, or drops it.
 
+use crate::agent::tools::SendId;
+use crate::cron::delivery::Occurrence;
 use crate::gateway::delivery::outbound::Finish;
+use chrono::{DateTime, Utc};
 use hermes_adapter::{Button, ChatTarget, OutboundFile};
 use std::fmt;
 
@@ -48,12 +51,10 @@ pub(crate) enum ReplyKey {
     /// The courier's "could not deliver" notice for a chat's lane, one per minute of deadlines.
     /// Unlike the others it names one outbox row itself, not a message split into parts.
     Undelivered { lane: String, minute: i64 },
-    /// A scheduled job's delivery. The scheduler renders it (`cron::delivery::key`: it runs
-    /// without a gateway), so it is carried as given.
-    CronDelivery(String),
-    /// A `send_message` tool call's message. The tool renders it (turn id and call id), so it
-    /// is carried as given.
-    SendMessage(String),
+    /// One occurrence of a scheduled job delivered to one of its targets.
+    CronDelivery { job_id: String, at: DateTime<Utc>, target: ChatTarget },
+    /// The message of one `send_message` tool call.
+    SendMessage { turn_id: String, call_id: String },
 }
 
 impl fmt::Display for ReplyKey {
@@ -75,12 +76,26 @@ impl fmt::Display for ReplyKey {
             ReplyKey::ApprovalRestart(id) => write!(f, "approval:{id}:restart"),
             ReplyKey::Clarify { session_id, question_id } => write!(f, "clarify:{session_id}:{question_id}"),
             ReplyKey::Undelivered { lane, minute } => write!(f, "undelivered:{lane}:{minute}"),
-            ReplyKey::CronDelivery(key) | ReplyKey::SendMessage(key) => f.write_str(key),
+            ReplyKey::CronDelivery { job_id, at, target } => {
+                let thread = target.thread_id.as_deref().unwrap_or("");
+                write!(f, "cron:{job_id}:{}:{}:{}:{thread}", at.timestamp(), target.platform, target.chat_id)
+            }
+            ReplyKey::SendMessage { turn_id, call_id } => write!(f, "{turn_id}:send_message:{call_id}"),
         }
     }
 }
 
 impl ReplyKey {
+    /// The key of a scheduled job's `occurrence` delivered to `target`.
+    pub(crate) fn cron_delivery(occurrence: &Occurrence, target: &ChatTarget) -> Self {
+        ReplyKey::CronDelivery { job_id: occurrence.job_id.clone(), at: occurrence.at, target: target.clone() }
+    }
+
+    /// The key of the message the `send_message` tool call `id` sends.
+    pub(crate) fn send_message(id: &SendId) -> Self {
+        ReplyKey::SendMessage { turn_id: id.turn_id.clone(), call_id: id.call_id.clone() }
+    }
+
     /// The outbox key of the `i`th text part of the message.
     pub(crate) fn part(&self, i: usize) -> String {
         format!("{self}:{i}")
@@ -173,30 +188,45 @@ mod tests {
             (ReplyKey::ApprovalRestart("a1b2c3d4".into()), "approval:a1b2c3d4:restart"),
             (ReplyKey::Clarify { session_id: "s1".into(), question_id: "q9".into() }, "clarify:s1:q9"),
             (ReplyKey::Undelivered { lane: "telegram\u{1f}42".into(), minute: 29_000_000 }, "undelivered:telegram\u{1f}42:29000000"),
-            (ReplyKey::SendMessage("t1:send_message:call_1".into()), "t1:send_message:call_1"),
+            (ReplyKey::SendMessage { turn_id: "t1".into(), call_id: "call_1".into() }, "t1:send_message:call_1"),
         ];
         for (key, stored) in cases {
             assert_eq!(key.to_string(), stored, "{key:?}");
         }
     }
 
-    /// The scheduler renders its keys; carried through unchanged, they are stored as today.
+    /// A scheduled delivery's key names the job, the occurrence's time and the whole target (an
+    /// empty thread when it has none), as the scheduler rendered it before the gateway did.
     #[test]
-    fn a_cron_delivery_keeps_the_key_the_scheduler_rendered() {
+    fn a_cron_delivery_renders_as_it_is_stored() {
         let at = chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("a valid timestamp");
-        let in_thread = ChatTarget::parse("telegram:-100:7").expect("a valid target");
-        let cases = [
-            (
-                crate::cron::delivery::key("j1", at, &ChatTarget::parse("telegram:42").expect("a valid target")),
-                "cron:j1:1700000000:telegram:42:",
-            ),
-            (crate::cron::delivery::key("j1", at, &in_thread), "cron:j1:1700000000:telegram:-100:7"),
-        ];
-        for (rendered, stored) in cases {
-            let key = ReplyKey::CronDelivery(rendered);
+        let occurrence = Occurrence { job_id: "j1".into(), at };
+        let cases = [("telegram:42", "cron:j1:1700000000:telegram:42:"), ("telegram:-100:7", "cron:j1:1700000000:telegram:-100:7")];
+        for (target, stored) in cases {
+            let key = ReplyKey::cron_delivery(&occurrence, &ChatTarget::parse(target).expect("a valid target"));
             assert_eq!(key.to_string(), stored);
             assert_eq!(key.part(0).strip_suffix(":0"), Some(stored));
         }
+    }
+
+    /// Moved from `cron::delivery`: a key names the occurrence and the target, nothing else.
+    #[test]
+    fn cron_keys_name_the_occurrence_and_the_target() {
+        let key = |job: &str, at, target: &str| {
+            let occurrence = Occurrence { job_id: job.into(), at };
+            ReplyKey::cron_delivery(&occurrence, &ChatTarget::parse(target).expect("a valid target")).to_string()
+        };
+        let at = DateTime::from_timestamp(1_800_000_000, 0).expect("a valid timestamp");
+        assert_eq!(key("abc", at, "telegram:1:2"), key("abc", at, "telegram:1:2"));
+        assert_ne!(key("abc", at, "telegram:1:2"), key("abc", at + chrono::Duration::minutes(1), "telegram:1:2"));
+        assert_ne!(key("abc", at, "telegram:1:2"), key("abc", at, "telegram:1"));
+    }
+
+    #[test]
+    fn a_send_message_key_is_built_from_the_calls_identity() {
+        let key = ReplyKey::send_message(&SendId { turn_id: "t1".into(), call_id: "call_1".into() });
+        assert_eq!(key.to_string(), "t1:send_message:call_1");
+        assert_eq!(key.part(0), "t1:send_message:call_1:0");
     }
 
     #[test]

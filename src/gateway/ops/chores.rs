@@ -115,7 +115,7 @@ pub fn spawn_inbox_pruning(inbox: Arc<dyn Inbox>, outbox: Arc<dyn Outbox>) -> Jo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::commands::undelivered::tests::{dead_letter, rig};
+    use crate::gateway::tests::support::{dead_letter, rig};
 
     #[tokio::test]
     async fn a_refresh_records_the_outbox_queues_in_the_status_file() {

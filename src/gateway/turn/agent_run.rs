@@ -11,7 +11,7 @@ use crate::gateway::conversation::compaction::Compactor;
 use crate::gateway::conversation::messages::new_message;
 use crate::gateway::conversation::models::Models;
 use crate::gateway::turn::tool_access::ToolAccess;
-use crate::store::{CallUsage, RouteEntry, Store, StoreError};
+use crate::store::{CallUsage, RouteEntry, StoreError, Turns};
 use hermes_adapter::{Capabilities, InboundEvent, Usage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,7 +38,7 @@ pub(super) struct RunControls<'a> {
 /// until the next message is stored, so that one write carries both). Scheduled runs keep their
 /// sessions through it too.
 pub(crate) struct Ledger<'a> {
-    pub store: &'a Store,
+    pub turns: &'a dyn Turns,
     pub models: &'a Models,
     pub session_id: &'a str,
     pub event_id: &'a str,
@@ -59,7 +59,7 @@ impl Ledger<'_> {
         finish_reason: Option<&str>,
     ) -> Result<(), StoreError> {
         let row = new_message(self.session_id, self.event_id, message, finish_reason);
-        self.store.turn_record(self.session_id, vec![row], std::mem::take(unrecorded)).await
+        self.turns.turn_record(self.session_id, vec![row], std::mem::take(unrecorded)).await
     }
 }
 

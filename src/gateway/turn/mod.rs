@@ -20,7 +20,7 @@ pub mod approvals;
 pub mod background_slots;
 pub mod clarify;
 pub(crate) mod cron_tool;
-mod error;
+pub(crate) mod error;
 pub mod limits;
 mod output;
 mod prepare;
@@ -45,10 +45,11 @@ use crate::gateway::intake::auth::AuthPolicy;
 use crate::gateway::turn::approvals::board::ApprovalBoard;
 use crate::gateway::turn::limits::TurnLimits;
 use crate::gateway::turn::tool_access::ToolAccess;
+use crate::store::Inbox;
 use agent_run::RunControls;
 use hermes_adapter::InboundEvent;
 use output::Output;
-use settle::Settling;
+use settle::{Records, Settling};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use tokio_util::sync::CancellationToken;
@@ -80,6 +81,8 @@ impl TurnEnd {
 #[derive(Clone)]
 pub struct TurnHandles {
     pub sessions: Arc<Sessions>,
+    /// Where the turn's event waits: closed when the turn ended, parked when it crashed.
+    pub inbox: Arc<dyn Inbox>,
     pub models: Arc<Models>,
     pub deliverer: Arc<Deliverer>,
     pub tools: Arc<ToolAccess>,
@@ -113,7 +116,7 @@ pub async fn run(
     let controls = RunControls { interrupt: &interrupt, started: &started, steering: &steering };
     let end = drive(&handles, &session_key, &event, controls, &mode).await;
     if end == TurnEnd::Closed
-        && let Err(e) = handles.sessions.store.inbox_mark_done(&event.event_id).await
+        && let Err(e) = handles.inbox.inbox_mark_done(&event.event_id).await
     {
         tracing::error!(error = %e, event_id = %event.event_id, "could not close the inbox row; the event may be replayed");
     }
@@ -138,8 +141,10 @@ async fn drive(h: &TurnHandles, session_key: &str, event: &InboundEvent, control
     let _typing = crate::gateway::turn::typing::TypingGuard::start(answer.adapter.clone(), answer.target.clone(), waiting);
     let scope = agent_run::scope(event, &prepared.route, &answer.caps, h.auth.is_admin(event));
     let request = agent_run::request(&h.models, &h.tools, &h.sessions.compactor, scope, event, &mut prepared, &controls);
-    let ledger = Ledger { store: &h.sessions.store, models: &h.models, session_id: &prepared.route.session_id, event_id: &event.event_id };
+    let ledger =
+        Ledger { turns: h.sessions.turns.as_ref(), models: &h.models, session_id: &prepared.route.session_id, event_id: &event.event_id };
     let ran = agent_run::run_agent(&h.agent, ledger, request, &prepared.route.session_key, answer, controls, &mut output).await;
     let turn = Settling { session_key, event, mode, route: &prepared.route };
-    settle::settle(&h.sessions.store, &h.limits, &h.tools.settings.secrets, turn, answer, &mut output, ran).await
+    let records = Records { turns: h.sessions.turns.as_ref(), routes: h.sessions.routes.as_ref(), inbox: h.inbox.as_ref() };
+    settle::settle(records, &h.limits, &h.tools.settings.secrets, turn, answer, &mut output, ran).await
 }

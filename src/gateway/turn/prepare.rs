@@ -43,7 +43,7 @@ pub(super) async fn prepare(
     let fence = Arc::new(Fence::new());
     let cached = sessions.history.take(session_key);
     let opening = opening(models, session_key, event, &fence);
-    let opened = match sessions.store.turn_open(opening, cached.as_ref().map(|h| h.known.clone())).await {
+    let opened = match sessions.turns.turn_open(opening, cached.as_ref().map(|h| h.known.clone())).await {
         Ok(opened) => opened,
         Err(e) => {
             tracing::error!(error = %e, "could not store the user's message");
@@ -101,7 +101,7 @@ async fn load_history(
             Some(kept)
         }
         _ => {
-            let context = sessions.store.turn_context(&route.session_id, HISTORY_LIMIT).await?;
+            let context = sessions.turns.turn_context(&route.session_id, HISTORY_LIMIT).await?;
             SessionHistory::from_rows(&context.history, context.known, HISTORY_LIMIT, to_chat_message)
         }
     };
@@ -132,7 +132,7 @@ async fn compress_if_needed(
     match sessions.compactor.compress_session(route, model, frozen, None, interrupt.child_token()).await {
         Ok(done) => {
             *route = done.route;
-            match sessions.store.messages(&route.session_id, Some(HISTORY_LIMIT)).await {
+            match sessions.log.messages(&route.session_id, Some(HISTORY_LIMIT)).await {
                 Ok(rows) => *history = rows.iter().filter_map(to_chat_message).collect(),
                 // Never a turn without its history: the uncompressed one is still right, if long.
                 Err(e) => tracing::warn!(error = %e, "could not read the compressed session; continuing with the full history"),

@@ -13,7 +13,7 @@ use crate::gateway::conversation::messages::new_message;
 use crate::gateway::delivery::outbound::Finish;
 use crate::gateway::turn::limits::TurnLimits;
 use crate::observe::secret_forms::SecretScrubber;
-use crate::store::{RouteEntry, Store};
+use crate::store::{Inbox, RouteEntry, Routes, Turns};
 use hermes_adapter::{Capabilities, InboundEvent};
 
 const EMPTY_ANSWER: &str = "⚠️ The model returned an empty response. Try again or rephrase your message.";
@@ -41,9 +41,16 @@ pub(super) struct Settling<'a> {
     pub route: &'a RouteEntry,
 }
 
+/// What settling writes: the answer and the usage, a closed one-shot session, a parked event.
+pub(super) struct Records<'a> {
+    pub turns: &'a dyn Turns,
+    pub routes: &'a dyn Routes,
+    pub inbox: &'a dyn Inbox,
+}
+
 /// `secrets`: scrubbed from a provider's error before the user sees it.
 pub(super) async fn settle(
-    store: &Store,
+    records: Records<'_>,
     limits: &TurnLimits,
     secrets: &SecretScrubber,
     turn: Settling<'_>,
@@ -57,7 +64,7 @@ pub(super) async fn settle(
         .as_ref()
         .ok()
         .map(|o| new_message(session_id, &turn.event.event_id, &ChatMessage::assistant(o.text.clone()), Some(&o.finish_reason)));
-    if let Err(e) = store.turn_record(session_id, stored.into_iter().collect(), unrecorded).await {
+    if let Err(e) = records.turns.turn_record(session_id, stored.into_iter().collect(), unrecorded).await {
         tracing::error!(error = %e, "could not store the answer and the turn's usage");
     }
     match outcome {
@@ -67,7 +74,7 @@ pub(super) async fn settle(
                 None => tracing::info!(event_id = %turn.event.event_id, "silent answer stored, not delivered"),
             }
             if turn.event.one_shot
-                && let Err(e) = store.session_close(turn.session_key, "one_shot_complete").await
+                && let Err(e) = records.routes.session_close(turn.session_key, "one_shot_complete").await
             {
                 tracing::warn!(error = %e, "could not close a one-shot session");
             }
@@ -81,7 +88,7 @@ pub(super) async fn settle(
         Err(ProviderError::Crashed { incident }) => {
             // The agent panicked: parked, so a replay can never run into the same panic.
             let reason = format!("poisoned: the agent panicked (incident {incident})");
-            if let Err(e) = store.inbox_mark_poisoned(&turn.event.event_id, &reason).await {
+            if let Err(e) = records.inbox.inbox_mark_poisoned(&turn.event.event_id, &reason).await {
                 tracing::warn!(error = %e, "could not park the event");
             }
             answer.fail(&TurnError::Crashed { incident }).await;

@@ -2,26 +2,30 @@
 //! asking user's own conversations, `send_message` through the outbound path (outbox, chunking,
 //! idempotency), and `clarify` questions answered by the user's next message.
 //!
-//! The host holds strong handles to exactly what it uses — the store, the [`Deliverer`], the
-//! clarify board and the home channels — none of which own the agent whose tools call it, so it
-//! is built before the agent's turns run and needs no back-pointer.
+//! The host holds strong handles to exactly what it uses — the session log and the routes (not
+//! the whole store), the [`Deliverer`], the clarify board and the home channels — none of which
+//! own the agent whose tools call it, so it is built before the agent's turns run and needs no
+//! back-pointer.
 
 use crate::agent::tools::cronjob::CronJobArgs;
-use crate::agent::tools::{HostError, PastMessage, SessionScope, ToolHost};
+use crate::agent::tools::{HostError, PastMessage, SendId, SessionScope, ToolHost};
 use crate::cron::manage::CronJobs;
 use crate::gateway::delivery::deliverer::Deliverer;
 use crate::gateway::delivery::home_channels::HomeChannels;
 use crate::gateway::delivery::outbound::Delivery;
 use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::gateway::turn::clarify::ClarifyBoard;
-use crate::store::{SearchScope, Store};
+use crate::store::{Routes, SearchScope, SessionLog};
 use async_trait::async_trait;
 use hermes_adapter::{ChatTarget, Platform};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub struct GatewayToolHost {
-    store: Store,
+    /// Past messages, for session search.
+    log: Arc<dyn SessionLog>,
+    /// Who talked where: which chats a user may have messages sent to.
+    routes: Arc<dyn Routes>,
     deliverer: Arc<Deliverer>,
     clarify: Arc<ClarifyBoard>,
     homes: HomeChannels,
@@ -29,9 +33,21 @@ pub struct GatewayToolHost {
     cron: CronJobs,
 }
 
+/// The store concerns the host reads.
+pub(crate) struct HostStore {
+    pub log: Arc<dyn SessionLog>,
+    pub routes: Arc<dyn Routes>,
+}
+
 impl GatewayToolHost {
-    pub fn new(store: Store, deliverer: Arc<Deliverer>, clarify: Arc<ClarifyBoard>, homes: HomeChannels, cron: CronJobs) -> Self {
-        Self { store, deliverer, clarify, homes, cron }
+    pub(crate) fn new(
+        store: HostStore,
+        deliverer: Arc<Deliverer>,
+        clarify: Arc<ClarifyBoard>,
+        homes: HomeChannels,
+        cron: CronJobs,
+    ) -> Self {
+        Self { log: store.log, routes: store.routes, deliverer, clarify, homes, cron }
     }
 }
 
@@ -95,7 +111,7 @@ pub fn resolve_target(
 /// Whether the asking user may have a message sent to `target`: their own chat and the home
 /// channels always; another chat only if they have talked to the bot there themselves (so the
 /// agent cannot be used to post into chats its user is not part of).
-async fn may_send_to(store: &Store, scope: &SessionScope, target: &ChatTarget, kind: &TargetKind) -> Result<(), HostError> {
+async fn may_send_to(routes: &dyn Routes, scope: &SessionScope, target: &ChatTarget, kind: &TargetKind) -> Result<(), HostError> {
     if *kind != TargetKind::Other {
         return Ok(());
     }
@@ -106,7 +122,7 @@ async fn may_send_to(store: &Store, scope: &SessionScope, target: &ChatTarget, k
         ))
     };
     let Some(user) = scope.user_id.as_deref() else { return Err(refused()) };
-    match store.user_talked_in(target.platform.as_str(), &target.chat_id, user).await {
+    match routes.user_talked_in(target.platform.as_str(), &target.chat_id, user).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(refused()),
         Err(e) => Err(HostError::Store(e.to_string())),
@@ -120,16 +136,16 @@ impl ToolHost for GatewayToolHost {
         // this session key's history.
         let search_scope =
             SearchScope::Origin { platform: scope.platform.clone(), chat_id: scope.chat_id.clone(), user_id: scope.user_id.clone() };
-        let hits = self.store.search_messages(query, search_scope, limit).await.map_err(|e| HostError::Store(e.to_string()))?;
+        let hits = self.log.search_messages(query, search_scope, limit).await.map_err(|e| HostError::Store(e.to_string()))?;
         Ok(hits
             .into_iter()
             .map(|h| PastMessage { session_id: h.session_id, role: h.role, snippet: h.snippet, timestamp: h.timestamp.timestamp_millis() })
             .collect())
     }
 
-    async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, key: &str) -> Result<String, HostError> {
+    async fn send_message(&self, scope: &SessionScope, target: &str, text: &str, id: &SendId) -> Result<String, HostError> {
         let (resolved, kind) = resolve_target(&self.homes, &self.deliverer, scope, target)?;
-        may_send_to(&self.store, scope, &resolved, &kind).await?;
+        may_send_to(self.routes.as_ref(), scope, &resolved, &kind).await?;
         let adapter = self
             .deliverer
             .adapter(resolved.platform.as_str())
@@ -137,7 +153,7 @@ impl ToolHost for GatewayToolHost {
         if !adapter.capabilities().supports_async_delivery {
             return Err(HostError::Unavailable(format!("`{}` cannot receive messages outside a request", resolved.platform)));
         }
-        match self.deliverer.send(Reply::markdown(resolved.clone(), text), ReplyKey::SendMessage(key.to_string())).await {
+        match self.deliverer.send(Reply::markdown(resolved.clone(), text), ReplyKey::send_message(id)).await {
             Delivery::Delivered => Ok(format!("Sent to {}:{}.", resolved.platform, resolved.chat_id)),
             Delivery::Queued => Ok(format!(
                 "{} is not accepting messages right now; the message is queued and will be delivered when it recovers. Do not send it again.",
@@ -149,7 +165,7 @@ impl ToolHost for GatewayToolHost {
     }
 
     async fn cronjob(&self, scope: &SessionScope, args: CronJobArgs) -> Result<String, HostError> {
-        let rights = crate::gateway::delivery::rights::DeliveryRights { routes: self.store.as_ref(), homes: &self.homes };
+        let rights = crate::gateway::delivery::rights::DeliveryRights { routes: self.routes.as_ref(), homes: &self.homes };
         crate::gateway::turn::cron_tool::act(&self.cron, &rights, scope, args).await
     }
 

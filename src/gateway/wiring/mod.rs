@@ -3,19 +3,21 @@
 //!
 //! 1. [`Models`], the [`Deliverer`] (adapters, outbox, file roots) and the [`ClarifyBoard`]
 //!    own nothing that needs them back.
-//! 2. The approval policy ([`ChatApprovals`]) gets the classifier, the store and the deliverer
+//! 2. The approval policy ([`ChatApprovals`]) gets the classifier, the store's approvals and the deliverer
 //!    (for its prompts); its board is shared with the commands that answer it and the actors.
-//! 3. The [`GatewayToolHost`] gets the store, the deliverer, the clarify board and the home
+//! 3. The [`GatewayToolHost`] gets the session log and routes, the deliverer, the clarify board and the home
 //!    channels; the agent's tools reach it through each turn's tool context, and nothing it
 //!    holds owns the agent.
-//! 4. The [`StoreDirectory`] (handed to the adapters when they start) gets the store, the key
+//! 4. The [`StoreDirectory`] (handed to the adapters when they start) gets the routes and the
+//!    session log, the key
 //!    policy and the models — not the adapters.
 //! 5. The cron parts ([`crate::gateway::cron::ticker`]): the jobs (also handed to the tool host for the
 //!    `cronjob` tool), then, once the turn's handles exist, the host of scheduled runs and the
 //!    ticker; the commands get the jobs, the home channels and the ticker's health.
 //! 6. The turn's, the commands' and the actors' handles are assembled from the above.
 //!
-//! [`Wiring`] is the one value that holds everything; only `gateway::run` (and the tests'
+//! [`Wiring`] is the one value that holds everything, the whole store among it (each part gets
+//! only the store concerns it uses); only `gateway::run` (and the tests'
 //! in-process gateway) keep it, and they hand out its parts.
 
 use super::commands::{self, CommandHandles};
@@ -45,7 +47,7 @@ use crate::gateway::turn::approvals::{ApprovalHandles, ChatApprovals};
 use crate::gateway::turn::clarify::ClarifyBoard;
 use crate::gateway::turn::limits::TurnLimits;
 use crate::gateway::turn::tool_access::ToolAccess;
-use crate::gateway::turn::tool_host::GatewayToolHost;
+use crate::gateway::turn::tool_host::{GatewayToolHost, HostStore};
 use crate::store::Store;
 use hermes_adapter::PlatformAdapter;
 use std::sync::Arc;
@@ -106,7 +108,8 @@ impl Wiring {
         let clarify = Arc::new(ClarifyBoard::default());
         let homes = HomeChannels::from_config(&config);
         let jobs = crate::gateway::cron::ticker::jobs(&config, &home);
-        let host = GatewayToolHost::new(store.clone(), deliverer.clone(), clarify.clone(), homes.clone(), jobs.clone());
+        let host_store = HostStore { log: store.clone(), routes: store.clone() };
+        let host = GatewayToolHost::new(host_store, deliverer.clone(), clarify.clone(), homes.clone(), jobs.clone());
         let smart = (approvals.rules.mode == Mode::Smart).then(|| SmartJudge::new(agent.clone(), models.clone()));
         let policy = ChatApprovals::new(guard, approvals.clone(), smart, store.clone(), deliverer.clone(), tool_settings.secrets.clone());
         let tools = Arc::new(ToolAccess::new(&config, paths.clone(), tool_settings.clone(), Arc::new(host), Arc::new(policy)));
@@ -119,9 +122,17 @@ impl Wiring {
             deliverer.chat_platforms(),
         );
         let compactor = Compactor::new(config.compression.clone(), agent.clone(), models.clone(), store.clone());
-        let sessions = Arc::new(Sessions { store: store.clone(), history: HistoryCache::new(history_bytes), prompts, compactor });
+        let sessions = Arc::new(Sessions {
+            turns: store.clone(),
+            log: store.clone(),
+            routes: store.clone(),
+            history: HistoryCache::new(history_bytes),
+            prompts,
+            compactor,
+        });
         let turns = TurnHandles {
             sessions,
+            inbox: store.clone(),
             models: models.clone(),
             deliverer,
             tools,
