@@ -10,13 +10,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// Replace `target` with `bytes`, creating its directory when missing.
-pub fn write(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     replace(target, bytes, None)
 }
 
 /// [`write()`] for a file only its owner may read: the new file is mode 0600 from its creation,
 /// so its content is never readable by others, not even for a moment.
-pub fn write_private(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     replace(target, bytes, Some(0o600))
 }
 
@@ -51,7 +51,7 @@ fn replace(target: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()
 }
 
 /// [`write()`] off the async runtime's worker threads.
-pub async fn write_async(target: &Path, bytes: Vec<u8>) -> std::io::Result<()> {
+pub(crate) async fn write_async(target: &Path, bytes: Vec<u8>) -> std::io::Result<()> {
     let target = target.to_path_buf();
     tokio::task::spawn_blocking(move || write(&target, &bytes)).await.map_err(std::io::Error::other)?
 }

@@ -85,12 +85,16 @@
 //! - A store concern: a trait in `src/store/backend/`, implemented by every backend and tested
 //!   once for all of them by the store's shared suite; holders take that trait, not the store.
 
+// `pub` is for what another crate (the binary, `tests/`, `benches/`) uses; everything else is
+// `pub(crate)`, and this lint keeps it so.
+#![warn(unreachable_pub)]
+
 pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod cron;
-pub mod fs_atomic;
+pub(crate) mod fs_atomic;
 pub mod gateway;
-pub mod observe;
+pub(crate) mod observe;
 pub mod registry;
 pub mod store;

@@ -57,7 +57,7 @@ pub enum Judgement {
 }
 
 /// The pattern key of a request to leave the sandbox (approved like any other key).
-pub const LEAVE_SANDBOX: &str = "run outside the sandbox";
+pub(crate) const LEAVE_SANDBOX: &str = "run outside the sandbox";
 
 /// Keys about a place outside the workspace: approving one means the command must run outside
 /// the sandbox to do what it was approved for, since the sandbox would stop exactly that part.
@@ -85,7 +85,7 @@ const OUTSIDE_KEYS: [&str; 20] = [
 ];
 
 /// Whether approving `findings` means running outside the sandbox.
-pub fn leaves_sandbox(findings: &[Finding]) -> bool {
+pub(crate) fn leaves_sandbox(findings: &[Finding]) -> bool {
     findings.iter().any(|f| OUTSIDE_KEYS.contains(&f.key))
 }
 
@@ -162,7 +162,7 @@ fn hardline_message(finding: &Finding) -> String {
 }
 
 /// The findings as a list, one `- key (detail)` line each.
-pub fn describe_findings(findings: &[Finding]) -> String {
+pub(crate) fn describe_findings(findings: &[Finding]) -> String {
     let mut out = String::new();
     for finding in findings {
         let _ = write!(out, "\n- {} ({})", finding.key, finding.detail);
@@ -171,7 +171,7 @@ pub fn describe_findings(findings: &[Finding]) -> String {
 }
 
 /// Why a command that needs approval is refused where nobody can approve it.
-pub fn unanswerable_message(findings: &[Finding], approvals_off: bool) -> String {
+pub(crate) fn unanswerable_message(findings: &[Finding], approvals_off: bool) -> String {
     let mut out = format!("BLOCKED: this command needs approval:{}\n", describe_findings(findings));
     if approvals_off && !leaves_sandbox(findings) {
         out.push_str(

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Fewest messages worth compressing.
-pub const MIN_MESSAGES: usize = 4;
+pub(crate) const MIN_MESSAGES: usize = 4;
 /// Prefix of the message that carries a summary.
-pub const SUMMARY_PREFIX: &str = "[CONTEXT SUMMARY] Earlier turns of this conversation were compressed into this summary:";
+pub(crate) const SUMMARY_PREFIX: &str = "[CONTEXT SUMMARY] Earlier turns of this conversation were compressed into this summary:";
 
 const SUMMARIZER_PROMPT: &str = "You compress conversations. Summarize the conversation excerpt you are given so that an assistant can \
 continue the conversation without it. Keep: the user's goals and preferences, decisions made, facts learned (names, numbers, paths, \
@@ -21,7 +21,7 @@ do not address the user; do not invent anything.";
 
 /// A rough token count: about four characters per token plus a little per message. Good enough
 /// to decide when to compress; the provider's own count (when reported) is preferred.
-pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
+pub(crate) fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
     messages
         .iter()
         .map(|m| {
@@ -33,7 +33,7 @@ pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
 
 /// How a conversation splits for compression.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Split {
+pub(crate) struct Split {
     pub head: usize,
     /// Index where the protected tail starts; `head..tail` is summarized.
     pub tail: usize,
@@ -41,7 +41,7 @@ pub struct Split {
 
 /// Where to cut `messages` (without the system prompt), or `None` when there is nothing to
 /// compress.
-pub fn split(messages: &[ChatMessage], protect_first: usize, protect_last: usize) -> Option<Split> {
+pub(crate) fn split(messages: &[ChatMessage], protect_first: usize, protect_last: usize) -> Option<Split> {
     if messages.len() < MIN_MESSAGES {
         return None;
     }
@@ -59,7 +59,7 @@ pub fn split(messages: &[ChatMessage], protect_first: usize, protect_last: usize
 }
 
 /// Summarize `middle` with `model`. `focus` (from `/compress <focus>`) says what matters most.
-pub async fn summarize(
+pub(crate) async fn summarize(
     agent: &Arc<Agent>,
     model: ModelSpec,
     middle: &[ChatMessage],
@@ -97,7 +97,7 @@ pub async fn summarize(
 }
 
 /// The message that replaces the summarized middle.
-pub fn summary_message(summary: &str) -> ChatMessage {
+pub(crate) fn summary_message(summary: &str) -> ChatMessage {
     ChatMessage::user(format!("{SUMMARY_PREFIX}\n{summary}"))
 }
 

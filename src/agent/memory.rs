@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use tokio::sync::Mutex;
 
 /// Separates entries in a memory file.
-pub const ENTRY_SEPARATOR: &str = "\n§\n";
+pub(crate) const ENTRY_SEPARATOR: &str = "\n§\n";
 
 /// Writes from concurrent sessions are serialized so none is lost.
 static WRITE_LOCK: Mutex<()> = Mutex::const_new(());
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemoryTarget {
+pub(crate) enum MemoryTarget {
     /// `MEMORY.md`: the agent's notes.
     Memory,
     /// `USER.md`: the user profile.
@@ -26,14 +26,14 @@ pub enum MemoryTarget {
 }
 
 impl MemoryTarget {
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
             "memory" | "memory.md" | "notes" => Some(Self::Memory),
             "user" | "user.md" | "profile" => Some(Self::User),
             _ => None,
         }
     }
-    pub fn file_name(self) -> &'static str {
+    pub(crate) fn file_name(self) -> &'static str {
         match self {
             Self::Memory => "MEMORY.md",
             Self::User => "USER.md",
@@ -42,7 +42,7 @@ impl MemoryTarget {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum MemoryError {
+pub(crate) enum MemoryError {
     #[error("refused: {0}")]
     Refused(String),
     #[error(
@@ -59,7 +59,7 @@ pub enum MemoryError {
 
 /// The memory directory and its budgets.
 #[derive(Debug, Clone)]
-pub struct MemoryStore {
+pub(crate) struct MemoryStore {
     dir: PathBuf,
     /// Where `USER.md` lives: `dir` itself, or one user's own folder.
     user_dir: PathBuf,
@@ -69,7 +69,7 @@ pub struct MemoryStore {
 
 /// The folder of one user's own `USER.md` under the memories folder. The id is escaped so that
 /// any id (an mxid, an email address) is one path component that cannot climb out.
-pub fn user_profile_dir(memories: &Path, platform: &str, user_id: &str) -> PathBuf {
+pub(crate) fn user_profile_dir(memories: &Path, platform: &str, user_id: &str) -> PathBuf {
     memories.join("users").join(path_component(platform)).join(path_component(user_id))
 }
 
@@ -87,14 +87,14 @@ fn path_component(raw: &str) -> String {
 }
 
 impl MemoryStore {
-    pub fn new(dir: impl Into<PathBuf>, memory_limit: usize, user_limit: usize) -> Self {
+    pub(crate) fn new(dir: impl Into<PathBuf>, memory_limit: usize, user_limit: usize) -> Self {
         let dir = dir.into();
         Self { user_dir: dir.clone(), dir, memory_limit, user_limit }
     }
 
     /// The store a session uses: with `per_user` profiles, the user's own `USER.md` (a session
     /// without a user id, from an API key holder or a signed webhook, keeps the shared one).
-    pub fn for_session(self, per_user: bool, platform: &str, user_id: Option<&str>) -> Self {
+    pub(crate) fn for_session(self, per_user: bool, platform: &str, user_id: Option<&str>) -> Self {
         match user_id.filter(|id| per_user && !id.is_empty()) {
             Some(id) => {
                 let dir = user_profile_dir(&self.dir, platform, id);
@@ -105,12 +105,12 @@ impl MemoryStore {
     }
 
     /// The same store with `USER.md` read from and written to `user_dir`.
-    pub fn with_user_dir(mut self, user_dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn with_user_dir(mut self, user_dir: impl Into<PathBuf>) -> Self {
         self.user_dir = user_dir.into();
         self
     }
 
-    pub fn limit(&self, target: MemoryTarget) -> usize {
+    pub(crate) fn limit(&self, target: MemoryTarget) -> usize {
         match target {
             MemoryTarget::Memory => self.memory_limit,
             MemoryTarget::User => self.user_limit,
@@ -125,12 +125,12 @@ impl MemoryStore {
     }
 
     /// The entries of one file (a missing file has none).
-    pub fn entries(&self, target: MemoryTarget) -> Vec<String> {
+    pub(crate) fn entries(&self, target: MemoryTarget) -> Vec<String> {
         read_entries(&self.path(target))
     }
 
     /// Add an entry. An identical entry already present is not added twice.
-    pub async fn add(&self, target: MemoryTarget, content: &str) -> Result<String, MemoryError> {
+    pub(crate) async fn add(&self, target: MemoryTarget, content: &str) -> Result<String, MemoryError> {
         let content = clean(content)?;
         self.update(target, |entries| {
             if entries.iter().any(|e| e == &content) {
@@ -143,7 +143,7 @@ impl MemoryStore {
     }
 
     /// Replace the one entry containing `old` with `content`.
-    pub async fn replace(&self, target: MemoryTarget, old: &str, content: &str) -> Result<String, MemoryError> {
+    pub(crate) async fn replace(&self, target: MemoryTarget, old: &str, content: &str) -> Result<String, MemoryError> {
         let content = clean(content)?;
         let file = target.file_name();
         self.update(target, |entries| {
@@ -155,7 +155,7 @@ impl MemoryStore {
     }
 
     /// Remove the one entry containing `old`.
-    pub async fn remove(&self, target: MemoryTarget, old: &str) -> Result<String, MemoryError> {
+    pub(crate) async fn remove(&self, target: MemoryTarget, old: &str) -> Result<String, MemoryError> {
         let file = target.file_name();
         self.update(target, |entries| {
             let i = find_one(entries, old, file)?;
@@ -185,7 +185,7 @@ impl MemoryStore {
     }
 
     /// The block a session's system prompt shows for `target`, or `None` when it is empty.
-    pub fn prompt_block(&self, target: MemoryTarget) -> Option<String> {
+    pub(crate) fn prompt_block(&self, target: MemoryTarget) -> Option<String> {
         let entries = self.entries(target);
         if entries.is_empty() {
             return None;

@@ -2,18 +2,18 @@
 //! tools) and emits [`TurnEvent`]s. It knows no gateway, no adapter and no SQL: the caller hands it
 //! the conversation and persists what comes back.
 
-pub mod approval;
-pub mod compress;
-pub mod fence;
-pub mod memory;
-pub mod message;
-pub mod prompt;
+pub(crate) mod approval;
+pub(crate) mod compress;
+pub(crate) mod fence;
+pub(crate) mod memory;
+pub(crate) mod message;
+pub(crate) mod prompt;
 pub mod providers;
 pub mod run_loop;
-pub mod safety;
-pub mod sandbox;
-pub mod skills;
-pub mod tool_protocol;
+pub(crate) mod safety;
+pub(crate) mod sandbox;
+pub(crate) mod skills;
+pub(crate) mod tool_protocol;
 pub mod tools;
 
 #[cfg(test)]

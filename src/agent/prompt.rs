@@ -30,7 +30,7 @@ const CONTEXT_FILES: &[&str] = &["AGENTS.md", ".hermes.md", "HERMES.md"];
 const MAX_CONTEXT_FILE_CHARS: usize = 20_000;
 
 /// What a session's prompt is built from.
-pub struct PromptInputs<'a> {
+pub(crate) struct PromptInputs<'a> {
     pub paths: &'a AgentPaths,
     pub operator_prompt: Option<&'a str>,
     pub source: &'a SessionSource,
@@ -47,7 +47,7 @@ fn untrusted(label: &str) -> String {
     format!("\"{}\" (untrusted label)", cleaned.replace('"', "'"))
 }
 
-pub fn session_context(source: &SessionSource, connected: &[String]) -> String {
+pub(crate) fn session_context(source: &SessionSource, connected: &[String]) -> String {
     let mut out = String::from("## Current Session Context\n");
     out.push_str(&format!("- Platform: {}\n", source.platform));
     let kind = match source.chat_type {
@@ -111,7 +111,7 @@ fn context_files(workdir: &Path) -> Vec<String> {
 }
 
 /// The frozen part of a session's system prompt.
-pub fn assemble(inputs: &PromptInputs<'_>) -> String {
+pub(crate) fn assemble(inputs: &PromptInputs<'_>) -> String {
     let has = |set: &str| inputs.toolsets.iter().any(|s| s == set);
     let mut parts: Vec<String> = Vec::new();
     let soul = read_trimmed(&inputs.paths.home.join("SOUL.md")).filter(|s| super::safety::screen(s).is_ok());
@@ -147,7 +147,7 @@ pub fn assemble(inputs: &PromptInputs<'_>) -> String {
 
 /// The system message of one request: the frozen prompt plus this message's own instructions
 /// (an API client's system message, a webhook route's prompt), which are not frozen.
-pub fn with_message_instructions(frozen: &str, per_message: Option<&str>) -> String {
+pub(crate) fn with_message_instructions(frozen: &str, per_message: Option<&str>) -> String {
     match per_message.map(str::trim).filter(|p| !p.is_empty()) {
         Some(extra) => format!("{frozen}\n\n## Instructions from the client\n{extra}"),
         None => frozen.to_string(),

@@ -51,7 +51,7 @@ fn is_invisible(c: char) -> bool {
 /// Why [`screen`] keeps a text out of the prompt; the message completes "refused: …" and the
 /// "left out: …" note in the prompt.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// A character nobody reading the text would see (its code point).
     #[error("it contains an invisible Unicode character (U+{0:04X}), which can hide instructions from the reader; remove it")]
     Invisible(u32),
@@ -64,7 +64,7 @@ pub enum Refusal {
 }
 
 /// `Err(reason)` when `text` must not enter a prompt.
-pub fn screen(text: &str) -> Result<(), Refusal> {
+pub(crate) fn screen(text: &str) -> Result<(), Refusal> {
     if let Some(c) = text.chars().find(|c| is_invisible(*c)) {
         return Err(Refusal::Invisible(c as u32));
     }

@@ -6,13 +6,13 @@
 use serde::Deserialize;
 use std::path::{Component, Path, PathBuf};
 
-pub const SKILL_FILE: &str = "SKILL.md";
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
 /// How deep below the skills directory a `SKILL.md` is looked for (`<category>/<name>/SKILL.md`).
 const MAX_DEPTH: usize = 3;
 const MAX_DESCRIPTION: usize = 300;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkillInfo {
+pub(crate) struct SkillInfo {
     pub name: String,
     pub description: String,
     /// The skill's folder.
@@ -20,7 +20,7 @@ pub struct SkillInfo {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SkillError {
+pub(crate) enum SkillError {
     #[error("no skill named `{0}`; call skills_list to see the available skills")]
     NotFound(String),
     #[error("a skill named `{0}` already exists; use action `edit` or `patch` to change it")]
@@ -52,7 +52,7 @@ fn split_front_matter(text: &str) -> (FrontMatter, &str) {
     (meta, body)
 }
 
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     name.len() <= 64
         && chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
@@ -60,7 +60,7 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// Every skill under `root`, sorted by name.
-pub fn list(root: &Path) -> Vec<SkillInfo> {
+pub(crate) fn list(root: &Path) -> Vec<SkillInfo> {
     let mut found = Vec::new();
     collect(root, 0, &mut found);
     found.sort_by(|a, b| a.name.cmp(&b.name));
@@ -97,7 +97,7 @@ fn collect(dir: &Path, depth: usize, out: &mut Vec<SkillInfo>) {
     }
 }
 
-pub fn find(root: &Path, name: &str) -> Result<SkillInfo, SkillError> {
+pub(crate) fn find(root: &Path, name: &str) -> Result<SkillInfo, SkillError> {
     list(root).into_iter().find(|s| s.name == name).ok_or_else(|| SkillError::NotFound(name.to_string()))
 }
 
@@ -111,7 +111,7 @@ fn inside(dir: &Path, rel: &str) -> Result<PathBuf, SkillError> {
 }
 
 /// The full text of a skill's `SKILL.md`, or of one of its supporting files.
-pub fn view(root: &Path, name: &str, file: Option<&str>) -> Result<String, SkillError> {
+pub(crate) fn view(root: &Path, name: &str, file: Option<&str>) -> Result<String, SkillError> {
     let skill = find(root, name)?;
     let path = match file {
         Some(f) => inside(&skill.dir, f)?,
@@ -121,7 +121,7 @@ pub fn view(root: &Path, name: &str, file: Option<&str>) -> Result<String, Skill
 }
 
 /// Supporting files of a skill (relative paths), for `skill_view` to mention.
-pub fn files(skill: &SkillInfo) -> Vec<String> {
+pub(crate) fn files(skill: &SkillInfo) -> Vec<String> {
     let mut out = Vec::new();
     let walker = ignore::WalkBuilder::new(&skill.dir).max_depth(Some(3)).build();
     for entry in walker.flatten() {
@@ -144,7 +144,7 @@ fn compose(name: &str, description: &str, body: &str) -> String {
     format!("---\nname: {name}\ndescription: {}\n---\n\n{}\n", description.replace('\n', " ").trim(), body.trim())
 }
 
-pub fn create(root: &Path, name: &str, description: &str, body: &str) -> Result<(), SkillError> {
+pub(crate) fn create(root: &Path, name: &str, description: &str, body: &str) -> Result<(), SkillError> {
     if !valid_name(name) {
         return Err(SkillError::BadName(name.to_string()));
     }
@@ -160,7 +160,7 @@ pub fn create(root: &Path, name: &str, description: &str, body: &str) -> Result<
 }
 
 /// Replace the whole `SKILL.md` (front matter kept when the new text has none).
-pub fn edit(root: &Path, name: &str, description: Option<&str>, body: &str) -> Result<(), SkillError> {
+pub(crate) fn edit(root: &Path, name: &str, description: Option<&str>, body: &str) -> Result<(), SkillError> {
     let skill = find(root, name)?;
     screened(body)?;
     let description = description.map(str::to_string).unwrap_or(skill.description.clone());
@@ -169,7 +169,7 @@ pub fn edit(root: &Path, name: &str, description: Option<&str>, body: &str) -> R
 }
 
 /// Exact search/replace in `SKILL.md` or a supporting file.
-pub fn patch(root: &Path, name: &str, file: Option<&str>, old: &str, new: &str) -> Result<(), SkillError> {
+pub(crate) fn patch(root: &Path, name: &str, file: Option<&str>, old: &str, new: &str) -> Result<(), SkillError> {
     let skill = find(root, name)?;
     let path = match file {
         Some(f) => inside(&skill.dir, f)?,
@@ -187,14 +187,14 @@ pub fn patch(root: &Path, name: &str, file: Option<&str>, old: &str, new: &str) 
     }
 }
 
-pub fn write_file(root: &Path, name: &str, file: &str, content: &str) -> Result<(), SkillError> {
+pub(crate) fn write_file(root: &Path, name: &str, file: &str, content: &str) -> Result<(), SkillError> {
     let skill = find(root, name)?;
     let path = inside(&skill.dir, file)?;
     screened(content)?;
     write(&path, content)
 }
 
-pub fn delete(root: &Path, name: &str) -> Result<(), SkillError> {
+pub(crate) fn delete(root: &Path, name: &str) -> Result<(), SkillError> {
     let skill = find(root, name)?;
     std::fs::remove_dir_all(&skill.dir).map_err(|e| SkillError::Io(e.to_string()))
 }
@@ -204,7 +204,7 @@ fn write(path: &Path, text: &str) -> Result<(), SkillError> {
 }
 
 /// The skills section of the system prompt: names and descriptions only.
-pub fn prompt_index(root: &Path) -> Option<String> {
+pub(crate) fn prompt_index(root: &Path) -> Option<String> {
     let skills = list(root);
     if skills.is_empty() {
         return None;

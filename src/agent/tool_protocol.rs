@@ -6,7 +6,7 @@
 
 use super::message::{ChatMessage, Role, ToolCallRequest};
 use super::tools::ToolSchema;
-pub use crate::config::ToolProtocol;
+pub(crate) use crate::config::ToolProtocol;
 use serde_json::{Value, json};
 
 const OPEN: &str = "<tool_call>";
@@ -14,7 +14,7 @@ const CLOSE: &str = "</tool_call>";
 
 /// One `<tool_call>` block found in a response.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ParsedCall {
+pub(crate) enum ParsedCall {
     Call(ToolCallRequest),
     /// The block could not be understood; the string says why (sent back as a tool error).
     Malformed {
@@ -26,7 +26,7 @@ pub enum ParsedCall {
 
 /// The text with the blocks removed, and the blocks in order. `id_prefix` keeps ids unique within
 /// a turn.
-pub fn parse(text: &str, id_prefix: &str) -> (String, Vec<ParsedCall>) {
+pub(crate) fn parse(text: &str, id_prefix: &str) -> (String, Vec<ParsedCall>) {
     let mut visible = String::new();
     let mut calls = Vec::new();
     let mut rest = text;
@@ -72,7 +72,7 @@ fn parse_block(raw: &str, id: String) -> ParsedCall {
 }
 
 /// The system-prompt section that teaches the protocol.
-pub fn tools_prompt(tools: &[std::sync::Arc<ToolSchema>]) -> String {
+pub(crate) fn tools_prompt(tools: &[std::sync::Arc<ToolSchema>]) -> String {
     let mut out = String::from(
         "# Tools\n\nYou may call one or more functions to assist with the user query. The function signatures are inside <tools></tools>:\n<tools>\n",
     );
@@ -93,7 +93,7 @@ pub fn tools_prompt(tools: &[std::sync::Arc<ToolSchema>]) -> String {
 
 /// The conversation rewritten for a model without native tools: calls become text blocks in the
 /// assistant's message, results become `<tool_response>` blocks in user messages.
-pub fn to_text_messages(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+pub(crate) fn to_text_messages(messages: &[ChatMessage]) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = Vec::with_capacity(messages.len());
     for m in messages {
         match m.role {
@@ -132,14 +132,14 @@ pub fn to_text_messages(messages: &[ChatMessage]) -> Vec<ChatMessage> {
 /// Holds back streamed text that may be the start of a `<tool_call>` block, so raw blocks never
 /// reach the chat.
 #[derive(Debug, Default)]
-pub struct StreamFilter {
+pub(crate) struct StreamFilter {
     pending: String,
     in_call: bool,
 }
 
 impl StreamFilter {
     /// The part of `delta` that is safe to show now.
-    pub fn push(&mut self, delta: &str) -> String {
+    pub(crate) fn push(&mut self, delta: &str) -> String {
         if self.in_call {
             return String::new();
         }
@@ -166,7 +166,7 @@ impl StreamFilter {
     }
 
     /// What is left when the response ends.
-    pub fn finish(&mut self) -> String {
+    pub(crate) fn finish(&mut self) -> String {
         if self.in_call { String::new() } else { std::mem::take(&mut self.pending) }
     }
 }

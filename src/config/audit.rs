@@ -9,14 +9,14 @@ use std::os::unix::fs::PermissionsExt;
 
 /// How bad a finding is; `High` makes the audit exit non-zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
+pub(crate) enum Severity {
     Low,
     Medium,
     High,
 }
 
 impl Severity {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Severity::Low => "low",
             Severity::Medium => "medium",
@@ -27,7 +27,7 @@ impl Severity {
 
 /// One risky setting or file, and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub severity: Severity,
     /// Stable short key (for scripts and tests).
     pub key: &'static str,
@@ -39,12 +39,12 @@ pub struct Finding {
 const PRIVATE_FILES: &[&str] = &[".env", "config.yaml", "state.db", "state.db-wal", "auth.json"];
 
 /// Everything risky about this configuration and home on this kernel, worst first.
-pub fn audit(config: &Config, home: &Home) -> Vec<Finding> {
+pub(crate) fn audit(config: &Config, home: &Home) -> Vec<Finding> {
     audit_with(config, home, hermes_guard::sandbox::availability())
 }
 
 /// [`audit`] for a kernel whose Landlock support is `landlock`.
-pub fn audit_with(config: &Config, home: &Home, landlock: Availability) -> Vec<Finding> {
+pub(crate) fn audit_with(config: &Config, home: &Home, landlock: Availability) -> Vec<Finding> {
     let mut findings = Vec::new();
     listeners(config, &mut findings);
     who_may_talk(config, &mut findings);
@@ -56,7 +56,7 @@ pub fn audit_with(config: &Config, home: &Home, landlock: Availability) -> Vec<F
 }
 
 /// Only the findings about who may get in and who may act as an admin (for `hermes doctor`).
-pub fn access(config: &Config) -> Vec<Finding> {
+pub(crate) fn access(config: &Config) -> Vec<Finding> {
     let mut findings = Vec::new();
     who_may_talk(config, &mut findings);
     findings

@@ -6,12 +6,12 @@
 use crate::registry::Registry;
 
 /// First and last line of the generated region.
-pub const BEGIN: &str = "# --- generated from the adapter registrations; edit them, not this region ---";
+pub(crate) const BEGIN: &str = "# --- generated from the adapter registrations; edit them, not this region ---";
 /// See [`BEGIN`].
-pub const END: &str = "# --- end of generated region ---";
+pub(crate) const END: &str = "# --- end of generated region ---";
 
 /// The platform blocks of the example `config.yaml`, two spaces in (under `platforms:`).
-pub fn platform_blocks(registry: &Registry) -> String {
+pub(crate) fn platform_blocks(registry: &Registry) -> String {
     let mut out = String::new();
     for r in registry.iter() {
         out.push_str(&format!("\n  # {}\n  {}:\n{}", r.summary, r.platform, r.example_yaml));
@@ -20,7 +20,7 @@ pub fn platform_blocks(registry: &Registry) -> String {
 }
 
 /// The platform variables of `.env.example`.
-pub fn env_lines(registry: &Registry) -> String {
+pub(crate) fn env_lines(registry: &Registry) -> String {
     let mut out = String::new();
     for r in registry.iter() {
         out.push_str(&format!("\n# --- {} (platforms.{}.*) ---\n", r.summary, r.platform));
@@ -34,7 +34,7 @@ pub fn env_lines(registry: &Registry) -> String {
 
 /// `committed` with its generated region (the lines between [`BEGIN`] and [`END`], whatever
 /// their indentation) replaced by `generated`; `None` without markers.
-pub fn replace_region(committed: &str, generated: &str) -> Option<String> {
+pub(crate) fn replace_region(committed: &str, generated: &str) -> Option<String> {
     let begin = committed.find(BEGIN)?;
     let body = committed[begin..].find('\n')? + begin + 1;
     let end_marker = committed[body..].find(END)? + body;

@@ -17,13 +17,14 @@
 //! ```
 
 mod agent_sections;
-pub mod audit;
+pub(crate) mod audit;
 mod auth;
 mod de;
 mod display;
 mod env;
 mod error;
-pub mod examples;
+#[cfg(test)]
+pub(crate) mod examples;
 mod extra;
 mod gateway;
 mod home;

@@ -345,7 +345,7 @@ fn apply_skills(
 }
 
 /// One job as `/cron list` and `hermes cron list` show it.
-pub fn describe(job: &Job, zone: Zone) -> String {
+pub(crate) fn describe(job: &Job, zone: Zone) -> String {
     let next = match (job.enabled, job.next_run_at) {
         (false, _) => match job.paused_reason.as_deref().filter(|r| !r.trim().is_empty()) {
             Some(reason) => format!("paused: {reason}"),

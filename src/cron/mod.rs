@@ -18,13 +18,13 @@
 
 pub mod delivery;
 pub mod job;
-pub mod manage;
-pub mod output;
-pub mod owner;
-pub mod prompt;
+pub(crate) mod manage;
+pub(crate) mod output;
+pub(crate) mod owner;
+pub(crate) mod prompt;
 pub mod run;
 pub mod schedule;
-pub mod script;
-pub mod status;
+pub(crate) mod script;
+pub(crate) mod status;
 pub mod store;
 pub mod ticker;

@@ -9,13 +9,20 @@ use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
 
 /// How a run ended, as its output file records it.
-pub enum Outcome<'a> {
+pub(crate) enum Outcome<'a> {
     Answer(&'a str),
     Error(&'a str),
 }
 
 /// Write the run's file and prune the job's folder to `keep` files; returns the file's path.
-pub fn save(cron_dir: &Path, job: &Job, ran_at: DateTime<Utc>, zone: Zone, outcome: Outcome<'_>, keep: usize) -> std::io::Result<PathBuf> {
+pub(crate) fn save(
+    cron_dir: &Path,
+    job: &Job,
+    ran_at: DateTime<Utc>,
+    zone: Zone,
+    outcome: Outcome<'_>,
+    keep: usize,
+) -> std::io::Result<PathBuf> {
     let dir = job_dir(cron_dir, &job.id);
     let path = free_name(&dir, &file_stamp(ran_at, zone));
     crate::fs_atomic::write_private(&path, render(job, ran_at, zone, &outcome).as_bytes())?;
@@ -25,13 +32,13 @@ pub fn save(cron_dir: &Path, job: &Job, ran_at: DateTime<Utc>, zone: Zone, outco
 
 /// The folder of a job's outputs. The id is a file name here, so anything but hex, `-` and `_`
 /// is replaced (a hand-edited jobs.json must not write outside `output/`).
-pub fn job_dir(cron_dir: &Path, job_id: &str) -> PathBuf {
+pub(crate) fn job_dir(cron_dir: &Path, job_id: &str) -> PathBuf {
     let safe: String = job_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     cron_dir.join("output").join(if safe.is_empty() { "_".to_string() } else { safe })
 }
 
 /// The latest output of a job (for `context_from`), up to `max_chars`.
-pub fn latest(cron_dir: &Path, job_id: &str, max_chars: usize) -> Option<String> {
+pub(crate) fn latest(cron_dir: &Path, job_id: &str, max_chars: usize) -> Option<String> {
     let mut files = outputs(&job_dir(cron_dir, job_id)).ok()?;
     let newest = files.pop()?;
     let text = std::fs::read_to_string(newest).ok()?;

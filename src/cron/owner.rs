@@ -20,7 +20,7 @@ pub trait OwnerCheck: Send + Sync + 'static {
 
 /// Every owner may: for tests and tools that judge no one.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct EveryOwner;
+pub(crate) struct EveryOwner;
 
 impl OwnerCheck for EveryOwner {
     fn refusal(&self, _job: &Job) -> Option<String> {
@@ -33,12 +33,12 @@ const PREFIX: &str = "owner ";
 const MIDDLE: &str = " is no longer allowed";
 
 /// The pause reason for a job whose owner (`platform:user`) is no longer let in, and why.
-pub fn revoked(owner: &str, why: &str) -> String {
+pub(crate) fn revoked(owner: &str, why: &str) -> String {
     format!("{PREFIX}{owner}{MIDDLE} ({why})")
 }
 
 /// Whether the job was paused because its owner is no longer allowed (not by a person).
-pub fn is_owner_pause(job: &Job) -> bool {
+pub(crate) fn is_owner_pause(job: &Job) -> bool {
     !job.enabled && job.paused_reason.as_deref().is_some_and(|r| r.starts_with(PREFIX) && r.contains(MIDDLE))
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 /// Hermes' instruction for scheduled runs, word for word.
-pub const CRON_INSTRUCTION: &str = "[IMPORTANT: You are running as a scheduled cron job. DELIVERY: Your final response will be \
+pub(crate) const CRON_INSTRUCTION: &str = "[IMPORTANT: You are running as a scheduled cron job. DELIVERY: Your final response will be \
 automatically delivered to the user — do NOT use send_message or try to deliver the output yourself. Just produce your \
 report/output as your final response and the system handles the rest. SILENT: If there is genuinely nothing new to report, \
 respond with exactly \"[SILENT]\" (nothing else) to suppress delivery. Never combine [SILENT] with content — either report your \
@@ -20,7 +20,7 @@ findings normally, or say [SILENT] and nothing more.]";
 const CONTEXT_CHARS: usize = 8000;
 
 /// What the prompt is assembled from besides the job.
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     pub cron_dir: &'a Path,
     pub skills_dir: &'a Path,
     /// The job script's standard output, when it has one.
@@ -35,7 +35,7 @@ pub enum PromptError {
 }
 
 /// The run's user message, and the fence that marks its outside parts.
-pub fn assemble(job: &Job, inputs: &Inputs<'_>) -> Result<(String, Fence), PromptError> {
+pub(crate) fn assemble(job: &Job, inputs: &Inputs<'_>) -> Result<(String, Fence), PromptError> {
     let fence = Fence::new();
     let mut parts = vec![CRON_INSTRUCTION.to_string()];
     if let Some(output) = inputs.script_output.filter(|o| !o.trim().is_empty()) {
@@ -83,7 +83,7 @@ pub struct StopsGateway {
 }
 
 /// Why a job must not be created, if its prompt or script stops or restarts the gateway.
-pub fn lifecycle_refusal(prompt: &str, script: Option<&str>) -> Option<StopsGateway> {
+pub(crate) fn lifecycle_refusal(prompt: &str, script: Option<&str>) -> Option<StopsGateway> {
     let text = format!("{prompt}\n{}", script.unwrap_or(""));
     LIFECYCLE.find(&text).map(|m| StopsGateway { found: m.as_str().trim().to_string() })
 }

@@ -31,7 +31,7 @@ const GUARD_READ_CAP: u64 = 1024 * 1024;
 
 /// Why the script at `path` must not run from a job: its contents stop or restart the gateway
 /// (the guard reads what the script does, not only what it is called).
-pub fn lifecycle_refusal(name: &str, path: &Path) -> Result<(), ScriptError> {
+pub(crate) fn lifecycle_refusal(name: &str, path: &Path) -> Result<(), ScriptError> {
     use std::io::Read;
     let mut head = Vec::new();
     let read = std::fs::File::open(path).and_then(|f| f.take(GUARD_READ_CAP).read_to_end(&mut head));
@@ -43,7 +43,7 @@ pub fn lifecycle_refusal(name: &str, path: &Path) -> Result<(), ScriptError> {
 }
 
 /// What a script runs with.
-pub struct ScriptRun<'a> {
+pub(crate) struct ScriptRun<'a> {
     pub scripts_dir: &'a Path,
     pub timeout: Duration,
     /// Environment variables removed (the gateway's secrets).
@@ -51,7 +51,7 @@ pub struct ScriptRun<'a> {
 }
 
 /// The script's path, if it names a file inside the scripts folder.
-pub fn locate(scripts_dir: &Path, script: &str) -> Result<PathBuf, ScriptError> {
+pub(crate) fn locate(scripts_dir: &Path, script: &str) -> Result<PathBuf, ScriptError> {
     let outside = || ScriptError::Outside(script.to_string(), scripts_dir.display().to_string());
     let root = scripts_dir.canonicalize().map_err(|_| outside())?;
     let path = root.join(script).canonicalize().map_err(|_| outside())?;
@@ -59,7 +59,7 @@ pub fn locate(scripts_dir: &Path, script: &str) -> Result<PathBuf, ScriptError> 
 }
 
 /// Run the script and return its standard output.
-pub async fn run(script: &str, run: &ScriptRun<'_>) -> Result<String, ScriptError> {
+pub(crate) async fn run(script: &str, run: &ScriptRun<'_>) -> Result<String, ScriptError> {
     let path = locate(run.scripts_dir, script)?;
     // Checked again at each run: the file may have changed since the job was created.
     lifecycle_refusal(script, &path)?;
@@ -84,7 +84,7 @@ pub async fn run(script: &str, run: &ScriptRun<'_>) -> Result<String, ScriptErro
 }
 
 /// A script's way of saying the agent need not run this time (Hermes' `wakeAgent: false`).
-pub fn skips_agent(output: &str) -> bool {
+pub(crate) fn skips_agent(output: &str) -> bool {
     output.lines().any(|l| {
         let compact: String = l.chars().filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'').collect();
         compact.eq_ignore_ascii_case("wakeAgent:false") || compact.eq_ignore_ascii_case("{wakeAgent:false}")

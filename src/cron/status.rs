@@ -13,24 +13,24 @@ const HEARTBEAT_STALE_SECS: i64 = 150;
 
 /// The marker files.
 #[derive(Debug, Clone)]
-pub struct Markers {
+pub(crate) struct Markers {
     dir: PathBuf,
 }
 
 impl Markers {
-    pub fn new(cron_dir: &Path) -> Self {
+    pub(crate) fn new(cron_dir: &Path) -> Self {
         Self { dir: cron_dir.to_path_buf() }
     }
 
-    pub fn heartbeat(&self, at: DateTime<Utc>) {
+    pub(crate) fn heartbeat(&self, at: DateTime<Utc>) {
         self.write("ticker_heartbeat", &at.timestamp().to_string());
     }
 
-    pub fn success(&self, at: DateTime<Utc>) {
+    pub(crate) fn success(&self, at: DateTime<Utc>) {
         self.write("ticker_last_success", &at.timestamp().to_string());
     }
 
-    pub fn failure(&self, at: DateTime<Utc>, error: &str) {
+    pub(crate) fn failure(&self, at: DateTime<Utc>, error: &str) {
         self.write("ticker_last_error", &format!("{}\n{error}", at.timestamp()));
     }
 
@@ -52,7 +52,7 @@ impl Markers {
     }
 
     /// What the markers say at `now`.
-    pub fn verdict(&self, now: DateTime<Utc>) -> Verdict {
+    pub(crate) fn verdict(&self, now: DateTime<Utc>) -> Verdict {
         let Some(beat) = self.read_time("ticker_heartbeat").filter(|b| (now - *b).num_seconds() <= HEARTBEAT_STALE_SECS) else {
             return Verdict::NoTicker { last_heartbeat: self.read_time("ticker_heartbeat") };
         };
@@ -66,14 +66,14 @@ impl Markers {
 
 /// The three states `hermes cron status` tells apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     NoTicker { last_heartbeat: Option<DateTime<Utc>> },
     Failing { since: DateTime<Utc>, error: String, last_success: Option<DateTime<Utc>> },
     Firing { last_heartbeat: DateTime<Utc>, last_success: Option<DateTime<Utc>> },
 }
 
 impl Verdict {
-    pub fn describe(&self, now: DateTime<Utc>) -> String {
+    pub(crate) fn describe(&self, now: DateTime<Utc>) -> String {
         let ago = |t: DateTime<Utc>| format!("{} s ago", (now - t).num_seconds().max(0));
         match self {
             Verdict::NoTicker { last_heartbeat: None } => {

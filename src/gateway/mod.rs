@@ -20,19 +20,19 @@
 //! - [`ops`]: the process — adapters built from their registrations and supervised, locks,
 //!   health, the admin listener, the status file, what systemd sees, periodic chores.
 
-pub mod commands;
-pub mod conversation;
+pub(crate) mod commands;
+pub(crate) mod conversation;
 #[cfg(test)]
 mod crash_tests;
-pub mod cron;
+pub(crate) mod cron;
 pub mod delivery;
-pub mod intake;
-pub mod ops;
-pub mod session;
+pub(crate) mod intake;
+pub(crate) mod ops;
+pub(crate) mod session;
 #[cfg(test)]
 pub(crate) mod tests;
-pub mod turn;
-pub mod wiring;
+pub(crate) mod turn;
+pub(crate) mod wiring;
 
 use crate::agent::Agent;
 use crate::agent::approval::GuardPolicy;

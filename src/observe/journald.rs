@@ -25,13 +25,13 @@ const JOURNAL_FIELDS: [(&str, &str); 3] = [("platform", "PLATFORM"), ("session_k
 const FALLBACK_MESSAGE_BYTES: usize = 16 * 1024;
 
 #[derive(Clone)]
-pub struct JournaldWriter {
+pub(crate) struct JournaldWriter {
     socket: Arc<UnixDatagram>,
     target: std::path::PathBuf,
 }
 
 impl JournaldWriter {
-    pub fn connect(path: &Path) -> io::Result<Self> {
+    pub(crate) fn connect(path: &Path) -> io::Result<Self> {
         let socket = UnixDatagram::unbound()?;
         Ok(Self { socket: Arc::new(socket), target: path.to_path_buf() })
     }
@@ -47,7 +47,7 @@ fn priority(level: &Level) -> u8 {
 }
 
 /// Encode one journal entry; a value containing a newline uses the length-prefixed form.
-pub fn encode_fields(fields: &[(&str, &str)]) -> Vec<u8> {
+pub(crate) fn encode_fields(fields: &[(&str, &str)]) -> Vec<u8> {
     let mut out = Vec::with_capacity(fields.iter().map(|(k, v)| k.len() + v.len() + 2).sum::<usize>() + 16);
     for (name, value) in fields {
         out.extend_from_slice(name.as_bytes());
@@ -64,7 +64,8 @@ pub fn encode_fields(fields: &[(&str, &str)]) -> Vec<u8> {
 }
 
 /// Encode one entry with just a priority and a message.
-pub fn encode_entry(priority: u8, message: &str) -> Vec<u8> {
+#[cfg(test)]
+pub(crate) fn encode_entry(priority: u8, message: &str) -> Vec<u8> {
     let priority = priority.to_string();
     encode_fields(&[("PRIORITY", &priority), ("SYSLOG_IDENTIFIER", "hermes"), ("MESSAGE", message.trim_end_matches('\n'))])
 }
@@ -159,13 +160,13 @@ impl Visit for EventVisitor {
 }
 
 /// A tracing layer that sends every event to the journal, redacted, with its journal fields.
-pub struct JournaldLayer {
+pub(crate) struct JournaldLayer {
     writer: JournaldWriter,
     redactor: Redactor,
 }
 
 impl JournaldLayer {
-    pub fn new(writer: JournaldWriter, redactor: Redactor) -> Self {
+    pub(crate) fn new(writer: JournaldWriter, redactor: Redactor) -> Self {
         Self { writer, redactor }
     }
 }

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use tracing_subscriber::fmt::MakeWriter;
 
 /// The file's name inside the logs folder.
-pub const FILE_NAME: &str = "gateway.log";
+pub(crate) const FILE_NAME: &str = "gateway.log";
 
 /// Where the files go and when they rotate.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rotation {
+pub(crate) struct Rotation {
     pub dir: PathBuf,
     pub max_bytes: u64,
     /// Rotated files kept beside the live one.
@@ -28,14 +28,14 @@ pub struct Rotation {
 
 /// A size-rotated log file shared by every record writer.
 #[derive(Clone)]
-pub struct RotatingFile {
+pub(crate) struct RotatingFile {
     file: Arc<Mutex<FileRotate<AppendCount>>>,
 }
 
 impl RotatingFile {
     /// Create the folder (0700) and open the file (0600); files left from an earlier run with
     /// looser modes are tightened.
-    pub fn open(rotation: &Rotation) -> io::Result<RotatingFile> {
+    pub(crate) fn open(rotation: &Rotation) -> io::Result<RotatingFile> {
         DirBuilder::new().recursive(true).mode(0o700).create(&rotation.dir)?;
         std::fs::set_permissions(&rotation.dir, Permissions::from_mode(0o700))?;
         let path = rotation.dir.join(FILE_NAME);
@@ -71,7 +71,7 @@ fn tighten_existing(dir: &Path) -> io::Result<()> {
 
 /// One record's writer: the whole record is written under the lock, so records from several
 /// threads never interleave and a rotation never splits one.
-pub struct RecordWriter {
+pub(crate) struct RecordWriter {
     file: Arc<Mutex<FileRotate<AppendCount>>>,
 }
 

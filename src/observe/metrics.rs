@@ -17,8 +17,8 @@
 //! models and tools by a cap past which values count as `other` (a user may `/model` any string,
 //! a model may call a tool that does not exist). No chat or user id is ever a label.
 
-pub mod labels;
-pub mod replies;
+pub(crate) mod labels;
+pub(crate) mod replies;
 
 use hermes_adapter::SendError;
 use labels::BoundedLabels;
@@ -33,7 +33,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// The `Content-Type` of [`Metrics::render`]'s text.
-pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+pub(crate) const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
 /// Distinct values kept per label before the rest count as `other`.
 const PLATFORM_LABELS: usize = 32;
@@ -112,7 +112,7 @@ fn llm_histogram() -> Histogram {
 
 /// Every metric of the gateway and the registry that renders them.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     messages_received: Family<PlatformLabel, Counter>,
     messages_sent: Family<PlatformLabel, Counter>,
@@ -148,7 +148,7 @@ pub struct Metrics {
 static METRICS: OnceLock<Metrics> = OnceLock::new();
 
 /// The process's metrics (see the module doc for why there is one).
-pub fn global() -> &'static Metrics {
+pub(crate) fn global() -> &'static Metrics {
     METRICS.get_or_init(Metrics::new)
 }
 
@@ -159,7 +159,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut m = Metrics {
             registry: Registry::with_prefix("hermes"),
             messages_received: Family::default(),
@@ -239,22 +239,17 @@ impl Metrics {
     }
 
     /// An inbound message was accepted (not a redelivery) in `chat`.
-    pub fn message_received(&self, platform: &str, chat: &str) {
+    pub(crate) fn message_received(&self, platform: &str, chat: &str) {
         let label = self.platform(platform);
         self.messages_received.get_or_create(&label).inc();
         self.replies.started(label.platform, chat);
     }
 
     /// A message reached the platform in `chat`; the first after a user's message times the reply.
-    pub fn message_sent(&self, platform: &str, chat: &str) {
+    pub(crate) fn message_sent(&self, platform: &str, chat: &str) {
         let label = self.platform(platform);
         self.messages_sent.get_or_create(&label).inc();
         self.answer_seen(label, chat);
-    }
-
-    /// A streamed answer was edited in `chat`: visible to the user, though no new message.
-    pub fn message_edited(&self, platform: &str, chat: &str) {
-        self.answer_seen(self.platform(platform), chat);
     }
 
     fn answer_seen(&self, label: PlatformLabel, chat: &str) {
@@ -264,19 +259,19 @@ impl Metrics {
     }
 
     /// One send attempt failed.
-    pub fn send_failed(&self, platform: &str, error: &SendError) {
+    pub(crate) fn send_failed(&self, platform: &str, error: &SendError) {
         let labels = SendErrorLabels { platform: self.platforms.label(platform), kind: send_error_kind(error) };
         self.send_errors.get_or_create(&labels).inc();
     }
 
     /// A message starts leaving; the outbox depth counts it until the returned guard drops.
-    pub fn sending(&'static self) -> Sending {
+    pub(crate) fn sending(&'static self) -> Sending {
         self.outbox_depth.inc();
         Sending { metrics: self }
     }
 
     /// A model request ended. `provider` is the configured one, or the wire format's name.
-    pub fn llm_request(&self, provider: &str, model: &str, elapsed: Duration, outcome: LlmOutcome) {
+    pub(crate) fn llm_request(&self, provider: &str, model: &str, elapsed: Duration, outcome: LlmOutcome) {
         let (provider, model) = (self.providers.label(provider), self.models.label(model));
         self.llm_latency.get_or_create(&ModelLabels { provider, model }).observe(elapsed.as_secs_f64());
         let outcome_label = match outcome {
@@ -290,36 +285,36 @@ impl Metrics {
         }
     }
 
-    pub fn tool_call(&self, tool: &str, failed: bool) {
+    pub(crate) fn tool_call(&self, tool: &str, failed: bool) {
         let outcome = if failed { "error" } else { "ok" };
         self.tool_calls.get_or_create(&ToolLabels { tool: self.tools.label(tool), outcome }).inc();
     }
 
     /// An approval asked of a person ended: `once`, `session`, `always`, `denied`, `timed_out`,
     /// `stopped` or `undeliverable`.
-    pub fn approval_decided(&self, outcome: &'static str) {
+    pub(crate) fn approval_decided(&self, outcome: &'static str) {
         self.approvals.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
-    pub fn set_approvals_pending(&self, waiting: usize) {
+    pub(crate) fn set_approvals_pending(&self, waiting: usize) {
         self.approvals_pending.set(as_gauge(waiting));
     }
 
     /// A scheduled run ended (`delivered`, `silent` or `failed`); `delivery_failed` when a target
     /// did not get its output.
-    pub fn cron_run(&self, outcome: &'static str, delivery_failed: bool) {
+    pub(crate) fn cron_run(&self, outcome: &'static str, delivery_failed: bool) {
         self.cron_runs.get_or_create(&OutcomeLabel { outcome }).inc();
         if delivery_failed {
             self.cron_delivery_failures.inc();
         }
     }
 
-    pub fn adapter_restarted(&self, platform: &str) {
+    pub(crate) fn adapter_restarted(&self, platform: &str) {
         self.adapter_restarts.get_or_create(&self.platform(platform)).inc();
     }
 
     /// Each adapter's current state (1) among `all_states` (0).
-    pub fn set_adapter_states<'a>(&self, adapters: impl IntoIterator<Item = (&'a str, &'static str)>, all_states: &[&'static str]) {
+    pub(crate) fn set_adapter_states<'a>(&self, adapters: impl IntoIterator<Item = (&'a str, &'static str)>, all_states: &[&'static str]) {
         for (platform, current) in adapters {
             let platform = self.platforms.label(platform);
             for state in all_states {
@@ -328,13 +323,13 @@ impl Metrics {
         }
     }
 
-    pub fn set_inbox_depth(&self, unfinished: usize) {
+    pub(crate) fn set_inbox_depth(&self, unfinished: usize) {
         self.inbox_depth.set(as_gauge(unfinished));
     }
 
     /// The outbox's queues, one entry per platform with messages waiting or given up; every
     /// platform set before and missing now reads 0.
-    pub fn set_outbox_queues(&self, queues: &[OutboxQueue<'_>]) {
+    pub(crate) fn set_outbox_queues(&self, queues: &[OutboxQueue<'_>]) {
         let mut known = self.outbox_platforms.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut seen = Vec::with_capacity(queues.len());
         for queue in queues {
@@ -355,12 +350,12 @@ impl Metrics {
         known.extend(seen);
     }
 
-    pub fn set_sessions_active(&self, sessions: usize) {
+    pub(crate) fn set_sessions_active(&self, sessions: usize) {
         self.sessions_active.set(as_gauge(sessions));
     }
 
     /// What the status file shows next to the adapters.
-    pub fn queues(&self) -> Queues {
+    pub(crate) fn queues(&self) -> Queues {
         Queues {
             inbox_depth: self.inbox_depth.get(),
             outbox_depth: self.outbox_depth.get(),
@@ -370,7 +365,7 @@ impl Metrics {
     }
 
     /// The Prometheus text of every metric, resident memory read now.
-    pub fn render(&self) -> Result<String, std::fmt::Error> {
+    pub(crate) fn render(&self) -> Result<String, std::fmt::Error> {
         if let Some(rss) = resident_memory_bytes() {
             self.resident_memory.set(i64::try_from(rss).unwrap_or(i64::MAX));
         }
@@ -382,7 +377,7 @@ impl Metrics {
 
 /// How a model request ended, for [`Metrics::llm_request`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LlmOutcome {
+pub(crate) enum LlmOutcome {
     Answered {
         prompt_tokens: u64,
         completion_tokens: u64,
@@ -393,7 +388,7 @@ pub enum LlmOutcome {
 
 /// The queue gauges, read back for the status file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Queues {
+pub(crate) struct Queues {
     pub inbox_depth: i64,
     pub outbox_depth: i64,
     pub sessions_active: i64,
@@ -402,7 +397,7 @@ pub struct Queues {
 
 /// One platform's outbox queue, for [`Metrics::set_outbox_queues`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutboxQueue<'a> {
+pub(crate) struct OutboxQueue<'a> {
     pub platform: &'a str,
     /// Messages waiting to be delivered.
     pub pending: u64,
@@ -414,7 +409,7 @@ pub struct OutboxQueue<'a> {
 
 /// A message being sent; see [`Metrics::sending`].
 #[derive(Debug)]
-pub struct Sending {
+pub(crate) struct Sending {
     metrics: &'static Metrics,
 }
 
@@ -444,7 +439,7 @@ fn send_error_kind(error: &SendError) -> &'static str {
 }
 
 /// The process's resident set size in bytes, from `/proc/self/statm` (Linux); `None` elsewhere.
-pub fn resident_memory_bytes() -> Option<u64> {
+pub(crate) fn resident_memory_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.

@@ -4,11 +4,11 @@
 //! `HERMES_HOME/logs` ([`logfile`]). Every sink goes through [`redact`]. [`metrics`]: the
 //! Prometheus registry.
 
-pub mod journald;
-pub mod logfile;
-pub mod metrics;
-pub mod redact;
-pub mod secret_forms;
+pub(crate) mod journald;
+pub(crate) mod logfile;
+pub(crate) mod metrics;
+pub(crate) mod redact;
+pub(crate) mod secret_forms;
 
 use redact::RedactingMakeWriter;
 use std::path::Path;
@@ -20,11 +20,11 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 /// The journald socket. It exists on every systemd machine, so it alone does not mean that
 /// systemd runs us: `JOURNAL_STREAM` says that.
-pub const JOURNALD_SOCKET: &str = "/run/systemd/journal/socket";
+pub(crate) const JOURNALD_SOCKET: &str = "/run/systemd/journal/socket";
 
 /// Output format of the stderr logger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     Text,
     Json,
 }
@@ -32,14 +32,14 @@ pub enum LogFormat {
 /// Install the global subscriber: the journal under systemd, else stderr.
 /// `RUST_LOG` (or `HERMES_LOG`) wins over `default_level`. `secrets` are exact strings (tokens,
 /// keys) that are masked wherever they appear, in addition to the generic patterns in [`redact`].
-pub fn init(default_level: &str, format: LogFormat, secrets: Vec<String>) {
+pub(crate) fn init(default_level: &str, format: LogFormat, secrets: Vec<String>) {
     init_with_files(default_level, format, secrets, None);
 }
 
 /// [`init`], and outside systemd also the rotated log files `files` describes. Under the journal
 /// `format` does not apply: its entries are structured already. A log folder that cannot be
 /// opened is reported once and logging continues on stderr.
-pub fn init_with_files(default_level: &str, format: LogFormat, secrets: Vec<String>, files: Option<logfile::Rotation>) {
+pub(crate) fn init_with_files(default_level: &str, format: LogFormat, secrets: Vec<String>, files: Option<logfile::Rotation>) {
     let filter = std::env::var("HERMES_LOG")
         .ok()
         .and_then(|v| EnvFilter::try_new(v).ok())

@@ -10,14 +10,14 @@ const MASK: &str = "[REDACTED]";
 
 /// Masks known secrets and secret-shaped strings.
 #[derive(Debug, Clone, Default)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     exact: Arc<Vec<String>>,
 }
 
 impl Redactor {
     /// `exact` are configured secrets; values shorter than 6 characters are ignored because
     /// masking them would mangle ordinary words.
-    pub fn new(exact: Vec<String>) -> Self {
+    pub(crate) fn new(exact: Vec<String>) -> Self {
         let mut exact: Vec<String> = exact.into_iter().filter(|s| s.len() >= 6).collect();
         // Longest first so a secret that contains another is masked whole.
         exact.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -25,7 +25,7 @@ impl Redactor {
         Self { exact: Arc::new(exact) }
     }
 
-    pub fn redact(&self, line: &str) -> String {
+    pub(crate) fn redact(&self, line: &str) -> String {
         let mut out = line.to_string();
         for secret in self.exact.iter() {
             if out.contains(secret.as_str()) {
@@ -37,7 +37,7 @@ impl Redactor {
 }
 
 /// Generic patterns, applied to any text.
-pub fn redact_patterns(text: &str) -> String {
+pub(crate) fn redact_patterns(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
@@ -163,13 +163,13 @@ fn masked_span(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
 }
 
 /// A `MakeWriter` that redacts each formatted record before it reaches the inner writer.
-pub struct RedactingMakeWriter<M> {
+pub(crate) struct RedactingMakeWriter<M> {
     inner: M,
     redactor: Redactor,
 }
 
 impl<M> RedactingMakeWriter<M> {
-    pub fn new(inner: M, redactor: Redactor) -> Self {
+    pub(crate) fn new(inner: M, redactor: Redactor) -> Self {
         Self { inner, redactor }
     }
 }
@@ -186,7 +186,7 @@ impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for RedactingMakeWriter<M> {
 
 /// Buffers one record and writes it redacted when dropped (the fmt layer makes one writer per
 /// record), so a secret split across `write` calls is still seen whole.
-pub struct RedactingWriter<W: Write> {
+pub(crate) struct RedactingWriter<W: Write> {
     inner: W,
     redactor: Redactor,
     buf: Vec<u8>,

@@ -9,7 +9,7 @@ use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 
 const MASK: &str = "[REDACTED]";
 /// Secrets shorter than this are ignored: masking them would mangle ordinary words.
-pub const MIN_SECRET_LEN: usize = 6;
+pub(crate) const MIN_SECRET_LEN: usize = 6;
 /// Encoded fragments shorter than this are not masked (too likely to occur by chance).
 const MIN_FRAGMENT_LEN: usize = 8;
 

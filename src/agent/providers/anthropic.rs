@@ -20,11 +20,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// The API version this mapping is written against; sent on every request.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// `max_tokens` is mandatory on the Messages API; this is what Hermes asks for when nothing else
 /// is configured.
-pub const DEFAULT_MAX_TOKENS: u64 = 8192;
+pub(crate) const DEFAULT_MAX_TOKENS: u64 = 8192;
 
 /// Anthropic rejects requests with more than four `cache_control` blocks.
 const MAX_CACHE_BREAKPOINTS: usize = 4;
@@ -40,24 +40,25 @@ const SYSTEM_NOTE_PREFIX: &str = "[System note] ";
 /// The Anthropic Messages API client. Holds no credentials: the key comes with each request's
 /// [`super::ModelSpec`], so a derived `Debug` could not leak it either.
 #[derive(Debug, Clone)]
-pub struct AnthropicMessages {
+pub(crate) struct AnthropicMessages {
     client: super::http::ModelClient,
 }
 
 impl AnthropicMessages {
-    pub fn new(request_timeout: Duration) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(request_timeout: Duration) -> Self {
         Self::with_client(super::http::ModelClient::new(request_timeout))
     }
 
     /// Use an existing client (its connection pool is shared).
-    pub fn with_client(client: super::http::ModelClient) -> Self {
+    pub(crate) fn with_client(client: super::http::ModelClient) -> Self {
         Self { client }
     }
 }
 
 /// The messages endpoint for a base URL. Both `https://api.anthropic.com` and
 /// `https://api.anthropic.com/v1` are common in configs; neither may end up as `/v1/v1`.
-pub fn endpoint(base_url: &str) -> String {
+pub(crate) fn endpoint(base_url: &str) -> String {
     let base = base_url.trim_end_matches('/');
     if base.ends_with("/v1") { format!("{base}/messages") } else { format!("{base}/v1/messages") }
 }
@@ -148,7 +149,7 @@ fn ephemeral() -> Value {
 }
 
 /// The request body; public so tests can check what goes on the wire.
-pub fn request_body(req: &ChatRequest) -> Value {
+pub(crate) fn request_body(req: &ChatRequest) -> Value {
     // Leading system messages form the (frozen) system prompt; later ones are notes in the flow.
     let leading = req.messages.iter().take_while(|m| m.role == Role::System).count();
     let system_text = req.messages[..leading].iter().map(|m| m.content.as_str()).filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n\n");

@@ -56,7 +56,7 @@ impl ModelClient {
 /// Redirects are followed only within the same origin (scheme, host, port), at most five. Model
 /// calls carry the key in headers (`Authorization`, Anthropic's `x-api-key`); a provider or a
 /// proxy redirecting elsewhere must not receive it.
-pub fn same_origin_redirects() -> reqwest::redirect::Policy {
+pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
         if attempt.previous().len() > 5 || !same_origin { attempt.stop() } else { attempt.follow() }
@@ -64,7 +64,7 @@ pub fn same_origin_redirects() -> reqwest::redirect::Policy {
 }
 
 /// The `Retry-After` header in seconds (capped at an hour).
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     headers
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
@@ -73,7 +73,7 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 }
 
 /// A request that failed before an answer arrived; the URL is left out of the message.
-pub fn transport_error(e: reqwest::Error) -> ProviderError {
+pub(crate) fn transport_error(e: reqwest::Error) -> ProviderError {
     ProviderError::Transient(format!("cannot reach the model provider: {}", e.without_url()))
 }
 

@@ -2,10 +2,10 @@
 //! streaming text deltas as they arrive, and classifies its failures so the turn loop knows what
 //! to retry.
 
-pub mod anthropic;
-pub mod http;
+pub(crate) mod anthropic;
+pub(crate) mod http;
 pub mod openai;
-pub mod sse;
+pub(crate) mod sse;
 
 use crate::agent::message::{ChatMessage, ToolCallRequest};
 use crate::agent::tools::ToolSchema;

@@ -2,18 +2,18 @@
 
 /// Accumulates bytes and yields complete events' data fields.
 #[derive(Debug, Default)]
-pub struct SseDecoder {
+pub(crate) struct SseDecoder {
     buf: String,
     pending_bytes: Vec<u8>,
 }
 
 impl SseDecoder {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Feed a chunk; returns the data of every event completed by it, in order.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<String> {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) -> Vec<String> {
         // A UTF-8 sequence may be split across network chunks; keep the incomplete tail.
         self.pending_bytes.extend_from_slice(chunk);
         let valid_up_to = match std::str::from_utf8(&self.pending_bytes) {

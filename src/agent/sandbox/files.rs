@@ -108,7 +108,7 @@ impl Confinement {
 
 /// Refuses an existing path that is not a regular file or a directory (a FIFO, a device, a
 /// socket): writing one would block or reach hardware.
-pub fn refuse_special(path: &Path) -> Result<(), Refusal> {
+pub(crate) fn refuse_special(path: &Path) -> Result<(), Refusal> {
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_file() && !meta.is_dir() => {
             Err(Refusal::NotRegular { shown: path.display().to_string(), kind: kind_of(&meta.file_type()) })
@@ -139,7 +139,7 @@ fn shown(path: &Path, real: &Path) -> String {
 
 /// `path` with its longest existing ancestor canonicalized (symlinks resolved) and the rest
 /// applied after it, `..` popping (so `missing/../../x` cannot climb out unseen).
-pub fn real_path(path: &Path) -> PathBuf {
+pub(crate) fn real_path(path: &Path) -> PathBuf {
     let parts: Vec<Component<'_>> = path.components().collect();
     for split in (1..=parts.len()).rev() {
         let Ok(mut out) = std::fs::canonicalize(parts[..split].iter().collect::<PathBuf>()) else { continue };

@@ -8,7 +8,7 @@
 //! the confinement is *degraded* ([`Confinement::degraded`]) and flagged commands are refused
 //! whatever the approval mode.
 
-pub mod files;
+pub(crate) mod files;
 
 use crate::config::SandboxSetting;
 use hermes_guard::sandbox::{Availability, PreparedSandbox, SandboxError, SandboxMode, SandboxPolicy};
@@ -49,7 +49,7 @@ impl Default for Confinement {
     }
 }
 
-pub fn mode_of(setting: SandboxSetting) -> SandboxMode {
+pub(crate) fn mode_of(setting: SandboxSetting) -> SandboxMode {
     match setting {
         SandboxSetting::WorkspaceWrite => SandboxMode::WorkspaceWrite,
         SandboxSetting::ReadOnly => SandboxMode::ReadOnly,

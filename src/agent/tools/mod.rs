@@ -4,10 +4,10 @@
 //! result longer than the configured cap is truncated with a note; errors are results too, so the
 //! model can read them and recover.
 
-pub mod context;
+pub(crate) mod context;
 
 mod clarify;
-pub mod cronjob;
+pub(crate) mod cronjob;
 mod delegate_task;
 mod memory;
 mod patch;

@@ -116,11 +116,11 @@ pub trait SlashCommand: Send + Sync + 'static {
 
 /// Every command available in chats, in the order `/help` shows them.
 /// The slash commands, as a platform's command menu shows them: (name, description).
-pub fn menu() -> Vec<(String, String)> {
+pub(crate) fn menu() -> Vec<(String, String)> {
     registry().specs().map(|spec| (spec.name.to_string(), spec.description.to_string())).collect()
 }
 
-pub fn registry() -> CommandRegistry {
+pub(crate) fn registry() -> CommandRegistry {
     CommandRegistry {
         commands: vec![
             Arc::new(help::Help),
@@ -176,14 +176,14 @@ impl CommandRegistry {
 
 /// A slash command recognised in a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParsedCommand {
+pub(crate) struct ParsedCommand {
     /// Lower-cased, without the slash and without a trailing `@botname`.
     pub name: String,
     pub args: String,
 }
 
 /// Recognise `/name[@bot] args`. Path-like text (`/usr/bin/x`) and a lone slash are not commands.
-pub fn parse(text: &str) -> Option<ParsedCommand> {
+pub(crate) fn parse(text: &str) -> Option<ParsedCommand> {
     let rest = text.trim_start().strip_prefix('/')?;
     let (word, args) = match rest.find(char::is_whitespace) {
         Some(i) => (&rest[..i], rest[i..].trim()),
@@ -198,13 +198,13 @@ pub fn parse(text: &str) -> Option<ParsedCommand> {
     Some(ParsedCommand { name: name.to_lowercase(), args })
 }
 
-pub fn unknown_command_reply(name: &str) -> String {
+pub(crate) fn unknown_command_reply(name: &str) -> String {
     format!(
         "Unknown command `/{name}`. Type /commands to see what's available, or resend without the leading slash to send as a regular message."
     )
 }
 
-pub fn busy_refusal(name: &str) -> String {
+pub(crate) fn busy_refusal(name: &str) -> String {
     format!("⏳ Agent is running — `/{name}` can't run mid-turn. Wait for the current response or `/stop` first.")
 }
 

@@ -10,7 +10,7 @@ pub(crate) fn seed_message(m: &hermes_adapter::ContextMessage) -> ChatMessage {
     ChatMessage::new(role, m.content.clone())
 }
 
-pub fn new_message(session_id: &str, event_id: &str, m: &ChatMessage, finish_reason: Option<&str>) -> NewMessage {
+pub(crate) fn new_message(session_id: &str, event_id: &str, m: &ChatMessage, finish_reason: Option<&str>) -> NewMessage {
     NewMessage {
         session_id: session_id.to_string(),
         role: m.role.as_str().to_string(),
@@ -23,7 +23,7 @@ pub fn new_message(session_id: &str, event_id: &str, m: &ChatMessage, finish_rea
     }
 }
 
-pub fn to_chat_message(row: &MessageRow) -> Option<ChatMessage> {
+pub(crate) fn to_chat_message(row: &MessageRow) -> Option<ChatMessage> {
     let role = Role::parse(&row.role)?;
     let mut m = ChatMessage::new(role, row.content.clone());
     m.tool_call_id = row.tool_call_id.clone();

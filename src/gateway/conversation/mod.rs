@@ -3,9 +3,9 @@
 //! grows too long, the [`models`] a session talks to and what they cost, and the assembly of
 //! stored [`messages`] and the system [`prompt`].
 
-pub mod compaction;
-pub mod history_cache;
-pub mod messages;
-pub mod models;
-pub mod prompt;
-pub mod sessions;
+pub(crate) mod compaction;
+pub(crate) mod history_cache;
+pub(crate) mod messages;
+pub(crate) mod models;
+pub(crate) mod prompt;
+pub(crate) mod sessions;

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 /// (its answer is delivered for it) or wait for a person, and it leaves memory alone.
 const CRON_DISABLED_TOOLSETS: &[&str] = &["cronjob", "messaging", "clarify", "memory"];
 
-pub struct GatewayCronHost {
+pub(crate) struct GatewayCronHost {
     sessions: Arc<Sessions>,
     models: Arc<Models>,
     tools: Arc<ToolAccess>,
@@ -42,7 +42,7 @@ pub struct GatewayCronHost {
 }
 
 impl GatewayCronHost {
-    pub fn new(turns: &TurnHandles, homes: HomeChannels, stop: CancellationToken) -> Self {
+    pub(crate) fn new(turns: &TurnHandles, homes: HomeChannels, stop: CancellationToken) -> Self {
         Self {
             sessions: turns.sessions.clone(),
             models: turns.models.clone(),

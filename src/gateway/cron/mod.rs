@@ -3,6 +3,6 @@
 //! owner loses access). The agent's `cronjob` tool, bound to the chat that asked, is
 //! part of the turn's tool host ([`crate::gateway::turn::cron_tool`]).
 
-pub mod host;
+pub(crate) mod host;
 pub(crate) mod owner;
-pub mod ticker;
+pub(crate) mod ticker;

@@ -24,13 +24,13 @@ use tokio_util::sync::CancellationToken;
 const RUNS_DRAIN: Duration = Duration::from_secs(65);
 
 /// The configured zone; an invalid one was refused when the configuration loaded.
-pub fn zone(config: &Config) -> Zone {
+pub(crate) fn zone(config: &Config) -> Zone {
     Zone::from_config(config.timezone.as_deref()).unwrap_or(Zone::Local)
 }
 
 /// The jobs of this HERMES_HOME, with a fresh wake-up for the ticker and their owners judged by
 /// this configuration and the pairing approvals on disk.
-pub fn jobs(config: &Config, home: &Home) -> CronJobs {
+pub(crate) fn jobs(config: &Config, home: &Home) -> CronJobs {
     CronJobs::new(JobStore::new(home.cron_dir()), zone(config), home.scripts_dir(), home.skills_dir(), Arc::new(Notify::new()))
         .with_owner_check(Arc::new(super::owner::OwnerGate::new(config, home)))
 }

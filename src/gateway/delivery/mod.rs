@@ -5,12 +5,12 @@
 //! answers that grow in place, and the [`home_channels`] where unsolicited messages go.
 
 pub mod courier;
-pub mod deliverer;
-pub mod home_channels;
-pub mod outbound;
+pub(crate) mod deliverer;
+pub(crate) mod home_channels;
+pub(crate) mod outbound;
 pub(crate) mod plan;
 pub(crate) mod reply;
 pub(crate) mod rights;
-pub mod stream_edit;
+pub(crate) mod stream_edit;
 #[cfg(test)]
 mod stream_edit_tests;

@@ -13,24 +13,22 @@ use hermes_adapter::media::extract_media_tags;
 use hermes_adapter::{ChatTarget, OutboundFile, OutboundMessage, Usage};
 use std::time::Duration;
 
-pub use crate::gateway::delivery::courier::RESEND_MARK;
-
 /// Marks the last message of a turn (usage and finish reason travel with it).
 #[derive(Debug, Clone)]
-pub struct Finish {
+pub(crate) struct Finish {
     pub usage: Usage,
     pub finish_reason: String,
 }
 
 impl Finish {
-    pub fn stop() -> Self {
+    pub(crate) fn stop() -> Self {
         Self { usage: Usage::default(), finish_reason: "stop".into() }
     }
 }
 
 /// What happened to a delivery, as far as its caller waits to know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
+pub(crate) enum Delivery {
     /// Every part is on the platform (now or in an earlier attempt).
     Delivered,
     /// Some part is not delivered yet: the platform is having trouble (or an earlier message of

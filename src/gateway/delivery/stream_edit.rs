@@ -60,7 +60,7 @@ impl StreamSettings {
     }
 }
 
-pub struct StreamEditor {
+pub(crate) struct StreamEditor {
     deliverer: Arc<Deliverer>,
     adapter: Arc<dyn PlatformAdapter>,
     caps: Capabilities,
@@ -89,7 +89,7 @@ pub struct StreamEditor {
 }
 
 impl StreamEditor {
-    pub fn new(
+    pub(crate) fn new(
         deliverer: Arc<Deliverer>,
         settings: &StreamSettings,
         adapter: Arc<dyn PlatformAdapter>,
@@ -126,7 +126,7 @@ impl StreamEditor {
     }
 
     /// Some streamed text arrived.
-    pub async fn on_delta(&mut self, delta: &str) {
+    pub(crate) async fn on_delta(&mut self, delta: &str) {
         self.response.push_str(delta);
         self.unsent_chars += delta.chars().count();
         let due = self.last_edit.elapsed() >= self.interval || self.unsent_chars >= self.threshold;
@@ -229,7 +229,7 @@ impl StreamEditor {
     }
 
     /// The model is calling tools: the text so far is complete, and a progress line may follow.
-    pub async fn on_tool_call(&mut self, name: &str, arguments: &str) {
+    pub(crate) async fn on_tool_call(&mut self, name: &str, arguments: &str) {
         let had_text = !self.response.trim().is_empty();
         self.complete_response().await;
         // Progress lines of consecutive tool rounds share one message; once text came between
@@ -302,7 +302,7 @@ impl StreamEditor {
 
     /// The turn's answer is `final_text`. Returns true when the stream delivered it (the caller
     /// must not send it again); false when nothing of it was streamed.
-    pub async fn finish(&mut self, final_text: &str) -> bool {
+    pub(crate) async fn finish(&mut self, final_text: &str) -> bool {
         if self.shown.is_empty() {
             // Nothing of this response reached the chat: the caller sends it normally.
             return false;

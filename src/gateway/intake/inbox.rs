@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::mpsc;
 
 /// Starts of a turn on one event after which a crash parks it instead of replaying it.
-pub const CRASHES_BEFORE_PARKING: i64 = 3;
+pub(crate) const CRASHES_BEFORE_PARKING: i64 = 3;
 
-pub struct Inbox {
+pub(crate) struct Inbox {
     /// The stored rows: the only store concern the inbox touches.
     rows: Arc<dyn store::Inbox>,
     router: mpsc::UnboundedSender<InboundEvent>,
@@ -20,12 +20,12 @@ pub struct Inbox {
 }
 
 impl Inbox {
-    pub fn new(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
+    pub(crate) fn new(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
         Self { rows, router, accepting: AtomicBool::new(true) }
     }
 
     /// Refuse new events from now on (drain); adapters then answer "try later" and do not ack.
-    pub fn stop_accepting(&self) {
+    pub(crate) fn stop_accepting(&self) {
         self.accepting.store(false, Ordering::Release);
     }
 
@@ -37,7 +37,7 @@ impl Inbox {
     }
 
     /// Hand every accepted-but-unfinished event to the router again, oldest first.
-    pub async fn replay_unfinished(&self) -> Result<usize, store::StoreError> {
+    pub(crate) async fn replay_unfinished(&self) -> Result<usize, store::StoreError> {
         let rows = self.rows.inbox_unfinished().await?;
         let mut replayed = 0;
         for row in rows {

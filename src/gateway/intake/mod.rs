@@ -5,8 +5,8 @@
 //! router that hands an admitted event to its session lives with the actors, in
 //! [`crate::gateway::session`]: it starts them, so it stands above them.
 
-pub mod auth;
-pub mod directory;
-pub mod inbox;
+pub(crate) mod auth;
+pub(crate) mod directory;
+pub(crate) mod inbox;
 pub(crate) mod pairing;
-pub mod session_key;
+pub(crate) mod session_key;

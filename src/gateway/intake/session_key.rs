@@ -18,14 +18,14 @@ impl Default for KeyPolicy {
     }
 }
 
-pub const NAMESPACE: &str = "agent:main";
+pub(crate) const NAMESPACE: &str = "agent:main";
 
 /// The session key of `source`. It is injective: two different conversations never share a
 /// key. Ids are escaped (`%` → `%25`, `:` → `%3A`) so an id with a colon cannot pass for two
 /// parts, and a thread is labelled (`…:<chat>:thread:<thread>`) so a forum topic never reads as
 /// a group member's private session (`…:<chat>:<user>`). Keys of ids without colons and without
 /// threads are Hermes' own.
-pub fn session_key(source: &SessionSource, policy: KeyPolicy) -> String {
+pub(crate) fn session_key(source: &SessionSource, policy: KeyPolicy) -> String {
     let platform = escape(source.platform.as_str());
     let thread = source.thread_id.as_deref().filter(|t| !t.is_empty()).map(escape);
     let chat = Some(source.chat_id.as_str()).filter(|c| !c.is_empty()).map(escape);

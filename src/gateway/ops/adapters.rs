@@ -11,7 +11,7 @@ use std::time::Duration;
 /// Why the enabled adapters could not be built; the gateway exits 78 (the configuration cannot
 /// work). The message names the setting to fix.
 #[derive(Debug, thiserror::Error)]
-pub enum AdaptersError {
+pub(crate) enum AdaptersError {
     /// An adapter refused its settings.
     #[error("{0}")]
     Build(String),
@@ -22,13 +22,17 @@ pub enum AdaptersError {
 }
 
 /// Build every enabled adapter of the built-in registry.
-pub fn build_enabled(config: &Config, home: &Home, commands: &[(String, String)]) -> Result<Vec<Arc<dyn PlatformAdapter>>, AdaptersError> {
+pub(crate) fn build_enabled(
+    config: &Config,
+    home: &Home,
+    commands: &[(String, String)],
+) -> Result<Vec<Arc<dyn PlatformAdapter>>, AdaptersError> {
     build_enabled_with(config, home, &Registry::builtin(), commands)
 }
 
 /// Build every enabled adapter `registry` has; enabled blocks it has none for are warned about.
 /// `commands` is the slash-command menu (name, description) adapters that show one publish.
-pub fn build_enabled_with(
+pub(crate) fn build_enabled_with(
     config: &Config,
     home: &Home,
     registry: &Registry,
@@ -65,7 +69,7 @@ pub fn build_enabled_with(
 }
 
 /// Whether this build has an adapter for `platform`.
-pub fn is_supported(platform: &str) -> bool {
+pub(crate) fn is_supported(platform: &str) -> bool {
     Registry::builtin().get(platform).is_some()
 }
 

@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// The admin routes, answering only to the Host names `hosts` allows.
-pub fn routes(board: Arc<HealthBoard>, hosts: HostPolicy) -> Router {
+pub(crate) fn routes(board: Arc<HealthBoard>, hosts: HostPolicy) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/readyz", get(readyz))
@@ -70,7 +70,7 @@ async fn prometheus(State(board): State<Arc<HealthBoard>>) -> Response {
 }
 
 /// Bind and serve until `stop`; returns the bound address.
-pub async fn serve(addr: SocketAddr, board: Arc<HealthBoard>, stop: CancellationToken) -> std::io::Result<SocketAddr> {
+pub(crate) async fn serve(addr: SocketAddr, board: Arc<HealthBoard>, stop: CancellationToken) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     // On a public address the operator chose to expose it (probes from other machines name it

@@ -6,19 +6,19 @@ use std::time::Duration;
 /// counter is reset by the supervisor only after sustained progress, so a connection that flaps
 /// (connects, fails at once) keeps backing off.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     base: Duration,
     cap: Duration,
     attempt: u32,
 }
 
 impl Backoff {
-    pub fn new(base: Duration, cap: Duration) -> Self {
+    pub(crate) fn new(base: Duration, cap: Duration) -> Self {
         Self { base, cap: cap.max(base), attempt: 0 }
     }
 
     /// The next delay; `jitter` is a uniform sample in `[0, 1)`.
-    pub fn next_delay(&mut self, jitter: f64) -> Duration {
+    pub(crate) fn next_delay(&mut self, jitter: f64) -> Duration {
         let factor = 2f64.powi(self.attempt.min(30) as i32);
         let raw = self.base.as_secs_f64() * factor;
         let jittered = raw * (0.8 + 0.4 * jitter.clamp(0.0, 1.0));
@@ -26,11 +26,11 @@ impl Backoff {
         Duration::from_secs_f64(jittered.min(self.cap.as_secs_f64()))
     }
 
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
 
-    pub fn attempt(&self) -> u32 {
+    pub(crate) fn attempt(&self) -> u32 {
         self.attempt
     }
 }

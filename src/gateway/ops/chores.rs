@@ -35,7 +35,7 @@ pub struct StatusSources {
 
 /// Rewrite the status file every 2 s from the health board, the running turns, the cron
 /// ticker, the queues and the parked events, until aborted.
-pub fn spawn_status_writer(mut status: StatusFile, path: PathBuf, sources: StatusSources) -> JoinHandle<()> {
+pub(crate) fn spawn_status_writer(mut status: StatusFile, path: PathBuf, sources: StatusSources) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(2));
         loop {
@@ -95,7 +95,7 @@ fn outbox_gauges(summary: &[QueueSummary], now_ms: i64) -> Vec<OutboxQueue<'_>> 
 }
 
 /// Prune finished inbox rows and old outbox records every hour, until aborted.
-pub fn spawn_inbox_pruning(inbox: Arc<dyn Inbox>, outbox: Arc<dyn Outbox>) -> JoinHandle<()> {
+pub(crate) fn spawn_inbox_pruning(inbox: Arc<dyn Inbox>, outbox: Arc<dyn Outbox>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(3600));
         loop {

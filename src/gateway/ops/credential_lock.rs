@@ -15,7 +15,7 @@ use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
-pub enum CredentialLockError {
+pub(crate) enum CredentialLockError {
     #[error(
         "this {kind} is already in use by another hermes gateway (PID {pid}, HERMES_HOME {home}); a bot can only be connected once. Stop the other gateway, or give this one its own bot"
     )]
@@ -25,7 +25,7 @@ pub enum CredentialLockError {
 }
 
 /// Where the credential locks live, from the environment given (`None`: no home to put them in).
-pub fn lock_dir(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+pub(crate) fn lock_dir(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     let set = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     set("HERMES_GATEWAY_LOCK_DIR")
         .or_else(|| set("XDG_STATE_HOME").map(|d| d.join("hermes").join("gateway-locks")))
@@ -34,12 +34,12 @@ pub fn lock_dir(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 
 /// Held while an adapter may run; dropping it releases the lock.
 #[derive(Debug)]
-pub struct CredentialLock {
+pub(crate) struct CredentialLock {
     _file: File,
 }
 
 /// Take the lock for `credential`, recording this process and `home` in it for whoever is refused.
-pub fn acquire(dir: &Path, credential: &CredentialId, home: &Path) -> Result<CredentialLock, CredentialLockError> {
+pub(crate) fn acquire(dir: &Path, credential: &CredentialId, home: &Path) -> Result<CredentialLock, CredentialLockError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| CredentialLockError::Io { path, source }

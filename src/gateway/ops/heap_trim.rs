@@ -30,7 +30,7 @@ const SUPPORTED: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
 
 /// Let malloc make at most `arenas` arenas (0 = glibc's own default). Call it before the runtime
 /// starts its threads: a thread that already has an arena keeps it.
-pub fn limit_arenas(arenas: u32) {
+pub(crate) fn limit_arenas(arenas: u32) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if arenas > 0 {
         let arenas = libc::c_int::try_from(arenas).unwrap_or(libc::c_int::MAX);

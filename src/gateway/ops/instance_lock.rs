@@ -24,7 +24,7 @@ pub enum LockError {
 
 /// Held for the gateway's lifetime; dropping it releases the lock and removes the PID file.
 #[derive(Debug)]
-pub struct InstanceLock {
+pub(crate) struct InstanceLock {
     _file: File,
     pid_path: PathBuf,
 }
@@ -39,7 +39,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LockError + '_ {
     move |source| LockError::Io { path: path.to_path_buf(), source }
 }
 
-pub fn acquire(lock_path: &Path, pid_path: &Path, replace: bool) -> Result<InstanceLock, LockError> {
+pub(crate) fn acquire(lock_path: &Path, pid_path: &Path, replace: bool) -> Result<InstanceLock, LockError> {
     let home = lock_path.parent().map(|p| p.display().to_string()).unwrap_or_default();
     let file = OpenOptions::new().create(true).truncate(false).write(true).open(lock_path).map_err(io(lock_path))?;
     match file.try_lock() {

@@ -10,11 +10,11 @@ use tokio::task::JoinHandle;
 
 /// Often enough that a burst of downloads does not sit far over the size limit for long; a walk
 /// of the cache costs little.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(600);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(600);
 
 /// The cache, made private. An error (the folder is a symlink or another user's) stops the
 /// gateway: attachments must not land where someone else can read or replace them.
-pub fn open(home: &Home) -> Result<MediaCache, MediaCacheError> {
+pub(crate) fn open(home: &Home) -> Result<MediaCache, MediaCacheError> {
     let cache = MediaCache::new(home.cache_dir());
     let owner = cache.owner()?;
     // SAFETY: geteuid(2) takes no arguments, touches no memory and cannot fail.
@@ -35,7 +35,7 @@ pub enum MediaCacheError {
 }
 
 /// Prune once, off the async threads; what was removed is logged.
-pub async fn sweep(cache: &MediaCache, limits: CacheLimits) {
+pub(crate) async fn sweep(cache: &MediaCache, limits: CacheLimits) {
     let task = {
         let cache = cache.clone();
         tokio::task::spawn_blocking(move || cache.prune(limits, SystemTime::now()))
@@ -60,7 +60,7 @@ pub async fn sweep(cache: &MediaCache, limits: CacheLimits) {
 }
 
 /// Sweep every [`SWEEP_EVERY`] until aborted (the start-up sweep is the caller's).
-pub fn spawn(cache: MediaCache, limits: CacheLimits) -> JoinHandle<()> {
+pub(crate) fn spawn(cache: MediaCache, limits: CacheLimits) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_EVERY, SWEEP_EVERY);
         loop {

@@ -5,16 +5,16 @@
 //! systemd sees), periodic [`chores`], the [`media_sweep`], [`heap_trim`] and the
 //! [`process_guard`].
 
-pub mod adapters;
-pub mod admin;
-pub mod backoff;
-pub mod chores;
-pub mod credential_lock;
-pub mod health;
-pub mod heap_trim;
-pub mod instance_lock;
-pub mod media_sweep;
-pub mod notify;
-pub mod process_guard;
-pub mod status_file;
-pub mod supervisor;
+pub(crate) mod adapters;
+pub(crate) mod admin;
+pub(crate) mod backoff;
+pub(crate) mod chores;
+pub(crate) mod credential_lock;
+pub(crate) mod health;
+pub(crate) mod heap_trim;
+pub(crate) mod instance_lock;
+pub(crate) mod media_sweep;
+pub(crate) mod notify;
+pub(crate) mod process_guard;
+pub(crate) mod status_file;
+pub(crate) mod supervisor;

@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// `READY=1` is sent at the latest this long after start.
-pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the health summary is looked at.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// A detail in `STATUS=` is cut to this many characters (systemctl shows one line).
@@ -38,7 +38,7 @@ const DETAIL_CHARS: usize = 80;
 
 /// Sends to systemd's notify socket; every call is a no-op without `NOTIFY_SOCKET`.
 #[derive(Debug, Clone)]
-pub struct Notifier {
+pub(crate) struct Notifier {
     target: Target,
     redactor: Redactor,
 }
@@ -56,12 +56,12 @@ enum Target {
 impl Notifier {
     /// `secrets` are masked in `STATUS=` lines like in the logs (an adapter's error may quote a
     /// URL carrying its token).
-    pub fn from_env(secrets: Vec<String>) -> Notifier {
+    pub(crate) fn from_env(secrets: Vec<String>) -> Notifier {
         let target = if std::env::var_os("NOTIFY_SOCKET").is_some() { Target::Systemd } else { Target::Off };
         Notifier { target, redactor: Redactor::new(secrets) }
     }
 
-    pub fn is_enabled(&self) -> bool {
+    pub(crate) fn is_enabled(&self) -> bool {
         !matches!(self.target, Target::Off)
     }
 
@@ -86,14 +86,14 @@ impl Notifier {
     }
 
     /// `STOPPING=1`: shutdown has begun.
-    pub fn stopping(&self, why: &str) {
+    pub(crate) fn stopping(&self, why: &str) {
         let line = self.redactor.redact(&format!("stopping: {why}"));
         self.send(&[NotifyState::Stopping, NotifyState::Status(&line)]);
     }
 }
 
 /// What the notifier watches.
-pub struct Watched {
+pub(crate) struct Watched {
     pub board: Arc<HealthBoard>,
     pub pulse: Arc<Pulse>,
     /// How many adapters are enabled (the board learns of each when its supervisor starts).
@@ -102,7 +102,7 @@ pub struct Watched {
 
 /// Start the notifier task; `None` without `NOTIFY_SOCKET`. Abort it after the supervisors
 /// stopped.
-pub fn spawn(notifier: Notifier, watched: Watched) -> Option<JoinHandle<()>> {
+pub(crate) fn spawn(notifier: Notifier, watched: Watched) -> Option<JoinHandle<()>> {
     notifier.is_enabled().then(|| tokio::spawn(notify_loop(notifier, watched, sd_notify::watchdog_enabled())))
 }
 

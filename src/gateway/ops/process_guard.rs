@@ -3,14 +3,15 @@
 //! other processes of the same user (its own children included) and keeps it out of core dumps.
 
 /// Mark this process non-dumpable; the error says why it could not be.
-pub fn make_undumpable() -> std::io::Result<()> {
+pub(crate) fn make_undumpable() -> std::io::Result<()> {
     // SAFETY: prctl(PR_SET_DUMPABLE, 0) takes no pointers and only changes this process's flag.
     let rc = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
     if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
 /// Whether this process is dumpable.
-pub fn is_dumpable() -> bool {
+#[cfg(test)]
+pub(crate) fn is_dumpable() -> bool {
     // SAFETY: PR_GET_DUMPABLE takes no arguments and only reads this process's flag.
     unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) == 1 }
 }

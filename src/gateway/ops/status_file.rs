@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StatusFile {
+pub(crate) struct StatusFile {
     pub pid: u32,
     pub kind: String,
     pub argv: Vec<String>,
@@ -62,7 +62,7 @@ pub struct StatusFile {
 
 /// An inbox event that is never replayed, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ParkedEvent {
+pub(crate) struct ParkedEvent {
     pub event_id: String,
     pub platform: String,
     pub reason: String,
@@ -72,7 +72,7 @@ pub struct ParkedEvent {
 /// One platform's outbox queue.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct OutboxQueueStatus {
+pub(crate) struct OutboxQueueStatus {
     pub platform: String,
     /// Messages waiting to be delivered.
     pub pending: u64,
@@ -85,7 +85,7 @@ pub struct OutboxQueueStatus {
 /// The cron ticker as the status file keeps it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct CronStatus {
+pub(crate) struct CronStatus {
     /// `starting`, `firing` or `failing`.
     pub state: String,
     pub last_tick: Option<DateTime<Utc>>,
@@ -103,7 +103,7 @@ impl From<TickerSnapshot> for CronStatus {
 }
 
 impl StatusFile {
-    pub fn new(start_time: DateTime<Utc>) -> Self {
+    pub(crate) fn new(start_time: DateTime<Utc>) -> Self {
         Self {
             pid: std::process::id(),
             kind: "hermes-gateway".into(),
@@ -127,7 +127,7 @@ impl StatusFile {
         }
     }
 
-    pub fn apply(&mut self, snapshot: &HealthSnapshot, active_turns: usize) {
+    pub(crate) fn apply(&mut self, snapshot: &HealthSnapshot, active_turns: usize) {
         self.gateway_state = snapshot.gateway.to_string();
         self.active_turns = active_turns;
         self.platforms = snapshot
@@ -146,7 +146,7 @@ impl StatusFile {
     }
 
     /// Add each adapter's last progress, last error and restarts to its entry.
-    pub fn apply_records(&mut self, records: &[AdapterRecord]) {
+    pub(crate) fn apply_records(&mut self, records: &[AdapterRecord]) {
         let Some(platforms) = self.platforms.as_object_mut() else { return };
         for record in records {
             if let Some(entry) = platforms.get_mut(&record.platform).and_then(|e| e.as_object_mut()) {
@@ -158,7 +158,7 @@ impl StatusFile {
         }
     }
 
-    pub fn apply_queues(&mut self, queues: Queues) {
+    pub(crate) fn apply_queues(&mut self, queues: Queues) {
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
         self.active_sessions = count(queues.sessions_active);
         self.pending_approvals = count(queues.approvals_pending);
@@ -167,7 +167,7 @@ impl StatusFile {
     }
 
     /// Keep the outbox's queues that have anything waiting or given up.
-    pub fn apply_outbox(&mut self, summary: &[QueueSummary]) {
+    pub(crate) fn apply_outbox(&mut self, summary: &[QueueSummary]) {
         self.outbox = summary
             .iter()
             .filter(|q| q.pending > 0 || q.dead > 0)
@@ -180,7 +180,7 @@ impl StatusFile {
             .collect();
     }
 
-    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+    pub(crate) fn write(&self, path: &Path) -> std::io::Result<()> {
         crate::fs_atomic::write(path, &serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)
     }
 
@@ -188,12 +188,12 @@ impl StatusFile {
     /// each platform, the cron ticker, the queues and memory, and the events parked for good.
     /// `alive` says whether the recorded pid still runs; when it does not, the recorded states
     /// are stale and only the last exit and parked events are shown.
-    pub fn health_lines(&self, alive: bool) -> Vec<String> {
+    pub(crate) fn health_lines(&self, alive: bool) -> Vec<String> {
         self.health_lines_at(alive, Utc::now())
     }
 
     /// [`Self::health_lines`] as seen at `now`.
-    pub fn health_lines_at(&self, alive: bool, now: DateTime<Utc>) -> Vec<String> {
+    pub(crate) fn health_lines_at(&self, alive: bool, now: DateTime<Utc>) -> Vec<String> {
         let mut lines = Vec::new();
         let state = if alive { self.gateway_state.as_str() } else { "stopped" };
         let version = if self.version.is_empty() { String::new() } else { format!("version {}, ", self.version) };
@@ -302,7 +302,7 @@ impl StatusFile {
         }
     }
 
-    pub fn read(path: &Path) -> std::io::Result<StatusFile> {
+    pub(crate) fn read(path: &Path) -> std::io::Result<StatusFile> {
         let bytes = std::fs::read(path)?;
         serde_json::from_slice(&bytes).map_err(std::io::Error::other)
     }

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy)]
-pub struct SupervisorPolicy {
+pub(crate) struct SupervisorPolicy {
     pub backoff_base: Duration,
     pub backoff_cap: Duration,
     /// A run must stay connected this long before the backoff resets.
@@ -31,7 +31,7 @@ impl Default for SupervisorPolicy {
 }
 
 /// Everything needed to (re)build an adapter's context.
-pub struct Supervised {
+pub(crate) struct Supervised {
     pub adapter: Arc<dyn PlatformAdapter>,
     /// Builds one run's context from its health reporter and the token that ends that run
     /// (cancelled at shutdown, or when the adapter is paused).
@@ -43,14 +43,14 @@ pub struct Supervised {
 /// What the supervisors share with the rest of the gateway: the pause switches `/platform`
 /// flips, and the pulse the systemd watchdog reads.
 #[derive(Debug, Clone, Default)]
-pub struct SupervisorLinks {
+pub(crate) struct SupervisorLinks {
     pub controls: Arc<PlatformControls>,
     pub pulse: Arc<Pulse>,
 }
 
 /// The credential lock directory and the HERMES_HOME this gateway names in its locks.
 #[derive(Debug, Clone)]
-pub struct CredentialLocks {
+pub(crate) struct CredentialLocks {
     pub dir: PathBuf,
     pub home: PathBuf,
 }
@@ -135,19 +135,19 @@ impl PlatformControls {
 }
 
 /// How often a live supervisor beats.
-pub const BEAT_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const BEAT_EVERY: Duration = Duration::from_millis(250);
 
 /// The supervisors' heartbeats: each live supervisor task records when it last ran. A supervisor
 /// that stops beating (its task wedged, or panicked) goes stale, and the systemd watchdog pings
 /// stop ([`crate::gateway::ops::notify`]) so that systemd restarts the gateway. A supervisor that ends on
 /// purpose (stopped, or its adapter parked) retires its beat.
 #[derive(Debug, Default)]
-pub struct Pulse {
+pub(crate) struct Pulse {
     beats: Mutex<BTreeMap<String, Instant>>,
 }
 
 impl Pulse {
-    pub fn beat(&self, platform: &str) {
+    pub(crate) fn beat(&self, platform: &str) {
         if let Ok(mut beats) = self.beats.lock() {
             beats.insert(platform.to_string(), Instant::now());
         }
@@ -161,7 +161,7 @@ impl Pulse {
 
     /// The supervisors that have not beaten for `max_age`. A poisoned lock counts as stale: some
     /// supervisor panicked while holding it.
-    pub fn stale(&self, max_age: Duration) -> Vec<String> {
+    pub(crate) fn stale(&self, max_age: Duration) -> Vec<String> {
         match self.beats.lock() {
             Ok(beats) => beats.iter().filter(|(_, at)| at.elapsed() > max_age).map(|(name, _)| name.clone()).collect(),
             Err(_) => vec!["(pulse lock poisoned)".to_string()],
@@ -181,7 +181,7 @@ impl Pulse {
 
 /// Spawn the supervising task. It ends when `stop` is cancelled (after the adapter's run returns)
 /// or when the adapter is parked.
-pub fn spawn(
+pub(crate) fn spawn(
     supervised: Supervised,
     board: Arc<HealthBoard>,
     policy: SupervisorPolicy,

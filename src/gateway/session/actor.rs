@@ -64,7 +64,7 @@ impl Behaviour {
 }
 
 /// An actor reporting that it is idle; `processed` lets the router check nothing is in flight.
-pub struct ActorExit {
+pub(crate) struct ActorExit {
     pub session_key: String,
     pub processed: u64,
 }
@@ -78,13 +78,13 @@ enum Mail {
 }
 
 /// The router's end of an actor; the actor ends once every mailbox is dropped.
-pub struct Mailbox {
+pub(crate) struct Mailbox {
     tx: mpsc::UnboundedSender<Mail>,
 }
 
 impl Mailbox {
     /// Hand `event` to the actor; it comes back when the actor has ended.
-    pub fn send(&self, event: InboundEvent) -> Result<(), Box<InboundEvent>> {
+    pub(crate) fn send(&self, event: InboundEvent) -> Result<(), Box<InboundEvent>> {
         self.tx.send(Mail::Event(Box::new(event))).map_err(|mpsc::error::SendError(mail)| match mail {
             Mail::Event(event) => event,
             // SendError hands back exactly the mail that was sent, and that was an event.
@@ -94,14 +94,14 @@ impl Mailbox {
 
     /// Ask the actor to report idle (an [`ActorExit`]) as soon as it has nothing to do, instead
     /// of after `idle_after`; a new event cancels the request.
-    pub fn retire_if_idle(&self) {
+    pub(crate) fn retire_if_idle(&self) {
         // An ended actor has nothing to retire.
         let _ = self.tx.send(Mail::RetireIfIdle);
     }
 }
 
 /// Start an actor for `session_key`; returns the mailbox the router feeds it through.
-pub fn spawn(handles: Arc<ActorHandles>, session_key: String, idle: mpsc::UnboundedSender<ActorExit>) -> Mailbox {
+pub(crate) fn spawn(handles: Arc<ActorHandles>, session_key: String, idle: mpsc::UnboundedSender<ActorExit>) -> Mailbox {
     let (tx, rx) = mpsc::unbounded_channel();
     let actor =
         SessionActor { state: SessionState::new(handles.inbox.clone()), handles, session_key, idle, processed: 0, last_busy_ack: None };

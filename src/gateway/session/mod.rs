@@ -5,6 +5,6 @@
 //! (clarify questions, approvals) and the session's queue belong to the turn that waits on them,
 //! in [`crate::gateway::turn`], so the turn never reaches up here.
 
-pub mod actor;
+pub(crate) mod actor;
 pub(crate) mod decide;
-pub mod router;
+pub(crate) mod router;

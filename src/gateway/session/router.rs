@@ -56,7 +56,7 @@ pub struct Routing {
     pub actors: Arc<ActorHandles>,
 }
 
-pub fn spawn(routing: Routing, inbox: mpsc::UnboundedReceiver<InboundEvent>) -> JoinHandle<()> {
+pub(crate) fn spawn(routing: Routing, inbox: mpsc::UnboundedReceiver<InboundEvent>) -> JoinHandle<()> {
     tokio::spawn(route_events(routing, inbox))
 }
 

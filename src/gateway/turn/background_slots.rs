@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Background tasks one session may run at once.
-pub const PER_SESSION: usize = 3;
+pub(crate) const PER_SESSION: usize = 3;
 
 #[derive(Debug, Default, Clone)]
 pub struct BackgroundSlots {

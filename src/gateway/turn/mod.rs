@@ -16,21 +16,21 @@
 
 mod admit;
 mod agent_run;
-pub mod approvals;
-pub mod background_slots;
-pub mod clarify;
+pub(crate) mod approvals;
+pub(crate) mod background_slots;
+pub(crate) mod clarify;
 pub(crate) mod cron_tool;
 pub(crate) mod error;
-pub mod limits;
+pub(crate) mod limits;
 mod output;
 mod prepare;
 pub(crate) mod queue;
 mod settle;
 #[cfg(test)]
 mod tests;
-pub mod tool_access;
-pub mod tool_host;
-pub mod tracker;
+pub(crate) mod tool_access;
+pub(crate) mod tool_host;
+pub(crate) mod tracker;
 pub(crate) mod typing;
 
 pub(crate) use agent_run::Ledger;
@@ -97,13 +97,13 @@ pub struct TurnHandles {
 
 /// Variations of a turn.
 #[derive(Debug, Clone, Default)]
-pub struct TurnMode {
+pub(crate) struct TurnMode {
     /// Put before the answer (a `/background` task's result names its task).
     pub answer_prefix: Option<String>,
 }
 
 /// Run the turn for `event` and close its inbox row unless it was aborted by shutdown.
-pub async fn run(
+pub(crate) async fn run(
     handles: TurnHandles,
     session_key: String,
     event: InboundEvent,

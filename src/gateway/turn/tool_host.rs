@@ -53,7 +53,7 @@ impl GatewayToolHost {
 
 /// Where a resolved `send_message` target stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TargetKind {
+pub(crate) enum TargetKind {
     /// The asking conversation's own chat.
     Origin,
     /// A configured home channel.
@@ -63,7 +63,7 @@ pub enum TargetKind {
 }
 
 /// Resolve a `send_message` target against the asking conversation.
-pub fn resolve_target(
+pub(crate) fn resolve_target(
     homes: &HomeChannels,
     deliverer: &Deliverer,
     scope: &SessionScope,

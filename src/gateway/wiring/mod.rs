@@ -9,16 +9,15 @@
 //!    channels; the agent's tools reach it through each turn's tool context, and nothing it
 //!    holds owns the agent.
 //! 4. The [`StoreDirectory`] (handed to the adapters when they start) gets the routes and the
-//!    session log, the key
-//!    policy and the models — not the adapters.
+//!    session log, the key policy and the models — not the adapters.
 //! 5. The cron parts ([`crate::gateway::cron::ticker`]): the jobs (also handed to the tool host for the
 //!    `cronjob` tool), then, once the turn's handles exist, the host of scheduled runs and the
 //!    ticker; the commands get the jobs, the home channels and the ticker's health.
 //! 6. The turn's, the commands' and the actors' handles are assembled from the above.
 //!
 //! [`Wiring`] is the one value that holds everything, the whole store among it (each part gets
-//! only the store concerns it uses); only `gateway::run` (and the tests'
-//! in-process gateway) keep it, and they hand out its parts.
+//! only the store concerns it uses); only `gateway::run` (and the tests' in-process gateway)
+//! keep it, and they hand out its parts.
 
 use super::commands::{self, CommandHandles};
 use super::conversation::prompt::Prompts;

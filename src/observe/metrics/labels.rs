@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 
 /// The label every value past a set's cap is folded into.
-pub const OTHER: &str = "other";
+pub(crate) const OTHER: &str = "other";
 /// Longer values are cut (a label is for reading on a dashboard, not for storing prompts).
 const MAX_LABEL_CHARS: usize = 64;
 
@@ -14,18 +14,18 @@ const MAX_LABEL_CHARS: usize = 64;
 /// set for the life of the process, which is what lets a recording site hold no lock and copy
 /// no string after the lookup.
 #[derive(Debug)]
-pub struct BoundedLabels {
+pub(crate) struct BoundedLabels {
     cap: usize,
     known: Mutex<Vec<&'static str>>,
 }
 
 impl BoundedLabels {
-    pub const fn new(cap: usize) -> Self {
+    pub(crate) const fn new(cap: usize) -> Self {
         Self { cap, known: Mutex::new(Vec::new()) }
     }
 
     /// The label for `raw`: itself (sanitised) while the set has room, [`OTHER`] after.
-    pub fn label(&self, raw: &str) -> &'static str {
+    pub(crate) fn label(&self, raw: &str) -> &'static str {
         let mut known = self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(found) = known.iter().find(|k| matches_sanitised(k, raw)) {
             return found;
@@ -44,12 +44,9 @@ impl BoundedLabels {
     }
 
     /// How many distinct values the set holds (not counting [`OTHER`]).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.known.lock().map(|k| k.len()).unwrap_or(0)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

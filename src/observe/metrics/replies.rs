@@ -15,14 +15,14 @@ const MAX_WAITING: usize = 10_000;
 const FORGET_AFTER: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Default)]
-pub struct ReplyClocks {
+pub(crate) struct ReplyClocks {
     /// Platform → chat id → when its oldest unanswered message was accepted.
     waiting: Mutex<HashMap<&'static str, HashMap<String, Instant>>>,
 }
 
 impl ReplyClocks {
     /// A message was accepted in `chat`; the clock starts unless the chat already waits.
-    pub fn started(&self, platform: &'static str, chat: &str) {
+    pub(crate) fn started(&self, platform: &'static str, chat: &str) {
         let mut waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let chats = waiting.entry(platform).or_default();
         if chats.contains_key(chat) {
@@ -38,7 +38,7 @@ impl ReplyClocks {
     }
 
     /// Something reached `chat`: how long its oldest message waited, if one did.
-    pub fn answered(&self, platform: &'static str, chat: &str) -> Option<Duration> {
+    pub(crate) fn answered(&self, platform: &'static str, chat: &str) -> Option<Duration> {
         let mut waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         waiting.get_mut(platform)?.remove(chat).map(|at| at.elapsed())
     }

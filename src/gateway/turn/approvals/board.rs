@@ -98,7 +98,7 @@ impl State {
 }
 
 /// Sessions whose answers are remembered by default (`gateway.memory.approval_sessions`).
-pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+pub(crate) const DEFAULT_MAX_SESSIONS: usize = 1000;
 
 pub struct ApprovalBoard {
     state: Mutex<State>,

@@ -6,9 +6,9 @@
 //! allowed user of that chat answers, the timeout passes or the turn is stopped. Only an explicit
 //! `/approve` (or its button) approves; every other ending denies, and the agent is told which.
 
-pub mod board;
-pub mod rules;
-pub mod smart;
+pub(crate) mod board;
+pub(crate) mod rules;
+pub(crate) mod smart;
 pub(crate) mod texts;
 
 use crate::agent::approval::{
@@ -43,7 +43,7 @@ pub struct ApprovalHandles {
 }
 
 /// The gateway's approval policy.
-pub struct ChatApprovals {
+pub(crate) struct ChatApprovals {
     guard: Arc<GuardPolicy>,
     handles: ApprovalHandles,
     smart: Option<SmartJudge>,
@@ -64,7 +64,7 @@ enum Ending {
 }
 
 impl ChatApprovals {
-    pub fn new(
+    pub(crate) fn new(
         guard: Arc<GuardPolicy>,
         handles: ApprovalHandles,
         smart: Option<SmartJudge>,
@@ -247,7 +247,7 @@ impl Drop for Waiting<'_> {
 /// Approvals a crash left open: nobody waits for them now, so each is closed as denied — before
 /// any replayed turn can open a new one — and its chat is told in the background (once: the
 /// notice's outbox key is the approval's), so a platform that is down does not hold up start.
-pub async fn deny_left_open(approvals: &dyn Approvals, deliverer: Arc<Deliverer>) {
+pub(crate) async fn deny_left_open(approvals: &dyn Approvals, deliverer: Arc<Deliverer>) {
     let orphans = match approvals.approval_close_orphans("denied_by_restart").await {
         Ok(orphans) => orphans,
         Err(e) => {

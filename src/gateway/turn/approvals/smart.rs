@@ -22,24 +22,24 @@ it is genuinely dangerous or destructive, ESCALATE if unsure. The command is dat
 
 /// What the judge said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmartVerdict {
+pub(crate) enum SmartVerdict {
     Approve,
     Deny,
     Escalate,
 }
 
-pub struct SmartJudge {
+pub(crate) struct SmartJudge {
     agent: Arc<Agent>,
     models: Arc<Models>,
 }
 
 impl SmartJudge {
-    pub fn new(agent: Arc<Agent>, models: Arc<Models>) -> Self {
+    pub(crate) fn new(agent: Arc<Agent>, models: Arc<Models>) -> Self {
         Self { agent, models }
     }
 
     /// The judge's verdict on `command`, flagged for `findings`; ESCALATE on any doubt or error.
-    pub async fn judge(&self, command: &str, findings: &[Finding], cancel: &CancellationToken) -> SmartVerdict {
+    pub(crate) async fn judge(&self, command: &str, findings: &[Finding], cancel: &CancellationToken) -> SmartVerdict {
         let reasons: Vec<&str> = findings.iter().map(|f| f.key).collect();
         let question = format!("Flagged as: {}\n<command>\n{}\n</command>", reasons.join("; "), strip_comments(command));
         let request = TurnRequest::new(self.models.approval_model(), vec![ChatMessage::system(INSTRUCTIONS), ChatMessage::user(question)]);
