@@ -118,8 +118,8 @@ fn action(paused: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::tests::support::Wiring;
     use crate::gateway::tests::support::{self, RecordingChat};
-    use crate::gateway::wiring::Wiring;
     use hermes_adapter::{ChatType, HealthReporter, Platform, SessionSource};
     use std::path::Path;
 

@@ -36,7 +36,7 @@ impl OwnerGate {
     pub(crate) fn new(config: &Config, home: &Home) -> OwnerGate {
         let platforms: Vec<String> = config.platforms.others.keys().cloned().collect();
         let pairing = Pairing::new(PairingStore::new(home.pairing_dir()), std::iter::empty::<String>());
-        let policy = crate::gateway::auth_policy(config, &platforms).with_pairing(Arc::new(pairing));
+        let policy = crate::gateway::intake::access::auth_policy(config, &platforms).with_pairing(Arc::new(pairing));
         let endpoints = config
             .platforms
             .others

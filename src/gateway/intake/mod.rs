@@ -3,8 +3,9 @@
 //! platform user id) and [`pairing`] (how a stranger asks to), [`session_key`] (which
 //! conversation an event belongs to) and the [`directory`] of sessions for HTTP surfaces. The
 //! router that hands an admitted event to its session lives with the actors, in
-//! [`crate::gateway::session`]: it starts them, so it stands above them.
+//! the session wing: it starts them, so it stands above them.
 
+pub(crate) mod access;
 pub(crate) mod auth;
 pub(crate) mod directory;
 pub(crate) mod inbox;

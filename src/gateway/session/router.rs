@@ -175,7 +175,7 @@ mod tests {
     /// Three live actors (k1 least recently used) over a bound of two, and the idle reports.
     async fn three_actors_over_two(
         model: Arc<GatedModel>,
-    ) -> (tempfile::TempDir, crate::gateway::wiring::Wiring, Arc<RecordingChat>, Actors, mpsc::UnboundedReceiver<ActorExit>) {
+    ) -> (tempfile::TempDir, crate::gateway::tests::support::Wiring, Arc<RecordingChat>, Actors, mpsc::UnboundedReceiver<ActorExit>) {
         let chat = RecordingChat::new();
         let mut config = Config::default();
         config.gateway.allow_all_users = true;

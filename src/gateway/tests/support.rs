@@ -5,7 +5,8 @@
 
 use crate::agent::providers::ChatProvider;
 use crate::config::{Config, Home};
-use crate::gateway::wiring::{Parts, Wiring};
+use crate::gateway::wiring::Parts;
+pub(crate) use crate::gateway::wiring::Wiring;
 use crate::store::{AttemptEnd, NewOutboxRow, SqliteStore, Store};
 use hermes_adapter::{ChatTarget, OutboundMessage, Platform, PlatformAdapter};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ pub(crate) async fn gateway(
     let home = Home::at(dir.path());
     let agent = Arc::new(crate::agent::Agent::new(provider, crate::agent::tools::builtin(), 3, Default::default()));
     let platform = adapter.platform().as_str().to_string();
-    let auth = Arc::new(crate::gateway::auth_policy(&config, std::slice::from_ref(&platform)));
+    let auth = Arc::new(crate::gateway::intake::access::auth_policy(&config, std::slice::from_ref(&platform)));
     let tool_settings = Arc::new(crate::agent::tools::ToolSettings {
         per_user_profiles: auth.serves_several_users(),
         ..crate::gateway::tool_settings(&config)
