@@ -47,7 +47,7 @@ pub trait ApprovalPolicy: Send + Sync + 'static {
 
 /// What the classifier makes of a command, before anyone is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Judgement {
+pub(crate) enum Judgement {
     /// Runs without asking (inside the sandbox).
     Safe,
     /// Never runs; the text tells the model why.
@@ -90,7 +90,7 @@ pub(crate) fn leaves_sandbox(findings: &[Finding]) -> bool {
 }
 
 /// The classifier's verdict turned into a decision.
-pub struct GuardPolicy {
+pub(crate) struct GuardPolicy {
     /// `approvals.mode: off`: flagged commands may run, but only inside an enforced sandbox.
     approvals_off: bool,
     /// The workspace, home, `HERMES_HOME` and writable dirs the classifier judges paths by.
@@ -98,12 +98,12 @@ pub struct GuardPolicy {
 }
 
 impl GuardPolicy {
-    pub fn new(approvals_off: bool, context: ClassifyContext) -> Self {
+    pub(crate) fn new(approvals_off: bool, context: ClassifyContext) -> Self {
         GuardPolicy { approvals_off, context }
     }
 
     /// The classifier's context for a workspace: `~` is `$HOME` (or `/` without one).
-    pub fn context_for(workspace: &Path, hermes_home: &Path, private_tmp: Option<&Path>) -> ClassifyContext {
+    pub(crate) fn context_for(workspace: &Path, hermes_home: &Path, private_tmp: Option<&Path>) -> ClassifyContext {
         let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).unwrap_or_else(|| "/".into());
         let context = ClassifyContext::new(workspace, home).with_hermes_home(hermes_home);
         match private_tmp {
@@ -114,7 +114,7 @@ impl GuardPolicy {
 
     /// What the classifier says about `request`; a request to leave the sandbox is one more
     /// finding to approve.
-    pub fn judge(&self, request: &CommandRequest<'_>) -> Judgement {
+    pub(crate) fn judge(&self, request: &CommandRequest<'_>) -> Judgement {
         let context = self.context.clone().with_working_dir(request.workdir);
         // A panic in the classifier (third-party parsing code) must neither end the turn nor
         // let the command through.
@@ -134,7 +134,7 @@ impl GuardPolicy {
     }
 
     /// The decision for `request` where nobody can be asked.
-    pub fn decide(&self, request: &CommandRequest<'_>) -> CommandDecision {
+    pub(crate) fn decide(&self, request: &CommandRequest<'_>) -> CommandDecision {
         match self.judge(request) {
             Judgement::Safe => CommandDecision::CONFINED,
             Judgement::Hardline(why) => CommandDecision::Deny(why),

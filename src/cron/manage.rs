@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 
 /// Why a job could not be created or changed; the text tells the user what to do.
 #[derive(Debug, thiserror::Error)]
-pub enum ManageError {
+pub(crate) enum ManageError {
     #[error(transparent)]
     Invalid(#[from] Invalid),
     #[error("⛔ job '{0}' belongs to someone else; only its creator or an admin may change it")]
@@ -32,7 +32,7 @@ pub enum ManageError {
 
 /// What is wrong with a job as asked for (the user's mistake, not the store's).
 #[derive(Debug, thiserror::Error)]
-pub enum Invalid {
+pub(crate) enum Invalid {
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
     #[error(transparent)]
@@ -64,7 +64,7 @@ pub enum Invalid {
 
 /// Who is asking.
 #[derive(Debug, Clone, Default)]
-pub struct Actor {
+pub(crate) struct Actor {
     pub platform: Option<String>,
     pub user_id: Option<String>,
     /// Admins (and the shell) manage every job.
@@ -73,7 +73,7 @@ pub struct Actor {
 
 impl Actor {
     /// The shell: the machine's owner.
-    pub fn shell() -> Self {
+    pub(crate) fn shell() -> Self {
         Self { admin: true, ..Self::default() }
     }
 
@@ -84,7 +84,7 @@ impl Actor {
 
 /// A job to create.
 #[derive(Debug, Clone, Default)]
-pub struct NewJob {
+pub(crate) struct NewJob {
     pub schedule: String,
     pub prompt: String,
     pub name: Option<String>,
@@ -104,7 +104,7 @@ pub struct NewJob {
 
 /// Changes to a job; `None` leaves a field alone.
 #[derive(Debug, Clone, Default)]
-pub struct JobEdit {
+pub(crate) struct JobEdit {
     pub schedule: Option<String>,
     pub prompt: Option<String>,
     pub name: Option<String>,
@@ -121,7 +121,7 @@ pub struct JobEdit {
 
 /// The jobs of one HERMES_HOME, and the ticker to wake when they change.
 #[derive(Clone)]
-pub struct CronJobs {
+pub(crate) struct CronJobs {
     store: JobStore,
     zone: Zone,
     scripts_dir: PathBuf,
@@ -132,36 +132,36 @@ pub struct CronJobs {
 }
 
 impl CronJobs {
-    pub fn new(store: JobStore, zone: Zone, scripts_dir: PathBuf, skills_dir: PathBuf, wake: Arc<Notify>) -> Self {
+    pub(crate) fn new(store: JobStore, zone: Zone, scripts_dir: PathBuf, skills_dir: PathBuf, wake: Arc<Notify>) -> Self {
         Self { store, zone, scripts_dir, skills_dir, wake, owners: Arc::new(EveryOwner) }
     }
 
     /// The same jobs, with `owners` judging whose jobs may run.
-    pub fn with_owner_check(mut self, owners: Arc<dyn OwnerCheck>) -> Self {
+    pub(crate) fn with_owner_check(mut self, owners: Arc<dyn OwnerCheck>) -> Self {
         self.owners = owners;
         self
     }
 
     /// What judges whose jobs may run (the ticker asks it too).
-    pub fn owner_check(&self) -> Arc<dyn OwnerCheck> {
+    pub(crate) fn owner_check(&self) -> Arc<dyn OwnerCheck> {
         self.owners.clone()
     }
 
-    pub fn zone(&self) -> Zone {
+    pub(crate) fn zone(&self) -> Zone {
         self.zone
     }
 
-    pub fn store(&self) -> &JobStore {
+    pub(crate) fn store(&self) -> &JobStore {
         &self.store
     }
 
     /// What the ticker waits on for changes.
-    pub fn wake_handle(&self) -> Arc<Notify> {
+    pub(crate) fn wake_handle(&self) -> Arc<Notify> {
         self.wake.clone()
     }
 
     /// Validate and store a new job; the ticker is woken so a short delay fires on time.
-    pub async fn create(&self, spec: NewJob) -> Result<Job, ManageError> {
+    pub(crate) async fn create(&self, spec: NewJob) -> Result<Job, ManageError> {
         let job = self.build(spec, Utc::now())?;
         let store = self.store.clone();
         let job = blocking(move || store.create(job)).await??;
@@ -171,7 +171,7 @@ impl CronJobs {
 
     /// The jobs `actor` may see (all of them for admins), soonest first; completed one-shots only
     /// with `completed`. The records that cannot be read come along, for the shell to report.
-    pub async fn list(&self, actor: &Actor, completed: bool) -> Result<Listing, ManageError> {
+    pub(crate) async fn list(&self, actor: &Actor, completed: bool) -> Result<Listing, ManageError> {
         let store = self.store.clone();
         let Listing { jobs, skipped } = blocking(move || store.list()).await??;
         let mut jobs: Vec<Job> = jobs.into_iter().filter(|j| actor.may_manage(j) && (completed || !j.is_completed())).collect();
@@ -180,13 +180,13 @@ impl CronJobs {
     }
 
     /// The job named by `reference` (id or name), if `actor` may manage it.
-    pub async fn find(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
+    pub(crate) async fn find(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
         let (store, reference) = (self.store.clone(), reference.to_string());
         let job = blocking(move || store.find(&reference)).await??;
         if actor.may_manage(&job) { Ok(job) } else { Err(ManageError::NotYours(job.name)) }
     }
 
-    pub async fn edit(&self, actor: &Actor, reference: &str, edit: JobEdit) -> Result<Job, ManageError> {
+    pub(crate) async fn edit(&self, actor: &Actor, reference: &str, edit: JobEdit) -> Result<Job, ManageError> {
         let job = self.find(actor, reference).await?;
         let now = Utc::now();
         let (store, this) = (self.store.clone(), self.clone());
@@ -198,14 +198,14 @@ impl CronJobs {
         Ok(edited)
     }
 
-    pub async fn pause(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
+    pub(crate) async fn pause(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
         let job = self.find(actor, reference).await?;
         let store = self.store.clone();
         let paused = blocking(move || store.pause(&job.id, None, Utc::now())).await??;
         Ok(paused)
     }
 
-    pub async fn resume(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
+    pub(crate) async fn resume(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
         let job = self.find(actor, reference).await?;
         if owner::is_owner_pause(&job) {
             self.may_resume_owner_pause(actor, &job)?;
@@ -216,7 +216,7 @@ impl CronJobs {
         Ok(resumed)
     }
 
-    pub async fn remove(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
+    pub(crate) async fn remove(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
         let job = self.find(actor, reference).await?;
         let (store, id) = (self.store.clone(), job.id.clone());
         blocking(move || store.remove(&id)).await??;
@@ -238,7 +238,7 @@ impl CronJobs {
 
     /// Make the job due now and wake the ticker: it runs within moments, not at the next minute.
     /// A job paused because its owner lost access is refused (an admin resumes it first).
-    pub async fn run_now(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
+    pub(crate) async fn run_now(&self, actor: &Actor, reference: &str) -> Result<Job, ManageError> {
         let job = self.find(actor, reference).await?;
         if owner::is_owner_pause(&job) {
             let reason = job.paused_reason.clone().unwrap_or_default();

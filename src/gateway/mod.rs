@@ -91,7 +91,7 @@ pub struct RunOptions {
 
 /// Where the agent's files live: memories and skills under the home, commands run in
 /// `terminal.cwd` or `HERMES_HOME/workspace`.
-pub fn agent_paths(home: &Home, config: &Config) -> AgentPaths {
+pub(crate) fn agent_paths(home: &Home, config: &Config) -> AgentPaths {
     let mut paths = AgentPaths::under(home.root());
     paths.memories = home.memories_dir();
     paths.skills = home.skills_dir();
@@ -101,7 +101,7 @@ pub fn agent_paths(home: &Home, config: &Config) -> AgentPaths {
 
 /// Tool limits from the configuration; every configured secret is kept out of commands' env and
 /// scrubbed from tool results.
-pub fn tool_settings(config: &Config) -> ToolSettings {
+pub(crate) fn tool_settings(config: &Config) -> ToolSettings {
     ToolSettings {
         terminal_timeout: Duration::from_secs(config.terminal.timeout.max(1)),
         terminal_output_cap: config.terminal.output_cap.max(1000),
@@ -117,7 +117,7 @@ pub fn tool_settings(config: &Config) -> ToolSettings {
 /// The sandbox every command runs in, prepared once from `terminal.sandbox`. No Landlock on this
 /// kernel is a loud warning (commands then run unconfined and flagged ones need a person); a policy
 /// that cannot hide HERMES_HOME (it lies inside `terminal.cwd`) is a configuration error.
-pub fn confinement(config: &Config, home: &Home, paths: &AgentPaths) -> Result<Confinement, GatewayError> {
+pub(crate) fn confinement(config: &Config, home: &Home, paths: &AgentPaths) -> Result<Confinement, GatewayError> {
     let confinement = Confinement::prepare(config.terminal.sandbox, &paths.workdir, &home.root()).map_err(|e| match e {
         SandboxError::UnsafePolicy(_) => {
             GatewayError::Config(format!("terminal.sandbox: {e}; choose a terminal.cwd that does not contain HERMES_HOME"))
@@ -135,7 +135,7 @@ pub fn confinement(config: &Config, home: &Home, paths: &AgentPaths) -> Result<C
 }
 
 /// The classifier-backed approval policy for this gateway's workspace and sandbox.
-pub fn approval_policy(config: &Config, home: &Home, paths: &AgentPaths, confinement: &Confinement) -> GuardPolicy {
+pub(crate) fn approval_policy(config: &Config, home: &Home, paths: &AgentPaths, confinement: &Confinement) -> GuardPolicy {
     let context = GuardPolicy::context_for(&paths.workdir, &home.root(), confinement.private_tmp());
     GuardPolicy::new(config.approvals.mode == "off", context)
 }
@@ -249,7 +249,7 @@ async fn wire(
 /// The gateway's handles without its adapters receiving: what `hermes cron tick` and
 /// `hermes cron run` run jobs with (the adapters only send). No instance lock is taken, so this
 /// works beside a running gateway; the cron locks keep the two from running an occurrence twice.
-pub async fn headless(home: &Home, config: Config, registry: &crate::registry::Registry) -> Result<wiring::Wiring, GatewayError> {
+pub(crate) async fn headless(home: &Home, config: Config, registry: &crate::registry::Registry) -> Result<wiring::Wiring, GatewayError> {
     home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
     let config = Arc::new(config);
     let adapters =

@@ -46,7 +46,7 @@ use std::sync::Arc;
 
 /// A command's static description, used for dispatch, `/help`, `/commands` and platform menus.
 #[derive(Debug, Clone, Copy)]
-pub struct CommandSpec {
+pub(crate) struct CommandSpec {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
     pub args_hint: &'static str,
@@ -57,7 +57,7 @@ pub struct CommandSpec {
 
 /// What a command asks the session to do after it ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommandOutcome {
+pub(crate) enum CommandOutcome {
     /// Send this text back.
     Reply(String),
     /// Send this text back with buttons whose data are commands (the text must list the same
@@ -65,14 +65,12 @@ pub enum CommandOutcome {
     ReplyWithButtons(String, Vec<Vec<Button>>),
     /// Reply, then run this text as a normal agent prompt.
     ReplyAndRun { reply: Option<String>, prompt: String },
-    /// Nothing to send.
-    Silent,
 }
 
 /// What commands may use beyond their session: built once at start-up. Each command's `run`
 /// takes from it only what the command touches and hands that to a function whose parameters
 /// say so; the store is here one concern at a time.
-pub struct CommandHandles {
+pub(crate) struct CommandHandles {
     /// Which conversation each chat is in, its per-session overrides, who talked where.
     pub routes: Arc<dyn Routes>,
     /// Stored messages: titles, `/undo`, `/retry`, the context fill.
@@ -101,7 +99,7 @@ pub struct CommandHandles {
 }
 
 /// What a running command may see and touch.
-pub struct CommandContext<'a> {
+pub(crate) struct CommandContext<'a> {
     pub handles: &'a CommandHandles,
     pub event: &'a InboundEvent,
     pub session_key: &'a str,
@@ -109,7 +107,7 @@ pub struct CommandContext<'a> {
 }
 
 #[async_trait]
-pub trait SlashCommand: Send + Sync + 'static {
+pub(crate) trait SlashCommand: Send + Sync + 'static {
     fn spec(&self) -> &'static CommandSpec;
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome;
 }
@@ -153,13 +151,13 @@ pub(crate) fn registry() -> CommandRegistry {
     }
 }
 
-pub struct CommandRegistry {
+pub(crate) struct CommandRegistry {
     commands: Vec<Arc<dyn SlashCommand>>,
 }
 
 impl CommandRegistry {
     /// Exact name or alias, case-insensitive; no prefix abbreviations.
-    pub fn find(&self, name: &str) -> Option<Arc<dyn SlashCommand>> {
+    pub(crate) fn find(&self, name: &str) -> Option<Arc<dyn SlashCommand>> {
         self.commands
             .iter()
             .find(|c| {
@@ -169,7 +167,7 @@ impl CommandRegistry {
             .cloned()
     }
 
-    pub fn specs(&self) -> impl Iterator<Item = &'static CommandSpec> + '_ {
+    pub(crate) fn specs(&self) -> impl Iterator<Item = &'static CommandSpec> + '_ {
         self.commands.iter().map(|c| c.spec())
     }
 }

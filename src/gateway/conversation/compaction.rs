@@ -15,7 +15,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Compresses conversations that outgrew their model (`compression.*`).
-pub struct Compactor {
+pub(crate) struct Compactor {
     settings: CompressionConfig,
     agent: Arc<Agent>,
     models: Arc<Models>,
@@ -25,7 +25,7 @@ pub struct Compactor {
 
 /// What a compression did.
 #[derive(Debug, Clone)]
-pub struct Compressed {
+pub(crate) struct Compressed {
     pub route: RouteEntry,
     pub messages_before: usize,
     pub messages_after: usize,
@@ -34,7 +34,7 @@ pub struct Compressed {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum CompressError {
+pub(crate) enum CompressError {
     #[error("Not enough conversation to compress (need at least {} messages).", compress::MIN_MESSAGES)]
     TooShort,
     #[error("the summary could not be written: {0}")]
@@ -46,12 +46,12 @@ pub enum CompressError {
 }
 
 impl Compactor {
-    pub fn new(settings: CompressionConfig, agent: Arc<Agent>, models: Arc<Models>, log: Arc<dyn SessionLog>) -> Self {
+    pub(crate) fn new(settings: CompressionConfig, agent: Arc<Agent>, models: Arc<Models>, log: Arc<dyn SessionLog>) -> Self {
         Self { settings, agent, models, log }
     }
 
     /// Why a turn should compress first, or `None`.
-    pub fn needs_compression(&self, model: &str, estimated: u64, last_prompt_tokens: u64, messages: usize) -> Option<&'static str> {
+    pub(crate) fn needs_compression(&self, model: &str, estimated: u64, last_prompt_tokens: u64, messages: usize) -> Option<&'static str> {
         let c = &self.settings;
         if !c.enabled || messages < compress::MIN_MESSAGES {
             return None;
@@ -67,7 +67,7 @@ impl Compactor {
     }
 
     /// Compress the session `route` points at. `focus` guides the summary (`/compress <focus>`).
-    pub async fn compress_session(
+    pub(crate) async fn compress_session(
         &self,
         route: &RouteEntry,
         model: &ModelSpec,
@@ -119,7 +119,7 @@ impl Compactor {
     }
 
     /// Compression inside a turn (between tool rounds) for `model`, when it is on.
-    pub fn in_turn(&self, model: &ModelSpec) -> Option<InTurnCompression> {
+    pub(crate) fn in_turn(&self, model: &ModelSpec) -> Option<InTurnCompression> {
         let c = &self.settings;
         c.enabled.then(|| InTurnCompression {
             context_tokens: self.models.context_length(&model.model),

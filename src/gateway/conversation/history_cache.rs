@@ -12,14 +12,14 @@ use std::sync::Mutex;
 
 /// A session's recent history, oldest first, as the model reads it.
 #[derive(Debug, Clone)]
-pub struct SessionHistory {
+pub(crate) struct SessionHistory {
     pub known: KnownHistory,
     pub messages: VecDeque<ChatMessage>,
 }
 
 impl SessionHistory {
     /// The history read from the store; `None` when it is empty.
-    pub fn from_rows(
+    pub(crate) fn from_rows(
         rows: &[MessageRow],
         known: Option<KnownHistory>,
         limit: usize,
@@ -32,7 +32,7 @@ impl SessionHistory {
     }
 
     /// Append the messages that followed (as the store returned them), keeping the last `limit`.
-    pub fn extend(&mut self, rows: &[MessageRow], active_count: i64, limit: usize, convert: fn(&MessageRow) -> Option<ChatMessage>) {
+    pub(crate) fn extend(&mut self, rows: &[MessageRow], active_count: i64, limit: usize, convert: fn(&MessageRow) -> Option<ChatMessage>) {
         if let Some(last) = rows.last() {
             self.known.last_id = last.id;
         }
@@ -64,7 +64,7 @@ impl SessionHistory {
     }
 }
 
-pub struct HistoryCache {
+pub(crate) struct HistoryCache {
     max_bytes: usize,
     inner: Mutex<Inner>,
 }
@@ -84,12 +84,12 @@ struct Entry {
 
 impl HistoryCache {
     /// A cache holding at most about `max_bytes` of histories (0 = none kept).
-    pub fn new(max_bytes: usize) -> Self {
+    pub(crate) fn new(max_bytes: usize) -> Self {
         Self { max_bytes, inner: Mutex::new(Inner::default()) }
     }
 
     /// Take the session key's history out (a concurrent turn of the same key then reads its own).
-    pub fn take(&self, session_key: &str) -> Option<SessionHistory> {
+    pub(crate) fn take(&self, session_key: &str) -> Option<SessionHistory> {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let entry = inner.entries.remove(session_key)?;
         inner.bytes -= entry.bytes;
@@ -98,7 +98,7 @@ impl HistoryCache {
 
     /// Keep `history` for the session key's next turn, making room by dropping the least
     /// recently used sessions. A history larger than the whole cache is not kept.
-    pub fn put(&self, session_key: &str, history: SessionHistory) {
+    pub(crate) fn put(&self, session_key: &str, history: SessionHistory) {
         let bytes = history.heap_bytes() + size_of::<Entry>() + session_key.len();
         if bytes > self.max_bytes {
             return;

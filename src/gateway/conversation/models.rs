@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 /// A model a chat switched to: the name and, when given, its provider.
 type Choice = (String, Option<String>);
 
-pub struct Models {
+pub(crate) struct Models {
     config: Arc<Config>,
     /// `config.yaml`, where `/model --global` writes the new default.
     config_file: PathBuf,
@@ -21,12 +21,12 @@ pub struct Models {
 }
 
 impl Models {
-    pub fn new(config: Arc<Config>, config_file: PathBuf) -> Self {
+    pub(crate) fn new(config: Arc<Config>, config_file: PathBuf) -> Self {
         Self { config, config_file, global: RwLock::new(None) }
     }
 
     /// The configured model (or the one `/model --global` chose since).
-    pub fn default_model(&self) -> ModelSpec {
+    pub(crate) fn default_model(&self) -> ModelSpec {
         let m = &self.config.model;
         let mut spec = ModelSpec {
             model: m.default.clone(),
@@ -47,7 +47,7 @@ impl Models {
 
     /// Make `model` the default of every chat: written to config.yaml (so a restart keeps it),
     /// then used at once.
-    pub fn switch_global(&self, model: &str, provider: Option<&str>) -> Result<(), crate::config::PersistError> {
+    pub(crate) fn switch_global(&self, model: &str, provider: Option<&str>) -> Result<(), crate::config::PersistError> {
         crate::config::write_model_default(&self.config_file, model, provider)?;
         if let Ok(mut guard) = self.global.write() {
             *guard = Some((model.to_string(), provider.map(str::to_string)));
@@ -56,7 +56,7 @@ impl Models {
     }
 
     /// The configured fallback models, in order.
-    pub fn fallbacks(&self) -> Vec<ModelSpec> {
+    pub(crate) fn fallbacks(&self) -> Vec<ModelSpec> {
         let primary = self.default_model();
         self.config
             .fallback_providers
@@ -71,7 +71,7 @@ impl Models {
     }
 
     /// The models `/model` offers: the default, the fallbacks, then `model.choices`.
-    pub fn choices(&self) -> Vec<String> {
+    pub(crate) fn choices(&self) -> Vec<String> {
         let mut choices = vec![self.default_model().model];
         choices.extend(self.fallbacks().into_iter().map(|f| f.model));
         choices.extend(self.config.model.choices.iter().cloned());
@@ -80,33 +80,33 @@ impl Models {
     }
 
     /// Whether a switch by an admin changes every chat unless they say `--session`.
-    pub fn switches_persist_by_default(&self) -> bool {
+    pub(crate) fn switches_persist_by_default(&self) -> bool {
         self.config.model.persist_switch_by_default
     }
 
     /// The model that summarizes conversations (`auxiliary.compression`, else the session's).
-    pub fn compression_model(&self, session_model: &ModelSpec) -> ModelSpec {
+    pub(crate) fn compression_model(&self, session_model: &ModelSpec) -> ModelSpec {
         auxiliary(&self.config.auxiliary.compression, session_model)
     }
 
     /// The model that judges flagged commands in smart mode (`auxiliary.approval`, else the
     /// default model).
-    pub fn approval_model(&self) -> ModelSpec {
+    pub(crate) fn approval_model(&self) -> ModelSpec {
         auxiliary(&self.config.auxiliary.approval, &self.default_model())
     }
 
     /// How tool calls are put to the model (`model.tool_protocol`).
-    pub fn tool_protocol(&self) -> crate::agent::tool_protocol::ToolProtocol {
+    pub(crate) fn tool_protocol(&self) -> crate::agent::tool_protocol::ToolProtocol {
         self.config.model.tool_protocol
     }
 
     /// The context window of `model` in tokens (configured, else a conservative default).
-    pub fn context_length(&self, _model: &str) -> u64 {
+    pub(crate) fn context_length(&self, _model: &str) -> u64 {
         self.config.model.context_length.unwrap_or(128_000)
     }
 
     /// Cost of one call in USD; 0 when no price is configured for the model.
-    pub fn cost_of(&self, model: &str, usage: &Usage) -> f64 {
+    pub(crate) fn cost_of(&self, model: &str, usage: &Usage) -> f64 {
         self.config
             .model
             .pricing
@@ -116,13 +116,13 @@ impl Models {
     }
 
     /// Whether every one of `models` has a configured price (else a cost shown is a lower bound).
-    pub fn all_priced(&self, models: &[String]) -> bool {
+    pub(crate) fn all_priced(&self, models: &[String]) -> bool {
         models.iter().all(|m| self.config.model.pricing.contains_key(m))
     }
 
     /// The model for a session: the configured one, with the session's `model_override`
     /// (`{model, provider, base_url}`) applied when present.
-    pub fn model_for(&self, overrides: Option<&serde_json::Value>) -> ModelSpec {
+    pub(crate) fn model_for(&self, overrides: Option<&serde_json::Value>) -> ModelSpec {
         let mut spec = self.default_model();
         if let Some(o) = overrides.and_then(|o| o.get("model_override")) {
             if let Some(m) = o.get("model").and_then(|v| v.as_str()) {

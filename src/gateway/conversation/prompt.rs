@@ -11,7 +11,7 @@ use hermes_adapter::SessionSource;
 use std::sync::Arc;
 
 /// What a session's system prompt is assembled from, and the session log it is frozen in.
-pub struct Prompts {
+pub(crate) struct Prompts {
     log: Arc<dyn SessionLog>,
     paths: Arc<AgentPaths>,
     memory: MemoryConfig,
@@ -24,7 +24,7 @@ pub struct Prompts {
 }
 
 impl Prompts {
-    pub fn new(
+    pub(crate) fn new(
         log: Arc<dyn SessionLog>,
         paths: Arc<AgentPaths>,
         memory: MemoryConfig,
@@ -37,7 +37,7 @@ impl Prompts {
 
     /// The session's frozen system prompt: built and stored on the session's first turn, read
     /// back on every later one.
-    pub async fn frozen(&self, session_id: &str, source: &SessionSource, toolsets: &[String]) -> Result<String, StoreError> {
+    pub(crate) async fn frozen(&self, session_id: &str, source: &SessionSource, toolsets: &[String]) -> Result<String, StoreError> {
         if let Some(stored) = self.log.session_prompt(session_id).await? {
             return Ok(stored);
         }
@@ -46,7 +46,7 @@ impl Prompts {
 
     /// A scheduled run's system prompt: built for that one run, without memory (cron runs
     /// neither read nor write it).
-    pub fn scheduled(&self, source: &SessionSource, toolsets: &[String]) -> String {
+    pub(crate) fn scheduled(&self, source: &SessionSource, toolsets: &[String]) -> String {
         assemble(&PromptInputs {
             paths: &self.paths,
             operator_prompt: self.operator_prompt.as_deref(),

@@ -8,7 +8,7 @@ use crate::gateway::conversation::history_cache::HistoryCache;
 use crate::store::{Routes, SessionLog, Turns};
 use std::sync::Arc;
 
-pub struct Sessions {
+pub(crate) struct Sessions {
     /// Turns opened, and their messages and usage recorded, one write each.
     pub turns: Arc<dyn Turns>,
     /// The sessions' stored messages and titles.

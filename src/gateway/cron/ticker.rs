@@ -37,7 +37,7 @@ pub(crate) fn jobs(config: &Config, home: &Home) -> CronJobs {
 
 /// What `/cron`, `/sethome` and `/status` use.
 #[derive(Clone)]
-pub struct CronCommandHandles {
+pub(crate) struct CronCommandHandles {
     pub jobs: CronJobs,
     pub homes: HomeChannels,
     pub ticker: Arc<TickerHealth>,
@@ -45,7 +45,7 @@ pub struct CronCommandHandles {
     pub env_file: PathBuf,
 }
 
-pub struct CronParts {
+pub(crate) struct CronParts {
     pub jobs: CronJobs,
     pub homes: HomeChannels,
     pub ticker: Arc<Ticker>,
@@ -56,7 +56,7 @@ pub struct CronParts {
 }
 
 impl CronParts {
-    pub fn build(
+    pub(crate) fn build(
         config: &Config,
         home: &Home,
         turns: &TurnHandles,
@@ -80,18 +80,18 @@ impl CronParts {
         Self { jobs, homes, ticker, ticker_stop: CancellationToken::new(), runs_stop }
     }
 
-    pub fn commands(&self, env_file: PathBuf) -> CronCommandHandles {
+    pub(crate) fn commands(&self, env_file: PathBuf) -> CronCommandHandles {
         CronCommandHandles { jobs: self.jobs.clone(), homes: self.homes.clone(), ticker: self.ticker.health.clone(), env_file }
     }
 
     /// Start the supervised ticker.
-    pub fn start(&self) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn start(&self) -> tokio::task::JoinHandle<()> {
         tokio::spawn(ticker::supervise(self.ticker.clone(), self.ticker_stop.clone()))
     }
 
     /// Stop ticking, let the runs in flight finish (up to 65 s), then interrupt the rest: a
     /// recurring job's next occurrence runs as usual, a cut-off one-shot is reported later.
-    pub async fn stop(&self, ticking: tokio::task::JoinHandle<()>) {
+    pub(crate) async fn stop(&self, ticking: tokio::task::JoinHandle<()>) {
         self.ticker_stop.cancel();
         if tokio::time::timeout(Duration::from_secs(5), ticking).await.is_err() {
             tracing::warn!("the cron ticker did not stop within 5 s");

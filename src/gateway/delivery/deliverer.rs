@@ -4,20 +4,18 @@
 //! into parts ([`plan`]), queued under its [`ReplyKey`], delivered by the courier. Nothing else
 //! reaches the adapters' send side.
 
-use crate::config::Home;
 use crate::gateway::delivery::courier::{Courier, RetryPolicy};
-use crate::gateway::delivery::outbound::{self, Delivery, Terms};
+use crate::gateway::delivery::outbound::{self, Delivery, FileRoots, Terms};
 use crate::gateway::delivery::plan::plan;
 use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::gateway::ops::health::HealthBoard;
 use crate::store::Outbox;
 use hermes_adapter::PlatformAdapter;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub struct Deliverer {
+pub(crate) struct Deliverer {
     adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
     /// The idempotency record of every send (what a streamed message's platform id is read from).
     pub(super) outbox: Arc<dyn Outbox>,
@@ -27,18 +25,10 @@ pub struct Deliverer {
     pub(super) files: FileRoots,
 }
 
-/// The folders an answer may attach files from (see `outbound::attachable`).
-pub struct FileRoots {
-    /// `HERMES_HOME`: nothing under it is sent, apart from its cache.
-    pub home: Home,
-    /// The agent's working folder.
-    pub workdir: PathBuf,
-}
-
 impl Deliverer {
     /// `health`: whose adapters are connected (a lane waits while its adapter is not); `None`
     /// assumes every adapter is up.
-    pub fn new(
+    pub(crate) fn new(
         adapters: &[Arc<dyn PlatformAdapter>],
         outbox: Arc<dyn Outbox>,
         files: FileRoots,
@@ -85,23 +75,23 @@ impl Deliverer {
     }
 
     /// The courier, to start its sweeper (which resumes what a restart left queued).
-    pub fn courier(&self) -> &Arc<Courier> {
+    pub(crate) fn courier(&self) -> &Arc<Courier> {
         &self.courier
     }
 
     /// The running adapter of `platform`, if it is enabled.
-    pub fn adapter(&self, platform: &str) -> Option<&Arc<dyn PlatformAdapter>> {
+    pub(crate) fn adapter(&self, platform: &str) -> Option<&Arc<dyn PlatformAdapter>> {
         self.adapters.get(platform)
     }
 
     /// Whether `platform` is enabled and can receive messages outside a request (a chat, not a
     /// request/response client).
-    pub fn reaches_later(&self, platform: &str) -> bool {
+    pub(crate) fn reaches_later(&self, platform: &str) -> bool {
         self.adapter(platform).is_some_and(|a| a.capabilities().supports_async_delivery)
     }
 
     /// The platforms that can receive messages outside a request, for the prompt's hints.
-    pub fn chat_platforms(&self) -> Vec<String> {
+    pub(crate) fn chat_platforms(&self) -> Vec<String> {
         self.adapters.iter().filter(|(_, a)| a.capabilities().supports_async_delivery).map(|(n, _)| n.clone()).collect()
     }
 }

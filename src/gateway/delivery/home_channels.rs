@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 
 /// The live home channels, shared: `/sethome` changes them for every holder at once.
 #[derive(Debug, Clone, Default)]
-pub struct HomeChannels {
+pub(crate) struct HomeChannels {
     homes: Arc<RwLock<HashMap<String, ChatTarget>>>,
     /// Where each platform with a home channel keeps it, from its registration.
     vars: Arc<HashMap<String, HomeVars>>,
@@ -21,7 +21,7 @@ pub struct HomeChannels {
 
 /// Why `/sethome` could not make a chat the home.
 #[derive(Debug, thiserror::Error)]
-pub enum SetHomeError {
+pub(crate) enum SetHomeError {
     /// The platform's registration declares no home channel (an API, a webhook).
     #[error("{0} has no home channel")]
     NoHome(String),
@@ -33,7 +33,7 @@ pub enum SetHomeError {
 impl HomeChannels {
     /// From the configuration: each configured platform's home, with the thread its
     /// registration's thread variable names (a thread written into the value itself wins).
-    pub fn from_config(config: &Config) -> Self {
+    pub(crate) fn from_config(config: &Config) -> Self {
         let mut homes = HashMap::new();
         let mut vars = HashMap::new();
         for (name, block) in &config.platforms.others {
@@ -57,13 +57,13 @@ impl HomeChannels {
     }
 
     /// The home of `platform`, if one is set.
-    pub fn get(&self, platform: &str) -> Option<ChatTarget> {
+    pub(crate) fn get(&self, platform: &str) -> Option<ChatTarget> {
         self.homes.read().unwrap_or_else(|p| p.into_inner()).get(platform).cloned()
     }
 
     /// Make `target` its platform's home: written to `env_file` under the registration's
     /// variables first (the thread variable cleared outside a thread), then in effect at once.
-    pub fn set_and_save(&self, target: &ChatTarget, env_file: &Path) -> Result<(), SetHomeError> {
+    pub(crate) fn set_and_save(&self, target: &ChatTarget, env_file: &Path) -> Result<(), SetHomeError> {
         let platform = target.platform.as_str();
         let vars = self.vars.get(platform).ok_or_else(|| SetHomeError::NoHome(platform.to_string()))?;
         // Where the platform keeps no thread, the home is the chat itself (what a restart reads).
@@ -79,7 +79,7 @@ impl HomeChannels {
     }
 
     /// Every home channel, by platform.
-    pub fn targets(&self) -> BTreeMap<String, ChatTarget> {
+    pub(crate) fn targets(&self) -> BTreeMap<String, ChatTarget> {
         self.homes.read().unwrap_or_else(|p| p.into_inner()).iter().map(|(p, t)| (p.clone(), t.clone())).collect()
     }
 }

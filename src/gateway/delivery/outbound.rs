@@ -5,25 +5,21 @@
 //! which queues them in the outbox under their keys and delivers them through outages and
 //! restarts; a caller waits only for each part's first outcome.
 
+use crate::config::Home;
 use crate::gateway::delivery::courier::Outcome;
-use crate::gateway::delivery::deliverer::FileRoots;
 use crate::gateway::delivery::reply::{Body, Reply};
 use crate::store::NewOutboxRow;
 use hermes_adapter::media::extract_media_tags;
-use hermes_adapter::{ChatTarget, OutboundFile, OutboundMessage, Usage};
+use hermes_adapter::{ChatTarget, OutboundFile, OutboundMessage};
+use std::path::PathBuf;
 use std::time::Duration;
 
-/// Marks the last message of a turn (usage and finish reason travel with it).
-#[derive(Debug, Clone)]
-pub(crate) struct Finish {
-    pub usage: Usage,
-    pub finish_reason: String,
-}
-
-impl Finish {
-    pub(crate) fn stop() -> Self {
-        Self { usage: Usage::default(), finish_reason: "stop".into() }
-    }
+/// The folders an answer may attach files from (see [`attachable`]).
+pub(crate) struct FileRoots {
+    /// `HERMES_HOME`: nothing under it is sent, apart from its cache.
+    pub home: Home,
+    /// The agent's working folder.
+    pub workdir: PathBuf,
 }
 
 /// What happened to a delivery, as far as its caller waits to know.

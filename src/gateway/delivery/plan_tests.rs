@@ -2,7 +2,7 @@
 //! the reply-to, the buttons and the finish.
 
 use super::*;
-use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::Finish;
 use hermes_adapter::{Button, ChatTarget, LengthUnit, MarkdownDialect, Platform, StreamStyle, Usage};
 use std::path::PathBuf;
 

@@ -8,10 +8,22 @@
 
 use crate::agent::tools::SendId;
 use crate::cron::delivery::Occurrence;
-use crate::gateway::delivery::outbound::Finish;
 use chrono::{DateTime, Utc};
-use hermes_adapter::{Button, ChatTarget, OutboundFile};
+use hermes_adapter::{Button, ChatTarget, OutboundFile, Usage};
 use std::fmt;
+
+/// Marks the last message of a turn (usage and finish reason travel with it).
+#[derive(Debug, Clone)]
+pub(crate) struct Finish {
+    pub usage: Usage,
+    pub finish_reason: String,
+}
+
+impl Finish {
+    pub(crate) fn stop() -> Self {
+        Self { usage: Usage::default(), finish_reason: "stop".into() }
+    }
+}
 
 /// The outbox key of one message the gateway sends, named for what the message is. A key names
 /// the message as a whole; its outbox rows are its parts ([`ReplyKey::part`],

@@ -43,18 +43,18 @@ struct Progress {
 
 /// How answers are shown while they are written (`streaming.*`, `display.tool_progress`).
 #[derive(Debug, Clone)]
-pub struct StreamSettings {
+pub(crate) struct StreamSettings {
     pub streaming: StreamingConfig,
     pub tool_progress: ToolProgress,
 }
 
 impl StreamSettings {
-    pub fn from_config(config: &Config) -> Self {
+    pub(crate) fn from_config(config: &Config) -> Self {
         Self { streaming: config.streaming.clone(), tool_progress: config.display.tool_progress }
     }
 
     /// Whether the adapter and configuration call for edit-in-place streaming.
-    pub fn edits_wanted(&self, caps: &Capabilities) -> bool {
+    pub(crate) fn edits_wanted(&self, caps: &Capabilities) -> bool {
         let s = &self.streaming;
         s.enabled && s.transport != "off" && caps.supports_edit && caps.supports_async_delivery
     }

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthDecision {
+pub(crate) enum AuthDecision {
     Allowed,
     /// Not allowed; in a group this is silent, in a DM pairing may answer (see
     /// [`crate::gateway::intake::pairing::Pairing::answers`]).
@@ -44,7 +44,7 @@ struct PlatformRule {
 
 /// The resolved allowlists.
 #[derive(Debug, Clone, Default)]
-pub struct AuthPolicy {
+pub(crate) struct AuthPolicy {
     platforms: HashMap<String, PlatformRule>,
     global_users: Vec<String>,
     global_allow_all: bool,
@@ -56,17 +56,17 @@ pub struct AuthPolicy {
 }
 
 impl AuthPolicy {
-    pub fn new(global_users: Vec<String>, global_allow_all: bool) -> Self {
+    pub(crate) fn new(global_users: Vec<String>, global_allow_all: bool) -> Self {
         Self { platforms: HashMap::new(), global_users: normalize(global_users), global_allow_all, ..Self::default() }
     }
 
-    pub fn with_platform(mut self, platform: &str, users: Vec<String>, allow_all: bool) -> Self {
+    pub(crate) fn with_platform(mut self, platform: &str, users: Vec<String>, allow_all: bool) -> Self {
         self.platforms.insert(platform.to_ascii_lowercase(), PlatformRule { users: normalize(users), allow_all });
         self
     }
 
     /// `users` are the admins of `platform`; naming any admin anywhere makes the tier exclusive.
-    pub fn with_admins(mut self, platform: &str, users: Vec<String>) -> Self {
+    pub(crate) fn with_admins(mut self, platform: &str, users: Vec<String>) -> Self {
         let users = normalize(users);
         self.admins_named |= !users.is_empty();
         self.admins.insert(platform.to_ascii_lowercase(), users);
@@ -75,7 +75,7 @@ impl AuthPolicy {
 
     /// Admins are named somewhere in the configuration (perhaps for a platform not running now):
     /// then only listed users are admins, on every platform.
-    pub fn with_admins_named(mut self, named: bool) -> Self {
+    pub(crate) fn with_admins_named(mut self, named: bool) -> Self {
         self.admins_named |= named;
         self
     }
@@ -92,7 +92,7 @@ impl AuthPolicy {
 
     /// Whether the configuration names who may use `platform` (an allowlist, its own or the
     /// global one, or an allow-all switch). Where it does, strangers are not offered pairing.
-    pub fn names_users_on(&self, platform: &str) -> bool {
+    pub(crate) fn names_users_on(&self, platform: &str) -> bool {
         let rule = self.platforms.get(&platform.to_ascii_lowercase());
         self.global_allow_all || !self.global_users.is_empty() || rule.is_some_and(|r| r.allow_all || !r.users.is_empty())
     }
@@ -100,7 +100,7 @@ impl AuthPolicy {
     /// Whether the sender of `event` may change what every user shares. Callers the operator
     /// authenticated upstream (an API key, a signed webhook whose route lists the toolsets) act
     /// for the operator; their reach is limited by their toolsets instead.
-    pub fn is_admin(&self, event: &InboundEvent) -> bool {
+    pub(crate) fn is_admin(&self, event: &InboundEvent) -> bool {
         if event.authorized_upstream {
             return true;
         }
@@ -122,7 +122,7 @@ impl AuthPolicy {
     }
 
     /// Whether more than one person may talk to the agent: then each keeps their own `USER.md`.
-    pub fn serves_several_users(&self) -> bool {
+    pub(crate) fn serves_several_users(&self) -> bool {
         let rules = self.platforms.values();
         let allow_all = self.global_allow_all || self.platforms.values().any(|r| r.allow_all || r.users.iter().any(|u| u == "*"));
         let mut named: Vec<&str> =
@@ -136,11 +136,11 @@ impl AuthPolicy {
 
     /// True when no allowlist and no allow-all exists anywhere: every user is denied, apart from
     /// those approved by pairing.
-    pub fn nothing_allowed(&self) -> bool {
+    pub(crate) fn nothing_allowed(&self) -> bool {
         !self.global_allow_all && self.global_users.is_empty() && self.platforms.values().all(|r| !r.allow_all && r.users.is_empty())
     }
 
-    pub fn decide(&self, event: &InboundEvent) -> AuthDecision {
+    pub(crate) fn decide(&self, event: &InboundEvent) -> AuthDecision {
         if event.authorized_upstream {
             return AuthDecision::Allowed;
         }
@@ -148,7 +148,7 @@ impl AuthPolicy {
     }
 
     /// The decision for a sender, from the source alone.
-    pub fn decide_sender(&self, source: &SessionSource) -> AuthDecision {
+    pub(crate) fn decide_sender(&self, source: &SessionSource) -> AuthDecision {
         let configured = self.configured_decision(source);
         let approved = |user_id: &str| self.pairing.as_ref().is_some_and(|p| p.is_approved(source.platform.as_str(), user_id));
         match (configured, source.user_id.as_deref().filter(|id| !id.is_empty())) {

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use hermes_adapter::{SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage};
 use std::sync::Arc;
 
-pub struct StoreDirectory {
+pub(crate) struct StoreDirectory {
     /// Which session a conversation's key points at (opened, looked up, closed).
     routes: Arc<dyn Routes>,
     /// The messages of that session, for its history.
@@ -21,7 +21,7 @@ pub struct StoreDirectory {
 }
 
 impl StoreDirectory {
-    pub fn new(routes: Arc<dyn Routes>, log: Arc<dyn SessionLog>, key_policy: KeyPolicy, models: Arc<Models>) -> Self {
+    pub(crate) fn new(routes: Arc<dyn Routes>, log: Arc<dyn SessionLog>, key_policy: KeyPolicy, models: Arc<Models>) -> Self {
         Self { routes, log, key_policy, models }
     }
 }

@@ -5,7 +5,7 @@ use hermes_adapter::{ChatType, SessionSource};
 
 /// How group and thread sessions are shared.
 #[derive(Debug, Clone, Copy)]
-pub struct KeyPolicy {
+pub(crate) struct KeyPolicy {
     /// Each member of a group has a private session with the bot (default true).
     pub group_sessions_per_user: bool,
     /// Each member of a thread has a private session (default false: threads are shared).

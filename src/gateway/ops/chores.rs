@@ -22,7 +22,7 @@ const OUTBOX_RECORDS_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
 const DEAD_LETTERS_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// What the status file is written from.
-pub struct StatusSources {
+pub(crate) struct StatusSources {
     pub board: Arc<HealthBoard>,
     /// How many turns are running now.
     pub turns_running: Arc<dyn Fn() -> usize + Send + Sync>,

@@ -95,7 +95,7 @@ impl HeldCredential {
 /// Why an adapter cannot be paused or resumed: no adapter of that name runs here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no adapter named `{name}` runs here")]
-pub struct UnknownPlatform {
+pub(crate) struct UnknownPlatform {
     pub name: String,
     /// The adapters that do, sorted.
     pub known: Vec<String>,
@@ -104,7 +104,7 @@ pub struct UnknownPlatform {
 /// One pause switch per supervised adapter. A paused adapter's run is stopped (it receives
 /// nothing) until it is resumed; the switch outlives runs and restarts of the adapter.
 #[derive(Debug, Default)]
-pub struct PlatformControls {
+pub(crate) struct PlatformControls {
     switches: Mutex<BTreeMap<String, watch::Sender<bool>>>,
 }
 
@@ -116,16 +116,17 @@ impl PlatformControls {
     }
 
     /// Every supervised adapter, sorted.
-    pub fn platforms(&self) -> Vec<String> {
+    pub(crate) fn platforms(&self) -> Vec<String> {
         self.switches.lock().map(|s| s.keys().cloned().collect()).unwrap_or_default()
     }
 
-    pub fn is_paused(&self, platform: &str) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_paused(&self, platform: &str) -> bool {
         self.switches.lock().ok().and_then(|s| s.get(platform).map(|tx| *tx.borrow())).unwrap_or(false)
     }
 
     /// Pause or resume `platform`; `Ok(false)` when it already was in that state.
-    pub fn set_paused(&self, platform: &str, paused: bool) -> Result<bool, UnknownPlatform> {
+    pub(crate) fn set_paused(&self, platform: &str, paused: bool) -> Result<bool, UnknownPlatform> {
         let switches = self.switches.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let Some(switch) = switches.get(platform) else {
             return Err(UnknownPlatform { name: platform.to_string(), known: switches.keys().cloned().collect() });

@@ -8,12 +8,11 @@
 //! clarify and approval boards.
 
 use crate::agent::SteeringInbox;
-use crate::config::{BusyInputMode, Config};
 use crate::gateway::commands::{self, CommandContext, CommandHandles, CommandOutcome};
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::Finish;
 use crate::gateway::delivery::reply::{Reply, ReplyKey};
-use crate::gateway::session::decide::{Action, Busy, Full, Input, SessionView, decide};
+use crate::gateway::session::decide::{Action, Behaviour, Busy, Full, Input, SessionView, decide};
 use crate::gateway::turn::approvals::board::ApprovalBoard;
 use crate::gateway::turn::approvals::texts;
 use crate::gateway::turn::clarify::ClarifyBoard;
@@ -28,7 +27,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// What every session actor works with, built once at start-up.
-pub struct ActorHandles {
+pub(crate) struct ActorHandles {
     pub turns: TurnHandles,
     /// Where events are closed once handled (and a crashed turn's event is parked).
     pub inbox: Arc<dyn Inbox>,
@@ -38,29 +37,6 @@ pub struct ActorHandles {
     /// Commands waiting for approval: a message meanwhile is queued, not an answer.
     pub approvals: Arc<ApprovalBoard>,
     pub behaviour: Behaviour,
-}
-
-/// How a session treats its users' messages (`gateway.idle_session_secs`,
-/// `gateway.memory.live_sessions`, `display.*`).
-#[derive(Debug, Clone, Copy)]
-pub struct Behaviour {
-    /// An actor with nothing to do retires after this long.
-    pub idle_after: Duration,
-    /// Actors kept at most; beyond it the router asks the least recently used to retire when idle.
-    pub live_sessions: usize,
-    pub busy_input_mode: BusyInputMode,
-    pub busy_ack_enabled: bool,
-}
-
-impl Behaviour {
-    pub fn from_config(config: &Config) -> Self {
-        Self {
-            idle_after: Duration::from_secs(config.gateway.idle_session_secs.max(1)),
-            live_sessions: config.gateway.memory.live_sessions.max(1),
-            busy_input_mode: config.display.busy_input_mode,
-            busy_ack_enabled: config.display.busy_ack_enabled,
-        }
-    }
 }
 
 /// An actor reporting that it is idle; `processed` lets the router check nothing is in flight.
@@ -259,7 +235,6 @@ impl SessionActor {
                 self.deliverer().queue(reply, ReplyKey::CommandReply(event.event_id.clone())).await;
                 self.close(&event).await;
             }
-            CommandOutcome::Silent => self.close(&event).await,
             CommandOutcome::ReplyAndRun { reply, prompt } => {
                 if let Some(text) = reply {
                     let target = event.answer_target();

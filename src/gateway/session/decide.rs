@@ -13,10 +13,32 @@
 //! A full queue (see `turn::queue::QUEUE_CAP`) refuses the message instead; an interrupt still
 //! interrupts.
 
-use crate::config::BusyInputMode;
-use crate::gateway::session::actor::Behaviour;
+use crate::config::{BusyInputMode, Config};
 use crate::gateway::turn::queue::QUEUE_CAP;
 use std::time::Duration;
+
+/// How a session treats its users' messages (`gateway.idle_session_secs`,
+/// `gateway.memory.live_sessions`, `display.*`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Behaviour {
+    /// An actor with nothing to do retires after this long.
+    pub idle_after: Duration,
+    /// Actors kept at most; beyond it the router asks the least recently used to retire when idle.
+    pub live_sessions: usize,
+    pub busy_input_mode: BusyInputMode,
+    pub busy_ack_enabled: bool,
+}
+
+impl Behaviour {
+    pub(crate) fn from_config(config: &Config) -> Self {
+        Self {
+            idle_after: Duration::from_secs(config.gateway.idle_session_secs.max(1)),
+            live_sessions: config.gateway.memory.live_sessions.max(1),
+            busy_input_mode: config.display.busy_input_mode,
+            busy_ack_enabled: config.display.busy_ack_enabled,
+        }
+    }
+}
 
 /// Busy acknowledgements are sent at most this often per session.
 pub(crate) const BUSY_ACK_EVERY: Duration = Duration::from_secs(30);

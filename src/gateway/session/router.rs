@@ -48,7 +48,7 @@ impl Actors {
 }
 
 /// What the router decides with, and what it starts actors with.
-pub struct Routing {
+pub(crate) struct Routing {
     pub auth: Arc<AuthPolicy>,
     pub key_policy: KeyPolicy,
     /// The inbox, where refused events are closed.

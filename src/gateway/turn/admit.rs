@@ -4,7 +4,7 @@
 
 use super::{TurnEnd, TurnError};
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::Finish;
 use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::gateway::turn::limits::TurnLimits;
 use hermes_adapter::{Capabilities, ChatTarget, InboundEvent, PlatformAdapter};

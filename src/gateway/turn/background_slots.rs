@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 pub(crate) const PER_SESSION: usize = 3;
 
 #[derive(Debug, Default, Clone)]
-pub struct BackgroundSlots {
+pub(crate) struct BackgroundSlots {
     running: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 /// A running background task of one session; its slot frees when this drops.
 #[derive(Debug)]
-pub struct Slot {
+pub(crate) struct Slot {
     running: Arc<Mutex<HashMap<String, usize>>>,
     session_key: String,
 }
@@ -22,7 +22,7 @@ pub struct Slot {
 impl BackgroundSlots {
     /// A slot for one more task of `session_key`, or `None` when it already runs
     /// [`PER_SESSION`].
-    pub fn try_take(&self, session_key: &str) -> Option<Slot> {
+    pub(crate) fn try_take(&self, session_key: &str) -> Option<Slot> {
         let mut running = self.running.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let count = running.entry(session_key.to_string()).or_default();
         if *count >= PER_SESSION {

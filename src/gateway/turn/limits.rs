@@ -9,7 +9,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Default)]
-pub struct TurnLimits {
+pub(crate) struct TurnLimits {
     /// Bounds how many turns run at once (`gateway.max_concurrent_sessions`); `None` = unbounded.
     pub slots: Option<Arc<Semaphore>>,
     /// Cancelled when the drain timeout runs out: running turns stop and stay in the inbox to be
@@ -23,13 +23,13 @@ pub struct TurnLimits {
 
 impl TurnLimits {
     /// At most `max_concurrent` turns at once (`None`: no bound).
-    pub fn new(max_concurrent: Option<usize>) -> Self {
+    pub(crate) fn new(max_concurrent: Option<usize>) -> Self {
         Self { slots: max_concurrent.map(|n| Arc::new(Semaphore::new(n.max(1)))), ..Self::default() }
     }
 
     /// Whether the gateway is cutting turns off for a restart (a stopped turn is then kept for
     /// replay rather than done with).
-    pub fn aborting(&self) -> bool {
+    pub(crate) fn aborting(&self) -> bool {
         self.abort.is_cancelled()
     }
 }

@@ -79,7 +79,7 @@ impl TurnEnd {
 
 /// What a turn may touch, built once at start-up and cloned per turn (every field is shared).
 #[derive(Clone)]
-pub struct TurnHandles {
+pub(crate) struct TurnHandles {
     pub sessions: Arc<Sessions>,
     /// Where the turn's event waits: closed when the turn ended, parked when it crashed.
     pub inbox: Arc<dyn Inbox>,

@@ -6,7 +6,7 @@
 use super::admit::AnswerTo;
 use crate::config::ToolProgress;
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::Finish;
 use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::gateway::delivery::stream_edit::{StreamEditor, StreamSettings};
 use hermes_adapter::media::extract_media_tags;

@@ -36,7 +36,7 @@ impl RunningTurn {
 }
 
 /// A session's live state, as commands see it.
-pub struct SessionState {
+pub(crate) struct SessionState {
     /// Where dropped queued messages are closed.
     inbox: Arc<dyn Inbox>,
     running: Option<RunningTurn>,
@@ -52,16 +52,16 @@ impl SessionState {
         Self { inbox, running: None, queue: VecDeque::new(), steered: Vec::new() }
     }
 
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.running.is_some()
     }
 
-    pub fn turn_started(&self) -> bool {
+    pub(crate) fn turn_started(&self) -> bool {
         self.running.as_ref().is_some_and(|r| r.started.load(Ordering::Acquire))
     }
 
     /// Interrupt the running turn, if any; it reports back when it has stopped.
-    pub fn interrupt(&mut self) {
+    pub(crate) fn interrupt(&mut self) {
         if let Some(r) = &self.running {
             r.interrupt.cancel();
         }
@@ -69,19 +69,19 @@ impl SessionState {
 
     /// Inject `event`'s text into the running turn after its next tool call; false when no turn
     /// runs.
-    pub fn steer(&mut self, event: InboundEvent) -> bool {
+    pub(crate) fn steer(&mut self, event: InboundEvent) -> bool {
         let Some(running) = &self.running else { return false };
         running.steering.push(event.text.clone());
         self.steered.push(event);
         true
     }
 
-    pub fn queued(&self) -> usize {
+    pub(crate) fn queued(&self) -> usize {
         self.queue.len()
     }
 
     /// Drop queued input; each dropped message is closed in the inbox so it is not replayed.
-    pub async fn clear_queue(&mut self) -> usize {
+    pub(crate) async fn clear_queue(&mut self) -> usize {
         let dropped: Vec<InboundEvent> = self.queue.drain(..).collect();
         for ev in &dropped {
             if let Err(e) = self.inbox.inbox_mark_done(&ev.event_id).await {
@@ -92,7 +92,7 @@ impl SessionState {
     }
 
     /// Queue for after the running turn; `Err(cap)` when full.
-    pub fn enqueue_back(&mut self, event: InboundEvent) -> Result<usize, usize> {
+    pub(crate) fn enqueue_back(&mut self, event: InboundEvent) -> Result<usize, usize> {
         if self.queue.len() >= QUEUE_CAP {
             return Err(QUEUE_CAP);
         }

@@ -10,7 +10,7 @@ use super::agent_run::Ran;
 use super::output::Output;
 use crate::agent::{ChatMessage, ProviderError, is_silence};
 use crate::gateway::conversation::messages::new_message;
-use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::Finish;
 use crate::gateway::turn::limits::TurnLimits;
 use crate::observe::secret_forms::SecretScrubber;
 use crate::store::{Inbox, RouteEntry, Routes, Turns};

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-pub struct ToolAccess {
+pub(crate) struct ToolAccess {
     pub paths: Arc<AgentPaths>,
     pub settings: Arc<ToolSettings>,
     host: Arc<GatewayToolHost>,
@@ -24,7 +24,7 @@ pub struct ToolAccess {
 }
 
 impl ToolAccess {
-    pub fn new(
+    pub(crate) fn new(
         config: &Config,
         paths: Arc<AgentPaths>,
         settings: Arc<ToolSettings>,
@@ -40,7 +40,7 @@ impl ToolAccess {
 
     /// Which tools a turn on `platform` may use; `event_toolsets`, when the event's source
     /// restricts them (a webhook route), narrows that further.
-    pub fn tool_filter(&self, platform: &str, event_toolsets: Option<&[String]>) -> ToolFilter {
+    pub(crate) fn tool_filter(&self, platform: &str, event_toolsets: Option<&[String]>) -> ToolFilter {
         let mut filter = ToolFilter::default();
         if let Some(sets) = self.platform_toolsets.get(platform) {
             filter.enabled_toolsets = Some(sets.iter().cloned().collect());
@@ -57,12 +57,12 @@ impl ToolAccess {
     }
 
     /// The toolsets `filter` lets through (for prompt guidance).
-    pub fn toolsets_allowed(&self, filter: &ToolFilter) -> Vec<String> {
+    pub(crate) fn toolsets_allowed(&self, filter: &ToolFilter) -> Vec<String> {
         crate::agent::tools::TOOLSETS.iter().filter(|s| filter.allows_toolset(s)).map(|s| s.to_string()).collect()
     }
 
     /// The context the tools of turn `turn_id` run in, for the conversation `scope`.
-    pub fn context(&self, scope: SessionScope, turn_id: &str, fence: Arc<Fence>, cancel: CancellationToken) -> ToolContext {
+    pub(crate) fn context(&self, scope: SessionScope, turn_id: &str, fence: Arc<Fence>, cancel: CancellationToken) -> ToolContext {
         ToolContext {
             scope,
             paths: self.paths.clone(),

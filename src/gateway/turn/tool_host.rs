@@ -21,7 +21,7 @@ use hermes_adapter::{ChatTarget, Platform};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub struct GatewayToolHost {
+pub(crate) struct GatewayToolHost {
     /// Past messages, for session search.
     log: Arc<dyn SessionLog>,
     /// Who talked where: which chats a user may have messages sent to.

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tokio::sync::Notify;
 
 /// A running turn, counted until dropped.
-pub struct RunningGuard<'a> {
+pub(crate) struct RunningGuard<'a> {
     tracker: &'a TurnTracker,
 }
 
@@ -15,19 +15,16 @@ impl Drop for RunningGuard<'_> {
 }
 
 #[derive(Debug, Default)]
-pub struct TurnTracker {
+pub(crate) struct TurnTracker {
     active: AtomicUsize,
     draining: AtomicBool,
     idle: Notify,
 }
 
 impl TurnTracker {
-    pub fn new() -> Self {
-        Self::default()
-    }
     /// A turn starts; it counts as running until the guard drops (also when the turn panics,
     /// or a drain would wait for it forever).
-    pub fn begin(&self) -> RunningGuard<'_> {
+    pub(crate) fn begin(&self) -> RunningGuard<'_> {
         self.active.fetch_add(1, Ordering::AcqRel);
         RunningGuard { tracker: self }
     }
@@ -36,18 +33,18 @@ impl TurnTracker {
             self.idle.notify_waiters();
         }
     }
-    pub fn active(&self) -> usize {
+    pub(crate) fn active(&self) -> usize {
         self.active.load(Ordering::Acquire)
     }
     /// From now on no new turn starts; queued messages stay in the inbox.
-    pub fn set_draining(&self) {
+    pub(crate) fn set_draining(&self) {
         self.draining.store(true, Ordering::Release);
     }
-    pub fn is_draining(&self) -> bool {
+    pub(crate) fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
     }
     /// Resolves once no turn is running.
-    pub async fn wait_idle(&self) {
+    pub(crate) async fn wait_idle(&self) {
         loop {
             let notified = self.idle.notified();
             tokio::pin!(notified);

@@ -30,14 +30,16 @@ use crate::gateway::conversation::compaction::Compactor;
 use crate::gateway::conversation::history_cache::HistoryCache;
 use crate::gateway::conversation::models::Models;
 use crate::gateway::conversation::sessions::Sessions;
-use crate::gateway::delivery::deliverer::{Deliverer, FileRoots};
+use crate::gateway::delivery::deliverer::Deliverer;
 use crate::gateway::delivery::home_channels::HomeChannels;
+use crate::gateway::delivery::outbound::FileRoots;
 use crate::gateway::delivery::stream_edit::StreamSettings;
 use crate::gateway::intake::auth::AuthPolicy;
 use crate::gateway::intake::directory::StoreDirectory;
 use crate::gateway::intake::session_key::KeyPolicy;
 use crate::gateway::ops::health::HealthBoard;
-use crate::gateway::session::actor::{ActorHandles, Behaviour};
+use crate::gateway::session::actor::ActorHandles;
+use crate::gateway::session::decide::Behaviour;
 use crate::gateway::session::router::Routing;
 use crate::gateway::turn::approvals::board::ApprovalBoard;
 use crate::gateway::turn::approvals::rules::{ApprovalRules, Mode};
@@ -54,7 +56,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What the wiring is built from: the parts `gateway::run` prepares first (they can fail, or
 /// tests choose them).
-pub struct Parts<'a> {
+pub(crate) struct Parts<'a> {
     pub config: Arc<Config>,
     pub home: Home,
     pub store: Store,
@@ -69,7 +71,7 @@ pub struct Parts<'a> {
     pub history_bytes: usize,
 }
 
-pub struct Wiring {
+pub(crate) struct Wiring {
     pub store: Store,
     /// The jobs, the ticker and the home channels.
     pub cron: crate::gateway::cron::ticker::CronParts,
@@ -82,7 +84,7 @@ pub struct Wiring {
 
 impl Wiring {
     /// What the status file is written from.
-    pub fn status_sources(&self) -> crate::gateway::ops::chores::StatusSources {
+    pub(crate) fn status_sources(&self) -> crate::gateway::ops::chores::StatusSources {
         let limits = self.limits().clone();
         crate::gateway::ops::chores::StatusSources {
             board: self.health.clone(),
@@ -93,7 +95,7 @@ impl Wiring {
         }
     }
 
-    pub fn build(parts: Parts<'_>) -> Wiring {
+    pub(crate) fn build(parts: Parts<'_>) -> Wiring {
         let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, guard, history_bytes } = parts;
         let models = Arc::new(Models::new(config.clone(), home.config_file()));
         let approvals = ApprovalHandles {
@@ -168,7 +170,7 @@ impl Wiring {
     }
 
     /// What the router works with.
-    pub fn routing(&self) -> Routing {
+    pub(crate) fn routing(&self) -> Routing {
         Routing {
             auth: self.actors.turns.auth.clone(),
             key_policy: self.key_policy,
@@ -178,12 +180,12 @@ impl Wiring {
     }
 
     /// The turn slots, the drain count and the abort.
-    pub fn limits(&self) -> &Arc<TurnLimits> {
+    pub(crate) fn limits(&self) -> &Arc<TurnLimits> {
         &self.actors.turns.limits
     }
 
     /// What a turn runs with.
-    pub fn turns(&self) -> &TurnHandles {
+    pub(crate) fn turns(&self) -> &TurnHandles {
         &self.actors.turns
     }
 }

@@ -13,7 +13,7 @@
 pub(crate) mod store;
 
 use crate::gateway::delivery::deliverer::Deliverer;
-use crate::gateway::delivery::outbound::Finish;
+use crate::gateway::delivery::reply::Finish;
 use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::store::Inbox;
 use hermes_adapter::{ChatType, InboundEvent, PlatformAdapter, SessionSource};

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 /// How far an approval reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reach {
+pub(crate) enum Reach {
     /// This command, this time.
     Once,
     /// Its patterns, for the rest of the session.
@@ -21,7 +21,7 @@ pub enum Reach {
 }
 
 impl Reach {
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Reach::Once => "once",
             Reach::Session => "session",
@@ -32,22 +32,21 @@ impl Reach {
 
 /// A person's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     Approve(Reach),
     Deny { reason: Option<String> },
 }
 
 /// An approval that was answered: what the answering command may still need to act on.
 #[derive(Debug, Clone)]
-pub struct Answered {
-    pub id: String,
+pub(crate) struct Answered {
     /// The command exactly as the agent asked (for `command_allowlist`).
     pub command: String,
 }
 
 /// What answering one approval by id found.
 #[derive(Debug)]
-pub enum ById {
+pub(crate) enum ById {
     Answered(Answered),
     /// It belongs to another session.
     NotYours,
@@ -100,7 +99,7 @@ impl State {
 /// Sessions whose answers are remembered by default (`gateway.memory.approval_sessions`).
 pub(crate) const DEFAULT_MAX_SESSIONS: usize = 1000;
 
-pub struct ApprovalBoard {
+pub(crate) struct ApprovalBoard {
     state: Mutex<State>,
 }
 
@@ -112,7 +111,7 @@ impl Default for ApprovalBoard {
 
 impl ApprovalBoard {
     /// A board remembering the answers of at most `max_sessions` sessions (at least one).
-    pub fn with_bound(max_sessions: usize) -> Self {
+    pub(crate) fn with_bound(max_sessions: usize) -> Self {
         let state = State { waiting: Vec::new(), remembered: HashMap::new(), clock: 0, max_sessions: max_sessions.max(1) };
         Self { state: Mutex::new(state) }
     }
@@ -163,19 +162,19 @@ impl ApprovalBoard {
     }
 
     /// How many approvals `session_key` is waiting for.
-    pub fn pending(&self, session_key: &str) -> usize {
+    pub(crate) fn pending(&self, session_key: &str) -> usize {
         self.state().waiting.iter().filter(|w| w.session_key == session_key).count()
     }
 
     /// Answer the oldest approval of `session_key`; `None` when none waits.
-    pub fn answer_oldest(&self, session_key: &str, answer: &Answer) -> Option<Answered> {
+    pub(crate) fn answer_oldest(&self, session_key: &str, answer: &Answer) -> Option<Answered> {
         let mut state = self.state();
         let index = state.waiting.iter().position(|w| w.session_key == session_key)?;
         Some(Self::answer_at(&mut state, index, answer))
     }
 
     /// Answer every approval of `session_key`, oldest first.
-    pub fn answer_all(&self, session_key: &str, answer: &Answer) -> Vec<Answered> {
+    pub(crate) fn answer_all(&self, session_key: &str, answer: &Answer) -> Vec<Answered> {
         let mut state = self.state();
         let mut answered = Vec::new();
         while let Some(index) = state.waiting.iter().position(|w| w.session_key == session_key) {
@@ -185,7 +184,7 @@ impl ApprovalBoard {
     }
 
     /// Answer approval `id`, if it belongs to `session_key` and still waits.
-    pub fn answer_id(&self, session_key: &str, id: &str, answer: &Answer) -> ById {
+    pub(crate) fn answer_id(&self, session_key: &str, id: &str, answer: &Answer) -> ById {
         let mut state = self.state();
         match state.waiting.iter().position(|w| w.id == id) {
             None => ById::Stale,
@@ -201,7 +200,7 @@ impl ApprovalBoard {
         }
         // The asker may have stopped waiting a moment ago; then the answer just goes nowhere.
         let _ = waiting.reply.send(answer.clone());
-        Answered { id: waiting.id, command: waiting.command }
+        Answered { command: waiting.command }
     }
 
     /// Whether every one of `keys` was approved for `session_key` (`/approve session`).
@@ -210,7 +209,7 @@ impl ApprovalBoard {
     }
 
     /// Turn `/yolo` on or off for `session_key`.
-    pub fn set_yolo(&self, session_key: &str, on: bool) {
+    pub(crate) fn set_yolo(&self, session_key: &str, on: bool) {
         let mut state = self.state();
         if on {
             state.remember(session_key).yolo = true;
@@ -219,12 +218,12 @@ impl ApprovalBoard {
         }
     }
 
-    pub fn yolo(&self, session_key: &str) -> bool {
+    pub(crate) fn yolo(&self, session_key: &str) -> bool {
         self.state().remembered.get(session_key).is_some_and(|r| r.yolo)
     }
 
     /// A new conversation starts without the old one's approvals (`/new`).
-    pub fn forget_session(&self, session_key: &str) {
+    pub(crate) fn forget_session(&self, session_key: &str) {
         self.state().remembered.remove(session_key);
     }
 }
@@ -243,7 +242,7 @@ mod tests {
         assert_eq!(board.pending("s1"), 2);
         assert!(matches!(board.answer_id("s1", "c", &Answer::Approve(Reach::Once)), ById::NotYours));
         let answered = board.answer_oldest("s1", &Answer::Approve(Reach::Once)).unwrap();
-        assert_eq!(answered.id, "a");
+        assert_eq!(answered.command, "rm -rf a", "the oldest is answered first");
         assert_eq!(first.try_recv().unwrap(), Answer::Approve(Reach::Once));
         assert!(second.try_recv().is_err(), "the second still waits");
         assert!(matches!(board.answer_id("s1", "a", &Answer::Approve(Reach::Once)), ById::Stale));

@@ -37,7 +37,7 @@ const SIBLINGS_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(1)
 
 /// What the approval commands and the session actors share with the policy.
 #[derive(Clone)]
-pub struct ApprovalHandles {
+pub(crate) struct ApprovalHandles {
     pub board: Arc<ApprovalBoard>,
     pub rules: Arc<ApprovalRules>,
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// `approvals.mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Flagged commands run without asking (inside the sandbox only).
     Off,
     /// Every flagged command asks the chat.
@@ -49,7 +49,7 @@ impl AllowEntry {
     }
 }
 
-pub struct ApprovalRules {
+pub(crate) struct ApprovalRules {
     pub mode: Mode,
     pub timeout: Duration,
     /// `approvals.cron_mode: approve`.
@@ -61,7 +61,7 @@ pub struct ApprovalRules {
 }
 
 impl ApprovalRules {
-    pub fn from_config(config: &Config, config_file: PathBuf) -> Self {
+    pub(crate) fn from_config(config: &Config, config_file: PathBuf) -> Self {
         let mode = match config.approvals.mode.as_str() {
             "off" => Mode::Off,
             "manual" => Mode::Manual,
@@ -91,19 +91,19 @@ impl ApprovalRules {
     }
 
     /// The `approvals.deny` rule `command` matches, if any.
-    pub fn denied_by(&self, command: &str) -> Option<&str> {
+    pub(crate) fn denied_by(&self, command: &str) -> Option<&str> {
         let command = command.trim();
         self.deny.iter().find(|(_, glob)| glob.is_match(command)).map(|(rule, _)| rule.as_str())
     }
 
     /// Whether `command` was approved for ever.
-    pub fn allowlisted(&self, command: &str) -> bool {
+    pub(crate) fn allowlisted(&self, command: &str) -> bool {
         let command = command.trim();
         self.allow.read().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|entry| entry.allows(command))
     }
 
     /// Approve `command` for ever: at once for this gateway, and in `config.yaml` for the next.
-    pub fn allow_forever(&self, command: &str) -> Result<(), PersistError> {
+    pub(crate) fn allow_forever(&self, command: &str) -> Result<(), PersistError> {
         add_to_command_allowlist(&self.config_file, command.trim())?;
         self.allow.write().unwrap_or_else(std::sync::PoisonError::into_inner).push(AllowEntry::new(command));
         Ok(())
