@@ -29,6 +29,19 @@ impl Config {
     /// Returns the first problem found, naming its key. Lower-cases the enumerated strings it
     /// accepts case-insensitively (`approvals.mode: Smart`).
     pub fn validate(&mut self) -> Result<(), ConfigError> {
+        // The order is the order problems are reported in: keep it stable.
+        self.check_gateway_limits()?;
+        self.check_schedule()?;
+        self.check_approvals()?;
+        check_logging(&self.logging)?;
+        self.check_streaming()?;
+        self.check_provider_urls()?;
+        self.check_compression()?;
+        self.check_toolset_names()
+    }
+
+    /// Ports, concurrency caps, memory and retry window.
+    fn check_gateway_limits(&self) -> Result<(), ConfigError> {
         if let Some(port) = self.gateway.admin_port {
             check_port("gateway.admin_port", port)?;
         }
@@ -42,7 +55,11 @@ impl Config {
             return Err(ConfigError::invalid("cron.max_parallel_jobs", "expected at least 1 (leave it unset for no limit), found 0"));
         }
         self.gateway.memory.check()?;
-        check_retry_window(&self.delivery.retry_window)?;
+        check_retry_window(&self.delivery.retry_window)
+    }
+
+    /// The time zone and the daily session reset hour.
+    fn check_schedule(&self) -> Result<(), ConfigError> {
         if let Err(e) = parse_zone(self.timezone.as_deref()) {
             return Err(ConfigError::invalid("timezone", e.to_string()));
         }
@@ -52,6 +69,11 @@ impl Config {
                 format!("expected an hour 0-23, found {}", self.session_reset.at_hour),
             ));
         }
+        Ok(())
+    }
+
+    /// Approval modes (normalised in place) and deny-rule globs.
+    fn check_approvals(&mut self) -> Result<(), ConfigError> {
         one_of("approvals.mode", &mut self.approvals.mode, &APPROVAL_MODES)?;
         one_of("approvals.cron_mode", &mut self.approvals.cron_mode, &CRON_APPROVAL_MODES)?;
         for (i, rule) in self.approvals.deny.iter().enumerate() {
@@ -62,12 +84,21 @@ impl Config {
                 ));
             }
         }
-        check_logging(&self.logging)?;
+        Ok(())
+    }
+
+    /// Streaming transport (normalised in place) and edit interval.
+    fn check_streaming(&mut self) -> Result<(), ConfigError> {
         one_of("streaming.transport", &mut self.streaming.transport, &STREAMING_TRANSPORTS)?;
         let interval = self.streaming.edit_interval;
         if !interval.is_finite() || interval < 0.0 {
             return Err(ConfigError::invalid("streaming.edit_interval", format!("expected a number of seconds >= 0, found {interval}")));
         }
+        Ok(())
+    }
+
+    /// The main model's URL, then each fallback's model name and URL.
+    fn check_provider_urls(&self) -> Result<(), ConfigError> {
         let url = self.model.base_url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ConfigError::invalid("model.base_url", format!("expected a URL starting with http:// or https://, found {url:?}")));
@@ -85,6 +116,10 @@ impl Config {
                 ));
             }
         }
+        Ok(())
+    }
+
+    fn check_compression(&self) -> Result<(), ConfigError> {
         let threshold = self.compression.threshold;
         if !(threshold > 0.0 && threshold <= 1.0) {
             return Err(ConfigError::invalid(
@@ -92,6 +127,11 @@ impl Config {
                 format!("expected a fraction of the context window in (0, 1], found {threshold}"),
             ));
         }
+        Ok(())
+    }
+
+    /// Every toolset named anywhere (agent, platform_toolsets, platform blocks) must exist.
+    fn check_toolset_names(&self) -> Result<(), ConfigError> {
         for set in self.agent.disabled_toolsets.iter().chain(self.platform_toolsets.values().flatten()) {
             if !TOOLSETS.contains(&set.as_str()) {
                 return Err(ConfigError::invalid(

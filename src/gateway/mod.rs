@@ -42,7 +42,7 @@ use crate::agent::sandbox::Confinement;
 use crate::agent::tools::{AgentPaths, ToolSettings};
 use crate::config::{Config, Home};
 use crate::store::{SqliteStore, Store};
-use hermes_adapter::AdapterContext;
+use hermes_adapter::{AdapterContext, CacheLimits, MediaCache};
 use hermes_guard::sandbox::SandboxError;
 use intake::auth::AuthPolicy;
 use ops::supervisor::{Supervised, SupervisorPolicy};
@@ -50,6 +50,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Why the gateway stopped.
@@ -147,70 +148,131 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     ops::media_sweep::sweep(&media_cache, media_limits).await;
 
     let config = Arc::new(config);
-    let adapters = ops::adapters::build_enabled_with(&config, &home, &options.registry, &commands::menu())
-        .map_err(|e| GatewayError::Config(e.to_string()))?;
-    if adapters.is_empty() {
-        tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
-    }
+    let adapters = build_adapters(&config, &home, &options.registry)?;
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
     let auth = intake::access::authorization(&config, &home, &adapters, &platform_names);
     let wiring = wire(&config, &home, &adapters, auth.clone()).await?;
-    let store = wiring.store.clone();
-    let (board, limits) = (wiring.health.clone(), wiring.limits().clone());
+    let board = wiring.health.clone();
     board.expect_adapters(adapters.len());
-    let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
-    let inbox = Arc::new(intake::inbox::Inbox::new(store.clone(), router_tx));
-    turn::approvals::deny_left_open(store.as_ref(), wiring.turns().deliverer.clone()).await;
-    let router = session::router::spawn(wiring.routing(), router_rx);
-    inbox.replay_unfinished().await?;
+    let (inbox, router) = open_intake(&wiring).await?;
 
     let adapters_stop = CancellationToken::new();
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
     let locks = options.credential_lock_dir.clone().map(|dir| ops::supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
-    let links = ops::supervisor::SupervisorLinks { controls: wiring.actors.commands.platforms.clone(), pulse: Default::default() };
-    let supervisors = supervise_adapters(&adapters, &contexts, locks, &board, supervisor_policy(&config), &links);
-    let notifier = ops::notify::Notifier::from_env(config.secret_values());
-    let watched = ops::notify::Watched { board: board.clone(), pulse: links.pulse.clone(), expected: adapters.len() };
-    let notifying = ops::notify::spawn(notifier.clone(), watched);
+    let (supervisors, notifier, notifying) = start_adapters(&adapters, &contexts, locks, &wiring, &config);
     let ticking = wiring.cron.start();
 
     let admin_stop = CancellationToken::new();
     let mut status = ops::status_file::StatusFile::new(chrono::Utc::now());
     status.listeners = start_admin(&config, &board, &admin_stop).await?.into();
     let status_path = home.status_file();
-    let status_task = ops::chores::spawn_status_writer(status.clone(), status_path.clone(), wiring.status_sources());
-    let housekeeping = ops::chores::spawn_inbox_pruning(store.clone(), store.clone());
-    let media_sweeper = ops::media_sweep::spawn(media_cache, media_limits);
-    let heap_trimmer = ops::heap_trim::spawn(std::time::Duration::from_secs(config.gateway.memory.trim_heap_every_secs));
-    // Resumes what the last run left queued, and notices parts resent from the shell.
-    let courier = tokio::spawn(wiring.turns().deliverer.courier().clone().run_sweeper());
+    let chores = Chores { status: status.clone(), status_path: status_path.clone(), media_cache, media_limits, router, notifying };
+    let side_tasks = spawn_side_tasks(&wiring, &config, chores);
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
     let reason = wait_for_signal(&options.shutdown, &wiring.actors.commands.restart).await?;
     notifier.stopping(&format!("{}; finishing running turns", exit_label(reason)));
     tracing::info!(?reason, "stopping: no new messages are accepted; finishing running turns");
-    board.set_draining();
-    limits.running.set_draining();
-    inbox.stop_accepting();
-    // Turns and cron runs drain side by side; neither waits for the other's deadline.
-    tokio::join!(wiring.cron.stop(ticking), drain_turns(&limits, Duration::from_secs(config.gateway.drain_timeout_secs)));
-    let mut side_tasks = vec![status_task, housekeeping, media_sweeper, router, courier];
-    side_tasks.extend(heap_trimmer);
-    // The watchdog keeps being fed through the drain; it stops after the supervisors.
-    side_tasks.extend(notifying);
+    drain(&wiring, &inbox, ticking, Duration::from_secs(config.gateway.drain_timeout_secs)).await;
     let running = Running { adapters_stop, supervisors, admin_stop, side_tasks };
     running.stop().await;
-    status.apply(&board.snapshot(), limits.running.active());
-    status.gateway_state = "stopped".into();
-    status.exit_reason = Some(exit_label(reason).into());
-    if let Err(e) = status.write(&status_path) {
-        tracing::warn!(error = %e, "cannot write the final status file");
-    }
+    write_final_status(status, &status_path, &wiring, reason);
     if let Err(e) = std::fs::write(&marker, b"") {
         tracing::warn!(error = %e, "cannot write the clean-shutdown marker");
     }
     tracing::info!("gateway stopped");
     Ok(reason)
+}
+
+/// The enabled adapters; none at all is allowed, with a warning.
+fn build_adapters(
+    config: &Config,
+    home: &Home,
+    registry: &crate::registry::Registry,
+) -> Result<Vec<Arc<dyn hermes_adapter::PlatformAdapter>>, GatewayError> {
+    let adapters =
+        ops::adapters::build_enabled_with(config, home, registry, &commands::menu()).map_err(|e| GatewayError::Config(e.to_string()))?;
+    if adapters.is_empty() {
+        tracing::warn!("no platform is enabled: set API_SERVER_ENABLED=true (or enable platforms in config.yaml) to talk to the agent");
+    }
+    Ok(adapters)
+}
+
+/// The inbox and the router behind it. Approvals left open by the last run are denied before the
+/// router starts, and its unfinished messages are replayed once it runs.
+async fn open_intake(wiring: &wiring::Wiring) -> Result<(Arc<intake::inbox::Inbox>, JoinHandle<()>), GatewayError> {
+    let store = wiring.store.clone();
+    let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
+    let inbox = Arc::new(intake::inbox::Inbox::new(store.clone(), router_tx));
+    turn::approvals::deny_left_open(store.as_ref(), wiring.turns().deliverer.clone()).await;
+    let router = session::router::spawn(wiring.routing(), router_rx);
+    inbox.replay_unfinished().await?;
+    Ok((inbox, router))
+}
+
+/// The adapters' supervisors, and the service manager's notifier with its watchdog task.
+fn start_adapters(
+    adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
+    contexts: &Contexts,
+    locks: Option<ops::supervisor::CredentialLocks>,
+    wiring: &wiring::Wiring,
+    config: &Config,
+) -> (Vec<JoinHandle<()>>, ops::notify::Notifier, Option<JoinHandle<()>>) {
+    let board = &wiring.health;
+    let links = ops::supervisor::SupervisorLinks { controls: wiring.actors.commands.platforms.clone(), pulse: Default::default() };
+    let supervisors = supervise_adapters(adapters, contexts, locks, board, supervisor_policy(config), &links);
+    let notifier = ops::notify::Notifier::from_env(config.secret_values());
+    let watched = ops::notify::Watched { board: board.clone(), pulse: links.pulse.clone(), expected: adapters.len() };
+    let notifying = ops::notify::spawn(notifier.clone(), watched);
+    (supervisors, notifier, notifying)
+}
+
+/// What the side tasks are started from, beside the two already running (router, watchdog).
+struct Chores {
+    status: ops::status_file::StatusFile,
+    status_path: std::path::PathBuf,
+    media_cache: MediaCache,
+    media_limits: CacheLimits,
+    router: JoinHandle<()>,
+    notifying: Option<JoinHandle<()>>,
+}
+
+/// Start the periodic chores and the courier's sweeper; returns every side task in the order
+/// they are stopped.
+fn spawn_side_tasks(wiring: &wiring::Wiring, config: &Config, chores: Chores) -> Vec<JoinHandle<()>> {
+    let Chores { status, status_path, media_cache, media_limits, router, notifying } = chores;
+    let store = wiring.store.clone();
+    let status_task = ops::chores::spawn_status_writer(status, status_path, wiring.status_sources());
+    let housekeeping = ops::chores::spawn_inbox_pruning(store.clone(), store.clone());
+    let media_sweeper = ops::media_sweep::spawn(media_cache, media_limits);
+    let heap_trimmer = ops::heap_trim::spawn(std::time::Duration::from_secs(config.gateway.memory.trim_heap_every_secs));
+    // Resumes what the last run left queued, and notices parts resent from the shell.
+    let courier = tokio::spawn(wiring.turns().deliverer.courier().clone().run_sweeper());
+    let mut side_tasks = vec![status_task, housekeeping, media_sweeper, router, courier];
+    side_tasks.extend(heap_trimmer);
+    // The watchdog keeps being fed through the drain; it stops after the supervisors.
+    side_tasks.extend(notifying);
+    side_tasks
+}
+
+/// Accept no new messages, then let turns and cron runs finish.
+async fn drain(wiring: &wiring::Wiring, inbox: &intake::inbox::Inbox, ticking: JoinHandle<()>, timeout: Duration) {
+    let limits = wiring.limits();
+    wiring.health.set_draining();
+    limits.running.set_draining();
+    inbox.stop_accepting();
+    // Turns and cron runs drain side by side; neither waits for the other's deadline.
+    tokio::join!(wiring.cron.stop(ticking), drain_turns(limits, timeout));
+}
+
+/// The status file's last word: the adapters' and turns' final state and why the gateway stopped.
+fn write_final_status(mut status: ops::status_file::StatusFile, path: &std::path::Path, wiring: &wiring::Wiring, reason: ExitReason) {
+    status.apply(&wiring.health.snapshot(), wiring.limits().running.active());
+    status.gateway_state = "stopped".into();
+    status.exit_reason = Some(exit_label(reason).into());
+    if let Err(e) = status.write(path) {
+        tracing::warn!(error = %e, "cannot write the final status file");
+    }
 }
 
 /// How an exit is named in the status file and to systemd.

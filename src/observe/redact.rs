@@ -84,58 +84,96 @@ fn token_end_by(chars: &[char], from: usize, is_part: impl Fn(char) -> bool) -> 
     j
 }
 
+/// Masks one kind of secret starting at `i`: pushes the masked form to `out` and returns the
+/// index after the secret, or leaves `out` untouched and returns `None`.
+type Detector = fn(&[char], usize, &mut String) -> Option<usize>;
+
+/// Tried in this order at each position; the first that matches wins.
+const DETECTORS: [Detector; 6] = [bearer_token, bot_token_in_path, bare_bot_token, prefixed_key, credential_pair, url_userinfo];
+
 /// If a secret starts at `i`, push its masked form to `out` and return the index after it.
 fn masked_span(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
-    let at_word_start = i == 0 || !chars[i - 1].is_ascii_alphanumeric();
-    // `Bearer <token>` in headers.
-    if starts_with_at(chars, i, "bearer ") {
-        let from = i + 7;
-        let end = token_end(chars, from);
-        if end - from >= 8 {
-            out.push_str("Bearer ");
+    DETECTORS.iter().find_map(|detect| detect(chars, i, out))
+}
+
+/// Token-like secrets only count when they do not continue a longer word.
+fn at_word_start(chars: &[char], i: usize) -> bool {
+    i == 0 || !chars[i - 1].is_ascii_alphanumeric()
+}
+
+/// `Bearer <token>` in headers.
+fn bearer_token(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
+    if !starts_with_at(chars, i, "bearer ") {
+        return None;
+    }
+    let from = i + 7;
+    let end = token_end(chars, from);
+    if end - from < 8 {
+        return None;
+    }
+    out.push_str("Bearer ");
+    out.push_str(MASK);
+    Some(end)
+}
+
+/// Telegram bot tokens in URL paths: /bot<digits>:<secret>
+fn bot_token_in_path(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
+    if !starts_with_at(chars, i, "/bot") {
+        return None;
+    }
+    let digits_end = (i + 4..chars.len()).find(|&k| !chars[k].is_ascii_digit()).unwrap_or(chars.len());
+    if digits_end > i + 4 && chars.get(digits_end) == Some(&':') {
+        let end = bot_token_end(chars, digits_end + 1);
+        if end - digits_end > 20 {
+            out.push_str("/bot");
             out.push_str(MASK);
             return Some(end);
         }
     }
-    // Telegram bot tokens in URL paths: /bot<digits>:<secret>
-    if starts_with_at(chars, i, "/bot") {
-        let digits_end = (i + 4..chars.len()).find(|&k| !chars[k].is_ascii_digit()).unwrap_or(chars.len());
-        if digits_end > i + 4 && chars.get(digits_end) == Some(&':') {
-            let end = bot_token_end(chars, digits_end + 1);
-            if end - digits_end > 20 {
-                out.push_str("/bot");
+    None
+}
+
+/// A bare bot token `<8-12 digits>:<30+ chars>`.
+fn bare_bot_token(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
+    if !(at_word_start(chars, i) && chars[i].is_ascii_digit()) {
+        return None;
+    }
+    let digits_end = (i..chars.len()).find(|&k| !chars[k].is_ascii_digit()).unwrap_or(chars.len());
+    if (6..=12).contains(&(digits_end - i)) && chars.get(digits_end) == Some(&':') {
+        let end = bot_token_end(chars, digits_end + 1);
+        if end - digits_end > 30 {
+            out.push_str(MASK);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// Well-known key prefixes: OpenAI/Anthropic `sk-`, Slack `xox?-` / `xapp-`, GitHub `ghp_`.
+fn prefixed_key(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
+    if !at_word_start(chars, i) {
+        return None;
+    }
+    for prefix in ["sk-", "xoxb-", "xoxp-", "xoxa-", "xapp-", "ghp_", "github_pat_", "syt_"] {
+        if starts_with_at(chars, i, prefix) {
+            let end = token_end(chars, i + prefix.len());
+            if end - (i + prefix.len()) >= 10 {
+                out.push_str(prefix);
                 out.push_str(MASK);
                 return Some(end);
             }
         }
     }
-    // A bare bot token `<8-12 digits>:<30+ chars>`.
-    if at_word_start && chars[i].is_ascii_digit() {
-        let digits_end = (i..chars.len()).find(|&k| !chars[k].is_ascii_digit()).unwrap_or(chars.len());
-        if (6..=12).contains(&(digits_end - i)) && chars.get(digits_end) == Some(&':') {
-            let end = bot_token_end(chars, digits_end + 1);
-            if end - digits_end > 30 {
-                out.push_str(MASK);
-                return Some(end);
-            }
-        }
+    None
+}
+
+/// Credentials in URL query strings or `key=value` pairs; the key stays readable.
+fn credential_pair(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
+    if !at_word_start(chars, i) {
+        return None;
     }
-    // Well-known key prefixes: OpenAI/Anthropic `sk-`, Slack `xox?-` / `xapp-`, GitHub `ghp_`.
-    if at_word_start {
-        for prefix in ["sk-", "xoxb-", "xoxp-", "xoxa-", "xapp-", "ghp_", "github_pat_", "syt_"] {
-            if starts_with_at(chars, i, prefix) {
-                let end = token_end(chars, i + prefix.len());
-                if end - (i + prefix.len()) >= 10 {
-                    out.push_str(prefix);
-                    out.push_str(MASK);
-                    return Some(end);
-                }
-            }
-        }
-    }
-    // Credentials in URL query strings or `key=value` pairs.
     for key in ["token=", "access_token=", "api_key=", "apikey=", "key=", "secret=", "password=", "sig="] {
-        if at_word_start && starts_with_at(chars, i, key) {
+        if starts_with_at(chars, i, key) {
             let from = i + key.len();
             let end = token_end(chars, from);
             if end > from {
@@ -145,19 +183,24 @@ fn masked_span(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
             }
         }
     }
-    // userinfo in URLs: scheme://user:password@host
-    if starts_with_at(chars, i, "://") {
-        let from = i + 3;
-        let mut j = from;
-        while j < chars.len() && !matches!(chars[j], '/' | '@' | ' ' | '"' | '\'') {
-            j += 1;
-        }
-        if chars.get(j) == Some(&'@') && chars[from..j].contains(&':') {
-            out.push_str("://");
-            out.push_str(MASK);
-            out.push('@');
-            return Some(j + 1);
-        }
+    None
+}
+
+/// userinfo in URLs: scheme://user:password@host
+fn url_userinfo(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
+    if !starts_with_at(chars, i, "://") {
+        return None;
+    }
+    let from = i + 3;
+    let mut j = from;
+    while j < chars.len() && !matches!(chars[j], '/' | '@' | ' ' | '"' | '\'') {
+        j += 1;
+    }
+    if chars.get(j) == Some(&'@') && chars[from..j].contains(&':') {
+        out.push_str("://");
+        out.push_str(MASK);
+        out.push('@');
+        return Some(j + 1);
     }
     None
 }

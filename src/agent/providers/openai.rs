@@ -243,6 +243,19 @@ impl ToolCallAssembler {
 #[async_trait]
 impl ChatProvider for OpenAiCompatible {
     async fn complete(&self, req: &ChatRequest, deltas: Option<&mpsc::Sender<String>>) -> Result<ChatResponse, ProviderError> {
+        let response = self.send(req).await?;
+        if !req.stream {
+            let body: WireResponse =
+                response.json().await.map_err(|e| ProviderError::Transient(format!("unreadable response: {}", e.without_url())))?;
+            return Ok(body.into_response());
+        }
+        read_stream(response, deltas).await
+    }
+}
+
+impl OpenAiCompatible {
+    /// Posts the request; a non-success status becomes the matching [`ProviderError`].
+    async fn send(&self, req: &ChatRequest) -> Result<reqwest::Response, ProviderError> {
         let url = format!("{}/chat/completions", req.model.base_url.trim_end_matches('/'));
         let mut http = self.client.get()?.post(&url).json(&request_body(req));
         if let Some(key) = &req.model.api_key {
@@ -255,61 +268,91 @@ impl ChatProvider for OpenAiCompatible {
             let body = response.text().await.unwrap_or_default();
             return Err(classify_status(status, after, &body));
         }
-        if !req.stream {
-            let body: WireResponse =
-                response.json().await.map_err(|e| ProviderError::Transient(format!("unreadable response: {}", e.without_url())))?;
-            return Ok(body.into_response());
-        }
+        Ok(response)
+    }
+}
 
-        let mut out = ChatResponse { finish_reason: "stop".into(), ..Default::default() };
-        let mut tools = ToolCallAssembler::default();
-        let mut decoder = SseDecoder::new();
-        let mut stream = response.bytes_stream();
-        let mut done = false;
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| ProviderError::Transient(format!("stream interrupted: {}", e.without_url())))?;
-            for data in decoder.feed(&chunk) {
-                if data.trim() == "[DONE]" {
-                    done = true;
-                    continue;
-                }
-                let Ok(event) = serde_json::from_str::<Value>(&data) else {
-                    tracing::debug!("skipping an unparsable stream event");
-                    continue;
-                };
-                if let Some(err) = event.get("error") {
-                    return Err(ProviderError::Transient(format!(
-                        "provider stream error: {}",
-                        err.get("message").and_then(Value::as_str).unwrap_or("unknown")
-                    )));
-                }
-                if let Some(usage) = event.get("usage").filter(|u| !u.is_null()) {
-                    out.usage = parse_usage(usage);
-                }
-                let Some(choice) = event.pointer("/choices/0") else { continue };
-                if let Some(text) = choice.pointer("/delta/content").and_then(Value::as_str)
-                    && !text.is_empty()
-                {
-                    out.text.push_str(text);
-                    if let Some(tx) = deltas {
-                        // The consumer may have gone (client disconnected); the turn goes on.
-                        let _ = tx.send(text.to_string()).await;
-                    }
-                }
-                if let Some(calls) = choice.pointer("/delta/tool_calls").and_then(Value::as_array) {
-                    for call in calls {
-                        tools.apply(call);
-                    }
-                }
-                if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                    out.finish_reason = reason.to_string();
-                }
+/// Decodes the SSE body event by event, forwarding text deltas as they arrive.
+async fn read_stream(response: reqwest::Response, deltas: Option<&mpsc::Sender<String>>) -> Result<ChatResponse, ProviderError> {
+    let mut answer = StreamedAnswer::default();
+    let mut decoder = SseDecoder::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ProviderError::Transient(format!("stream interrupted: {}", e.without_url())))?;
+        for data in decoder.feed(&chunk) {
+            answer.apply(&data, deltas).await?;
+        }
+    }
+    answer.finish()
+}
+
+/// What a stream has said so far.
+struct StreamedAnswer {
+    out: ChatResponse,
+    tools: ToolCallAssembler,
+    /// The server sent `[DONE]`.
+    done: bool,
+}
+
+impl Default for StreamedAnswer {
+    fn default() -> Self {
+        Self { out: ChatResponse { finish_reason: "stop".into(), ..Default::default() }, tools: ToolCallAssembler::default(), done: false }
+    }
+}
+
+impl StreamedAnswer {
+    /// Folds one SSE `data:` payload in; an error event ends the stream.
+    async fn apply(&mut self, data: &str, deltas: Option<&mpsc::Sender<String>>) -> Result<(), ProviderError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let Ok(event) = serde_json::from_str::<Value>(data) else {
+            tracing::debug!("skipping an unparsable stream event");
+            return Ok(());
+        };
+        if let Some(err) = event.get("error") {
+            return Err(ProviderError::Transient(format!(
+                "provider stream error: {}",
+                err.get("message").and_then(Value::as_str).unwrap_or("unknown")
+            )));
+        }
+        if let Some(usage) = event.get("usage").filter(|u| !u.is_null()) {
+            self.out.usage = parse_usage(usage);
+        }
+        if let Some(choice) = event.pointer("/choices/0") {
+            self.apply_choice(choice, deltas).await;
+        }
+        Ok(())
+    }
+
+    async fn apply_choice(&mut self, choice: &Value, deltas: Option<&mpsc::Sender<String>>) {
+        if let Some(text) = choice.pointer("/delta/content").and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            self.out.text.push_str(text);
+            if let Some(tx) = deltas {
+                // The consumer may have gone (client disconnected); the turn goes on.
+                let _ = tx.send(text.to_string()).await;
             }
         }
-        if !done && out.text.is_empty() && tools.calls.is_empty() {
+        if let Some(calls) = choice.pointer("/delta/tool_calls").and_then(Value::as_array) {
+            for call in calls {
+                self.tools.apply(call);
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.out.finish_reason = reason.to_string();
+        }
+    }
+
+    /// A stream cut before `[DONE]` still counts if it said something.
+    fn finish(self) -> Result<ChatResponse, ProviderError> {
+        let mut out = self.out;
+        if !self.done && out.text.is_empty() && self.tools.calls.is_empty() {
             return Err(ProviderError::Transient("the stream ended without an answer".into()));
         }
-        out.tool_calls = tools.calls;
+        out.tool_calls = self.tools.calls;
         Ok(out)
     }
 }
@@ -392,5 +435,61 @@ mod tests {
         assert_eq!((nothing.text.as_str(), nothing.tool_calls.len()), ("", 0));
         let parts = read(json!({"choices": [{"message": {"content": [{"type": "text", "text": "x"}]}, "finish_reason": "stop"}]}));
         assert_eq!(parts.text, "");
+    }
+
+    /// Feeds SSE payloads in order, forwarding text deltas to a channel.
+    async fn fold(payloads: &[&str]) -> (Result<ChatResponse, ProviderError>, Vec<String>) {
+        let (tx, mut rx) = mpsc::channel(16);
+        let mut answer = StreamedAnswer::default();
+        let mut result = None;
+        for data in payloads {
+            if let Err(e) = answer.apply(data, Some(&tx)).await {
+                result = Some(Err(e));
+                break;
+            }
+        }
+        drop(tx);
+        let mut forwarded = Vec::new();
+        while let Some(text) = rx.recv().await {
+            forwarded.push(text);
+        }
+        (result.unwrap_or_else(|| answer.finish()), forwarded)
+    }
+
+    #[tokio::test]
+    async fn a_stream_folds_text_tool_calls_usage_and_finish_reason() {
+        let (answer, forwarded) = fold(&[
+            r#"{"choices":[{"delta":{"content":"Hel"}}]}"#,
+            "not json",
+            r#"{"choices":[{"delta":{"content":"lo","tool_calls":[{"index":0,"id":"c1","function":{"name":"term","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"inal","arguments":":1}"}}]},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#,
+            "[DONE]",
+        ])
+        .await;
+        let answer = answer.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((answer.text.as_str(), answer.finish_reason.as_str()), ("Hello", "tool_calls"));
+        assert_eq!(forwarded, ["Hel", "lo"]);
+        let call = &answer.tool_calls[0];
+        assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("c1", "terminal", r#"{"a":1}"#));
+        assert_eq!((answer.usage.prompt_tokens, answer.usage.completion_tokens), (7, 3));
+    }
+
+    #[tokio::test]
+    async fn a_stream_fails_on_an_error_event_or_when_it_ends_having_said_nothing() {
+        let cases: [(&[&str], &str); 3] = [
+            (&[r#"{"error":{"message":"overloaded"}}"#], "provider stream error: overloaded"),
+            (&[r#"{"error":{}}"#], "provider stream error: unknown"),
+            (&[r#"{"choices":[{"delta":{}}]}"#], "the stream ended without an answer"),
+        ];
+        for (payloads, expected) in cases {
+            match fold(payloads).await.0 {
+                Err(ProviderError::Transient(message)) => assert_eq!(message, expected),
+                other => panic!("{payloads:?}: expected a transient error, got {:?}", other.map(|r| r.text)),
+            }
+        }
+        let (answer, _) = fold(&["[DONE]"]).await;
+        let answer = answer.unwrap_or_else(|e| panic!("a finished empty stream is an answer: {e}"));
+        assert_eq!((answer.text.as_str(), answer.finish_reason.as_str()), ("", "stop"));
     }
 }

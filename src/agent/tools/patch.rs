@@ -43,89 +43,140 @@ impl Tool for Patch {
     }
 
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
+        match patch_file(ctx, &arguments).await {
+            Ok(summary) | Err(summary) => summary,
+        }
+    }
+}
+
+/// The arguments of one call, already checked for sense.
+struct Request<'a> {
+    path: &'a str,
+    old: &'a str,
+    new: &'a str,
+    replace_all: bool,
+}
+
+/// The steps of one call; every early refusal is the tool's answer.
+async fn patch_file(ctx: &ToolContext, arguments: &Value) -> Result<ToolOutput, ToolOutput> {
+    let request = Request::parse(arguments)?;
+    let target = writable_target(ctx, request.path).await?;
+    let shown = target.display().to_string();
+    let content = read_for_patch(ctx, &target, &shown).await?;
+    let (old, new) = matching_line_endings(&content, request.old, request.new);
+    let matches = Matches::find(&content, &old, &shown, request.replace_all)?;
+    let updated = if request.replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
+    if let Err(e) = crate::fs_atomic::write_async(&target, updated.as_bytes().to_vec()).await {
+        return Err(ToolOutput::error(format!("could not write {shown}: {e}")));
+    }
+    let hunk = Hunk::at(&content, matches.first(), &old, &new);
+    Ok(ToolOutput::ok(summary(&shown, &matches, &content, &updated, &hunk)))
+}
+
+impl<'a> Request<'a> {
+    fn parse(arguments: &'a Value) -> Result<Self, ToolOutput> {
         let (path, old, new) =
-            match (required_str(&arguments, "path"), required_str(&arguments, "old_string"), required_str(&arguments, "new_string")) {
+            match (required_str(arguments, "path"), required_str(arguments, "old_string"), required_str(arguments, "new_string")) {
                 (Ok(p), Ok(o), Ok(n)) => (p, o, n),
-                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
+                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Err(e),
             };
         let replace_all = match arguments.get("replace_all") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
             Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => true,
             Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => false,
-            Some(_) => return ToolOutput::error("`replace_all` must be true or false."),
+            Some(_) => return Err(ToolOutput::error("`replace_all` must be true or false.")),
         };
         if old.is_empty() {
-            return ToolOutput::error(
+            return Err(ToolOutput::error(
                 "`old_string` is empty. Put the exact text to replace in it; to insert text, include a neighbouring line in \
                  both old_string and new_string; to create or rewrite a whole file, use write_file.",
-            );
+            ));
         }
         if old == new {
-            return ToolOutput::error("`old_string` and `new_string` are identical, so there is nothing to change.");
+            return Err(ToolOutput::error("`old_string` and `new_string` are identical, so there is nothing to change."));
         }
-        let target = match writable_target(ctx, path).await {
-            Ok(t) => t,
-            Err(e) => return e,
-        };
-        let shown = target.display();
-        let content = match read_text(ctx, &target).await {
-            Ok(c) => c,
-            Err(ReadError::Refused(why)) => return ToolOutput::error(why),
-            Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-                return ToolOutput::error(format!("file not found: {shown}. Check the path, or create the file with write_file."));
-            }
-            Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
-                return ToolOutput::error(format!("{shown} is not UTF-8 text; patch only edits text files."));
-            }
-            Err(ReadError::Io(e)) => return ToolOutput::error(format!("could not read {shown}: {e}")),
-        };
+        Ok(Self { path, old, new, replace_all })
+    }
+}
 
-        // A file with Windows line endings still matches an old_string written with `\n`.
-        let (old, new) = if !content.contains(old) && content.contains("\r\n") && !old.contains('\r') {
-            (old.replace('\n', "\r\n"), new.replace('\n', "\r\n"))
-        } else {
-            (old.to_string(), new.to_string())
-        };
-        let positions: Vec<usize> = content.match_indices(&old).map(|(i, _)| i).collect();
-        let Some(&first) = positions.first() else {
-            return not_found(&content, &old, &shown.to_string());
-        };
-        let lines: Vec<usize> = positions.iter().map(|&p| line_of(&content, p)).collect();
+/// Reads the file, turning each way it can fail into advice for the model.
+async fn read_for_patch(ctx: &ToolContext, target: &std::path::Path, shown: &str) -> Result<String, ToolOutput> {
+    match read_text(ctx, target).await {
+        Ok(c) => Ok(c),
+        Err(ReadError::Refused(why)) => Err(ToolOutput::error(why)),
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(ToolOutput::error(format!("file not found: {shown}. Check the path, or create the file with write_file.")))
+        }
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+            Err(ToolOutput::error(format!("{shown} is not UTF-8 text; patch only edits text files.")))
+        }
+        Err(ReadError::Io(e)) => Err(ToolOutput::error(format!("could not read {shown}: {e}"))),
+    }
+}
+
+/// A file with Windows line endings still matches an old_string written with `\n`.
+fn matching_line_endings(content: &str, old: &str, new: &str) -> (String, String) {
+    if !content.contains(old) && content.contains("\r\n") && !old.contains('\r') {
+        (old.replace('\n', "\r\n"), new.replace('\n', "\r\n"))
+    } else {
+        (old.to_string(), new.to_string())
+    }
+}
+
+/// Where old_string occurs: byte offsets and their 1-based line numbers.
+struct Matches {
+    positions: Vec<usize>,
+    lines: Vec<usize>,
+}
+
+impl Matches {
+    /// Refuses a missing match, and an ambiguous one unless every occurrence is to be replaced.
+    fn find(content: &str, old: &str, shown: &str, replace_all: bool) -> Result<Self, ToolOutput> {
+        let positions: Vec<usize> = content.match_indices(old).map(|(i, _)| i).collect();
+        if positions.is_empty() {
+            return Err(not_found(content, old, shown));
+        }
+        let lines: Vec<usize> = positions.iter().map(|&p| line_of(content, p)).collect();
         if positions.len() > 1 && !replace_all {
-            return ToolOutput::error(format!(
+            return Err(ToolOutput::error(format!(
                 "old_string matches {} places in {shown} (lines {}); add surrounding context to make it unique or set replace_all",
                 positions.len(),
                 list(&lines)
-            ));
+            )));
         }
-        let updated = if replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
-        if let Err(e) = crate::fs_atomic::write_async(&target, updated.as_bytes().to_vec()).await {
-            return ToolOutput::error(format!("could not write {shown}: {e}"));
-        }
-
-        let hunk = Hunk::at(&content, first, &old, &new);
-        let mut out = if positions.len() == 1 {
-            format!("patched {shown}: 1 replacement at line {}", lines[0])
-        } else {
-            format!("patched {shown}: {} replacements at lines {}", positions.len(), list(&lines))
-        };
-        let delta = updated.lines().count() as i64 - content.lines().count() as i64;
-        let _ = writeln!(out, "; {} became {}, {delta:+} in the file", plural(hunk.old.len()), plural(hunk.new.len()));
-        let _ = writeln!(out, "@@ -{},{} +{},{} @@", hunk.line, hunk.old.len(), hunk.line, hunk.new.len());
-        for (sign, side) in [('-', &hunk.old), ('+', &hunk.new)] {
-            for l in side.iter().take(HUNK_LINES) {
-                let _ = writeln!(out, "{sign}{l}");
-            }
-            if side.len() > HUNK_LINES {
-                let _ = writeln!(out, "{sign}… {} more lines", side.len() - HUNK_LINES);
-            }
-        }
-        if positions.len() > 1 {
-            out.push_str("(first replacement shown)\n");
-        }
-        ToolOutput::ok(out.trim_end().to_string())
+        Ok(Self { positions, lines })
     }
+
+    fn first(&self) -> usize {
+        // `find` never builds a `Matches` with no positions.
+        self.positions[0]
+    }
+}
+
+/// The answer: where the change landed, how the line count moved, and the first hunk.
+fn summary(shown: &str, matches: &Matches, content: &str, updated: &str, hunk: &Hunk) -> String {
+    let (positions, lines) = (&matches.positions, &matches.lines);
+    let mut out = if positions.len() == 1 {
+        format!("patched {shown}: 1 replacement at line {}", lines[0])
+    } else {
+        format!("patched {shown}: {} replacements at lines {}", positions.len(), list(lines))
+    };
+    let delta = updated.lines().count() as i64 - content.lines().count() as i64;
+    let _ = writeln!(out, "; {} became {}, {delta:+} in the file", plural(hunk.old.len()), plural(hunk.new.len()));
+    let _ = writeln!(out, "@@ -{},{} +{},{} @@", hunk.line, hunk.old.len(), hunk.line, hunk.new.len());
+    for (sign, side) in [('-', &hunk.old), ('+', &hunk.new)] {
+        for l in side.iter().take(HUNK_LINES) {
+            let _ = writeln!(out, "{sign}{l}");
+        }
+        if side.len() > HUNK_LINES {
+            let _ = writeln!(out, "{sign}… {} more lines", side.len() - HUNK_LINES);
+        }
+    }
+    if positions.len() > 1 {
+        out.push_str("(first replacement shown)\n");
+    }
+    out.trim_end().to_string()
 }
 
 /// The whole lines around one replacement, before and after.

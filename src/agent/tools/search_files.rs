@@ -60,73 +60,100 @@ impl Tool for SearchFiles {
     }
 
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput {
-        let pattern = match required_str(&arguments, "pattern") {
-            Ok(p) => p,
-            Err(e) => return e,
-        };
-        if pattern.is_empty() {
-            return ToolOutput::error("`pattern` is empty; pass the regular expression to search for.");
+        match search_files(ctx, &arguments).await {
+            Ok(report) | Err(report) => report,
         }
-        let case_insensitive = match arguments.get("case_insensitive") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return ToolOutput::error("`case_insensitive` must be true or false."),
-        };
-        let max_results = match arguments.get("max_results") {
-            None | Some(Value::Null) => DEFAULT_RESULTS,
-            Some(v) => match v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok())) {
-                Some(n) if n >= 1 => usize::try_from(n).unwrap_or(MAX_RESULTS).min(MAX_RESULTS),
-                _ => return ToolOutput::error("`max_results` must be a whole number from 1 to 1000."),
-            },
-        };
-        let root = match arguments.get("path") {
-            None | Some(Value::Null) => ctx.paths.workdir.clone(),
-            Some(Value::String(p)) if p.trim().is_empty() => ctx.paths.workdir.clone(),
-            Some(Value::String(p)) => ctx.paths.resolve(p),
-            Some(_) => return ToolOutput::error("`path` must be a string."),
-        };
-        if let Err(refusal) = ctx.settings.confinement.readable(&root) {
-            return ToolOutput::error(refusal.to_string());
-        }
-        if !root.exists() {
-            return ToolOutput::error(format!(
-                "path not found: {}. Pass an existing directory or file (relative paths resolve against {}), or leave `path` out.",
-                root.display(),
-                ctx.paths.workdir.display()
-            ));
-        }
-        let regex = match RegexBuilder::new(pattern).case_insensitive(case_insensitive).build() {
-            Ok(r) => r,
-            Err(e) => {
-                return ToolOutput::error(format!(
-                    "invalid regex `{pattern}`: {e}\nFix the pattern; escape characters meant literally, e.g. `\\(` or `\\.`."
-                ));
-            }
-        };
-        let glob = match arguments.get("glob") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(g)) if g.trim().is_empty() => None,
-            Some(Value::String(g)) => match file_filter(&root, g) {
-                Ok(o) => Some((g.clone(), o)),
-                Err(e) => return ToolOutput::error(format!("invalid glob `{g}`: {e}. Use a pattern like `*.rs` or `src/**/*.py`.")),
-            },
-            Some(_) => return ToolOutput::error("`glob` must be a string such as `*.rs`."),
-        };
+    }
+}
 
-        let search = Search {
-            root: root.clone(),
-            workdir: ctx.paths.workdir.clone(),
-            regex,
-            max_results,
-            cancel: ctx.cancel.clone(),
-            confinement: ctx.settings.confinement.clone(),
-        };
-        let filter = glob.as_ref().map(|(_, o)| o.clone());
-        let found = match tokio::task::spawn_blocking(move || search.run(filter)).await {
-            Ok(found) => found,
-            Err(e) => return ToolOutput::error(format!("the search failed: {e}")),
-        };
-        ToolOutput::ok(found.report(pattern, &root, glob.as_ref().map(|(g, _)| g.as_str()), max_results))
+/// The steps of one call, arguments checked in the order they are reported; every early refusal
+/// is the tool's answer.
+async fn search_files(ctx: &ToolContext, arguments: &Value) -> Result<ToolOutput, ToolOutput> {
+    let pattern = required_str(arguments, "pattern")?;
+    if pattern.is_empty() {
+        return Err(ToolOutput::error("`pattern` is empty; pass the regular expression to search for."));
+    }
+    let case_insensitive = case_insensitive(arguments)?;
+    let max_results = max_results(arguments)?;
+    let root = search_root(ctx, arguments)?;
+    let regex = compile(pattern, case_insensitive)?;
+    let glob = glob_filter(arguments, &root)?;
+
+    let search = Search {
+        root: root.clone(),
+        workdir: ctx.paths.workdir.clone(),
+        regex,
+        max_results,
+        cancel: ctx.cancel.clone(),
+        confinement: ctx.settings.confinement.clone(),
+    };
+    let filter = glob.as_ref().map(|(_, o)| o.clone());
+    let found = match tokio::task::spawn_blocking(move || search.run(filter)).await {
+        Ok(found) => found,
+        Err(e) => return Err(ToolOutput::error(format!("the search failed: {e}"))),
+    };
+    Ok(ToolOutput::ok(found.report(pattern, &root, glob.as_ref().map(|(g, _)| g.as_str()), max_results)))
+}
+
+fn case_insensitive(arguments: &Value) -> Result<bool, ToolOutput> {
+    match arguments.get("case_insensitive") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(ToolOutput::error("`case_insensitive` must be true or false.")),
+    }
+}
+
+/// Models often send numbers as strings; both are accepted, and capped at [`MAX_RESULTS`].
+fn max_results(arguments: &Value) -> Result<usize, ToolOutput> {
+    match arguments.get("max_results") {
+        None | Some(Value::Null) => Ok(DEFAULT_RESULTS),
+        Some(v) => match v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok())) {
+            Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(MAX_RESULTS).min(MAX_RESULTS)),
+            _ => Err(ToolOutput::error("`max_results` must be a whole number from 1 to 1000.")),
+        },
+    }
+}
+
+/// The directory or file to search: the working directory by default, and only where the
+/// sandbox lets the agent read.
+fn search_root(ctx: &ToolContext, arguments: &Value) -> Result<PathBuf, ToolOutput> {
+    let root = match arguments.get("path") {
+        None | Some(Value::Null) => ctx.paths.workdir.clone(),
+        Some(Value::String(p)) if p.trim().is_empty() => ctx.paths.workdir.clone(),
+        Some(Value::String(p)) => ctx.paths.resolve(p),
+        Some(_) => return Err(ToolOutput::error("`path` must be a string.")),
+    };
+    if let Err(refusal) = ctx.settings.confinement.readable(&root) {
+        return Err(ToolOutput::error(refusal.to_string()));
+    }
+    if !root.exists() {
+        return Err(ToolOutput::error(format!(
+            "path not found: {}. Pass an existing directory or file (relative paths resolve against {}), or leave `path` out.",
+            root.display(),
+            ctx.paths.workdir.display()
+        )));
+    }
+    Ok(root)
+}
+
+fn compile(pattern: &str, case_insensitive: bool) -> Result<Regex, ToolOutput> {
+    RegexBuilder::new(pattern).case_insensitive(case_insensitive).build().map_err(|e| {
+        ToolOutput::error(format!(
+            "invalid regex `{pattern}`: {e}\nFix the pattern; escape characters meant literally, e.g. `\\(` or `\\.`."
+        ))
+    })
+}
+
+/// The optional `glob` argument, kept as written (for the report) beside its compiled filter.
+fn glob_filter(arguments: &Value, root: &Path) -> Result<Option<(String, Override)>, ToolOutput> {
+    match arguments.get("glob") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(g)) if g.trim().is_empty() => Ok(None),
+        Some(Value::String(g)) => match file_filter(root, g) {
+            Ok(o) => Ok(Some((g.clone(), o))),
+            Err(e) => Err(ToolOutput::error(format!("invalid glob `{g}`: {e}. Use a pattern like `*.rs` or `src/**/*.py`."))),
+        },
+        Some(_) => Err(ToolOutput::error("`glob` must be a string such as `*.rs`.")),
     }
 }
 
@@ -167,14 +194,8 @@ struct Found {
 
 impl Search {
     fn run(&self, filter: Option<Override>) -> Found {
-        let mut builder = WalkBuilder::new(&self.root);
-        // Honour .gitignore outside git repositories too (a fresh project folder, a download).
-        builder.require_git(false).sort_by_file_name(|a, b| a.cmp(b));
-        if let Some(filter) = filter {
-            builder.overrides(filter);
-        }
         let mut found = Found::default();
-        for entry in builder.build() {
+        for entry in self.walk(filter) {
             if self.cancel.is_cancelled() {
                 found.cancelled = true;
                 break;
@@ -183,46 +204,67 @@ impl Search {
                 found.unreadable += 1;
                 continue;
             };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
+            if let Some(bytes) = self.searchable_bytes(&entry, &mut found) {
+                self.collect_matches(entry.path(), &bytes, &mut found);
             }
-            let path = entry.path();
-            if entry.metadata().is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
-                found.skipped_large += 1;
-                continue;
-            }
-            let bytes = match self.read(path) {
-                Ok(bytes) => bytes,
-                Err(Skip::Hidden) => {
-                    found.hidden += 1;
-                    continue;
-                }
-                Err(Skip::Unreadable) => {
-                    found.unreadable += 1;
-                    continue;
-                }
-            };
-            if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
-                continue;
-            }
-            let shown = self.display(path);
-            let mut matched_here = false;
-            for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
-                if !self.regex.is_match(line) {
-                    continue;
-                }
-                matched_here = true;
-                found.total += 1;
-                if found.lines.len() < self.max_results {
-                    let line = line.trim_end();
-                    let text: String = line.chars().take(MAX_LINE_CHARS).collect();
-                    let cut = if text.len() < line.len() { "…" } else { "" };
-                    found.lines.push(format!("{shown}:{}: {text}{cut}", i + 1));
-                }
-            }
-            found.files += usize::from(matched_here);
         }
         found
+    }
+
+    /// The tree under the root in file-name order, minus what ignore files and the glob leave out.
+    fn walk(&self, filter: Option<Override>) -> ignore::Walk {
+        let mut builder = WalkBuilder::new(&self.root);
+        // Honour .gitignore outside git repositories too (a fresh project folder, a download).
+        builder.require_git(false).sort_by_file_name(|a, b| a.cmp(b));
+        if let Some(filter) = filter {
+            builder.overrides(filter);
+        }
+        builder.build()
+    }
+
+    /// A regular, not too large, readable, non-binary file's bytes; each skip that the report
+    /// mentions is counted in `found`.
+    fn searchable_bytes(&self, entry: &ignore::DirEntry, found: &mut Found) -> Option<Vec<u8>> {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            return None;
+        }
+        if entry.metadata().is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
+            found.skipped_large += 1;
+            return None;
+        }
+        let bytes = match self.read(entry.path()) {
+            Ok(bytes) => bytes,
+            Err(Skip::Hidden) => {
+                found.hidden += 1;
+                return None;
+            }
+            Err(Skip::Unreadable) => {
+                found.unreadable += 1;
+                return None;
+            }
+        };
+        let binary = bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0);
+        (!binary).then_some(bytes)
+    }
+
+    /// Counts every matching line of one file, keeping the first `max_results` overall.
+    fn collect_matches(&self, path: &Path, bytes: &[u8], found: &mut Found) {
+        let shown = self.display(path);
+        let mut matched_here = false;
+        for (i, line) in String::from_utf8_lossy(bytes).lines().enumerate() {
+            if !self.regex.is_match(line) {
+                continue;
+            }
+            matched_here = true;
+            found.total += 1;
+            if found.lines.len() < self.max_results {
+                let line = line.trim_end();
+                let text: String = line.chars().take(MAX_LINE_CHARS).collect();
+                let cut = if text.len() < line.len() { "…" } else { "" };
+                found.lines.push(format!("{shown}:{}: {text}{cut}", i + 1));
+            }
+        }
+        found.files += usize::from(matched_here);
     }
 
     /// A file's bytes, if the sandbox's policy lets it be read and it is a regular file.

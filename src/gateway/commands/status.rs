@@ -2,12 +2,13 @@
 //! gateway's platforms, the outbox's queues, the home channels and the cron ticker.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand, undelivered};
+use crate::agent::ModelSpec;
 use crate::gateway::conversation::models::Models;
 use crate::gateway::cron::ticker::CronCommandHandles;
 use crate::gateway::ops::health::{AdapterState, HealthBoard};
 use crate::gateway::turn::approvals::board::ApprovalBoard;
 use crate::gateway::turn::queue::SessionState;
-use crate::store::{Outbox, Routes, SessionLog, UsageLedger};
+use crate::store::{Outbox, RouteEntry, Routes, SessionLog, UsageLedger};
 use async_trait::async_trait;
 
 pub(super) struct Status;
@@ -54,34 +55,13 @@ struct Reads<'a> {
 }
 
 async fn status(reads: Reads<'_>, session: &SessionState, session_key: &str) -> CommandOutcome {
-    let Reads { routes, log, usage: ledger, outbox, models, health, approvals, cron } = reads;
     let mut text = String::from("📊 **Hermes Gateway Status**\n\n");
-    let route = routes.route_get(session_key).await.ok().flatten();
-    let model = models.model_for(route.as_ref().map(|r| &r.overrides));
+    let route = reads.routes.route_get(session_key).await.ok().flatten();
+    let model = reads.models.model_for(route.as_ref().map(|r| &r.overrides));
     match &route {
         Some(route) => {
-            let session = routes.session_get(&route.session_id).await.ok().flatten();
-            let usage = ledger.session_usage(&route.session_id).await.ok();
-            text.push_str(&format!("**Session ID:** `{}`\n", route.session_id));
-            if let Some(s) = &session {
-                text.push_str(&format!("**Title:** {}\n", s.title.clone().unwrap_or_else(|| "(untitled)".into())));
-                text.push_str(&format!("**Created:** {}\n", s.started_at.format("%Y-%m-%d %H:%M UTC")));
-                text.push_str(&format!("**Messages:** {}\n", s.message_count));
-            }
-            text.push_str(&format!("**Last Activity:** {}\n", route.updated_at.format("%Y-%m-%d %H:%M UTC")));
-            if let Some(u) = usage {
-                text.push_str(&format!(
-                    "**Tokens:** {} in / {} out ({} cached), {} API call(s)\n",
-                    u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.api_calls
-                ));
-                text.push_str(&format!("**Cost:** {}\n", super::usage::format_cost(u.cost_usd, &u.models, models)));
-            }
-            let (last_prompt, _) = log.session_prompt_tokens(&route.session_id).await.unwrap_or((0, 0));
-            let window = models.context_length(&model.model);
-            text.push_str(&format!(
-                "**Context:** {last_prompt} / {window} tokens ({}%)\n",
-                (last_prompt * 100).checked_div(window).unwrap_or(0)
-            ));
+            let stores = SessionStores { routes: reads.routes, log: reads.log, ledger: reads.usage };
+            text.push_str(&session_lines(stores, reads.models, route, &model).await);
         }
         None => text.push_str("**Session:** none yet — send a message to start one\n"),
     }
@@ -89,8 +69,54 @@ async fn status(reads: Reads<'_>, session: &SessionState, session_key: &str) -> 
         Some(p) => text.push_str(&format!("**Model:** `{}` ({p})\n", model.model)),
         None => text.push_str(&format!("**Model:** `{}`\n", model.model)),
     }
+    text.push_str(&turn_lines(session, reads.approvals, session_key));
+    text.push_str(&format!("**Platforms:** {}\n", platforms(reads.health)));
+    if let Some(outbox) = outbox_line(reads.outbox).await {
+        text.push_str(&format!("**Outbox:** {outbox}\n"));
+    }
+    text.push_str(&format!("**Home channels:** {}\n", home_channels(reads.cron)));
+    text.push_str(&format!("**Cron ticker:** {}", reads.cron.ticker.snapshot().line()));
+    CommandOutcome::Reply(text)
+}
+
+/// The stores that know about one session.
+struct SessionStores<'a> {
+    routes: &'a dyn Routes,
+    log: &'a dyn SessionLog,
+    ledger: &'a dyn UsageLedger,
+}
+
+/// The stored session behind the route: identity, activity, token usage, cost and context fill.
+/// A failed store read shows less (or zero tokens) rather than failing `/status`.
+async fn session_lines(stores: SessionStores<'_>, models: &Models, route: &RouteEntry, model: &ModelSpec) -> String {
+    let SessionStores { routes, log, ledger } = stores;
+    let mut text = String::new();
+    let session = routes.session_get(&route.session_id).await.ok().flatten();
+    let usage = ledger.session_usage(&route.session_id).await.ok();
+    text.push_str(&format!("**Session ID:** `{}`\n", route.session_id));
+    if let Some(s) = &session {
+        text.push_str(&format!("**Title:** {}\n", s.title.clone().unwrap_or_else(|| "(untitled)".into())));
+        text.push_str(&format!("**Created:** {}\n", s.started_at.format("%Y-%m-%d %H:%M UTC")));
+        text.push_str(&format!("**Messages:** {}\n", s.message_count));
+    }
+    text.push_str(&format!("**Last Activity:** {}\n", route.updated_at.format("%Y-%m-%d %H:%M UTC")));
+    if let Some(u) = usage {
+        text.push_str(&format!(
+            "**Tokens:** {} in / {} out ({} cached), {} API call(s)\n",
+            u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.api_calls
+        ));
+        text.push_str(&format!("**Cost:** {}\n", super::usage::format_cost(u.cost_usd, &u.models, models)));
+    }
+    let (last_prompt, _) = log.session_prompt_tokens(&route.session_id).await.unwrap_or((0, 0));
+    let window = models.context_length(&model.model);
+    text.push_str(&format!("**Context:** {last_prompt} / {window} tokens ({}%)\n", (last_prompt * 100).checked_div(window).unwrap_or(0)));
+    text
+}
+
+/// Whether a turn runs, what waits behind it, and what it may do without asking.
+fn turn_lines(session: &SessionState, approvals: &ApprovalBoard, session_key: &str) -> String {
     let running = if session.is_running() { "Yes ⚡" } else { "No" };
-    text.push_str(&format!("**Agent Running:** {running}\n"));
+    let mut text = format!("**Agent Running:** {running}\n");
     text.push_str(&format!("**Queued:** {}\n", session.queued()));
     let pending = approvals.pending(session_key);
     if pending > 0 {
@@ -98,6 +124,11 @@ async fn status(reads: Reads<'_>, session: &SessionState, session_key: &str) -> 
     }
     let yolo = if approvals.yolo(session_key) { "on ⚡ (flagged commands run without asking)" } else { "off" };
     text.push_str(&format!("**YOLO:** {yolo}\n"));
+    text
+}
+
+/// Each adapter with its connection state ("telegram ✅, discord (reconnecting)").
+fn platforms(health: &HealthBoard) -> String {
     let snapshot = health.snapshot();
     let platforms: Vec<String> = snapshot
         .adapters
@@ -107,16 +138,12 @@ async fn status(reads: Reads<'_>, session: &SessionState, session_key: &str) -> 
             other => format!("{} ({})", a.platform, other.as_str()),
         })
         .collect();
-    let platforms = if platforms.is_empty() { "none".to_string() } else { platforms.join(", ") };
-    text.push_str(&format!("**Platforms:** {platforms}\n"));
-    if let Some(outbox) = outbox_line(outbox).await {
-        text.push_str(&format!("**Outbox:** {outbox}\n"));
-    }
+    if platforms.is_empty() { "none".to_string() } else { platforms.join(", ") }
+}
+
+fn home_channels(cron: &CronCommandHandles) -> String {
     let homes: Vec<String> = cron.homes.targets().into_iter().map(|(p, t)| format!("{p} `{}`", t.chat_id)).collect();
-    let homes = if homes.is_empty() { "none (send /sethome in a chat)".to_string() } else { homes.join(", ") };
-    text.push_str(&format!("**Home channels:** {homes}\n"));
-    text.push_str(&format!("**Cron ticker:** {}", cron.ticker.snapshot().line()));
-    CommandOutcome::Reply(text)
+    if homes.is_empty() { "none (send /sethome in a chat)".to_string() } else { homes.join(", ") }
 }
 
 /// Each platform's waiting and undelivered messages ("telegram 3 waiting (oldest 4 min), 1

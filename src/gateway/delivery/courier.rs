@@ -30,7 +30,7 @@ use crate::gateway::delivery::reply::ReplyKey;
 use crate::gateway::ops::health::HealthBoard;
 use crate::observe::metrics;
 use crate::store::{AttemptEnd, LaneHead, NewOutboxRow, Outbox, Queued};
-use hermes_adapter::{Lookup, OutboundMessage, PlatformAdapter, SendError, render};
+use hermes_adapter::{Lookup, MarkdownDialect, OutboundMessage, PlatformAdapter, SendError, render};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -274,24 +274,51 @@ impl Courier {
     /// One step for the lane's head: deliver it, give it up, or say how long to wait first.
     async fn step(&self, lane: &str, head: LaneHead) -> Option<Duration> {
         let now = now_ms();
+        let (message, adapter) = self.unpack(lane, &head).await?;
+        if now >= head.deadline {
+            self.give_up_late(lane, &head).await;
+            return None;
+        }
+        if let Some(wait) = self.not_yet(lane, &head, now) {
+            return Some(wait);
+        }
+        let marked = match self.resolve_doubt(lane, &head, adapter.as_ref(), &message, now).await {
+            Doubt::Send { marked } => marked,
+            Doubt::Settled => return None,
+            Doubt::LookAgainIn(wait) => return Some(wait),
+        };
+        let trouble = head.error.clone().or_else(|| self.board().lanes.get(lane).and_then(|l| l.trouble.clone()));
+        let outcome = self.attempt(adapter.as_ref(), &head, message, marked, trouble.as_deref(), now).await;
+        self.settle_attempt(lane, &head, outcome).await;
+        None
+    }
+
+    /// The head's message and its platform's adapter; a head that has neither is given up.
+    async fn unpack(&self, lane: &str, head: &LaneHead) -> Option<(OutboundMessage, Arc<dyn PlatformAdapter>)> {
         let message: OutboundMessage = match serde_json::from_str(&head.message) {
             Ok(m) => m,
             Err(e) => {
-                self.give_up(lane, &head, format!("its stored form is unreadable ({e})"), false).await;
+                self.give_up(lane, head, format!("its stored form is unreadable ({e})"), false).await;
                 return None;
             }
         };
         let Some(adapter) = self.adapters.get(&head.platform).cloned() else {
-            self.give_up(lane, &head, format!("the platform `{}` is not enabled in this gateway", head.platform), false).await;
+            self.give_up(lane, head, format!("the platform `{}` is not enabled in this gateway", head.platform), false).await;
             return None;
         };
-        if now >= head.deadline {
-            let why = head.error.clone().unwrap_or_else(|| "its platform could not be reached".into());
-            let window = Duration::from_millis((head.deadline - head.created_at).max(0) as u64);
-            let reason = format!("not delivered within {} ({why})", human(window));
-            self.give_up(lane, &head, reason, true).await;
-            return None;
-        }
+        Some((message, adapter))
+    }
+
+    /// The retry window ended: a dead letter, and the chat is told.
+    async fn give_up_late(&self, lane: &str, head: &LaneHead) {
+        let why = head.error.clone().unwrap_or_else(|| "its platform could not be reached".into());
+        let window = Duration::from_millis((head.deadline - head.created_at).max(0) as u64);
+        let reason = format!("not delivered within {} ({why})", human(window));
+        self.give_up(lane, head, reason, true).await;
+    }
+
+    /// How long the head must wait before it may be tried, if it may not be tried now.
+    fn not_yet(&self, lane: &str, head: &LaneHead, now: i64) -> Option<Duration> {
         // A retry's time, or a cut-off send's look-up time, has not come.
         if head.next_attempt_at > now {
             return Some(Duration::from_millis((head.next_attempt_at.min(head.deadline) - now).max(0) as u64));
@@ -302,34 +329,47 @@ impl Courier {
             self.lane_blocked(lane, "adapter down");
             return Some(ADAPTER_POLL);
         }
-        let in_doubt = head.state != "pending";
-        let mut marked = false;
-        if in_doubt {
-            let since = Duration::from_millis((now - head.updated_at).max(0) as u64);
-            match adapter.find_sent(&message, since).await {
-                Ok(Lookup::Found(receipt)) => {
-                    tracing::info!(outbox_key = %head.key, "a cut-off send had arrived after all; not sending it again");
-                    self.delivered(lane, &head.key, receipt.message_id).await;
-                    return None;
-                }
-                Ok(Lookup::NotThere) | Ok(Lookup::ResendIsDeduplicated) => {}
-                Ok(Lookup::CannotTell) if !head.resent_marked => marked = true,
-                Ok(Lookup::CannotTell) => {
-                    let reason =
-                        "its send was cut off twice and it may have arrived; resend it only if the chat does not show it".to_string();
-                    self.record(&head.key, AttemptEnd::Dead { reason: reason.clone() }).await;
-                    self.settle_waiters(&head.key, Outcome::InDoubt);
-                    return None;
-                }
-                Err(e) => {
-                    // Still in doubt: look again later rather than send blind.
-                    tracing::warn!(outbox_key = %head.key, error = %e, "could not look up a cut-off send; trying again later");
-                    return Some(backoff(head.attempts.max(1) as u32));
-                }
+        None
+    }
+
+    /// For a head whose last send was cut off: ask the platform whether it arrived, and decide
+    /// whether to send it (marked or not), settle it, or look again later.
+    async fn resolve_doubt(
+        &self,
+        lane: &str,
+        head: &LaneHead,
+        adapter: &dyn PlatformAdapter,
+        message: &OutboundMessage,
+        now: i64,
+    ) -> Doubt {
+        if head.state == "pending" {
+            return Doubt::Send { marked: false };
+        }
+        let since = Duration::from_millis((now - head.updated_at).max(0) as u64);
+        match adapter.find_sent(message, since).await {
+            Ok(Lookup::Found(receipt)) => {
+                tracing::info!(outbox_key = %head.key, "a cut-off send had arrived after all; not sending it again");
+                self.delivered(lane, &head.key, receipt.message_id).await;
+                Doubt::Settled
+            }
+            Ok(Lookup::NotThere) | Ok(Lookup::ResendIsDeduplicated) => Doubt::Send { marked: false },
+            Ok(Lookup::CannotTell) if !head.resent_marked => Doubt::Send { marked: true },
+            Ok(Lookup::CannotTell) => {
+                let reason = "its send was cut off twice and it may have arrived; resend it only if the chat does not show it".to_string();
+                self.record(&head.key, AttemptEnd::Dead { reason: reason.clone() }).await;
+                self.settle_waiters(&head.key, Outcome::InDoubt);
+                Doubt::Settled
+            }
+            Err(e) => {
+                // Still in doubt: look again later rather than send blind.
+                tracing::warn!(outbox_key = %head.key, error = %e, "could not look up a cut-off send; trying again later");
+                Doubt::LookAgainIn(backoff(head.attempts.max(1) as u32))
             }
         }
-        let trouble = head.error.clone().or_else(|| self.board().lanes.get(lane).and_then(|l| l.trouble.clone()));
-        let outcome = self.attempt(adapter.as_ref(), &head, message, marked, trouble.as_deref(), now).await;
+    }
+
+    /// Write an attempt's end and tell whoever waits on the part.
+    async fn settle_attempt(&self, lane: &str, head: &LaneHead, outcome: Attempted) {
         match outcome {
             Attempted::Sent(id) => self.delivered(lane, &head.key, id).await,
             Attempted::Retry { at, error } => {
@@ -343,13 +383,12 @@ impl Courier {
                 self.note_trouble(lane, &detail);
                 self.record(&head.key, AttemptEnd::Ambiguous { at, detail }).await;
             }
-            Attempted::Refused(reason) => self.give_up(lane, &head, reason, false).await,
+            Attempted::Refused(reason) => self.give_up(lane, head, reason, false).await,
             Attempted::Gone(reason) => {
                 self.record(&head.key, AttemptEnd::Closed { reason: reason.clone() }).await;
                 self.settle_waiters(&head.key, Outcome::GivenUp { reason });
             }
         }
-        None
     }
 
     /// Send the head once (with the in-place fallbacks that cost no attempt: plain text for
@@ -367,6 +406,20 @@ impl Courier {
     ) -> Attempted {
         let dialect = adapter.capabilities().dialect;
         let body = message.text.clone();
+        let prefix = self.prefix(head, marked, trouble, now, dialect);
+        message.text = with_prefix(&prefix, &body);
+        tracing::debug!(outbox_key = %head.key, attempt = head.attempts + 1, marked, "sending a queued part");
+        if let Err(e) = self.outbox.outbox_begin_attempt(&head.key, marked).await {
+            // A crash before the end is recorded could then resend it once, marked.
+            tracing::warn!(outbox_key = %head.key, error = %e, "could not record a send attempt");
+        }
+        let _sending = metrics::global().sending();
+        let fallbacks = Fallbacks { body, prefixed: !prefix.is_empty(), dialect };
+        send_with_fallbacks(adapter, head, message, fallbacks).await
+    }
+
+    /// What goes before the body: the resend mark and, for a late lead part, the late note.
+    fn prefix(&self, head: &LaneHead, marked: bool, trouble: Option<&str>, now: i64, dialect: MarkdownDialect) -> String {
         let mut prefix = String::new();
         if marked {
             tracing::warn!(outbox_key = %head.key, "a send was cut off before its answer; resending it once, marked as a possible repeat");
@@ -378,52 +431,7 @@ impl Courier {
             prefix.push_str(&render::render(&note, dialect));
             prefix.push_str("\n\n");
         }
-        message.text = with_prefix(&prefix, &body);
-        tracing::debug!(outbox_key = %head.key, attempt = head.attempts + 1, marked, "sending a queued part");
-        if let Err(e) = self.outbox.outbox_begin_attempt(&head.key, marked).await {
-            // A crash before the end is recorded could then resend it once, marked.
-            tracing::warn!(outbox_key = %head.key, error = %e, "could not record a send attempt");
-        }
-        let _sending = metrics::global().sending();
-        let mut plain_fallback_used = false;
-        loop {
-            let error = match adapter.send(&message).await {
-                Ok(receipt) => {
-                    metrics::global().message_sent(message.target.platform.as_str(), &message.target.chat_id);
-                    return Attempted::Sent(receipt.message_id);
-                }
-                Err(e) => {
-                    metrics::global().send_failed(message.target.platform.as_str(), &e);
-                    e
-                }
-            };
-            match error {
-                SendError::RateLimited { retry_after } => {
-                    let wait = retry_after.min(MAX_RETRY_AFTER);
-                    tracing::info!(outbox_key = %head.key, wait_ms = wait.as_millis() as u64, "rate limited by the platform; waiting");
-                    return Attempted::Retry {
-                        at: now_ms() + wait.as_millis() as i64,
-                        error: format!("{} was rate limiting the bot", label(&head.platform)),
-                    };
-                }
-                SendError::Transient(detail) => {
-                    let wait = backoff(head.attempts as u32 + 1);
-                    tracing::warn!(outbox_key = %head.key, attempt = head.attempts + 1, wait_ms = wait.as_millis() as u64, error = %detail, "send failed; retrying");
-                    return Attempted::Retry { at: now_ms() + wait.as_millis() as i64, error: detail };
-                }
-                SendError::TooLong if !prefix.is_empty() && message.text != body => {
-                    // The mark or the note pushed a part that was at the limit over it.
-                    message.text = body.clone();
-                }
-                SendError::BadFormat(_) if !plain_fallback_used => {
-                    plain_fallback_used = true;
-                    message.text = render::to_plain_text(&message.text, dialect);
-                }
-                SendError::Ambiguous(detail) => return Attempted::Ambiguous(detail),
-                SendError::Gone(detail) => return Attempted::Gone(format!("recipient gone: {detail}")),
-                other => return Attempted::Refused(other.to_string()),
-            }
-        }
+        prefix
     }
 
     fn can_send(&self, platform: &str) -> bool {
@@ -524,6 +532,80 @@ enum Attempted {
     Ambiguous(String),
     Refused(String),
     Gone(String),
+}
+
+/// Where a cut-off send stands once the platform was asked about it.
+enum Doubt {
+    /// Send it (`marked`: with [`RESEND_MARK`], the platform cannot tell whether it arrived).
+    Send { marked: bool },
+    /// Delivered or dead-lettered already; nothing more this step.
+    Settled,
+    /// The look-up failed; try it again after this long.
+    LookAgainIn(Duration),
+}
+
+/// What an attempt falls back to, in place, when the platform refuses its first form.
+struct Fallbacks {
+    /// The part's own text, without the mark or the note.
+    body: String,
+    /// Whether a mark or a note went before the body.
+    prefixed: bool,
+    dialect: MarkdownDialect,
+}
+
+/// Send until delivered or a failure that no in-place fallback fixes.
+async fn send_with_fallbacks(
+    adapter: &dyn PlatformAdapter,
+    head: &LaneHead,
+    mut message: OutboundMessage,
+    fallbacks: Fallbacks,
+) -> Attempted {
+    let mut plain_fallback_used = false;
+    loop {
+        let error = match adapter.send(&message).await {
+            Ok(receipt) => {
+                metrics::global().message_sent(message.target.platform.as_str(), &message.target.chat_id);
+                return Attempted::Sent(receipt.message_id);
+            }
+            Err(e) => {
+                metrics::global().send_failed(message.target.platform.as_str(), &e);
+                e
+            }
+        };
+        match error {
+            SendError::TooLong if fallbacks.prefixed && message.text != fallbacks.body => {
+                // The mark or the note pushed a part that was at the limit over it.
+                message.text = fallbacks.body.clone();
+            }
+            SendError::BadFormat(_) if !plain_fallback_used => {
+                plain_fallback_used = true;
+                message.text = render::to_plain_text(&message.text, fallbacks.dialect);
+            }
+            other => return failed(head, other),
+        }
+    }
+}
+
+/// A send failure no fallback fixes, as the attempt's end.
+fn failed(head: &LaneHead, error: SendError) -> Attempted {
+    match error {
+        SendError::RateLimited { retry_after } => {
+            let wait = retry_after.min(MAX_RETRY_AFTER);
+            tracing::info!(outbox_key = %head.key, wait_ms = wait.as_millis() as u64, "rate limited by the platform; waiting");
+            Attempted::Retry {
+                at: now_ms() + wait.as_millis() as i64,
+                error: format!("{} was rate limiting the bot", label(&head.platform)),
+            }
+        }
+        SendError::Transient(detail) => {
+            let wait = backoff(head.attempts as u32 + 1);
+            tracing::warn!(outbox_key = %head.key, attempt = head.attempts + 1, wait_ms = wait.as_millis() as u64, error = %detail, "send failed; retrying");
+            Attempted::Retry { at: now_ms() + wait.as_millis() as i64, error: detail }
+        }
+        SendError::Ambiguous(detail) => Attempted::Ambiguous(detail),
+        SendError::Gone(detail) => Attempted::Gone(format!("recipient gone: {detail}")),
+        other => Attempted::Refused(other.to_string()),
+    }
 }
 
 /// `prefix` before `body`; a file's empty caption gets the prefix without its trailing gap.

@@ -212,73 +212,115 @@ enum RunEnd {
     Paused,
 }
 
-async fn supervise(
-    supervised: Supervised,
-    board: Arc<HealthBoard>,
-    policy: SupervisorPolicy,
-    mut switches: Switches,
-    stop: CancellationToken,
-) {
+async fn supervise(supervised: Supervised, board: Arc<HealthBoard>, policy: SupervisorPolicy, switches: Switches, stop: CancellationToken) {
     let platform = supervised.adapter.platform().to_string();
-    let mut backoff = Backoff::new(policy.backoff_base, policy.backoff_cap);
+    let backoff = Backoff::new(policy.backoff_base, policy.backoff_cap);
     let reporter = HealthReporter::new();
     board.register(&platform, reporter.clone());
     board.set_liveness_timeout(&platform, supervised.adapter.liveness_timeout());
-    let mut credential = HeldCredential::NotYetTaken;
-    loop {
-        if *switches.paused.borrow() {
-            board.set(&platform, AdapterState::Paused, Some("paused by an admin (/platform resume)".into()), backoff.attempt());
-            if !wait_for_resume(&mut switches, &platform, &stop).await {
-                board.set(&platform, AdapterState::Stopped, None, backoff.attempt());
+    let credential = HeldCredential::NotYetTaken;
+    let supervisor = Supervisor { supervised, board, policy, switches, stop, platform, reporter, backoff, credential };
+    supervisor.keep_running().await;
+}
+
+/// One adapter's supervision: what [`supervise`] keeps between runs of the adapter.
+struct Supervisor {
+    supervised: Supervised,
+    board: Arc<HealthBoard>,
+    policy: SupervisorPolicy,
+    switches: Switches,
+    stop: CancellationToken,
+    platform: String,
+    reporter: HealthReporter,
+    backoff: Backoff,
+    credential: HeldCredential,
+}
+
+impl Supervisor {
+    /// Run the adapter again and again until the gateway stops or the adapter is parked.
+    async fn keep_running(mut self) {
+        loop {
+            let paused = *self.switches.paused.borrow();
+            if paused && !self.hold_while_paused().await {
                 return;
             }
-            tracing::info!(platform = %platform, "adapter resumed");
-            backoff.reset();
+            let (end, connected_for) = self.run_adapter().await;
+            if self.stop.is_cancelled() {
+                self.set_state(AdapterState::Stopped, None);
+                return;
+            }
+            let error = match end {
+                RunEnd::Paused => {
+                    tracing::info!(platform = %self.platform, "adapter paused");
+                    continue;
+                }
+                RunEnd::Returned(Err(AdapterError::Fatal { code, message })) => {
+                    tracing::error!(platform = %self.platform, code = %code, "adapter parked: {message}");
+                    self.set_state(AdapterState::Parked, Some(format!("{code}: {message}")));
+                    return;
+                }
+                RunEnd::Returned(Err(e)) => e.to_string(),
+                RunEnd::Returned(Ok(())) => "the connection ended".to_string(),
+            };
+            if !self.back_off(error, connected_for).await {
+                return;
+            }
         }
-        board.set(&platform, AdapterState::Starting, None, backoff.attempt());
-        reporter.mark_disconnected();
-        reporter.set_degraded(None);
+    }
+
+    /// The board's entry for this adapter, with the backoff's attempt count.
+    fn set_state(&self, state: AdapterState, detail: Option<String>) {
+        self.board.set(&self.platform, state, detail, self.backoff.attempt());
+    }
+
+    /// Paused by an admin: wait for the resume (true), or for the stop (false, marked stopped).
+    async fn hold_while_paused(&mut self) -> bool {
+        self.set_state(AdapterState::Paused, Some("paused by an admin (/platform resume)".into()));
+        if !wait_for_resume(&mut self.switches, &self.platform, &self.stop).await {
+            self.set_state(AdapterState::Stopped, None);
+            return false;
+        }
+        tracing::info!(platform = %self.platform, "adapter resumed");
+        self.backoff.reset();
+        true
+    }
+
+    /// One run from a fresh start: how it ended, and how long it stayed connected.
+    async fn run_adapter(&mut self) -> (RunEnd, Duration) {
+        self.set_state(AdapterState::Starting, None);
+        self.reporter.mark_disconnected();
+        self.reporter.set_degraded(None);
         let started = Instant::now();
-        let end = match credential.ensure(&supervised, &platform) {
-            Ok(()) => run_once(&supervised, &reporter, &mut switches, &platform, &stop).await,
+        let end = match self.credential.ensure(&self.supervised, &self.platform) {
+            Ok(()) => run_once(&self.supervised, &self.reporter, &mut self.switches, &self.platform, &self.stop).await,
             Err(in_use) => RunEnd::Returned(Err(in_use)),
         };
-        let connected_for = if reporter.is_connected() { started.elapsed() } else { Duration::ZERO };
-        reporter.mark_disconnected();
-        if stop.is_cancelled() {
-            board.set(&platform, AdapterState::Stopped, None, backoff.attempt());
-            return;
+        let connected_for = if self.reporter.is_connected() { started.elapsed() } else { Duration::ZERO };
+        self.reporter.mark_disconnected();
+        (end, connected_for)
+    }
+
+    /// Wait out the backoff after a failed run: false when the gateway stops meanwhile (marked
+    /// stopped). A run that stayed connected long enough starts the backoff over.
+    async fn back_off(&mut self, error: String, connected_for: Duration) -> bool {
+        if connected_for >= self.policy.reset_after {
+            self.backoff.reset();
         }
-        let error = match end {
-            RunEnd::Paused => {
-                tracing::info!(platform = %platform, "adapter paused");
-                continue;
-            }
-            RunEnd::Returned(Err(AdapterError::Fatal { code, message })) => {
-                tracing::error!(platform = %platform, code = %code, "adapter parked: {message}");
-                board.set(&platform, AdapterState::Parked, Some(format!("{code}: {message}")), backoff.attempt());
-                return;
-            }
-            RunEnd::Returned(Err(e)) => e.to_string(),
-            RunEnd::Returned(Ok(())) => "the connection ended".to_string(),
-        };
-        if connected_for >= policy.reset_after {
-            backoff.reset();
-        }
-        let delay = backoff.next_delay(rand::random::<f64>());
-        board.record_delay(&platform, delay);
-        tracing::warn!(platform = %platform, attempt = backoff.attempt(), retry_in_ms = delay.as_millis() as u64, "adapter failed: {error}");
-        board.set(&platform, AdapterState::BackingOff, Some(error), backoff.attempt());
-        tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
+        let delay = self.backoff.next_delay(rand::random::<f64>());
+        self.board.record_delay(&self.platform, delay);
+        tracing::warn!(platform = %self.platform, attempt = self.backoff.attempt(), retry_in_ms = delay.as_millis() as u64, "adapter failed: {error}");
+        self.set_state(AdapterState::BackingOff, Some(error));
+        let stopped = tokio::select! {
+            _ = tokio::time::sleep(delay) => false,
             // A pause during the backoff takes effect at the top of the loop.
-            () = switched(&mut switches.paused, true) => {}
-            () = switches.pulse.keep_beating(&platform) => {}
-            _ = stop.cancelled() => {
-                board.set(&platform, AdapterState::Stopped, None, backoff.attempt());
-                return;
-            }
+            () = switched(&mut self.switches.paused, true) => false,
+            () = self.switches.pulse.keep_beating(&self.platform) => false,
+            _ = self.stop.cancelled() => true,
+        };
+        if stopped {
+            self.set_state(AdapterState::Stopped, None);
         }
+        !stopped
     }
 }
 

@@ -3,7 +3,7 @@
 //! waits on, and the per-session bound on `/background` tasks.
 
 use crate::gateway::turn::background_slots::BackgroundSlots;
-use crate::gateway::turn::tracker::TurnTracker;
+use crate::gateway::turn::running::RunningTurns;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +16,7 @@ pub(crate) struct TurnLimits {
     /// replayed after the restart.
     pub abort: CancellationToken,
     /// Running turns, counted for the drain.
-    pub running: TurnTracker,
+    pub running: RunningTurns,
     /// `/background` tasks running per session.
     pub background: BackgroundSlots,
 }

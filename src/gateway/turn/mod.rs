@@ -25,12 +25,12 @@ pub(crate) mod limits;
 mod output;
 mod prepare;
 pub(crate) mod queue;
+pub(crate) mod running;
 mod settle;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tool_access;
 pub(crate) mod tool_host;
-pub(crate) mod tracker;
 pub(crate) mod typing;
 
 pub(crate) use agent_run::Ledger;

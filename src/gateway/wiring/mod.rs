@@ -26,6 +26,7 @@ use crate::agent::Agent;
 use crate::agent::approval::GuardPolicy;
 use crate::agent::tools::{AgentPaths, ToolSettings};
 use crate::config::{Config, Home};
+use crate::cron::manage::CronJobs;
 use crate::gateway::conversation::compaction::Compactor;
 use crate::gateway::conversation::history_cache::HistoryCache;
 use crate::gateway::conversation::models::Models;
@@ -51,6 +52,7 @@ use crate::gateway::turn::tool_access::ToolAccess;
 use crate::gateway::turn::tool_host::{GatewayToolHost, HostStore};
 use crate::store::Store;
 use hermes_adapter::PlatformAdapter;
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -97,52 +99,11 @@ impl Wiring {
 
     pub(crate) fn build(parts: Parts<'_>) -> Wiring {
         let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, guard, history_bytes } = parts;
-        let models = Arc::new(Models::new(config.clone(), home.config_file()));
-        let approvals = ApprovalHandles {
-            board: Arc::new(ApprovalBoard::with_bound(config.gateway.memory.approval_sessions)),
-            rules: Arc::new(ApprovalRules::from_config(&config, home.config_file())),
-        };
-        let files = FileRoots { home: home.clone(), workdir: paths.workdir.clone() };
-        let health = Arc::new(HealthBoard::new());
-        let retry = crate::gateway::delivery::courier::RetryPolicy::with_window(config.delivery.retry_window());
-        let deliverer = Arc::new(Deliverer::new(adapters, store.clone(), files, Some(health.clone()), retry));
-        let clarify = Arc::new(ClarifyBoard::default());
-        let homes = HomeChannels::from_config(&config);
-        let jobs = crate::gateway::cron::ticker::jobs(&config, &home);
-        let host_store = HostStore { log: store.clone(), routes: store.clone() };
-        let host = GatewayToolHost::new(host_store, deliverer.clone(), clarify.clone(), homes.clone(), jobs.clone());
-        let smart = (approvals.rules.mode == Mode::Smart).then(|| SmartJudge::new(agent.clone(), models.clone()));
-        let policy = ChatApprovals::new(guard, approvals.clone(), smart, store.clone(), deliverer.clone(), tool_settings.secrets.clone());
-        let tools = Arc::new(ToolAccess::new(&config, paths.clone(), tool_settings.clone(), Arc::new(host), Arc::new(policy)));
-        let prompts = Prompts::new(
-            store.clone(),
-            paths,
-            config.memory.clone(),
-            tool_settings.per_user_profiles,
-            config.agent.system_prompt.clone(),
-            deliverer.chat_platforms(),
-        );
-        let compactor = Compactor::new(config.compression.clone(), agent.clone(), models.clone(), store.clone());
-        let sessions = Arc::new(Sessions {
-            turns: store.clone(),
-            log: store.clone(),
-            routes: store.clone(),
-            history: HistoryCache::new(history_bytes),
-            prompts,
-            compactor,
-        });
-        let turns = TurnHandles {
-            sessions,
-            inbox: store.clone(),
-            models: models.clone(),
-            deliverer,
-            tools,
-            agent,
-            limits: Arc::new(TurnLimits::new(config.gateway.max_concurrent_sessions)),
-            auth: auth.clone(),
-            stream: Arc::new(StreamSettings::from_config(&config)),
-            approvals: approvals.board.clone(),
-        };
+        let ground = Ground::new(config, home, store, adapters, paths.workdir.clone());
+        let tools = ground.tools(&agent, &paths, &tool_settings, guard);
+        let sessions = ground.sessions(&agent, paths, tool_settings.per_user_profiles, history_bytes);
+        let turns = ground.turns(sessions, tools, agent, auth.clone());
+        let Ground { config, home, store, models, approvals, health, clarify, homes, jobs, .. } = ground;
         let cron = crate::gateway::cron::ticker::CronParts::build(&config, &home, &turns, jobs, homes, CancellationToken::new());
         let commands = CommandHandles {
             routes: store.clone(),
@@ -187,5 +148,92 @@ impl Wiring {
     /// What a turn runs with.
     pub(crate) fn turns(&self) -> &TurnHandles {
         &self.actors.turns
+    }
+}
+
+/// Step 1's handles, which own nothing that needs them back; the later steps draw on them.
+struct Ground {
+    config: Arc<Config>,
+    home: Home,
+    store: Store,
+    models: Arc<Models>,
+    approvals: ApprovalHandles,
+    health: Arc<HealthBoard>,
+    deliverer: Arc<Deliverer>,
+    clarify: Arc<ClarifyBoard>,
+    homes: HomeChannels,
+    jobs: CronJobs,
+}
+
+impl Ground {
+    /// `workdir`: where the deliverer may take files from, beside the home.
+    fn new(config: Arc<Config>, home: Home, store: Store, adapters: &[Arc<dyn PlatformAdapter>], workdir: PathBuf) -> Ground {
+        let models = Arc::new(Models::new(config.clone(), home.config_file()));
+        let approvals = ApprovalHandles {
+            board: Arc::new(ApprovalBoard::with_bound(config.gateway.memory.approval_sessions)),
+            rules: Arc::new(ApprovalRules::from_config(&config, home.config_file())),
+        };
+        let files = FileRoots { home: home.clone(), workdir };
+        let health = Arc::new(HealthBoard::new());
+        let retry = crate::gateway::delivery::courier::RetryPolicy::with_window(config.delivery.retry_window());
+        let deliverer = Arc::new(Deliverer::new(adapters, store.clone(), files, Some(health.clone()), retry));
+        let clarify = Arc::new(ClarifyBoard::default());
+        let homes = HomeChannels::from_config(&config);
+        let jobs = crate::gateway::cron::ticker::jobs(&config, &home);
+        Ground { config, home, store, models, approvals, health, deliverer, clarify, homes, jobs }
+    }
+
+    /// Steps 2 and 3: the approval policy and the tool host, behind the agent's tools.
+    fn tools(
+        &self,
+        agent: &Arc<Agent>,
+        paths: &Arc<AgentPaths>,
+        tool_settings: &Arc<ToolSettings>,
+        guard: Arc<GuardPolicy>,
+    ) -> Arc<ToolAccess> {
+        let host_store = HostStore { log: self.store.clone(), routes: self.store.clone() };
+        let host = GatewayToolHost::new(host_store, self.deliverer.clone(), self.clarify.clone(), self.homes.clone(), self.jobs.clone());
+        let smart = (self.approvals.rules.mode == Mode::Smart).then(|| SmartJudge::new(agent.clone(), self.models.clone()));
+        let store = self.store.clone();
+        let policy = ChatApprovals::new(guard, self.approvals.clone(), smart, store, self.deliverer.clone(), tool_settings.secrets.clone());
+        Arc::new(ToolAccess::new(&self.config, paths.clone(), tool_settings.clone(), Arc::new(host), Arc::new(policy)))
+    }
+
+    /// The transcript a turn works on: the session log, its history cache, prompts and compaction.
+    fn sessions(&self, agent: &Arc<Agent>, paths: Arc<AgentPaths>, per_user_profiles: bool, history_bytes: usize) -> Arc<Sessions> {
+        let config = &self.config;
+        let prompts = Prompts::new(
+            self.store.clone(),
+            paths,
+            config.memory.clone(),
+            per_user_profiles,
+            config.agent.system_prompt.clone(),
+            self.deliverer.chat_platforms(),
+        );
+        let compactor = Compactor::new(config.compression.clone(), agent.clone(), self.models.clone(), self.store.clone());
+        Arc::new(Sessions {
+            turns: self.store.clone(),
+            log: self.store.clone(),
+            routes: self.store.clone(),
+            history: HistoryCache::new(history_bytes),
+            prompts,
+            compactor,
+        })
+    }
+
+    /// Step 6, first part: what every turn runs with.
+    fn turns(&self, sessions: Arc<Sessions>, tools: Arc<ToolAccess>, agent: Arc<Agent>, auth: Arc<AuthPolicy>) -> TurnHandles {
+        TurnHandles {
+            sessions,
+            inbox: self.store.clone(),
+            models: self.models.clone(),
+            deliverer: self.deliverer.clone(),
+            tools,
+            agent,
+            limits: Arc::new(TurnLimits::new(self.config.gateway.max_concurrent_sessions)),
+            auth,
+            stream: Arc::new(StreamSettings::from_config(&self.config)),
+            approvals: self.approvals.board.clone(),
+        }
     }
 }

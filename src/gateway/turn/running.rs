@@ -5,28 +5,28 @@ use tokio::sync::Notify;
 
 /// A running turn, counted until dropped.
 pub(crate) struct RunningGuard<'a> {
-    tracker: &'a TurnTracker,
+    running: &'a RunningTurns,
 }
 
 impl Drop for RunningGuard<'_> {
     fn drop(&mut self) {
-        self.tracker.end();
+        self.running.end();
     }
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct TurnTracker {
+pub(crate) struct RunningTurns {
     active: AtomicUsize,
     draining: AtomicBool,
     idle: Notify,
 }
 
-impl TurnTracker {
+impl RunningTurns {
     /// A turn starts; it counts as running until the guard drops (also when the turn panics,
     /// or a drain would wait for it forever).
     pub(crate) fn begin(&self) -> RunningGuard<'_> {
         self.active.fetch_add(1, Ordering::AcqRel);
-        RunningGuard { tracker: self }
+        RunningGuard { running: self }
     }
     fn end(&self) {
         if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
