@@ -2,7 +2,9 @@
 //! the [`deliverer`] that sends it (adapters, courier, file roots), the pure [`plan`] that
 //! renders and chunks it into keyed parts, [`outbound`]'s attachments and outbox rows, the
 //! [`courier`] that delivers them per chat through outages and restarts, [`stream_edit`] for
-//! answers that grow in place, and the [`home_channels`] where unsolicited messages go.
+//! answers that grow in place, the [`home_channels`] where unsolicited messages go, and the
+//! [`rights`] that say who may have a message sent where (`send_message`, `/cron add`'s
+//! `deliver`, `/sethome`).
 
 pub mod courier;
 pub(crate) mod deliverer;

@@ -2,7 +2,8 @@
 //!
 //! 1. `admit`: wait for a turn slot; resolve where the answer goes (`admit::AnswerTo`).
 //! 2. `prepare`: store the user's message once, load the history, freeze the session's
-//!    prompt (`prompt`), compress a conversation that outgrew the model.
+//!    prompt ([`crate::gateway::conversation::prompt`]), compress a conversation that outgrew
+//!    the model.
 //! 3. `agent_run`: ask the agent and follow its events; text and tool calls go to the
 //!    turn's `output` strategy (chosen from the platform's capabilities), tool messages and
 //!    usage to the store.
@@ -12,7 +13,15 @@
 //!    or a drain is replayed after the restart, and one that crashed stays parked.
 //!
 //! [`TurnHandles`] carries what a whole turn may touch; [`run`] hands each step only the handles
-//! it uses, so a step's signature says what it reads and writes.
+//! it uses, so a step's signature says what it reads and writes. A failure the user is told
+//! about is a [`TurnError`], which words its own reply.
+//!
+//! Beside the pipeline, what a turn needs from the rest of the session: the session's running
+//! turn and the messages queued or steered behind it ([`queue`]), the gateway-wide [`limits`]
+//! and the count a drain waits on ([`running`]), `/background` slots, the typing indicator, the
+//! [`approvals`] and [`clarify`] questions a turn waits on (the actor only routes the answers),
+//! the tools' filter ([`tool_access`]) and the [`tool_host`] through which the agent's outward
+//! tools (send_message, cronjob via [`cron_tool`], search) reach the gateway.
 
 mod admit;
 mod agent_run;
