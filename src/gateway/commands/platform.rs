@@ -123,26 +123,13 @@ mod tests {
     use hermes_adapter::{ChatType, HealthReporter, Platform, SessionSource};
     use std::path::Path;
 
-    struct NoModel;
-
-    #[async_trait]
-    impl crate::agent::providers::ChatProvider for NoModel {
-        async fn complete(
-            &self,
-            _request: &crate::agent::providers::ChatRequest,
-            _deltas: Option<&tokio::sync::mpsc::Sender<String>>,
-        ) -> Result<crate::agent::providers::ChatResponse, crate::agent::providers::ProviderError> {
-            Err(crate::agent::providers::ProviderError::Fatal("no model in this test".into()))
-        }
-    }
-
     /// A gateway whose `chat` platform lets in `boss` (an admin) and `guest` (not one), with
     /// `chat`, `discord` and `email` supervised: chat connected, discord backing off, email parked.
     async fn rig() -> (tempfile::TempDir, Wiring) {
         let env = crate::config::Env::from_pairs(Vec::<(String, String)>::new());
         let yaml = "gateway:\n  allowed_users: [boss, guest]\n  admin_users: [boss]\n";
         let config = crate::config::load_str(yaml, Path::new("config.yaml"), &env).unwrap().config;
-        let (dir, wiring) = support::gateway(config, RecordingChat::new(), std::sync::Arc::new(NoModel)).await;
+        let (dir, wiring) = support::gateway(config, RecordingChat::new(), std::sync::Arc::new(support::NoModel)).await;
         let (handles, board) = (&wiring.actors.commands, &wiring.health);
         for name in ["chat", "discord", "email"] {
             handles.platforms.register(name);

@@ -80,7 +80,7 @@ impl PlatformAdapter for RecordingChat {
 }
 
 /// A provider that fails every request: the rig's tests never reach a model.
-struct NoModel;
+pub(crate) struct NoModel;
 
 #[async_trait::async_trait]
 impl crate::agent::providers::ChatProvider for NoModel {

@@ -11,24 +11,12 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-struct Silent;
-
-#[async_trait::async_trait]
-impl crate::agent::providers::ChatProvider for Silent {
-    async fn complete(
-        &self,
-        _request: &crate::agent::providers::ChatRequest,
-        _deltas: Option<&tokio::sync::mpsc::Sender<String>>,
-    ) -> Result<crate::agent::providers::ChatResponse, crate::agent::providers::ProviderError> {
-        Err(crate::agent::providers::ProviderError::Fatal("no model in this test".into()))
-    }
-}
-
 async fn decide(yaml: &str, platform: &str, interactive: bool, command: &str) -> (CommandDecision, Vec<String>, tempfile::TempDir) {
     let env = crate::config::Env::from_pairs(Vec::<(String, String)>::new());
     let config: Config = crate::config::load_str(yaml, Path::new("config.yaml"), &env).unwrap().config;
     let chat = RecordingChat::new();
-    let (dir, gateway) = crate::gateway::tests::support::gateway(config, chat.clone(), Arc::new(Silent)).await;
+    let (dir, gateway) =
+        crate::gateway::tests::support::gateway(config, chat.clone(), Arc::new(crate::gateway::tests::support::NoModel)).await;
     gateway.actors.commands.approvals.board.set_yolo("k", yaml.contains("# yolo"));
     let scope = SessionScope {
         session_key: "k".into(),
@@ -80,7 +68,8 @@ async fn deny_rules_beat_yolo_and_safe_commands_need_nobody() {
 #[tokio::test]
 async fn approvals_a_restart_left_open_are_denied_and_their_chat_is_told() {
     let chat = RecordingChat::new();
-    let (_dir, gateway) = crate::gateway::tests::support::gateway(Config::default(), chat.clone(), Arc::new(Silent)).await;
+    let (_dir, gateway) =
+        crate::gateway::tests::support::gateway(Config::default(), chat.clone(), Arc::new(crate::gateway::tests::support::NoModel)).await;
     let target = hermes_adapter::ChatTarget { platform: hermes_adapter::Platform::new("chat"), chat_id: "c1".into(), thread_id: None };
     let pending = crate::store::PendingApproval {
         id: "#0rphan01".into(),
