@@ -23,9 +23,9 @@
 //! Run with `cargo bench --bench telegram`. It prints numbers and whether each target is met; it
 //! asserts nothing (timings depend on the machine).
 //!
-//! `scripts/order-hot-code.py` runs it to profile the gateway: `HERMES_BENCH_WRAPPER` is a
-//! command the gateway runs under (e.g. `valgrind --tool=callgrind …`) and
-//! `HERMES_BENCH_STOP_AFTER_IDLE=1` ends the run once the Telegram-only gateway has gone idle.
+//! `scripts/order-hot-code.py` runs it (in the dev profile) to profile the gateway answering:
+//! `HERMES_BENCH_WRAPPER` is a command the gateway runs under (e.g. `valgrind --tool=callgrind …`),
+//! and `HERMES_BENCH_STOP_AFTER_IDLE=1` ends the run once the Telegram-only gateway has gone idle.
 //! `HERMES_BENCH_BINARY` runs another `hermes` binary than the one cargo built for the benchmark:
 //! the script profiles a copy of `cargo build --release`'s, the binary users run, whose symbol
 //! names differ from the benchmark build's (dev-dependencies unify other features into shared

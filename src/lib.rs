@@ -98,3 +98,4 @@ pub mod gateway;
 pub(crate) mod observe;
 pub mod registry;
 pub mod store;
+pub(crate) mod tls;

@@ -78,6 +78,7 @@ pub enum Command {
 }
 
 pub fn main() -> ExitCode {
+    crate::tls::install_process_crypto_provider();
     let cli = Cli::parse();
     match cli.command {
         Command::Version => {

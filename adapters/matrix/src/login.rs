@@ -7,11 +7,13 @@ use crate::settings::{Login, MatrixSettings};
 use crate::state::{SavedSession, StateDir};
 use hermes_adapter::AdapterError;
 use matrix_sdk::authentication::matrix::MatrixSession;
-use matrix_sdk::config::RequestConfig;
+use matrix_sdk::config::{RequestConfig, StoreConfig};
+use matrix_sdk::cross_process_lock::CrossProcessLockConfig;
 use matrix_sdk::ruma::api::client::uiaa;
 use matrix_sdk::ruma::{OwnedDeviceId, OwnedUserId};
 use matrix_sdk::store::RoomLoadSettings;
 use matrix_sdk::{Client, SessionMeta, SessionTokens};
+use matrix_sdk_sqlite::{SqliteCryptoStore, SqliteStateStore, SqliteStoreConfig};
 use std::time::Duration;
 
 /// The device name other users see in their device lists.
@@ -28,16 +30,32 @@ fn setup_error(what: &str, e: impl std::fmt::Display) -> AdapterError {
 }
 
 async fn new_client(settings: &MatrixSettings, state: &StateDir) -> Result<Client, AdapterError> {
-    let passphrase = state.store_passphrase().map_err(|e| setup_error("could not read or create the store passphrase", e))?;
     Client::builder()
         .homeserver_url(settings.homeserver.as_str())
-        .sqlite_store(state.store(), Some(&passphrase))
+        .store_config(stores(state).await?)
         // No limit is the SDK's default, which would retry an unreachable homeserver forever
         // inside one call; the sync loop has its own backoff and health reporting.
         .request_config(RequestConfig::new().timeout(settings.request_timeout).retry_limit(2).max_retry_time(Duration::from_secs(20)))
         .build()
         .await
         .map_err(|e| setup_error("could not open the Matrix client (stores in the state folder)", e))
+}
+
+/// The stores the bot keeps across restarts, in SQLite in the state folder and encrypted with its
+/// passphrase: the state store (rooms, members, sync token, the send queue) and the crypto store
+/// (its device keys and room keys). The SDK's event cache and media cache stay in memory: the
+/// adapter reads neither back (it follows `/sync`, and downloads media uncached), and their SQLite
+/// stores would add 1 MB of code to every build for files nothing reads.
+async fn stores(state: &StateDir) -> Result<StoreConfig, AdapterError> {
+    let passphrase = state.store_passphrase().map_err(|e| setup_error("could not read or create the store passphrase", e))?;
+    // One reader and one writer are plenty for one bot; the SDK's default pool is 4 per core.
+    let config = SqliteStoreConfig::with_low_memory_config(state.store()).pool_max_size(2).passphrase(Some(&passphrase));
+    let open_error = |e| setup_error("could not open the Matrix stores in the state folder", e);
+    let state_store = SqliteStateStore::open_with_config(&config).await.map_err(open_error)?;
+    let crypto_store = SqliteCryptoStore::open_with_config(&config).await.map_err(open_error)?;
+    // The holder name the SDK's own `sqlite_store` uses, so a store written before stays valid.
+    let locks = CrossProcessLockConfig::multi_process("main");
+    Ok(StoreConfig::new(locks).state_store(state_store).crypto_store(crypto_store))
 }
 
 fn parse_ids(user: &str, device: &str) -> Result<(OwnedUserId, OwnedDeviceId), AdapterError> {
