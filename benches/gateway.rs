@@ -11,6 +11,7 @@
 //! asserts nothing (timings depend on the machine).
 
 #[path = "support.rs"]
+#[allow(dead_code)] // the wrapped command is for the benches the hot-code order profiles
 mod support;
 
 use hermes_fakes::{FakeLlm, LlmConfig};

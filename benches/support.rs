@@ -1,7 +1,9 @@
-//! What the benchmarks share: percentiles and verdicts, and a spawned `hermes` process whose
+//! What the benchmarks share: percentiles and verdicts, the command a gateway is spawned with
+//! (under `HERMES_BENCH_WRAPPER`, e.g. callgrind, when set), and a spawned `hermes` process whose
 //! memory can be read and which is stopped with SIGTERM (as systemd would) or killed on drop.
 
-use std::process::Child;
+use std::path::Path;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 pub(crate) fn verdict(met: bool, target: &str) -> String {
@@ -58,5 +60,22 @@ impl Drop for Process {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// The wrapper command line from `HERMES_BENCH_WRAPPER`, split on whitespace (empty when unset).
+pub(crate) fn wrapper() -> Vec<String> {
+    std::env::var("HERMES_BENCH_WRAPPER").unwrap_or_default().split_whitespace().map(String::from).collect()
+}
+
+/// `BINARY`, or `WRAPPER… BINARY` when a wrapper is set.
+pub(crate) fn wrapped_command(wrapper: &[String], binary: &Path) -> Command {
+    match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(binary);
+            command
+        }
+        None => Command::new(binary),
     }
 }

@@ -400,15 +400,7 @@ impl Gateway {
         });
         let paced_users = (1..=i64::from(BURST_USERS)).map(|n| PACED_FIRST_USER + n).chain(LONG_ANSWER_USER).chain(CONVERSATION_USER);
         let allowed: Vec<String> = std::iter::once(1001).chain(burst_users).chain(paced_users).map(|id| id.to_string()).collect();
-        let wrapper: Vec<String> = std::env::var("HERMES_BENCH_WRAPPER").unwrap_or_default().split_whitespace().map(String::from).collect();
-        let mut command = match wrapper.split_first() {
-            Some((program, args)) => {
-                let mut command = Command::new(program);
-                command.args(args).arg(binary);
-                command
-            }
-            None => Command::new(binary),
-        };
+        let mut command = support::wrapped_command(&support::wrapper(), binary);
         command
             .args(["gateway", "run"])
             .env_clear()

@@ -8,12 +8,12 @@
 //! it to `valgrind --tool=callgrind …`. A wrapped gateway gets [`WRAPPED_SLOWDOWN`] times longer
 //! to come up and to stop, since callgrind runs it ~50× slower and writes its profile at exit.
 
+use crate::support::{wrapped_command, wrapper};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
-const WRAPPER_VARIABLE: &str = "HERMES_BENCH_WRAPPER";
 /// How many times longer every timeout is for a wrapped gateway. Not the full ~50× of
 /// callgrind: the timeouts are generous to start with, and network waits do not slow down.
 pub(crate) const WRAPPED_SLOWDOWN: u32 = 10;
@@ -93,23 +93,6 @@ impl Drop for Gateway {
             let _ = child.kill();
             let _ = child.wait();
         }
-    }
-}
-
-/// The wrapper command line, split on whitespace (empty when unset).
-pub(crate) fn wrapper() -> Vec<String> {
-    std::env::var(WRAPPER_VARIABLE).unwrap_or_default().split_whitespace().map(String::from).collect()
-}
-
-/// `BINARY`, or `WRAPPER… BINARY` when a wrapper is set.
-fn wrapped_command(wrapper: &[String], binary: &Path) -> Command {
-    match wrapper.split_first() {
-        Some((program, args)) => {
-            let mut command = Command::new(program);
-            command.args(args).arg(binary);
-            command
-        }
-        None => Command::new(binary),
     }
 }
 

@@ -26,6 +26,9 @@ mod gateway;
 mod memory;
 mod platforms;
 mod size;
+#[path = "../support.rs"]
+#[allow(dead_code)] // percentiles, verdicts and Process are for the latency benches
+mod support;
 
 use budgets::{Budgets, Verdict};
 use gateway::Gateway;
@@ -194,7 +197,7 @@ fn all_connected(peers: &RealPeers) -> (Vec<Platform>, String) {
 /// `--profile-idle`: the all-connected gateway up, idle for [`PROFILE_IDLE`], stopped with
 /// SIGTERM; an error if it had to be killed (a profiler then writes nothing).
 async fn profile_idle(options: &Options) -> Result<ExitCode, String> {
-    let wrapper = gateway::wrapper();
+    let wrapper = support::wrapper();
     println!("profiling idle: {} gateway run", gateway::describe(&wrapper, &options.binary));
     let peers = RealPeers::from_env();
     let (connected, label) = all_connected(&peers);
