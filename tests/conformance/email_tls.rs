@@ -59,6 +59,11 @@ struct Running {
 }
 
 async fn start(peer: &MailPeer, bot: &(String, String), allowed: &str, env: &[(&str, &str)]) -> Running {
+    start_with(peer, bot, allowed, env, "").await
+}
+
+/// `start`, with more of the config file (`extra_yaml`, top-level keys).
+async fn start_with(peer: &MailPeer, bot: &(String, String), allowed: &str, env: &[(&str, &str)], extra_yaml: &str) -> Running {
     let llm = FakeLlm::start().await;
     let mut setup = Setup::new(&llm.base_url());
     setup.set("WEBHOOK_ENABLED", "false");
@@ -67,7 +72,7 @@ async fn start(peer: &MailPeer, bot: &(String, String), allowed: &str, env: &[(&
         setup.set(key, value);
     }
     let admin = free_port();
-    setup.write_config(&format!("gateway:\n  admin_port: {admin}\n"));
+    setup.write_config(&format!("gateway:\n  admin_port: {admin}\n{extra_yaml}"));
     let gateway = setup.start().await;
     Running { setup, gateway, readyz: format!("http://127.0.0.1:{admin}/readyz"), _llm: llm }
 }
@@ -257,6 +262,18 @@ async fn clear_text_off_loopback_and_an_unusable_ca_file_are_refused_naming_the_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_imap_connection_is_noticed_shown_down_replaced_and_nothing_is_answered_twice() {
+    silent_connection_is_replaced("").await;
+}
+
+/// Without IDLE the connection goes silent in the middle of a command (a poll's NOOP or FETCH),
+/// not while idling: that too must be noticed within `dead_after`, not the minute a network
+/// step may otherwise take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_silent_mid_command_is_noticed_within_dead_after_too() {
+    silent_connection_is_replaced("platforms:\n  email:\n    idle: false\n    poll_interval: 1\n").await;
+}
+
+async fn silent_connection_is_replaced(extra_yaml: &str) {
     let (peer, tls) = (email::peer(), tls_peer());
     let (bot, alice) = (peer.account("bot"), peer.account("alice"));
     let imaps: u16 = tls.imaps_port.parse().unwrap();
@@ -270,7 +287,7 @@ async fn a_silent_imap_connection_is_noticed_shown_down_replaced_and_nothing_is_
         // Short, so the test need not wait the default two minutes.
         ("EMAIL_DEAD_AFTER", "4"),
     ];
-    let running = start(&peer, &bot, &alice.0, &env).await;
+    let running = start_with(&peer, &bot, &alice.0, &env, extra_yaml).await;
     round_trip(&peer, &running, &bot.0, &alice, "before-the-silence").await;
     let (code, body) = running.wait_ready(200).await;
     assert_eq!(code, 200, "{body}");
@@ -283,7 +300,12 @@ async fn a_silent_imap_connection_is_noticed_shown_down_replaced_and_nothing_is_
     // For the record (not asserted: speed belongs to benches).
     println!("the silent connection was noticed after {:?} (EMAIL_DEAD_AFTER=4)", frozen_at.elapsed());
     assert_eq!(code, 503, "not ready once the connection went silent: {body}\n{}", running.gateway.log_text());
-    let noticed = eventually(WAIT, || running.gateway.log_text().contains("the IMAP server stopped answering")).await;
+    // In IDLE the silence is named as such; mid-command, the command names the limit it hit.
+    let noticed = eventually(WAIT, || {
+        let log = running.gateway.log_text();
+        log.contains("the IMAP server stopped answering") || log.contains("no answer within 4s")
+    })
+    .await;
     assert!(noticed, "{}", running.gateway.log_text());
     let shown = eventually(WAIT, || {
         let status = running.status();

@@ -1,7 +1,8 @@
 //! The receiving side: one IMAP session at a time on INBOX, reading every mail past the stored
 //! cursor, then waiting with IDLE (renewed every `idle_renewal`, under RFC 2177's 29 minutes) or,
 //! where the server has no IDLE or IDLE failed, polling. A connection that goes silent and then
-//! does not answer is declared dead within `dead_after` (see [`idle`]). Connection failures
+//! does not answer is declared dead within `dead_after` (see [`idle`]); so is one that goes silent
+//! mid-command, every IMAP step being bounded by it too. Connection failures
 //! reconnect with backoff, the health showing the adapter down and why meanwhile; a refused
 //! login or a server certificate that does not check out ends `run` for good, naming what to
 //! fix.
@@ -95,7 +96,7 @@ async fn timed<T, E: std::fmt::Display>(
 /// Connect, log in and select INBOX.
 pub(crate) async fn connect(adapter: &EmailAdapter) -> Result<Session, End> {
     let s = &adapter.settings;
-    let limit = s.io_timeout;
+    let limit = s.imap_step_limit();
     let tcp = timed(limit, "connecting to the IMAP server", TcpStream::connect((s.imap_host.as_str(), s.imap_port))).await?;
     let stream = match s.imap_tls {
         TlsMode::Tls => secure(adapter, tcp).await?,
@@ -144,11 +145,11 @@ pub(crate) async fn connect(adapter: &EmailAdapter) -> Result<Session, End> {
 async fn secure(adapter: &EmailAdapter, tcp: TcpStream) -> Result<MailStream, End> {
     let s = &adapter.settings;
     let handshake = tls::wrap(tcp, &s.imap_host, s.imap_port, s.ca_file.as_deref());
-    match tokio::time::timeout(s.io_timeout, handshake).await {
+    match tokio::time::timeout(s.imap_step_limit(), handshake).await {
         Ok(Ok(stream)) => Ok(stream),
         Ok(Err(TlsFailure::Certificate(why))) => Err(End::Fatal(AdapterError::fatal("email_tls", why))),
         Ok(Err(TlsFailure::Other(why))) => Err(End::Retry(why)),
-        Err(_) => Err(End::Retry(format!("IMAP TLS: no answer within {:?}", s.io_timeout))),
+        Err(_) => Err(End::Retry(format!("IMAP TLS: no answer within {:?}", s.imap_step_limit()))),
     }
 }
 
@@ -159,11 +160,11 @@ async fn session(adapter: &EmailAdapter, ctx: &AdapterContext) -> End {
         Ok(session) => session,
         Err(end) => return end,
     };
-    let mailbox = match timed(s.io_timeout, "selecting INBOX", session.select("INBOX")).await {
+    let mailbox = match timed(s.imap_step_limit(), "selecting INBOX", session.select("INBOX")).await {
         Ok(mailbox) => mailbox,
         Err(end) => return end,
     };
-    let can_idle = match timed(s.io_timeout, "reading capabilities", session.capabilities()).await {
+    let can_idle = match timed(s.imap_step_limit(), "reading capabilities", session.capabilities()).await {
         Ok(caps) => caps.has_str("IDLE"),
         Err(end) => return end,
     };
@@ -175,7 +176,7 @@ async fn session(adapter: &EmailAdapter, ctx: &AdapterContext) -> End {
         stored => {
             let end = match mailbox.uid_next {
                 Some(next) => next.saturating_sub(1),
-                None => match highest_uid(&mut session, s.io_timeout).await {
+                None => match highest_uid(&mut session, s.imap_step_limit()).await {
                     Ok(uid) => uid,
                     Err(end) => return end,
                 },
@@ -242,7 +243,7 @@ async fn session(adapter: &EmailAdapter, ctx: &AdapterContext) -> End {
                 }
                 _ = tokio::time::sleep(s.poll_interval) => {}
             }
-            if let Err(end) = timed(s.io_timeout, "NOOP", session.noop()).await {
+            if let Err(end) = timed(s.imap_step_limit(), "NOOP", session.noop()).await {
                 return end;
             }
         }
@@ -333,7 +334,7 @@ impl From<End> for Stop {
 async fn read_new(adapter: &EmailAdapter, ctx: &AdapterContext, session: &mut Session, cursor: &mut Cursor) -> Result<(), Stop> {
     let s = &adapter.settings;
     let query = format!("{}:*", cursor.last_uid.saturating_add(1));
-    let mut heads: Vec<(u32, u32, Vec<u8>)> = timed(s.io_timeout, "fetching new headers", async {
+    let mut heads: Vec<(u32, u32, Vec<u8>)> = timed(s.imap_step_limit(), "fetching new headers", async {
         let fetches: Vec<_> = session.uid_fetch(&query, "(UID RFC822.SIZE BODY.PEEK[HEADER])").await?.try_collect().await?;
         Ok::<_, async_imap::error::Error>(
             fetches.iter().filter_map(|f| Some((f.uid?, f.size.unwrap_or(0), f.header().unwrap_or_default().to_vec()))).collect(),
@@ -367,7 +368,7 @@ async fn read_new(adapter: &EmailAdapter, ctx: &AdapterContext, session: &mut Se
             }
         };
         if mark_seen {
-            timed(s.io_timeout, "marking a mail read", async {
+            timed(s.imap_step_limit(), "marking a mail read", async {
                 let _: Vec<_> = session.uid_store(uid.to_string(), "+FLAGS.SILENT (\\Seen)").await?.try_collect().await?;
                 Ok::<_, async_imap::error::Error>(())
             })
@@ -396,12 +397,12 @@ async fn deliver(
     let s = &adapter.settings;
     let raw = if size > s.max_mail_bytes {
         tracing::warn!(uid, size, "a mail too large to download whole; only its headers are read");
-        let fetched = fetch_one(session, uid, "BODY.PEEK[HEADER]", s.io_timeout).await?;
+        let fetched = fetch_one(session, uid, "BODY.PEEK[HEADER]", s.imap_step_limit()).await?;
         let mut raw = fetched;
         raw.extend_from_slice(format!("\r\n[this email was {size} bytes, too large to read; ask for a smaller one]\r\n").as_bytes());
         raw
     } else {
-        fetch_one(session, uid, "BODY.PEEK[]", s.io_timeout).await?
+        fetch_one(session, uid, "BODY.PEEK[]", s.imap_step_limit()).await?
     };
     let parsed = inbound::event(&raw, sender, s, uid_validity, uid).await;
     match ctx.accept(parsed.event).await {

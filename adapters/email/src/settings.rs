@@ -136,6 +136,13 @@ impl EmailSettings {
         }
     }
 
+    /// How long one IMAP step may take: the network step limit, but never past `dead_after`, so
+    /// a connection that goes silent in the middle of a command (not only in IDLE) is noticed
+    /// within the promised time too.
+    pub fn imap_step_limit(&self) -> Duration {
+        self.io_timeout.min(self.dead_after)
+    }
+
     /// The domain of the bot's address, lower-cased (Message-IDs of replies are made in it).
     pub fn domain(&self) -> String {
         self.address.rsplit_once('@').map(|(_, d)| d.to_ascii_lowercase()).unwrap_or_else(|| "localhost".to_string())
