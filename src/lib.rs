@@ -95,6 +95,7 @@ pub mod config;
 pub mod cron;
 pub(crate) mod fs_atomic;
 pub mod gateway;
+pub mod mcp;
 pub(crate) mod observe;
 pub mod registry;
 pub mod store;

@@ -29,6 +29,7 @@ mod extra;
 mod gateway;
 mod home;
 mod load;
+mod mcp;
 mod model;
 mod overrides;
 mod persist;
@@ -61,6 +62,7 @@ pub use gateway::{GatewayConfig, MediaCacheConfig, MemoryBounds, StreamingConfig
 pub use hermes_adapter::Secret;
 pub use home::Home;
 pub use load::{Loaded, load, load_str, load_str_with, load_with, parse_yaml};
+pub use mcp::{McpServerConfig, McpServers, McpToolsConfig};
 pub use model::{ModelConfig, ToolProtocol};
 pub use overrides::CORE_ENV_VARS;
 pub use persist::{PersistError, add_to_command_allowlist, set_env_vars, write_model_default};

@@ -43,6 +43,8 @@ pub struct Config {
     pub terminal: TerminalConfig,
     pub memory: MemoryConfig,
     pub platform_toolsets: PlatformToolsets,
+    /// MCP servers whose tools the agent may use (`mcp_servers.<name>`).
+    pub mcp_servers: super::mcp::McpServers,
     /// IANA zone (`Europe/Paris`) for cron and daily resets; `None` = the host's local time.
     #[serde(deserialize_with = "opt_stringish")]
     pub timezone: Option<String>,

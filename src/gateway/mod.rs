@@ -161,6 +161,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let locks = options.credential_lock_dir.clone().map(|dir| ops::supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
     let (supervisors, notifier, notifying) = start_adapters(&adapters, &contexts, locks, &wiring, &config);
     let ticking = wiring.cron.start();
+    // After the adapters: MCP servers connect in the background and never hold up start.
+    let mcp_stop = CancellationToken::new();
+    wiring.mcp.start(mcp_stop.clone());
 
     let admin_stop = CancellationToken::new();
     let mut status = ops::status_file::StatusFile::new(chrono::Utc::now());
@@ -176,6 +179,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     drain(&wiring, &inbox, ticking, Duration::from_secs(config.gateway.drain_timeout_secs)).await;
     let running = Running { adapters_stop, supervisors, admin_stop, side_tasks };
     running.stop().await;
+    // Last, so no turn still calls a tool: every MCP child is killed and reaped.
+    mcp_stop.cancel();
+    wiring.mcp.shutdown().await;
     write_final_status(status, &status_path, &wiring, reason);
     if let Err(e) = std::fs::write(&marker, b"") {
         tracing::warn!(error = %e, "cannot write the clean-shutdown marker");
@@ -305,6 +311,7 @@ async fn wire(
         tool_settings: agent.tool_settings,
         guard: agent.guard,
         history_bytes: memory.history_cache_bytes(),
+        mcp: agent.mcp,
     }))
 }
 
@@ -374,18 +381,22 @@ struct AgentParts {
     paths: Arc<AgentPaths>,
     tool_settings: Arc<ToolSettings>,
     guard: Arc<GuardPolicy>,
+    /// The MCP servers the agent's tools reach.
+    mcp: Arc<crate::mcp::McpHub>,
 }
 
 /// Build the agent, its working folder, the command sandbox and the approval policy.
 fn agent_parts(config: &Config, home: &Home, auth: &AuthPolicy) -> Result<AgentParts, GatewayError> {
     let provider = ProviderRouter::new(Duration::from_secs(config.model.request_timeout_secs.max(1)));
+    // Nothing connects until the adapters are up (`McpHub::start`): a slow server never holds up start.
+    let mcp = crate::mcp::McpHub::new(config.mcp_servers.clone(), crate::mcp::McpPaths { logs_dir: home.logs_dir() });
     let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
     let paths = Arc::new(agent_paths(home, config));
     std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;
     let confinement = Arc::new(confinement(config, home, &paths)?);
     let guard = Arc::new(approval_policy(config, home, &paths, &confinement));
     let tool_settings = Arc::new(ToolSettings { confinement, per_user_profiles: auth.serves_several_users(), ..tool_settings(config) });
-    Ok(AgentParts { agent, paths, tool_settings, guard })
+    Ok(AgentParts { agent, paths, tool_settings, guard, mcp })
 }
 
 /// What every adapter's context is made of.

@@ -32,3 +32,22 @@ fi
 if ! command -v systemd-analyze >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q systemd >&2 || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q systemd >&2; }
 fi
+
+# The real MCP servers of the MCP tests (mcp.md §3), pinned: npm's server-everything and
+# server-filesystem (run with node from their install folder, never through npx), and PyPI's `mcp`
+# 2.x for a Python MCPServer script over streamable HTTP on 127.0.0.1.
+mcp_npm="${HERMES_MCP_NPM:-$HOME/.cache/hermes-mcp-npm}"
+if [ ! -e "$mcp_npm/node_modules/@modelcontextprotocol/server-everything/package.json" ] \
+    || [ ! -e "$mcp_npm/node_modules/@modelcontextprotocol/server-filesystem/package.json" ] \
+    || ! grep -q '"version": "2026.8.31"' "$mcp_npm/node_modules/@modelcontextprotocol/server-everything/package.json"; then
+    mkdir -p "$mcp_npm"
+    npm install --silent --no-audit --no-fund --prefix "$mcp_npm" \
+        "@modelcontextprotocol/server-everything@2026.8.31" "@modelcontextprotocol/server-filesystem@2026.8.31" >&2
+fi
+mcp_venv="${HERMES_MCP_VENV:-$HOME/.cache/hermes-mcp-venv}"
+if [ ! -x "$mcp_venv/bin/python" ]; then
+    python3 -m venv "$mcp_venv"
+fi
+if ! "$mcp_venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' 2>/dev/null; then
+    "$mcp_venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==2.3.0" >&2
+fi

@@ -29,4 +29,11 @@ for peer in synapse mail; do
     eval "$exports"
 done
 
+# The MCP servers need no daemon: each test starts its own child (stdio) or server on a free
+# port, from these installs.
+mcp_npm="${HERMES_MCP_NPM:-$HOME/.cache/hermes-mcp-npm}/node_modules/@modelcontextprotocol"
+export HERMES_TEST_MCP_EVERYTHING="$mcp_npm/server-everything/dist/index.js"
+export HERMES_TEST_MCP_FILESYSTEM="$mcp_npm/server-filesystem/dist/index.js"
+export HERMES_TEST_MCP_PYTHON="${HERMES_MCP_VENV:-$HOME/.cache/hermes-mcp-venv}/bin/python"
+
 "$@"

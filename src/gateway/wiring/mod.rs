@@ -71,6 +71,8 @@ pub(crate) struct Parts<'a> {
     pub guard: Arc<GuardPolicy>,
     /// Message text kept in memory between turns (recent sessions' history).
     pub history_bytes: usize,
+    /// The MCP servers the agent's tools reach.
+    pub mcp: Arc<crate::mcp::McpHub>,
 }
 
 pub(crate) struct Wiring {
@@ -82,6 +84,8 @@ pub(crate) struct Wiring {
     pub actors: Arc<ActorHandles>,
     /// Sessions for the adapters' HTTP surfaces.
     pub directory: Arc<StoreDirectory>,
+    /// The MCP servers: started after the adapters, stopped (children reaped) last.
+    pub mcp: Arc<crate::mcp::McpHub>,
 }
 
 impl Wiring {
@@ -98,7 +102,7 @@ impl Wiring {
     }
 
     pub(crate) fn build(parts: Parts<'_>) -> Wiring {
-        let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, guard, history_bytes } = parts;
+        let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, guard, history_bytes, mcp } = parts;
         let ground = Ground::new(config, home, store, adapters, paths.workdir.clone());
         let tools = ground.tools(&agent, &paths, &tool_settings, guard);
         let sessions = ground.sessions(&agent, paths, tool_settings.per_user_profiles, history_bytes);
@@ -127,7 +131,7 @@ impl Wiring {
             thread_sessions_per_user: config.gateway.thread_sessions_per_user,
         };
         let directory = Arc::new(StoreDirectory::new(store.clone(), store.clone(), key_policy, models));
-        Wiring { store, cron, health, key_policy, actors, directory }
+        Wiring { store, cron, health, key_policy, actors, directory, mcp }
     }
 
     /// What the router works with.
