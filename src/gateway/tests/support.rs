@@ -43,6 +43,7 @@ pub(crate) async fn gateway(
         tool_settings,
         guard,
         history_bytes: 1 << 20,
+        mcp: crate::mcp::McpHub::new(Default::default(), crate::mcp::McpPaths { logs_dir: dir.path().join("logs") }),
     });
     (dir, wiring)
 }
