@@ -38,11 +38,47 @@ pub struct CommandRequest<'a> {
     pub leave_sandbox: Option<&'a str>,
 }
 
+/// One MCP tool call about to reach a server that is not trusted to act unasked
+/// (`trust: untrusted`, a tool not declared read-only).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCallRequest<'a> {
+    /// The configured server.
+    pub server: &'a str,
+    /// The tool as the model names it (`mcp__<server>__<tool>`).
+    pub tool: &'a str,
+    /// The arguments as a person is shown them: secrets masked, shortened.
+    pub arguments: &'a str,
+}
+
+/// The policy's answer about one MCP tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolCallDecision {
+    /// Send it.
+    Allow,
+    /// Refused; the reason goes back to the model and nothing reaches the server.
+    Deny(String),
+}
+
 #[async_trait]
 pub trait ApprovalPolicy: Send + Sync + 'static {
     /// Whether `request` may run, and where. May wait for a person's answer; `cancel` (the turn
     /// was stopped) ends the wait with a refusal.
     async fn check_command(&self, scope: &SessionScope, request: &CommandRequest<'_>, cancel: &CancellationToken) -> CommandDecision;
+
+    /// Whether the MCP tool call `request` may be sent. May wait for a person's answer, like
+    /// [`ApprovalPolicy::check_command`]. Where nobody can be asked (the default), it is refused.
+    async fn check_tool_call(&self, _scope: &SessionScope, request: &ToolCallRequest<'_>, _cancel: &CancellationToken) -> ToolCallDecision {
+        ToolCallDecision::Deny(unanswerable_tool_call(request.tool))
+    }
+}
+
+/// Why an MCP tool call that needs approval is refused where nobody can approve it.
+pub(crate) fn unanswerable_tool_call(tool: &str) -> String {
+    format!(
+        "BLOCKED: `{tool}` belongs to an MCP server marked untrusted, so every call that may change something needs a person's \
+         approval, and nobody can approve it from this conversation. Nothing was sent to the server. Do NOT retry it or reach the \
+         same outcome another way (the terminal included); tell the user it needs their approval in a chat."
+    )
 }
 
 /// What the classifier makes of a command, before anyone is asked.

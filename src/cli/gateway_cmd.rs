@@ -182,5 +182,11 @@ fn live_health(home: &crate::config::Home) -> Option<Vec<String>> {
         let detail = adapter["detail"].as_str().map(|d| format!(" — {d}")).unwrap_or_default();
         lines.push(format!("  {}: {}{detail}", adapter["platform"].as_str().unwrap_or("?"), adapter["state"].as_str().unwrap_or("?")));
     }
+    // MCP servers, apart: one that is down costs its tools, not readiness.
+    for server in body["mcp"].as_array().into_iter().flatten() {
+        let error = server["last_error"].as_str().map(|e| format!(" — {e}")).unwrap_or_default();
+        let (name, state) = (server["name"].as_str().unwrap_or("?"), server["state"].as_str().unwrap_or("?"));
+        lines.push(format!("  mcp {name}: {state}, {} tool(s){error}", server["tools"].as_u64().unwrap_or(0)));
+    }
     Some(lines)
 }

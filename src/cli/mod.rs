@@ -7,6 +7,7 @@ mod cron_cmd;
 mod cron_handoff;
 mod doctor;
 mod gateway_cmd;
+mod mcp_cmd;
 mod outbox_cmd;
 mod pairing_cmd;
 mod security_cmd;
@@ -58,6 +59,11 @@ pub enum Command {
         #[arg(long)]
         health: bool,
     },
+    /// MCP servers whose tools the agent uses: list, add, remove, or test one.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp_cmd::McpCommand,
+    },
     /// Messages that could not be delivered: list them (and each platform's queue), resend or drop one.
     Outbox {
         #[command(subcommand)]
@@ -92,6 +98,7 @@ pub fn main() -> ExitCode {
         Command::Security { ref command } => security_cmd::run(&cli, command),
         Command::Pairing { ref command } => pairing_cmd::run(&cli, command),
         Command::Outbox { ref command } => outbox_cmd::run(&cli, command),
+        Command::Mcp { ref command } => mcp_cmd::run(&cli, command),
     }
 }
 

@@ -62,10 +62,14 @@ pub use gateway::{GatewayConfig, MediaCacheConfig, MemoryBounds, StreamingConfig
 pub use hermes_adapter::Secret;
 pub use home::Home;
 pub use load::{Loaded, load, load_str, load_str_with, load_with, parse_yaml};
-pub use mcp::{McpServerConfig, McpServers, McpToolsConfig};
+#[cfg(test)]
+pub(crate) use mcp::check_mcp_servers as mcp_check;
+pub use mcp::{McpBreakerConfig, McpServerConfig, McpServers, McpToolsConfig};
 pub use model::{ModelConfig, ToolProtocol};
 pub use overrides::CORE_ENV_VARS;
-pub use persist::{PersistError, add_to_command_allowlist, set_env_vars, write_model_default};
+pub use persist::{
+    PersistError, add_to_command_allowlist, remove_mcp_server, set_env_vars, set_mcp_reload_confirm, write_mcp_server, write_model_default,
+};
 pub use platforms::{PlatformConfig, Platforms};
 pub use schema::Config;
 pub use sections::{
@@ -75,3 +79,4 @@ pub use timezone::{UnknownZone, parse_zone};
 #[cfg(test)]
 pub(crate) use toolsets::QUIET_TOOLSETS;
 pub use toolsets::{TOOLSETS, toolset_acts};
+pub(crate) use toolsets::{ToolsetName, mcp_toolset, resolve_toolset};

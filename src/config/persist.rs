@@ -1,5 +1,5 @@
-//! Writing changes back to `config.yaml` (`/model --global`, `/approve always`) and `.env`
-//! (`/sethome`): the file is read as it is, only the keys being changed are touched, and the
+//! Writing changes back to `config.yaml` (`/model --global`, `/approve always`, the "Always
+//! Approve" of `/reload-mcp`, `hermes mcp add|remove`) and `.env` (`/sethome`): the file is read as it is, only the keys being changed are touched, and the
 //! result replaces the file atomically. Each read-modify-write holds a lock (in this process and,
 //! through a `.<file>.lock` beside it, across processes), so two changes made at the same moment,
 //! say `/sethome` in two chats, both land.
@@ -66,6 +66,66 @@ pub fn add_to_command_allowlist(path: &Path, command: &str) -> Result<(), Persis
     })
 }
 
+/// Set `approvals.mcp_reload_confirm` ("Always Approve" of `/reload-mcp` writes `false`).
+pub fn set_mcp_reload_confirm(path: &Path, confirm: bool) -> Result<(), PersistError> {
+    use serde_yaml_ng::{Mapping, Value};
+    edit(path, |map| {
+        let key = Value::String("approvals".into());
+        let mut approvals = match map.remove(&key) {
+            Some(Value::Mapping(m)) => m,
+            _ => Mapping::new(),
+        };
+        approvals.insert(Value::String("mcp_reload_confirm".into()), Value::Bool(confirm));
+        map.insert(key, Value::Mapping(approvals));
+    })
+}
+
+/// Write `mcp_servers.<name>` (replacing an entry of that name), with only the keys that differ
+/// from their defaults, keeping every other key of the file.
+pub fn write_mcp_server(path: &Path, name: &str, server: &super::McpServerConfig) -> Result<(), PersistError> {
+    use serde_yaml_ng::{Mapping, Value};
+    let mut entry = serde_yaml_ng::to_value(server).map_err(PersistError::Render)?;
+    prune_empty(&mut entry);
+    edit(path, |map| {
+        let key = Value::String("mcp_servers".into());
+        let mut servers = match map.remove(&key) {
+            Some(Value::Mapping(m)) => m,
+            _ => Mapping::new(),
+        };
+        servers.insert(Value::String(name.into()), entry);
+        map.insert(key, Value::Mapping(servers));
+    })
+}
+
+/// Remove `mcp_servers.<name>`; `Ok(false)` (and the file untouched) when there is none.
+pub fn remove_mcp_server(path: &Path, name: &str) -> Result<bool, PersistError> {
+    use serde_yaml_ng::Value;
+    edit_if(path, |map| {
+        let Some(Value::Mapping(servers)) = map.get_mut("mcp_servers") else { return false };
+        let removed = servers.remove(name).is_some();
+        if removed && servers.is_empty() {
+            map.remove("mcp_servers");
+        }
+        removed
+    })
+}
+
+/// Drop nulls, empty lists and empty mappings (the defaults) from a serialized entry.
+fn prune_empty(value: &mut serde_yaml_ng::Value) {
+    use serde_yaml_ng::Value;
+    if let Value::Mapping(map) = value {
+        for (_, v) in map.iter_mut() {
+            prune_empty(v);
+        }
+        map.retain(|_, v| match v {
+            Value::Null => false,
+            Value::Sequence(s) => !s.is_empty(),
+            Value::Mapping(m) => !m.is_empty(),
+            _ => true,
+        });
+    }
+}
+
 /// Runs `change` (a read-modify-write of the file at `path`) while no other change of a settings
 /// file runs, here or in another hermes process. The lock is held for one small rewrite, so
 /// waiting for it blocks only for a moment.
@@ -83,10 +143,19 @@ fn locked<T>(path: &Path, change: impl FnOnce() -> Result<T, PersistError>) -> R
 
 /// Read the file at `path` (empty when missing), change its top-level mapping, write it back.
 fn edit(path: &Path, change: impl FnOnce(&mut serde_yaml_ng::Mapping)) -> Result<(), PersistError> {
+    edit_if(path, |map| {
+        change(map);
+        true
+    })
+    .map(|_| ())
+}
+
+/// [`edit`] where `change` says whether it changed anything; the file is written only then.
+fn edit_if(path: &Path, change: impl FnOnce(&mut serde_yaml_ng::Mapping) -> bool) -> Result<bool, PersistError> {
     locked(path, || edit_unlocked(path, change))
 }
 
-fn edit_unlocked(path: &Path, change: impl FnOnce(&mut serde_yaml_ng::Mapping)) -> Result<(), PersistError> {
+fn edit_unlocked(path: &Path, change: impl FnOnce(&mut serde_yaml_ng::Mapping) -> bool) -> Result<bool, PersistError> {
     use serde_yaml_ng::{Mapping, Value};
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -101,9 +170,12 @@ fn edit_unlocked(path: &Path, change: impl FnOnce(&mut serde_yaml_ng::Mapping)) 
     let Some(map) = root.as_mapping_mut() else {
         return Err(PersistError::NotMapping { path: path.to_path_buf() });
     };
-    change(map);
+    if !change(map) {
+        return Ok(false);
+    }
     let out = serde_yaml_ng::to_string(&root).map_err(PersistError::Render)?;
-    crate::fs_atomic::write(path, out.as_bytes()).map_err(|source| PersistError::Write { path: path.to_path_buf(), source })
+    crate::fs_atomic::write(path, out.as_bytes()).map_err(|source| PersistError::Write { path: path.to_path_buf(), source })?;
+    Ok(true)
 }
 
 /// Set (or, with `None`, remove) variables in the `.env` file at `path`, keeping every other
@@ -226,5 +298,43 @@ mod tests {
         let list: Vec<&str> = v["command_allowlist"].as_sequence().unwrap().iter().filter_map(|e| e.as_str()).collect();
         assert_eq!(list, ["make clean", "rm -rf build"]);
         assert_eq!(v["agent"]["max_turns"].as_u64(), Some(7));
+    }
+
+    #[test]
+    fn an_mcp_server_is_written_without_defaults_and_removed_keeping_other_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, "agent:\n  max_turns: 7\n").unwrap();
+        let server = crate::config::McpServerConfig {
+            command: Some("npx".into()),
+            args: vec!["-y".into(), "server".into()],
+            env: [("TOKEN".to_string(), "${GITHUB_TOKEN}".to_string())].into(),
+            ..Default::default()
+        };
+        write_mcp_server(&path, "git hub", &server).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+        assert_eq!(v["mcp_servers"]["git hub"]["command"].as_str(), Some("npx"));
+        assert_eq!(v["mcp_servers"]["git hub"]["env"]["TOKEN"].as_str(), Some("${GITHUB_TOKEN}"));
+        assert!(!text.contains("null") && !text.contains("headers") && !text.contains("tools"), "defaults are not written: {text}");
+        assert_eq!(v["agent"]["max_turns"].as_u64(), Some(7));
+        let back: crate::config::McpServers = serde_yaml_ng::from_value(v["mcp_servers"].clone()).unwrap();
+        assert_eq!(back["git hub"], server, "the entry reads back as written");
+        assert!(remove_mcp_server(&path, "git hub").unwrap());
+        assert!(!remove_mcp_server(&path, "git hub").unwrap(), "already gone");
+        let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert!(v.get("mcp_servers").is_none(), "no empty mapping left behind");
+        assert_eq!(v["agent"]["max_turns"].as_u64(), Some(7));
+    }
+
+    #[test]
+    fn mcp_reload_confirm_is_saved_beside_the_other_approval_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, "approvals:\n  mode: manual\n").unwrap();
+        set_mcp_reload_confirm(&path, false).unwrap();
+        let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["approvals"]["mcp_reload_confirm"].as_bool(), Some(false));
+        assert_eq!(v["approvals"]["mode"].as_str(), Some("manual"));
     }
 }

@@ -60,11 +60,14 @@ pub struct ApprovalsConfig {
     /// Globs (case-insensitive, `*` and `?`) of commands refused outright, whatever the mode,
     /// `/yolo` included.
     pub deny: Vec<String>,
+    /// `/reload-mcp` asks before reloading (it changes every chat's tools and invalidates the
+    /// provider's prompt cache); its "Always Approve" button writes `false` here.
+    pub mcp_reload_confirm: bool,
 }
 
 impl Default for ApprovalsConfig {
     fn default() -> Self {
-        Self { mode: "smart".to_string(), timeout: 60, cron_mode: "deny".to_string(), deny: Vec::new() }
+        Self { mode: "smart".to_string(), timeout: 60, cron_mode: "deny".to_string(), deny: Vec::new(), mcp_reload_confirm: true }
     }
 }
 

@@ -7,7 +7,7 @@ use super::sections::{
     APPROVAL_MODES, CRON_APPROVAL_MODES, LOG_BACKUP_COUNT_LIMIT, LOG_MAX_SIZE_MB_LIMIT, LoggingConfig, RETRY_WINDOW_RANGE, parse_window,
 };
 use super::timezone::parse_zone;
-use super::toolsets::TOOLSETS;
+use super::toolsets::{ToolsetName, known_toolsets, resolve_toolset};
 
 fn check_retry_window(text: &str) -> Result<(), ConfigError> {
     let (shortest, longest) = RETRY_WINDOW_RANGE;
@@ -37,7 +37,8 @@ impl Config {
         self.check_streaming()?;
         self.check_provider_urls()?;
         self.check_compression()?;
-        self.check_toolset_names()
+        self.check_toolset_names()?;
+        super::mcp::check_mcp_servers(&self.mcp_servers)
     }
 
     /// Ports, concurrency caps, memory and retry window.
@@ -130,23 +131,23 @@ impl Config {
         Ok(())
     }
 
-    /// Every toolset named anywhere (agent, platform_toolsets, platform blocks) must exist.
+    /// Every toolset named anywhere (agent, platform_toolsets, platform blocks) must exist: a
+    /// built-in one, `no_mcp`, or a configured MCP server (`mcp-<server>` or its bare name).
     fn check_toolset_names(&self) -> Result<(), ConfigError> {
-        for set in self.agent.disabled_toolsets.iter().chain(self.platform_toolsets.values().flatten()) {
-            if !TOOLSETS.contains(&set.as_str()) {
-                return Err(ConfigError::invalid(
-                    "agent.disabled_toolsets / platform_toolsets",
-                    format!("unknown toolset {set:?}; known: {}", TOOLSETS.join(", ")),
-                ));
+        let unknown = |set: &String| resolve_toolset(set, &self.mcp_servers) == ToolsetName::Unknown;
+        let problem = |set: &String| format!("unknown toolset {set:?}; known: {}", known_toolsets(&self.mcp_servers));
+        if let Some(set) = self.agent.disabled_toolsets.iter().find(|s| unknown(s)) {
+            return Err(ConfigError::invalid("agent.disabled_toolsets", problem(set)));
+        }
+        for (platform, sets) in &self.platform_toolsets {
+            if let Some(set) = sets.iter().find(|s| unknown(s)) {
+                return Err(ConfigError::invalid(format!("platform_toolsets.{platform}"), problem(set)));
             }
         }
         for (name, block) in &self.platforms.others {
             for (key, sets) in block.settings.iter().flat_map(|s| s.toolsets()) {
-                if let Some(set) = sets.iter().find(|s| !TOOLSETS.contains(&s.as_str())) {
-                    return Err(ConfigError::invalid(
-                        format!("platforms.{name}.{key}"),
-                        format!("unknown toolset {set:?}; known: {}", TOOLSETS.join(", ")),
-                    ));
+                if let Some(set) = sets.iter().find(|s| unknown(s)) {
+                    return Err(ConfigError::invalid(format!("platforms.{name}.{key}"), problem(set)));
                 }
             }
         }
@@ -222,7 +223,7 @@ mod tests {
                 "timezone",
                 "unknown time zone 'Mars/Olympus_Mons' (expected an IANA name such as Europe/Paris)",
             ),
-            ("agent:\n  disabled_toolsets: [nope]\n", "agent.disabled_toolsets / platform_toolsets", "unknown toolset \"nope\""),
+            ("agent:\n  disabled_toolsets: [nope]\n", "agent.disabled_toolsets", "unknown toolset \"nope\""),
         ] {
             let error = load(yaml).unwrap_err().to_string();
             assert!(error.contains(key) && error.contains(message), "{yaml:?} -> {error}");
@@ -230,5 +231,29 @@ mod tests {
         assert!(load("agent:\n  disabled_toolsets: [nope]\n").unwrap_err().to_string().contains(known));
         assert!(load("timezone: Europe/Paris\nagent:\n  disabled_toolsets: [terminal]\n").is_ok());
         assert_eq!(load("model:\n  tool_protocol: hermes\n").unwrap().model.tool_protocol, super::super::ToolProtocol::Hermes);
+    }
+
+    #[test]
+    fn mcp_toolsets_must_name_a_configured_server_or_no_mcp() {
+        let servers = "mcp_servers:\n  fs:\n    command: node\n  every-thing:\n    command: node\n";
+        for accepted in [
+            "platform_toolsets:\n  telegram: [terminal, mcp-fs]\n",
+            "platform_toolsets:\n  telegram: [file, no_mcp]\n",
+            "platform_toolsets:\n  cron: [every-thing]\n",
+            "agent:\n  disabled_toolsets: [mcp-every-thing, fs]\n",
+        ] {
+            assert!(load(&format!("{servers}{accepted}")).is_ok(), "{accepted}");
+        }
+        for (refused, key, name) in [
+            ("platform_toolsets:\n  telegram: [terminal, mcp-github]\n", "platform_toolsets.telegram", "mcp-github"),
+            ("agent:\n  disabled_toolsets: [github]\n", "agent.disabled_toolsets", "github"),
+            ("platform_toolsets:\n  telegram: [mcp-mcp-fs]\n", "platform_toolsets.telegram", "mcp-mcp-fs"),
+        ] {
+            let error = load(&format!("{servers}{refused}")).unwrap_err().to_string();
+            assert!(error.contains(key) && error.contains(&format!("unknown toolset \"{name}\"")), "{refused:?} -> {error}");
+            assert!(error.contains("known: terminal,") && error.ends_with("cronjob, no_mcp, mcp-every-thing, mcp-fs"), "{error}");
+        }
+        let error = load("platform_toolsets:\n  telegram: [mcp-fs]\n").unwrap_err().to_string();
+        assert!(error.contains("unknown toolset \"mcp-fs\""), "no server is configured: {error}");
     }
 }

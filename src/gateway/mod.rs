@@ -390,7 +390,8 @@ fn agent_parts(config: &Config, home: &Home, auth: &AuthPolicy) -> Result<AgentP
     let provider = ProviderRouter::new(Duration::from_secs(config.model.request_timeout_secs.max(1)));
     // Nothing connects until the adapters are up (`McpHub::start`): a slow server never holds up start.
     let mcp = crate::mcp::McpHub::new(config.mcp_servers.clone(), crate::mcp::McpPaths { logs_dir: home.logs_dir() });
-    let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::builtin(), config.agent.max_turns, RetryPolicy::default()));
+    let tools = crate::agent::tools::builtin().with_mcp(mcp.clone());
+    let agent = Arc::new(Agent::new(Arc::new(provider), tools, config.agent.max_turns, RetryPolicy::default()));
     let paths = Arc::new(agent_paths(home, config));
     std::fs::create_dir_all(&paths.workdir).map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", paths.workdir.display())))?;
     let confinement = Arc::new(confinement(config, home, &paths)?);

@@ -1,8 +1,8 @@
 //! The gateway's Prometheus metrics (`/metrics` on the admin listener, Prometheus text format
 //! 0.0.4 through the `prometheus-client` crate): messages in and out, send errors, reply latency,
 //! LLM latency and tokens, tool calls, approvals, cron runs, adapter states and restarts, queue
-//! depths, the outbox's waiting and undelivered messages per platform, resident memory and the
-//! build.
+//! depths, the outbox's waiting and undelivered messages per platform, each MCP server's state,
+//! tools and calls, resident memory and the build.
 //!
 //! **One process-wide registry ([`global`]), not a handle passed down.** The events happen in the
 //! inbox, the outbound path, the agent's provider and tool loop, the approval board, the router,
@@ -40,6 +40,7 @@ const PLATFORM_LABELS: usize = 32;
 const PROVIDER_LABELS: usize = 16;
 const MODEL_LABELS: usize = 32;
 const TOOL_LABELS: usize = 64;
+const MCP_SERVER_LABELS: usize = 32;
 
 /// Seconds from a user's message to the first thing they see: a streamed answer starts within
 /// a second, a long agent run takes minutes.
@@ -96,6 +97,17 @@ struct AdapterStateLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerLabel {
+    server: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerOutcomeLabels {
+    server: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
 }
@@ -138,10 +150,17 @@ pub(crate) struct Metrics {
     outbox_platforms: Mutex<Vec<&'static str>>,
     sessions_active: Gauge,
     resident_memory: Gauge,
+    mcp_server_up: Family<ServerLabel, Gauge>,
+    mcp_tools: Family<ServerLabel, Gauge>,
+    mcp_calls: Family<ServerOutcomeLabels, Counter>,
+    /// Servers the MCP gauges were last set for: one removed by `/reload-mcp` since is dropped
+    /// from the exposition rather than left showing its last state.
+    mcp_servers_shown: Mutex<Vec<&'static str>>,
     platforms: BoundedLabels,
     providers: BoundedLabels,
     models: BoundedLabels,
     tools: BoundedLabels,
+    mcp_servers: BoundedLabels,
     replies: ReplyClocks,
 }
 
@@ -184,10 +203,15 @@ impl Metrics {
             outbox_platforms: Mutex::default(),
             sessions_active: Gauge::default(),
             resident_memory: Gauge::default(),
+            mcp_server_up: Family::default(),
+            mcp_tools: Family::default(),
+            mcp_calls: Family::default(),
+            mcp_servers_shown: Mutex::default(),
             platforms: BoundedLabels::new(PLATFORM_LABELS),
             providers: BoundedLabels::new(PROVIDER_LABELS),
             models: BoundedLabels::new(MODEL_LABELS),
             tools: BoundedLabels::new(TOOL_LABELS),
+            mcp_servers: BoundedLabels::new(MCP_SERVER_LABELS),
             replies: ReplyClocks::default(),
         };
         m.register_all();
@@ -228,6 +252,13 @@ impl Metrics {
             self.outbox_oldest_pending.clone(),
         );
         r.register("sessions_active", "Sessions with a live actor", self.sessions_active.clone());
+        r.register(
+            "mcp_server_up",
+            "1 while the MCP server is connected, 0 otherwise (disabled, connecting, down)",
+            self.mcp_server_up.clone(),
+        );
+        r.register("mcp_tools", "Tools registered from each MCP server (kept while it is down)", self.mcp_tools.clone());
+        r.register("mcp_tool_calls", "MCP tool calls by server and outcome", self.mcp_calls.clone());
         r.register("process_resident_memory_bytes", "Resident memory of the gateway process", self.resident_memory.clone());
         let build: Family<BuildLabels, Gauge> = Family::default();
         build.get_or_create(&BuildLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
@@ -321,6 +352,31 @@ impl Metrics {
                 self.adapter_state.get_or_create(&AdapterStateLabels { platform, state }).set(i64::from(*state == current));
             }
         }
+    }
+
+    /// Each configured MCP server now: (name, connected, tools). A server shown before and
+    /// missing now (removed by a reload) leaves the exposition.
+    pub(crate) fn set_mcp_servers<'a>(&self, servers: impl IntoIterator<Item = (&'a str, bool, usize)>) {
+        let mut shown = self.mcp_servers_shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = Vec::new();
+        for (name, up, tools) in servers {
+            let label = ServerLabel { server: self.mcp_servers.label(name) };
+            self.mcp_server_up.get_or_create(&label).set(i64::from(up));
+            self.mcp_tools.get_or_create(&label).set(as_gauge(tools));
+            seen.push(label.server);
+        }
+        for gone in shown.iter().filter(|s| !seen.contains(*s)) {
+            self.mcp_server_up.remove(&ServerLabel { server: gone });
+            self.mcp_tools.remove(&ServerLabel { server: gone });
+        }
+        *shown = seen;
+    }
+
+    /// An MCP tool call ended: `ok`, `error` (the tool said so), `timeout`, `down` (the server was
+    /// not connected), `invalid` (arguments refused before the call) or `denied` (by a person).
+    pub(crate) fn mcp_call(&self, server: &str, outcome: &'static str) {
+        let labels = ServerOutcomeLabels { server: self.mcp_servers.label(server), outcome };
+        self.mcp_calls.get_or_create(&labels).inc();
     }
 
     pub(crate) fn set_inbox_depth(&self, unfinished: usize) {
@@ -535,5 +591,26 @@ mod tests {
     fn resident_memory_is_read_from_proc() {
         let rss = resident_memory_bytes().expect("Linux has /proc/self/statm");
         assert!(rss > 1024 * 1024, "a test process holds more than a megabyte: {rss}");
+    }
+
+    #[test]
+    fn mcp_servers_show_up_state_and_tools_and_a_removed_server_leaves() {
+        let metrics = Metrics::new();
+        metrics.set_mcp_servers([("everything", true, 13), ("broken", false, 0)]);
+        metrics.mcp_call("everything", "ok");
+        let text = metrics.render().expect("render");
+        for line in [
+            "hermes_mcp_server_up{server=\"everything\"} 1",
+            "hermes_mcp_tools{server=\"everything\"} 13",
+            "hermes_mcp_server_up{server=\"broken\"} 0",
+            "hermes_mcp_tools{server=\"broken\"} 0",
+            "hermes_mcp_tool_calls_total{server=\"everything\",outcome=\"ok\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
+        }
+        metrics.set_mcp_servers([("everything", false, 13)]);
+        let text = metrics.render().expect("render");
+        assert!(text.lines().any(|l| l == "hermes_mcp_server_up{server=\"everything\"} 0"), "{text}");
+        assert!(!text.contains("server=\"broken\"}"), "a removed server is not shown as down: {text}");
     }
 }

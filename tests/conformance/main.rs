@@ -39,6 +39,7 @@ mod faults;
 mod identity;
 mod matrix;
 mod matrix_peer;
+mod mcp_approvals;
 mod metrics;
 mod outages;
 mod outages_peers;

@@ -121,6 +121,11 @@ impl Gateway {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The process id, while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     async fn wait_healthy(&mut self, base: &str, timeout: Duration) {
         let client = reqwest::Client::new();
         let deadline = Instant::now() + timeout;

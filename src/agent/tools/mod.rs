@@ -2,13 +2,15 @@
 //! [`Tool`] (its JSON schema, its toolset, when it is available, its handler) and is registered
 //! once in [`builtin`]. Toolsets switch groups of tools on and off per platform and for cron; a
 //! result longer than the configured cap is truncated with a note; errors are results too, so the
-//! model can read them and recover.
+//! model can read them and recover. The tools of MCP servers join them through [`mcp`]
+//! ([`ToolRegistry::with_mcp`]); each server is the toolset `mcp-<server>`.
 
 pub(crate) mod context;
 
 mod clarify;
 pub(crate) mod cronjob;
 mod delegate_task;
+pub(crate) mod mcp;
 mod memory;
 mod patch;
 mod read_file;
@@ -70,21 +72,64 @@ pub trait Tool: Send + Sync + 'static {
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolOutput;
 }
 
+/// Which MCP servers' tools a turn may use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum McpAllow {
+    /// Every server's (the default on every platform).
+    #[default]
+    All,
+    /// Only these servers' (configured names).
+    Only(BTreeSet<String>),
+    /// None (`no_mcp`).
+    None,
+}
+
+impl McpAllow {
+    pub fn allows(&self, server: &str) -> bool {
+        match self {
+            McpAllow::All => true,
+            McpAllow::Only(servers) => servers.contains(server),
+            McpAllow::None => false,
+        }
+    }
+
+    /// What both allow.
+    pub fn narrowed(self, other: McpAllow) -> McpAllow {
+        match (self, other) {
+            (McpAllow::None, _) | (_, McpAllow::None) => McpAllow::None,
+            (McpAllow::All, other) | (other, McpAllow::All) => other,
+            (McpAllow::Only(a), McpAllow::Only(b)) => McpAllow::Only(a.intersection(&b).cloned().collect()),
+        }
+    }
+}
+
 /// Which tools a turn may use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolFilter {
-    /// When set, only these toolsets.
+    /// When set, only these built-in toolsets (MCP servers are chosen by `mcp`).
     pub enabled_toolsets: Option<BTreeSet<String>>,
-    /// Never these toolsets.
+    /// Never these toolsets (`mcp-<server>` included).
     pub disabled_toolsets: BTreeSet<String>,
     /// Never these tools (by name), whatever their toolset.
     pub disabled_tools: BTreeSet<String>,
+    /// The MCP servers whose tools may be used.
+    pub mcp: McpAllow,
 }
 
 impl ToolFilter {
     /// No tools at all.
     pub fn none() -> Self {
-        Self { enabled_toolsets: Some(BTreeSet::new()), ..Self::default() }
+        Self { enabled_toolsets: Some(BTreeSet::new()), mcp: McpAllow::None, ..Self::default() }
+    }
+
+    /// Whether MCP server `server`'s tools may be used.
+    pub fn allows_mcp_server(&self, server: &str) -> bool {
+        self.mcp.allows(server) && !self.disabled_toolsets.contains(&crate::config::mcp_toolset(server))
+    }
+
+    /// Whether MCP tool `tool` may be used.
+    pub fn allows_mcp(&self, tool: &crate::mcp::McpTool) -> bool {
+        !self.disabled_tools.contains(&tool.name) && !self.disabled_toolsets.contains(&tool.toolset) && self.allows_mcp_server(&tool.server)
     }
 
     /// Whether the tool named `name`, of toolset `toolset`, may be used.
@@ -108,6 +153,8 @@ impl ToolFilter {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Registered>,
+    /// The MCP servers' tools, when the registry has them.
+    mcp: Option<mcp::McpTools>,
 }
 
 #[derive(Clone)]
@@ -132,6 +179,17 @@ impl ToolRegistry {
         self.tools.insert(schema.name.clone(), Registered { tool, schema });
     }
 
+    /// This registry with the tools of the MCP servers `hub` supervises (`mcp__<server>__<tool>`).
+    pub fn with_mcp(mut self, hub: Arc<dyn mcp::McpSource>) -> Self {
+        self.mcp = Some(mcp::McpTools::new(hub));
+        self
+    }
+
+    /// The MCP hub behind this registry's MCP tools, if it has any.
+    pub(crate) fn mcp_source(&self) -> Option<Arc<dyn mcp::McpSource>> {
+        self.mcp.as_ref().map(|m| m.source().clone())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
@@ -143,7 +201,13 @@ impl ToolRegistry {
     /// Schemas of the tools `filter` allows and that are available in `ctx`, sorted by name so the
     /// request (and the provider's prompt cache) is stable.
     pub fn schemas_for(&self, filter: &ToolFilter, ctx: &ToolContext) -> Vec<Arc<ToolSchema>> {
-        self.tools.values().filter(|t| t.allowed_by(filter) && t.tool.unavailable(ctx).is_none()).map(|t| t.schema.clone()).collect()
+        let builtin = self.tools.values().filter(|t| t.allowed_by(filter) && t.tool.unavailable(ctx).is_none()).map(|t| t.schema.clone());
+        let mut schemas: Vec<Arc<ToolSchema>> = builtin.collect();
+        if let Some(mcp) = &self.mcp {
+            schemas.extend(mcp.schemas_for(filter));
+            schemas.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        schemas
     }
 
     /// Every schema, unfiltered.
@@ -154,6 +218,18 @@ impl ToolRegistry {
     /// Run one call. Unknown or filtered tools and malformed JSON arguments come back as tool
     /// errors; results are scrubbed of secrets and truncated to the cap.
     pub async fn call(&self, filter: &ToolFilter, ctx: &ToolContext, name: &str, raw_arguments: &str) -> ToolOutput {
+        if name.starts_with(mcp::PREFIX)
+            && let Some(mcp) = &self.mcp
+            && let Some(tool) = mcp.find(filter, name)
+        {
+            let arguments = match parse_arguments(name, raw_arguments) {
+                Ok(arguments) => arguments,
+                Err(out) => return out,
+            };
+            let out = mcp::call(mcp.source().as_ref(), &tool, ctx, arguments).await;
+            // The server's errors are its own words as much as its results: both are fenced.
+            return finish(ctx, name, out, true);
+        }
         let Some(tool) = self.tools.get(name).filter(|t| t.allowed_by(filter)).map(|t| &t.tool) else {
             return ToolOutput::error(format!(
                 "tool `{name}` is not available. Use one of the tools you were given, or answer without it."
@@ -162,22 +238,35 @@ impl ToolRegistry {
         if let Some(why) = tool.unavailable(ctx) {
             return ToolOutput::error(format!("tool `{name}` is not available here: {why}"));
         }
-        let arguments = if raw_arguments.trim().is_empty() {
-            Value::Object(Default::default())
-        } else {
-            match serde_json::from_str::<Value>(raw_arguments) {
-                Ok(v @ Value::Object(_)) => v,
-                Ok(_) => return ToolOutput::error(format!("the arguments for `{name}` must be a JSON object.")),
-                Err(e) => return ToolOutput::error(format!("the arguments for `{name}` are not valid JSON ({e}). Send a JSON object.")),
-            }
+        let arguments = match parse_arguments(name, raw_arguments) {
+            Ok(arguments) => arguments,
+            Err(out) => return out,
         };
-        let mut out = tool.call(ctx, arguments).await;
-        out.content = truncate_result(&ctx.scrub(&out.content), ctx.settings.max_result_chars);
-        if tool.returns_outside_content() && !out.is_error {
-            out.content = ctx.fence.wrap(&format!("what `{name}` returned"), &out.content);
-        }
-        out
+        let out = tool.call(ctx, arguments).await;
+        let fenced = tool.returns_outside_content() && !out.is_error;
+        finish(ctx, name, out, fenced)
     }
+}
+
+/// The call's arguments: a JSON object (empty when none were given), or the tool error to answer.
+fn parse_arguments(name: &str, raw_arguments: &str) -> Result<Value, ToolOutput> {
+    if raw_arguments.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(raw_arguments) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(ToolOutput::error(format!("the arguments for `{name}` must be a JSON object."))),
+        Err(e) => Err(ToolOutput::error(format!("the arguments for `{name}` are not valid JSON ({e}). Send a JSON object."))),
+    }
+}
+
+/// `out` scrubbed of secrets, truncated to the cap and, when it came from outside, fenced.
+fn finish(ctx: &ToolContext, name: &str, mut out: ToolOutput, fenced: bool) -> ToolOutput {
+    out.content = truncate_result(&ctx.scrub(&out.content), ctx.settings.max_result_chars);
+    if fenced {
+        out.content = ctx.fence.wrap(&format!("what `{name}` returned"), &out.content);
+    }
+    out
 }
 
 /// `text` cut to `cap` characters (head and tail kept) with a note saying how much was dropped.

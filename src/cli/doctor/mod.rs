@@ -7,6 +7,7 @@
 //! * [`sandbox`]: Landlock and its ABI.
 //! * [`provider`]: a one-token completion of the configured model.
 //! * [`platforms`]: each enabled adapter asks its platform who it is (credentials and endpoint).
+//! * [`mcp`]: each enabled MCP server connects and lists its tools within its `connect_timeout`.
 //! * [`service`]: the systemd unit of this profile, and linger.
 //! * [`clock`]: this machine's clock against the provider's `Date`.
 //!
@@ -17,6 +18,7 @@ mod clock;
 mod config;
 mod health;
 mod home;
+mod mcp;
 mod platforms;
 mod provider;
 mod report;
@@ -52,6 +54,7 @@ pub(super) fn run(cli: &Cli, health_only: bool) -> ExitCode {
         sandbox::check(&mut report, config);
         let provider_clock = provider::check(&mut report, config).await;
         platforms::check(&mut report, config, &resolved.home).await;
+        mcp::check(&mut report, config, &resolved.home).await;
         service::check(&mut report, &resolved.home);
         clock::check(&mut report, provider_clock);
     });

@@ -1,7 +1,7 @@
 //! `/approve [session|always|all] [#id]`: let a command the agent is waiting on run. Without an
 //! id it answers this session's oldest pending approval; a button names its approval by id, and
 //! an id from another session is refused. `always` is for admins: it writes the command to
-//! `command_allowlist`.
+//! `command_allowlist` (an MCP tool call is approved for the session instead).
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use crate::gateway::intake::auth::AuthPolicy;
@@ -78,8 +78,8 @@ fn approve(approvals: &ApprovalHandles, auth: &AuthPolicy, event: &InboundEvent,
         return CommandOutcome::Reply(texts::NOTHING_TO_APPROVE.into());
     }
     if reach == Reach::Always {
-        for a in &answered {
-            if let Err(e) = approvals.rules.allow_forever(&a.command) {
+        for command in answered.iter().filter_map(|a| a.command.as_deref()) {
+            if let Err(e) = approvals.rules.allow_forever(command) {
                 tracing::error!(error = %e, "could not write command_allowlist");
                 return CommandOutcome::Reply(format!(
                     "✅ Command approved this once, but it could not be saved for ever: {e}. Fix the file, then approve again."
@@ -87,7 +87,11 @@ fn approve(approvals: &ApprovalHandles, auth: &AuthPolicy, event: &InboundEvent,
             }
         }
     }
-    CommandOutcome::Reply(texts::approved(answered.len(), reach))
+    let mut reply = texts::approved(answered.len(), reach);
+    if reach == Reach::Always && answered.iter().any(|a| a.command.is_none()) {
+        reply.push_str(texts::TOOL_CALLS_FOR_SESSION);
+    }
+    CommandOutcome::Reply(reply)
 }
 
 /// Why an approval named by id cannot be answered; the text is the reply.

@@ -18,6 +18,7 @@ mod new;
 mod pair;
 mod platform;
 mod queue;
+mod reload_mcp;
 mod resend;
 mod restart;
 mod retry;
@@ -32,6 +33,8 @@ mod undo;
 mod usage;
 mod whoami;
 mod yolo;
+
+pub(crate) use reload_mcp::McpCommandHandles;
 
 use crate::gateway::conversation::models::Models;
 use crate::gateway::intake::auth::AuthPolicy;
@@ -96,6 +99,8 @@ pub(crate) struct CommandHandles {
     pub platforms: Arc<crate::gateway::ops::supervisor::PlatformControls>,
     /// Cancelled by `/restart`: the gateway drains and exits 75.
     pub restart: tokio_util::sync::CancellationToken,
+    /// The MCP hub and where its configuration is re-read from (`/reload-mcp`).
+    pub mcp: McpCommandHandles,
 }
 
 /// What a running command may see and touch.
@@ -147,6 +152,7 @@ pub(crate) fn registry() -> CommandRegistry {
             Arc::new(resend::Resend),
             Arc::new(drop::DropCommand),
             Arc::new(restart::Restart),
+            Arc::new(reload_mcp::ReloadMcp),
         ],
     }
 }
@@ -267,6 +273,7 @@ mod tests {
             "undelivered",
             "resend",
             "drop",
+            "reload-mcp",
         ] {
             assert!(names.contains(&required), "{required} missing");
         }

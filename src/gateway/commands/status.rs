@@ -1,5 +1,5 @@
 //! `/status`: this conversation's session, model, usage, approvals (pending, `/yolo`), the
-//! gateway's platforms, the outbox's queues, the home channels and the cron ticker.
+//! gateway's platforms, its MCP servers, the outbox's queues, the home channels and the cron ticker.
 
 use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand, undelivered};
 use crate::agent::ModelSpec;
@@ -8,6 +8,8 @@ use crate::gateway::cron::ticker::CronCommandHandles;
 use crate::gateway::ops::health::{AdapterState, HealthBoard};
 use crate::gateway::turn::approvals::board::ApprovalBoard;
 use crate::gateway::turn::queue::SessionState;
+use crate::mcp::{ServerState, ServerStatus};
+use crate::observe::redact::redact_patterns;
 use crate::store::{Outbox, RouteEntry, Routes, SessionLog, UsageLedger};
 use async_trait::async_trait;
 
@@ -71,6 +73,9 @@ async fn status(reads: Reads<'_>, session: &SessionState, session_key: &str) -> 
     }
     text.push_str(&turn_lines(session, reads.approvals, session_key));
     text.push_str(&format!("**Platforms:** {}\n", platforms(reads.health)));
+    if let Some(mcp) = mcp_line(&reads.health.mcp_servers()) {
+        text.push_str(&format!("**MCP servers:** {mcp}\n"));
+    }
     if let Some(outbox) = outbox_line(reads.outbox).await {
         text.push_str(&format!("**Outbox:** {outbox}\n"));
     }
@@ -141,6 +146,24 @@ fn platforms(health: &HealthBoard) -> String {
     if platforms.is_empty() { "none".to_string() } else { platforms.join(", ") }
 }
 
+/// Each MCP server with its state and tools ("github ✅ 12 tools, fs down (3 tools): connection
+/// refused"); `None` when none is configured. Errors are masked again: they may quote a URL.
+fn mcp_line(servers: &[ServerStatus]) -> Option<String> {
+    if servers.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = servers
+        .iter()
+        .map(|s| match (s.state, &s.last_error) {
+            (ServerState::Connected, _) => format!("{} ✅ {} tools", s.name, s.tools),
+            (ServerState::Disabled, _) => format!("{} (disabled)", s.name),
+            (state, Some(error)) => format!("{} {} ({} tools): {}", s.name, state.as_str(), s.tools, redact_patterns(error)),
+            (state, None) => format!("{} {} ({} tools)", s.name, state.as_str(), s.tools),
+        })
+        .collect();
+    Some(parts.join(", "))
+}
+
 fn home_channels(cron: &CronCommandHandles) -> String {
     let homes: Vec<String> = cron.homes.targets().into_iter().map(|(p, t)| format!("{p} `{}`", t.chat_id)).collect();
     if homes.is_empty() { "none (send /sethome in a chat)".to_string() } else { homes.join(", ") }
@@ -175,5 +198,30 @@ mod tests {
         queued(store, "k2", "c2", "on its way").await;
         let line = outbox_line(store.as_ref()).await.unwrap_or_default();
         assert!(line.starts_with("chat 1 waiting (oldest ") && line.ends_with(" s), 1 undelivered"), "{line}");
+    }
+
+    #[test]
+    fn the_mcp_line_shows_each_servers_state_tools_and_masked_error() {
+        let server = |name: &str, state, tools, error: Option<&str>| ServerStatus {
+            name: name.into(),
+            state,
+            tools,
+            last_error: error.map(str::to_string),
+        };
+        let leak = "GET https://mcp.example/sse?token=abcdef0123456789 failed";
+        let cases: [(Vec<ServerStatus>, Option<&str>); 4] = [
+            (vec![], None),
+            (vec![server("everything", ServerState::Connected, 13, Some("old error"))], Some("everything ✅ 13 tools")),
+            (
+                vec![server("off", ServerState::Disabled, 0, None), server("slow", ServerState::Connecting, 0, None)],
+                Some("off (disabled), slow connecting (0 tools)"),
+            ),
+            (vec![server("gh", ServerState::Down, 4, Some("connection refused"))], Some("gh down (4 tools): connection refused")),
+        ];
+        for (servers, expected) in cases {
+            assert_eq!(mcp_line(&servers).as_deref(), expected, "{servers:?}");
+        }
+        let masked = mcp_line(&[server("gh", ServerState::Down, 0, Some(leak))]).unwrap_or_default();
+        assert!(masked.starts_with("gh down (0 tools): GET https://mcp.example") && !masked.contains("abcdef0123456789"), "{masked}");
     }
 }

@@ -88,7 +88,10 @@ impl GatewayCronHost {
         cancel: &CancellationToken,
     ) -> TurnRequest {
         let filter = self.tools.tool_filter("cron", run.toolsets.as_deref()).without_toolsets(CRON_DISABLED_TOOLSETS);
-        let system = self.sessions.prompts.scheduled(source, &self.tools.toolsets_allowed(&filter));
+        let mut system = self.sessions.prompts.scheduled(source, &self.tools.toolsets_allowed(&filter));
+        if let Some(note) = self.tools.mcp_note(&filter) {
+            system = format!("{system}\n\n{note}");
+        }
         let scope = SessionScope {
             session_id: session_id.to_string(),
             session_key: run.session_key.clone(),

@@ -1,13 +1,15 @@
 //! The loopback admin listener: `/health` (the process is alive), `/readyz` (every enabled adapter
 //! is connected and making progress, and the gateway is neither starting nor draining; see
 //! [`crate::gateway::ops::health`] for how progress is judged) and `/metrics` (Prometheus text, see
-//! [`crate::observe::metrics`]).
+//! [`crate::observe::metrics`]). Both bodies list the MCP servers (`mcp`: name, state, tools, last
+//! error) apart from the adapters: a server that is down does not make the gateway unready.
 //!
 //! It has no key, so web pages are kept out: a request carrying `Origin` is refused (403), and
 //! on a loopback address the `Host` must name this machine (421), so that a DNS-rebinding page
 //! cannot read the gateway's state.
 
 use crate::gateway::ops::health::{AdapterState, HealthBoard};
+use crate::mcp::ServerState;
 use crate::observe::metrics;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -40,7 +42,7 @@ async fn refuse_browsers(State(hosts): State<Arc<HostPolicy>>, request: Request,
 
 async fn health(State(board): State<Arc<HealthBoard>>) -> impl IntoResponse {
     let snap = board.snapshot();
-    Json(serde_json::json!({ "status": "ok", "gateway": snap.gateway, "adapters": snap.adapters }))
+    Json(serde_json::json!({ "status": "ok", "gateway": snap.gateway, "adapters": snap.adapters, "mcp": snap.mcp }))
 }
 
 async fn readyz(State(board): State<Arc<HealthBoard>>) -> impl IntoResponse {
@@ -48,9 +50,12 @@ async fn readyz(State(board): State<Arc<HealthBoard>>) -> impl IntoResponse {
     let status = if snap.ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (
         status,
-        Json(
-            serde_json::json!({ "status": if snap.ready { "ready" } else { "not_ready" }, "gateway": snap.gateway, "adapters": snap.adapters }),
-        ),
+        Json(serde_json::json!({
+            "status": if snap.ready { "ready" } else { "not_ready" },
+            "gateway": snap.gateway,
+            "adapters": snap.adapters,
+            "mcp": snap.mcp,
+        })),
     )
 }
 
@@ -60,6 +65,7 @@ async fn prometheus(State(board): State<Arc<HealthBoard>>) -> Response {
     let all: Vec<&'static str> = AdapterState::ALL.iter().map(|s| s.as_str()).collect();
     let metrics = metrics::global();
     metrics.set_adapter_states(snap.adapters.iter().map(|a| (a.platform.as_str(), a.state.as_str())), &all);
+    metrics.set_mcp_servers(snap.mcp.iter().map(|s| (s.name.as_str(), s.state == ServerState::Connected.as_str(), s.tools)));
     match metrics.render() {
         Ok(text) => ([(axum::http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response(),
         Err(e) => {

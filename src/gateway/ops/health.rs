@@ -1,5 +1,7 @@
 //! The health board: every adapter's supervised state, read by `/health`, `/readyz`, `/status`,
-//! the status file and `hermes gateway status`.
+//! the status file and `hermes gateway status`; beside it, each MCP server's state (read from the
+//! [`McpHub`] when asked), shown by the same readers but never part of readiness: a server that is
+//! down costs its tools, not the gateway's messages.
 //!
 //! Ready means: every adapter the gateway starts has registered, each is connected (or paused by
 //! an admin), none is draining, and each with a liveness timeout (its
@@ -8,12 +10,13 @@
 //! only once it has stayed up for that timeout: a Bot API that answers `getMe` but hangs every
 //! `getUpdates` would otherwise look ready after each reconnect.
 
+use crate::mcp::{McpHub, ServerStatus};
 use chrono::{DateTime, Utc};
 use hermes_adapter::HealthReporter;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -77,6 +80,43 @@ pub struct HealthSnapshot {
     pub gateway: &'static str,
     pub ready: bool,
     pub adapters: Vec<AdapterStatus>,
+    /// Each configured MCP server (none when the gateway has no hub or no server).
+    pub mcp: Vec<McpServerHealth>,
+}
+
+/// One MCP server as operators see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpServerHealth {
+    pub name: String,
+    /// `disabled`, `connecting`, `connected` or `down`.
+    pub state: &'static str,
+    /// Tools registered from it (kept while it is down).
+    pub tools: usize,
+    /// The last connection or transport error, credentials masked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl From<&ServerStatus> for McpServerHealth {
+    fn from(s: &ServerStatus) -> Self {
+        McpServerHealth {
+            name: s.name.clone(),
+            state: s.state.as_str(),
+            tools: s.tools,
+            // The hub redacts too; a URL with a token in it is masked here as well.
+            last_error: s.last_error.as_deref().map(crate::observe::redact::redact_patterns),
+        }
+    }
+}
+
+/// The hub whose servers the board shows (a newtype: the hub has no `Debug`).
+#[derive(Default)]
+struct McpSource(OnceLock<Arc<McpHub>>);
+
+impl std::fmt::Debug for McpSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "McpSource(hub)" } else { "McpSource(none)" })
+    }
 }
 
 #[derive(Debug)]
@@ -115,6 +155,7 @@ pub struct HealthBoard {
     draining: AtomicBool,
     /// Adapters the gateway starts; until each has registered, the gateway is starting.
     expected: AtomicUsize,
+    mcp: McpSource,
 }
 
 impl HealthBoard {
@@ -140,6 +181,16 @@ impl HealthBoard {
                 },
             );
         }
+    }
+
+    /// Show `hub`'s servers beside the adapters (set once, at wiring; later calls are ignored).
+    pub fn watch_mcp(&self, hub: Arc<McpHub>) {
+        let _ = self.mcp.0.set(hub);
+    }
+
+    /// Each configured MCP server's state now, sorted by name.
+    pub fn mcp_servers(&self) -> Vec<ServerStatus> {
+        self.mcp.0.get().map(|hub| hub.status()).unwrap_or_default()
     }
 
     /// How many adapters the gateway starts: fewer on the board means it is still starting.
@@ -235,6 +286,7 @@ impl HealthBoard {
             },
             ready: all_connected && !draining && !starting,
             adapters,
+            mcp: self.mcp_servers().iter().map(McpServerHealth::from).collect(),
         }
     }
 
@@ -416,5 +468,26 @@ mod tests {
         assert_eq!((snap.gateway, snap.ready), ("running", true), "{snap:?}");
         board.set_draining();
         assert_eq!((board.snapshot().gateway, board.snapshot().ready), ("draining", false));
+    }
+
+    #[test]
+    fn mcp_servers_are_shown_but_never_hold_readiness_back() {
+        let board = HealthBoard::new();
+        board.expect_adapters(1);
+        let tg = HealthReporter::new();
+        board.register("tg", tg.clone());
+        tg.mark_connected();
+        assert!(board.snapshot().mcp.is_empty(), "no hub, no servers");
+        let server = crate::config::McpServerConfig { command: Some("/nonexistent/mcp-server".into()), ..Default::default() };
+        let servers = [("broken".to_string(), server)].into_iter().collect();
+        let paths = crate::mcp::McpPaths { logs_dir: std::env::temp_dir() };
+        board.watch_mcp(McpHub::new(servers, paths));
+        let snap = board.snapshot();
+        assert_eq!(snap.mcp.len(), 1, "{snap:?}");
+        assert_eq!(snap.mcp[0].name, "broken");
+        assert_ne!(snap.mcp[0].state, "connected", "{snap:?}");
+        assert!(snap.ready, "a server that is not connected does not make the gateway unready: {snap:?}");
+        let json = serde_json::to_value(&snap).unwrap();
+        assert_eq!(json["mcp"][0]["name"], "broken", "{json}");
     }
 }

@@ -1,7 +1,8 @@
 //! `gateway_state.json`: the runtime status that `hermes gateway status` reads, rewritten
 //! atomically (temp file + rename): the gateway's state and version, each adapter's state, last
-//! inbound progress and last error, the cron ticker, the queues (with each platform's outbox:
-//! messages waiting, the oldest one's age, and dead letters) and the resident memory.
+//! inbound progress and last error, each MCP server's state, tools and last error, the cron
+//! ticker, the queues (with each platform's outbox: messages waiting, the oldest one's age, and
+//! dead letters) and the resident memory.
 //!
 //! Every field added after the first release has a serde default, so a file written by an older
 //! gateway still reads.
@@ -33,6 +34,9 @@ pub(crate) struct StatusFile {
     pub platforms: serde_json::Value,
     #[serde(default)]
     pub listeners: serde_json::Value,
+    /// Each configured MCP server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<McpStatus>,
     /// The cron ticker, when this gateway runs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<CronStatus>,
@@ -67,6 +71,17 @@ pub(crate) struct ParkedEvent {
     pub platform: String,
     pub reason: String,
     pub received_at: DateTime<Utc>,
+}
+
+/// One MCP server as the status file keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct McpStatus {
+    pub name: String,
+    /// `disabled`, `connecting`, `connected` or `down`.
+    pub state: String,
+    pub tools: usize,
+    pub last_error: Option<String>,
 }
 
 /// One platform's outbox queue.
@@ -115,6 +130,7 @@ impl StatusFile {
             active_turns: 0,
             platforms: serde_json::json!({}),
             listeners: serde_json::json!({}),
+            mcp: Vec::new(),
             cron: None,
             active_sessions: 0,
             pending_approvals: 0,
@@ -141,6 +157,11 @@ impl StatusFile {
             })
             .collect::<serde_json::Map<_, _>>()
             .into();
+        self.mcp = snapshot
+            .mcp
+            .iter()
+            .map(|m| McpStatus { name: m.name.clone(), state: m.state.into(), tools: m.tools, last_error: m.last_error.clone() })
+            .collect();
         self.rss_bytes = crate::observe::metrics::resident_memory_bytes();
         self.updated_at = Utc::now();
     }
@@ -221,6 +242,7 @@ impl StatusFile {
                 lines.push(outbox);
             }
             self.platform_lines(now, &mut lines);
+            self.mcp_lines(&mut lines);
             if let Some(cron) = &self.cron {
                 lines.push(cron_line(cron, now));
             }
@@ -282,6 +304,21 @@ impl StatusFile {
             if let Some(error) = text("last_error") {
                 let when = time("last_error_at").map(|at| format!(" ({} ago)", ago(at, now))).unwrap_or_default();
                 lines.push(format!("    last error{when}: {error}"));
+            }
+        }
+    }
+
+    /// "mcp servers:" then one line each: "  github: connected, 12 tool(s)", the last error under
+    /// a server that is not connected.
+    fn mcp_lines(&self, lines: &mut Vec<String>) {
+        if self.mcp.is_empty() {
+            return;
+        }
+        lines.push("mcp servers:".into());
+        for server in &self.mcp {
+            lines.push(format!("  {}: {}, {} tool(s)", server.name, server.state, server.tools));
+            if let (Some(error), false) = (&server.last_error, server.state == "connected") {
+                lines.push(format!("    last error: {error}"));
             }
         }
     }
@@ -411,5 +448,26 @@ mod tests {
         status.apply_outbox(&[QueueSummary { platform: "telegram".into(), pending: 1, dead: 0, oldest_pending_at: Some(four_min_ago) }]);
         let text = status.health_lines_at(true, now).join("\n");
         assert!(text.contains("outbox queues: telegram 1 waiting (oldest 4m 0s)\n"), "no hint without dead letters: {text}");
+    }
+
+    #[test]
+    fn mcp_servers_are_kept_and_shown_with_their_tools_and_last_error() {
+        let now = at("2026-11-01T12:00:00Z");
+        let mut status = StatusFile::new(at("2026-11-01T10:00:00Z"));
+        status.gateway_state = "running".into();
+        status.mcp = vec![
+            McpStatus { name: "everything".into(), state: "connected".into(), tools: 13, last_error: None },
+            McpStatus { name: "github".into(), state: "down".into(), tools: 4, last_error: Some("connection refused".into()) },
+        ];
+        let back: StatusFile = serde_json::from_slice(&serde_json::to_vec(&status).unwrap()).expect("round trip");
+        let text = back.health_lines_at(true, now).join("\n");
+        assert!(
+            text.contains(
+                "mcp servers:\n  everything: connected, 13 tool(s)\n  github: down, 4 tool(s)\n    last error: connection refused"
+            ),
+            "{text}"
+        );
+        status.mcp.clear();
+        assert!(!status.health_lines_at(true, now).join("\n").contains("mcp"), "no server, no section");
     }
 }

@@ -69,7 +69,12 @@ pub(super) async fn prepare(
     };
     let mut route = route;
     compress_if_needed(sessions, &mut route, &mut chat_history, &model, &frozen, last_prompt_tokens, interrupt).await;
-    let mut messages = vec![ChatMessage::system(with_message_instructions(&frozen, event.channel_prompt.as_deref()))];
+    let mut system = with_message_instructions(&frozen, event.channel_prompt.as_deref());
+    // Live state, so never frozen: an MCP server that is down is named until it is back.
+    if let Some(note) = tools.mcp_note(&filter) {
+        system = format!("{system}\n\n{note}");
+    }
+    let mut messages = vec![ChatMessage::system(system)];
     messages.extend(chat_history);
     Ok(Prepared { route, model, filter, messages, fence })
 }

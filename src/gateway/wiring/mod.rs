@@ -123,7 +123,9 @@ impl Wiring {
             cron: cron.commands(home.env_file()),
             platforms: Default::default(),
             restart: CancellationToken::new(),
+            mcp: commands::McpCommandHandles { hub: mcp.clone(), home: home.clone(), pending: Default::default() },
         };
+        health.watch_mcp(mcp.clone());
         let behaviour = Behaviour::from_config(&config);
         let actors = Arc::new(ActorHandles { turns, inbox: store.clone(), commands, clarify, approvals: approvals.board, behaviour });
         let key_policy = KeyPolicy {
@@ -200,7 +202,8 @@ impl Ground {
         let smart = (self.approvals.rules.mode == Mode::Smart).then(|| SmartJudge::new(agent.clone(), self.models.clone()));
         let store = self.store.clone();
         let policy = ChatApprovals::new(guard, self.approvals.clone(), smart, store, self.deliverer.clone(), tool_settings.secrets.clone());
-        Arc::new(ToolAccess::new(&self.config, paths.clone(), tool_settings.clone(), Arc::new(host), Arc::new(policy)))
+        let access = ToolAccess::new(&self.config, paths.clone(), tool_settings.clone(), Arc::new(host), Arc::new(policy));
+        Arc::new(access.with_mcp(agent.tools().mcp_source()))
     }
 
     /// The transcript a turn works on: the session log, its history cache, prompts and compaction.

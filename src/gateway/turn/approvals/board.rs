@@ -1,6 +1,8 @@
 //! The approvals waiting right now, per session and in the order they were asked, with the
 //! answers that outlive one command: patterns approved for a session (`/approve session`) and
-//! sessions in `/yolo`. An answer reaches exactly the approval it names, or the session's oldest;
+//! sessions in `/yolo`. An MCP tool call is approved like a command (its one key names the tool);
+//! `/approve always` cannot store it in `command_allowlist`, so for it `always` means this session.
+//! An answer reaches exactly the approval it names, or the session's oldest;
 //! an id from another session is refused, so nobody answers for a chat they are not in.
 //! The remembered answers are kept for at most `gateway.memory.approval_sessions` sessions; the
 //! least recently answered session's are forgotten first (it is asked again, never let through).
@@ -40,8 +42,9 @@ pub(crate) enum Answer {
 /// An approval that was answered: what the answering command may still need to act on.
 #[derive(Debug, Clone)]
 pub(crate) struct Answered {
-    /// The command exactly as the agent asked (for `command_allowlist`).
-    pub command: String,
+    /// The command exactly as the agent asked (for `command_allowlist`); `None` for an MCP tool
+    /// call, which `/approve always` approves for the session only.
+    pub command: Option<String>,
 }
 
 /// What answering one approval by id found.
@@ -57,8 +60,9 @@ pub(crate) enum ById {
 struct Waiting {
     id: String,
     session_key: String,
-    command: String,
-    keys: Vec<&'static str>,
+    /// `None` for an MCP tool call (see [`Answered::command`]).
+    command: Option<String>,
+    keys: Vec<String>,
     reply: oneshot::Sender<Answer>,
     opened: std::time::Instant,
 }
@@ -66,7 +70,7 @@ struct Waiting {
 /// A session's answers that outlive one command.
 #[derive(Default)]
 struct Remembered {
-    patterns: HashSet<&'static str>,
+    patterns: HashSet<String>,
     yolo: bool,
     /// When it was last changed (the board's clock), for evicting the least recent.
     changed: u64,
@@ -121,14 +125,21 @@ impl ApprovalBoard {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Start waiting for an answer about `command` (its approval keys `keys`).
-    pub(super) fn open(&self, id: &str, session_key: &str, command: &str, keys: Vec<&'static str>) -> oneshot::Receiver<Answer> {
+    /// Start waiting for an answer about `command` (`None`: an MCP tool call), whose approval
+    /// keys are `keys`.
+    pub(super) fn open(
+        &self,
+        id: &str,
+        session_key: &str,
+        command: Option<&str>,
+        keys: impl IntoIterator<Item = impl Into<String>>,
+    ) -> oneshot::Receiver<Answer> {
         let (reply, answer) = oneshot::channel();
         let waiting = Waiting {
             id: id.to_string(),
             session_key: session_key.to_string(),
-            command: command.to_string(),
-            keys,
+            command: command.map(str::to_string),
+            keys: keys.into_iter().map(Into::into).collect(),
             reply,
             opened: std::time::Instant::now(),
         };
@@ -195,8 +206,15 @@ impl ApprovalBoard {
 
     fn answer_at(state: &mut State, index: usize, answer: &Answer) -> Answered {
         let waiting = state.waiting.remove(index);
-        if *answer == Answer::Approve(Reach::Session) {
-            state.remember(&waiting.session_key).patterns.extend(waiting.keys.iter().copied());
+        let for_session = match answer {
+            Answer::Approve(Reach::Session) => true,
+            // Nothing but a command goes to `command_allowlist`: a tool call's "always" is this session.
+            Answer::Approve(Reach::Always) => waiting.command.is_none(),
+            _ => false,
+        };
+        if for_session {
+            let keys = waiting.keys.clone();
+            state.remember(&waiting.session_key).patterns.extend(keys);
         }
         // The asker may have stopped waiting a moment ago; then the answer just goes nowhere.
         let _ = waiting.reply.send(answer.clone());
@@ -204,8 +222,8 @@ impl ApprovalBoard {
     }
 
     /// Whether every one of `keys` was approved for `session_key` (`/approve session`).
-    pub(super) fn session_allows(&self, session_key: &str, keys: &[&'static str]) -> bool {
-        self.state().remembered.get(session_key).is_some_and(|r| keys.iter().all(|k| r.patterns.contains(k)))
+    pub(super) fn session_allows(&self, session_key: &str, keys: &[&str]) -> bool {
+        self.state().remembered.get(session_key).is_some_and(|r| keys.iter().all(|k| r.patterns.contains(*k)))
     }
 
     /// Turn `/yolo` on or off for `session_key`.
@@ -235,14 +253,14 @@ mod tests {
     #[test]
     fn answers_go_oldest_first_and_only_within_the_session() {
         let board = ApprovalBoard::default();
-        let mut first = board.open("a", "s1", "rm -rf a", vec!["recursive delete"]);
-        let mut second = board.open("b", "s1", "rm -rf b", vec!["recursive delete"]);
-        let _other = board.open("c", "s2", "rm -rf c", vec!["recursive delete"]);
+        let mut first = board.open("a", "s1", Some("rm -rf a"), vec!["recursive delete"]);
+        let mut second = board.open("b", "s1", Some("rm -rf b"), vec!["recursive delete"]);
+        let _other = board.open("c", "s2", Some("rm -rf c"), vec!["recursive delete"]);
         assert_eq!(board.place("b"), Some((2, 2)));
         assert_eq!(board.pending("s1"), 2);
         assert!(matches!(board.answer_id("s1", "c", &Answer::Approve(Reach::Once)), ById::NotYours));
         let answered = board.answer_oldest("s1", &Answer::Approve(Reach::Once)).unwrap();
-        assert_eq!(answered.command, "rm -rf a", "the oldest is answered first");
+        assert_eq!(answered.command.as_deref(), Some("rm -rf a"), "the oldest is answered first");
         assert_eq!(first.try_recv().unwrap(), Answer::Approve(Reach::Once));
         assert!(second.try_recv().is_err(), "the second still waits");
         assert!(matches!(board.answer_id("s1", "a", &Answer::Approve(Reach::Once)), ById::Stale));
@@ -254,7 +272,7 @@ mod tests {
     #[test]
     fn session_approval_remembers_the_patterns_until_new() {
         let board = ApprovalBoard::default();
-        let _rx = board.open("a", "s1", "git reset --hard", vec!["git reset --hard (destroys uncommitted changes)"]);
+        let _rx = board.open("a", "s1", Some("git reset --hard"), vec!["git reset --hard (destroys uncommitted changes)"]);
         board.answer_oldest("s1", &Answer::Approve(Reach::Session));
         assert!(board.session_allows("s1", &["git reset --hard (destroys uncommitted changes)"]));
         assert!(!board.session_allows("s1", &["git reset --hard (destroys uncommitted changes)", "recursive delete"]));
@@ -266,16 +284,32 @@ mod tests {
     }
 
     #[test]
+    fn always_for_a_tool_call_is_remembered_for_the_session_only() {
+        let board = ApprovalBoard::default();
+        let key = "MCP tool mcp__fs__write_file";
+        let _rx = board.open("a", "s1", None, [key]);
+        let answered = board.answer_oldest("s1", &Answer::Approve(Reach::Always)).unwrap();
+        assert_eq!(answered.command, None, "nothing to write to command_allowlist");
+        assert!(board.session_allows("s1", &[key]), "the tool is approved for this session");
+        assert!(!board.session_allows("s2", &[key]), "and for no other");
+        board.forget_session("s1");
+        assert!(!board.session_allows("s1", &[key]), "a new conversation asks again");
+        let _rx = board.open("b", "s1", Some("rm -rf x"), ["recursive delete"]);
+        board.answer_oldest("s1", &Answer::Approve(Reach::Always));
+        assert!(!board.session_allows("s1", &["recursive delete"]), "a command's always goes to the allowlist, not the session");
+    }
+
+    #[test]
     fn beyond_its_bound_the_least_recently_answered_session_is_forgotten() {
         let board = ApprovalBoard::with_bound(2);
         let key = "recursive delete";
         for (id, session) in [("a", "s1"), ("b", "s2")] {
-            let _rx = board.open(id, session, "rm -rf x", vec![key]);
+            let _rx = board.open(id, session, Some("rm -rf x"), vec![key]);
             board.answer_oldest(session, &Answer::Approve(Reach::Session));
         }
         // s1 answered again: s2 is now the least recent.
         board.set_yolo("s1", true);
-        let _rx = board.open("c", "s3", "rm -rf x", vec![key]);
+        let _rx = board.open("c", "s3", Some("rm -rf x"), vec![key]);
         board.answer_oldest("s3", &Answer::Approve(Reach::Session));
         assert!(board.session_allows("s1", &[key]) && board.yolo("s1"), "the recently answered session is kept");
         assert!(board.session_allows("s3", &[key]), "the new session is remembered");

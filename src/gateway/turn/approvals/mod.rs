@@ -5,6 +5,7 @@
 //! store, shown in the chat with buttons ([`texts`]), and waited for on the [`board`] until an
 //! allowed user of that chat answers, the timeout passes or the turn is stopped. Only an explicit
 //! `/approve` (or its button) approves; every other ending denies, and the agent is told which.
+//! A call to an MCP tool of an untrusted server goes through the same flow ([`Question`]).
 
 pub(crate) mod board;
 pub(crate) mod rules;
@@ -12,7 +13,8 @@ pub(crate) mod smart;
 pub(crate) mod texts;
 
 use crate::agent::approval::{
-    ApprovalPolicy, CommandDecision, CommandRequest, GuardPolicy, Judgement, describe_findings, leaves_sandbox, unanswerable_message,
+    ApprovalPolicy, CommandDecision, CommandRequest, GuardPolicy, Judgement, ToolCallDecision, ToolCallRequest, describe_findings,
+    leaves_sandbox, unanswerable_message, unanswerable_tool_call,
 };
 use crate::agent::tools::SessionScope;
 use crate::gateway::delivery::deliverer::Deliverer;
@@ -120,40 +122,60 @@ impl ChatApprovals {
                 SmartVerdict::Escalate => {}
             }
         }
-        self.ask(scope, request.command, &findings, smart_denied, cancel).await
+        let question = Question::Command { command: request.command, findings: &findings, smart_denied };
+        match self.ask(scope, &question, cancel).await {
+            Ok(()) => CommandDecision::Run { confined: !outside },
+            Err(why) => CommandDecision::Deny(why),
+        }
     }
 
-    /// Put the command to the chat and wait for the answer: record it, prompt, wait, conclude.
-    async fn ask(
-        &self,
-        scope: &SessionScope,
-        command: &str,
-        findings: &[Finding],
-        smart_denied: bool,
-        cancel: &CancellationToken,
-    ) -> CommandDecision {
+    /// What may decide about an MCP tool call without a person: the session's approval of this
+    /// tool, then who is asking. Neither `/yolo` nor `approvals.mode: off` spares the prompt: they
+    /// rely on the sandbox, which does not reach into an MCP server.
+    async fn decide_tool_call(&self, scope: &SessionScope, request: &ToolCallRequest<'_>, cancel: &CancellationToken) -> ToolCallDecision {
+        let key = tool_key(request.tool);
+        if self.handles.board.session_allows(&scope.session_key, &[key.as_str()]) {
+            return ToolCallDecision::Allow;
+        }
+        if scope.scheduled {
+            return match self.rules().cron_approves {
+                true => ToolCallDecision::Allow,
+                false => ToolCallDecision::Deny(texts::cron_tool_denied(request.tool)),
+            };
+        }
+        if !scope.interactive || !self.deliverer.reaches_later(&scope.platform) {
+            return ToolCallDecision::Deny(unanswerable_tool_call(request.tool));
+        }
+        match self.ask(scope, &Question::ToolCall(request), cancel).await {
+            Ok(()) => ToolCallDecision::Allow,
+            Err(why) => ToolCallDecision::Deny(why),
+        }
+    }
+
+    /// Put `question` to the chat and wait for the answer: record it, prompt, wait, conclude.
+    /// `Err` holds what the agent is told when it was not approved.
+    async fn ask(&self, scope: &SessionScope, question: &Question<'_>, cancel: &CancellationToken) -> Result<(), String> {
         let target = ChatTarget {
             platform: Platform::new(scope.platform.as_str()),
             chat_id: scope.chat_id.clone(),
             thread_id: scope.thread_id.clone(),
         };
-        let shown = self.secrets.scrub(command);
         let id = new_id();
         let pending = PendingApproval {
             id: id.clone(),
             session_key: scope.session_key.clone(),
             target,
-            command: shown,
+            command: question.shown(&self.secrets),
             created_at: chrono::Utc::now(),
         };
         if let Err(e) = self.approvals.approval_open(&pending).await {
-            tracing::error!(error = %e, "could not record a pending approval; the command is refused");
-            return CommandDecision::Deny(texts::UNDELIVERABLE.into());
+            tracing::error!(error = %e, "could not record a pending approval; it is refused");
+            return Err(texts::UNDELIVERABLE.into());
         }
-        let answer = self.handles.board.open(&id, &scope.session_key, command, findings.iter().map(|f| f.key).collect());
+        let answer = self.handles.board.open(&id, &scope.session_key, question.command(), question.keys());
         // A stopped turn drops this future mid-wait: the guard then withdraws the approval.
         let mut waiting = Waiting { board: &self.handles.board, approvals: &self.approvals, id: &id, open: true };
-        let ending = match self.prompt(&pending, findings, smart_denied).await {
+        let ending = match self.prompt(&pending, question).await {
             Delivery::Failed => Ending::Undeliverable,
             // Queued: the prompt may still arrive before the timeout (it is never shown after).
             Delivery::Delivered | Delivery::Queued | Delivery::InDoubt => tokio::select! {
@@ -163,7 +185,7 @@ impl ChatApprovals {
             },
         };
         self.handles.board.close(&id);
-        let (outcome, decision) = self.conclude(&pending, ending, leaves_sandbox(findings)).await;
+        let (outcome, decision) = self.conclude(&pending, ending).await;
         waiting.open = false;
         if let Err(e) = self.approvals.approval_close(&id, outcome).await {
             tracing::warn!(error = %e, id, "could not record an approval's outcome");
@@ -176,7 +198,7 @@ impl ChatApprovals {
     /// Show `pending` in its chat, with its place when others wait too. The commands of one
     /// model answer ask at once: waiting until the session's approvals stop arriving lets the
     /// first prompt say "(1/3)" too, not only the later ones.
-    async fn prompt(&self, pending: &PendingApproval, findings: &[Finding], smart_denied: bool) -> Delivery {
+    async fn prompt(&self, pending: &PendingApproval, question: &Question<'_>) -> Delivery {
         let gathering = tokio::time::Instant::now();
         while let Some(quiet) = self.handles.board.quiet_for(&pending.id) {
             if quiet >= SIBLINGS_QUIET || gathering.elapsed() >= SIBLINGS_WAIT_MAX {
@@ -185,33 +207,84 @@ impl ChatApprovals {
             tokio::time::sleep(SIBLINGS_QUIET - quiet).await;
         }
         let place = self.handles.board.place(&pending.id).filter(|(_, of)| *of > 1);
-        let text = texts::prompt(&pending.command, findings, leaves_sandbox(findings), smart_denied, place);
-        let prompt = Reply::markdown(pending.target.clone(), text).with_buttons(texts::buttons(&pending.id));
+        let (text, buttons) = match question {
+            Question::Command { findings, smart_denied, .. } => {
+                (texts::prompt(&pending.command, findings, leaves_sandbox(findings), *smart_denied, place), texts::buttons(&pending.id))
+            }
+            Question::ToolCall(request) => (
+                texts::tool_prompt(request.server, request.tool, &self.secrets.scrub(request.arguments), place),
+                texts::tool_buttons(&pending.id),
+            ),
+        };
+        let prompt = Reply::markdown(pending.target.clone(), text).with_buttons(buttons);
         self.deliverer.send_prompt(prompt, ReplyKey::ApprovalPrompt(pending.id.clone()), self.rules().timeout).await
     }
 
-    /// The outcome to record and the decision for the agent; a timeout is also told to the chat.
-    async fn conclude(&self, pending: &PendingApproval, ending: Ending, outside: bool) -> (&'static str, CommandDecision) {
+    /// The outcome to record and whether it was approved (`Err`: what the agent is told); a
+    /// timeout is also told to the chat.
+    async fn conclude(&self, pending: &PendingApproval, ending: Ending) -> (&'static str, Result<(), String>) {
         match ending {
-            Ending::Undeliverable => ("undeliverable", CommandDecision::Deny(texts::UNDELIVERABLE.into())),
-            Ending::Answered(Answer::Approve(reach)) => (reach.word(), CommandDecision::Run { confined: !outside }),
-            Ending::Answered(Answer::Deny { reason }) => ("denied", CommandDecision::Deny(texts::denied(reason.as_deref()))),
+            Ending::Undeliverable => ("undeliverable", Err(texts::UNDELIVERABLE.into())),
+            Ending::Answered(Answer::Approve(reach)) => (reach.word(), Ok(())),
+            Ending::Answered(Answer::Deny { reason }) => ("denied", Err(texts::denied(reason.as_deref()))),
             Ending::TimedOut => {
                 let secs = self.rules().timeout.as_secs();
                 let notice = texts::expired_notice(&pending.command, &format!("Nobody answered within {secs}s"));
                 let key = ReplyKey::ApprovalTimeout(pending.id.clone());
                 self.deliverer.send(Reply::markdown(pending.target.clone(), notice), key).await;
-                ("timed_out", CommandDecision::Deny(texts::timed_out(secs)))
+                ("timed_out", Err(texts::timed_out(secs)))
             }
-            Ending::Stopped => ("stopped", CommandDecision::Deny(texts::stopped())),
+            Ending::Stopped => ("stopped", Err(texts::stopped())),
         }
     }
+}
+
+/// What is put to a person: a command the classifier flagged, or a call to an untrusted MCP tool.
+enum Question<'a> {
+    Command { command: &'a str, findings: &'a [Finding], smart_denied: bool },
+    ToolCall(&'a ToolCallRequest<'a>),
+}
+
+impl Question<'_> {
+    /// What the store records and the chat is shown, secrets masked.
+    fn shown(&self, secrets: &SecretScrubber) -> String {
+        match self {
+            Question::Command { command, .. } => secrets.scrub(command),
+            Question::ToolCall(request) => secrets.scrub(&format!("{} {}", request.tool, request.arguments)),
+        }
+    }
+
+    /// The command as the agent asked it, for `/approve always` (a tool call has none).
+    fn command(&self) -> Option<&str> {
+        match self {
+            Question::Command { command, .. } => Some(command),
+            Question::ToolCall(_) => None,
+        }
+    }
+
+    /// What `/approve session` approves for the rest of the session.
+    fn keys(&self) -> Vec<String> {
+        match self {
+            Question::Command { findings, .. } => findings.iter().map(|f| f.key.to_string()).collect(),
+            Question::ToolCall(request) => vec![tool_key(request.tool)],
+        }
+    }
+}
+
+/// The session approval key of MCP tool `tool` (`/approve session` allows the tool, whatever the
+/// arguments).
+fn tool_key(tool: &str) -> String {
+    format!("MCP tool {tool}")
 }
 
 #[async_trait]
 impl ApprovalPolicy for ChatApprovals {
     async fn check_command(&self, scope: &SessionScope, request: &CommandRequest<'_>, cancel: &CancellationToken) -> CommandDecision {
         self.decide(scope, request, cancel).await
+    }
+
+    async fn check_tool_call(&self, scope: &SessionScope, request: &ToolCallRequest<'_>, cancel: &CancellationToken) -> ToolCallDecision {
+        self.decide_tool_call(scope, request, cancel).await
     }
 }
 

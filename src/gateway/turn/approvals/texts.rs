@@ -80,6 +80,49 @@ pub(crate) fn prompt(
     text
 }
 
+/// The chat message for one MCP tool call waiting for approval: the server, the tool and its
+/// (scrubbed, shortened) arguments, and that the server is not trusted.
+pub(crate) fn tool_prompt(server: &str, tool: &str, arguments: &str, place: Option<(usize, usize)>) -> String {
+    let mut text = String::from("⚠️ **MCP tool call requires approval");
+    if let Some((n, of)) = place {
+        text.push_str(&format!(" ({n}/{of})"));
+    }
+    text.push_str(&format!(":**\nServer `{}` wants to run `{}` with:\n```\n", inline(server), inline(tool)));
+    text.push_str(&arguments.replace("```", "`\u{200b}``"));
+    text.push_str("\n```\n");
+    text.push_str(
+        "The server is configured as untrusted (`trust: untrusted`) and does not declare this tool read-only: it may change or \
+         send anything the tool reaches.\n",
+    );
+    text.push_str(
+        "Reply `/approve` to run this one call, `/approve session` to allow this tool for the rest of the session, or `/deny` to \
+         cancel.",
+    );
+    text
+}
+
+/// A name shown between backticks, unable to end them.
+fn inline(name: &str) -> String {
+    name.chars().filter(|c| *c != '`' && !c.is_control()).take(120).collect()
+}
+
+/// The tool result for a cron run's MCP call that needs approval under `approvals.cron_mode: deny`.
+pub(crate) fn cron_tool_denied(tool: &str) -> String {
+    format!(
+        "BLOCKED: this scheduled job called `{tool}`, an MCP tool of an untrusted server that needs approval. Scheduled jobs have \
+         nobody to ask, and approvals.cron_mode is deny. Do NOT retry it; report that the job needs this tool approved."
+    )
+}
+
+/// The buttons of an MCP tool call's prompt: no "always", which a tool call cannot have.
+pub(crate) fn tool_buttons(id: &str) -> Vec<Vec<Button>> {
+    let button = |label: &str, data: String| Button { label: label.to_string(), data };
+    vec![
+        vec![button("✅ Approve once", format!("/approve {id}")), button("✅ This session", format!("/approve session {id}"))],
+        vec![button("❌ Deny", format!("/deny {id}"))],
+    ]
+}
+
 /// The prompt's buttons; each names its approval so a press answers exactly this one.
 pub(crate) fn buttons(id: &str) -> Vec<Vec<Button>> {
     let button = |label: &str, data: String| Button { label: label.to_string(), data };
@@ -118,6 +161,10 @@ pub(crate) fn approved(count: usize, reach: Reach) -> String {
     }
 }
 
+/// Added to `/approve always` when it answered an MCP tool call.
+pub(crate) const TOOL_CALLS_FOR_SESSION: &str =
+    " MCP tool calls are never approved permanently: this tool is approved for the rest of this session only.";
+
 /// The reply to a successful `/deny`.
 pub(crate) fn denied_reply(count: usize, reason: Option<&str>) -> String {
     let what = if count > 1 { format!("❌ {count} commands denied.") } else { "❌ Command denied.".to_string() };
@@ -151,8 +198,17 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_prompt_names_server_tool_and_arguments_and_cannot_be_broken_out_of() {
+        let text = tool_prompt("fs`x", "mcp__fs__write_file", "{\"content\": \"```\\nhi\"}", None);
+        assert!(text.contains("Server `fsx` wants to run `mcp__fs__write_file`"), "{text}");
+        assert_eq!(text.matches("```").count(), 2, "{text}");
+        assert!(text.contains("untrusted") && !text.contains("/approve always"), "{text}");
+        assert!(tool_buttons("#abcdefgh").concat().iter().all(|b| !b.data.contains("always")));
+    }
+
+    #[test]
     fn buttons_fit_telegrams_callback_limit() {
-        for row in buttons("#abcdefgh") {
+        for row in buttons("#abcdefgh").into_iter().chain(tool_buttons("#abcdefgh")) {
             for b in row {
                 assert!(b.data.len() <= 64, "{}", b.data);
                 assert!(b.data.starts_with("/approve") || b.data.starts_with("/deny"));
