@@ -34,12 +34,20 @@ pub(crate) fn spawn(name: &str, server: &McpServerConfig, env: &Env, logs_dir: &
     }
     command.envs(&server.env);
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).process_group(0);
-    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2), which is
-    // async-signal-safe; it touches no memory of the parent and allocates nothing.
+    // The death signal follows the *thread* that forks, not the process: children are spawned
+    // from the runtime's async tasks, whose worker threads live as long as the runtime (nothing
+    // here uses `block_in_place` or `spawn_blocking` to spawn, which could end the thread early).
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2) and
+    // getppid(2), which are async-signal-safe; it allocates nothing and touches no shared state.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
                 return Err(std::io::Error::last_os_error());
+            }
+            // The gateway died between fork and prctl: the signal will never come, so stop now.
+            if libc::getppid() as u32 != parent {
+                return Err(std::io::Error::other("the gateway exited while this server was starting"));
             }
             Ok(())
         });

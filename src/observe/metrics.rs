@@ -372,8 +372,9 @@ impl Metrics {
         *shown = seen;
     }
 
-    /// An MCP tool call ended: `ok`, `error` (the tool said so), `timeout`, `down` (the server was
-    /// not connected), `invalid` (arguments refused before the call) or `denied` (by a person).
+    /// An MCP tool call ended: `ok`, `error` (the tool, the transport, a timeout or a server that
+    /// is down answered with an error), `invalid` (arguments refused before the call) or `denied`
+    /// (by a person, or nobody could be asked).
     pub(crate) fn mcp_call(&self, server: &str, outcome: &'static str) {
         let labels = ServerOutcomeLabels { server: self.mcp_servers.label(server), outcome };
         self.mcp_calls.get_or_create(&labels).inc();

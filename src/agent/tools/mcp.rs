@@ -137,6 +137,7 @@ pub(crate) async fn call(source: &dyn McpSource, tool: &McpTool, ctx: &ToolConte
         }
     }
     let outcome = source.call(&tool.name, arguments, &ctx.cancel).await;
+    metrics.mcp_call(&tool.server, if outcome.is_error { "error" } else { "ok" });
     ToolOutput { content: strip_tags(&outcome.content), is_error: outcome.is_error }
 }
 
