@@ -4,14 +4,10 @@
 //! connecting; after SIGTERM, and after `kill -9` (the children's parent-death signal), none of
 //! its MCP children is left running.
 
-use crate::support::{Setup, free_port};
+use crate::support::{Setup, free_port, peer};
 use hermes_fakes::FakeLlm;
 use serde_json::Value;
 use std::time::{Duration, Instant};
-
-fn peer(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set: run the MCP tests under tests/peers/run.sh"))
-}
 
 /// `pid`'s parent and state letter, from /proc (None once it is gone).
 fn parent_and_state(pid: u32) -> Option<(u32, char)> {

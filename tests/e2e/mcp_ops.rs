@@ -4,18 +4,12 @@
 //! `hermes gateway status` and `hermes doctor` while the gateway stays ready. The servers are
 //! real (server-everything over stdio, installed by `tests/peers/run.sh`).
 
-use crate::support::{API_KEY, Setup, free_port};
+use crate::support::{API_KEY, Setup, free_port, peer};
 use hermes_fakes::FakeLlm;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The path a peer variable of `tests/peers/run.sh` names; a test without it fails, naming how
-/// to run it.
-fn peer(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set: run the MCP tests under tests/peers/run.sh"))
-}
 
 /// The names in one LLM request's `tools[]`.
 fn offered(request: &hermes_fakes::RecordedRequest) -> Vec<String> {

@@ -5,16 +5,10 @@
 //! answer in the next request's tool message, and an untrusted write from the API server refused
 //! cleanly (nobody there can approve it) with nothing written, while a read runs.
 
-use crate::support::{API_KEY, Setup, free_port, unfenced};
+use crate::support::{API_KEY, Setup, free_port, peer, unfenced};
 use hermes_fakes::{FakeLlm, Reply, ToolCall};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-
-/// The path a peer variable of `tests/peers/run.sh` names; a test without it fails, naming how
-/// to run it.
-fn peer(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set: run the MCP tests under tests/peers/run.sh"))
-}
 
 /// The names in one LLM request's `tools[]`.
 fn offered(request: &hermes_fakes::RecordedRequest) -> Vec<String> {

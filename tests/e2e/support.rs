@@ -180,6 +180,12 @@ impl Drop for Gateway {
     }
 }
 
+/// The path a peer variable of `tests/peers/run.sh` names (the MCP servers' installs); a test
+/// without it fails, naming how to run it.
+pub(crate) fn peer(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set: run the MCP tests under tests/peers/run.sh"))
+}
+
 /// Poll `check` until it returns true or `timeout` passes.
 pub(crate) async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
