@@ -1,4 +1,5 @@
-//! `hermes mcp list | add | remove | test <name>`: the MCP servers of the selected HERMES_HOME.
+//! `hermes mcp list | add | remove | test <name>`: the MCP servers of the selected HERMES_HOME;
+//! `hermes mcp serve` is hermes itself as an MCP server (`super::mcp_serve`).
 //! `list` reads config.yaml only (nothing connects; `env` and `headers` values are hidden unless
 //! they are a `${VAR}` placeholder); `add` and `remove` rewrite the `mcp_servers` entry and keep
 //! the file's other keys (a running gateway picks the change up with `/reload-mcp`); `test`
@@ -38,6 +39,9 @@ pub enum McpCommand {
         /// The server's name, as `hermes mcp list` shows it.
         name: String,
     },
+    /// Serve the running gateway's conversations to an MCP client over stdio (list, read, wait
+    /// for events, send, answer approvals); needs `mcp_serve.key` (MCP_SERVE_KEY) in the gateway.
+    Serve,
 }
 
 #[derive(Debug, Args)]
@@ -98,6 +102,7 @@ pub(super) fn run(cli: &Cli, command: &McpCommand) -> ExitCode {
         },
         McpCommand::Remove { name } => remove(&home, name),
         McpCommand::Test { name } => test(&home, &config.mcp_servers, name),
+        McpCommand::Serve => return super::mcp_serve::run(&home, &config.mcp_serve),
     };
     super::report(outcome)
 }

@@ -8,6 +8,7 @@ mod cron_handoff;
 mod doctor;
 mod gateway_cmd;
 mod mcp_cmd;
+mod mcp_serve;
 mod outbox_cmd;
 mod pairing_cmd;
 mod security_cmd;
@@ -59,7 +60,8 @@ pub enum Command {
         #[arg(long)]
         health: bool,
     },
-    /// MCP servers whose tools the agent uses: list, add, remove, or test one.
+    /// MCP servers whose tools the agent uses: list, add, remove, or test one; `serve` offers
+    /// the gateway's conversations to an MCP client.
     Mcp {
         #[command(subcommand)]
         command: mcp_cmd::McpCommand,

@@ -30,6 +30,7 @@ mod gateway;
 mod home;
 mod load;
 mod mcp;
+mod mcp_serve;
 mod model;
 mod overrides;
 mod persist;
@@ -53,7 +54,7 @@ pub use hermes_adapter::values::split_list;
 /// The gateway's own secret variables, the model providers' keys; each platform's come from its
 /// registration (see [`Config::secret_env_names`]). None reaches a tool's subprocess (names
 /// ending in `_API_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD` are removed too).
-pub const CORE_SECRET_ENV_NAMES: &[&str] = &["OPENAI_API_KEY", "LLM_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"];
+pub const CORE_SECRET_ENV_NAMES: &[&str] = &["OPENAI_API_KEY", "LLM_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "MCP_SERVE_KEY"];
 pub use display::{BusyInputMode, DisplayConfig, ToolProgress};
 pub use env::Env;
 pub use error::ConfigError;
@@ -65,6 +66,7 @@ pub use load::{Loaded, load, load_str, load_str_with, load_with, parse_yaml};
 #[cfg(test)]
 pub(crate) use mcp::check_mcp_servers as mcp_check;
 pub use mcp::{McpBreakerConfig, McpServerConfig, McpServers, McpToolsConfig};
+pub use mcp_serve::{DEFAULT_MCP_SERVE_PORT, MCP_SERVE_KEY_VAR, McpServeConfig, McpServeListen};
 pub use model::{ModelConfig, ToolProtocol};
 pub use overrides::CORE_ENV_VARS;
 pub use persist::{

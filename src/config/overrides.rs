@@ -27,6 +27,7 @@ pub const CORE_ENV_VARS: &[&str] = &[
     "GATEWAY_ALLOW_ALL_USERS",
     "GATEWAY_ADMIN_USERS",
     "GATEWAY_ADMIN_PORT",
+    "MCP_SERVE_KEY",
     "HERMES_GATEWAY_BUSY_INPUT_MODE",
     "HERMES_MAX_ITERATIONS",
     "HERMES_AGENT_TIMEOUT",
@@ -92,6 +93,7 @@ impl Config {
             self.agent.gateway_timeout = parse_number("HERMES_AGENT_TIMEOUT", v)?;
         }
         self.apply_cron_env(env)?;
+        self.mcp_serve.apply_env(env);
         if let Some(v) = env.get("HERMES_REDACT_SECRETS") {
             self.security.redact_secrets = parse_bool("HERMES_REDACT_SECRETS", v)?;
         }

@@ -45,6 +45,8 @@ pub struct Config {
     pub platform_toolsets: PlatformToolsets,
     /// MCP servers whose tools the agent may use (`mcp_servers.<name>`).
     pub mcp_servers: super::mcp::McpServers,
+    /// The gateway's own MCP server for other MCP clients (`mcp_serve`).
+    pub mcp_serve: super::mcp_serve::McpServeConfig,
     /// IANA zone (`Europe/Paris`) for cron and daily resets; `None` = the host's local time.
     #[serde(deserialize_with = "opt_stringish")]
     pub timezone: Option<String>,
@@ -107,6 +109,7 @@ impl Config {
         all.extend(p.others.values().flat_map(|o| [o.token.as_ref(), o.api_key.as_ref()]));
         let mut out: Vec<String> = all.into_iter().flatten().filter(|s| !s.is_empty()).map(|s| s.expose().to_string()).collect();
         out.extend(p.others.values().filter_map(|o| o.settings.as_ref()).flat_map(|s| s.secrets()).filter(|s| !s.is_empty()));
+        out.extend(self.mcp_serve.secret().map(str::to_string));
         out
     }
 

@@ -38,7 +38,8 @@ impl Config {
         self.check_provider_urls()?;
         self.check_compression()?;
         self.check_toolset_names()?;
-        super::mcp::check_mcp_servers(&self.mcp_servers)
+        super::mcp::check_mcp_servers(&self.mcp_servers)?;
+        self.mcp_serve.check()
     }
 
     /// Ports, concurrency caps, memory and retry window.

@@ -27,6 +27,7 @@ mod crash_tests;
 pub(crate) mod cron;
 pub mod delivery;
 pub(crate) mod intake;
+pub(crate) mod mcp_serve;
 pub(crate) mod ops;
 pub(crate) mod session;
 #[cfg(test)]
@@ -167,7 +168,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
 
     let admin_stop = CancellationToken::new();
     let mut status = ops::status_file::StatusFile::new(chrono::Utc::now());
-    status.listeners = start_admin(&config, &board, &admin_stop).await?.into();
+    status.listeners = start_listeners(&config, &wiring, &admin_stop).await?.into();
     let status_path = home.status_file();
     let chores = Chores { status: status.clone(), status_path: status_path.clone(), media_cache, media_limits, router, notifying };
     let side_tasks = spawn_side_tasks(&wiring, &config, chores);
@@ -441,11 +442,11 @@ fn supervise_adapters(
     supervisors
 }
 
-/// Start the admin listener when `gateway.admin_port` is set; returns the listeners the status
-/// file names.
-async fn start_admin(
+/// Start the admin listener when `gateway.admin_port` is set, and the MCP server when
+/// `mcp_serve` has a key; returns the listeners the status file names.
+async fn start_listeners(
     config: &Config,
-    board: &Arc<ops::health::HealthBoard>,
+    wiring: &wiring::Wiring,
     stop: &CancellationToken,
 ) -> Result<serde_json::Map<String, serde_json::Value>, GatewayError> {
     let mut listeners = serde_json::Map::new();
@@ -453,11 +454,19 @@ async fn start_admin(
         let host: IpAddr = config.gateway.admin_host.parse().map_err(|_| {
             GatewayError::Config(format!("`gateway.admin_host`: expected an IP address, found {:?}", config.gateway.admin_host))
         })?;
-        let bound = ops::admin::serve(SocketAddr::new(host, port), board.clone(), stop.clone())
+        let bound = ops::admin::serve(SocketAddr::new(host, port), wiring.health.clone(), stop.clone())
             .await
             .map_err(|e| GatewayError::Io(format!("cannot bind the admin listener on {host}:{port}: {e}")))?;
         tracing::info!(%bound, "admin listener ready (/health, /readyz, /metrics)");
         listeners.insert("admin".into(), serde_json::json!(bound.to_string()));
+    }
+    if let Some(listen) = config.mcp_serve.listen() {
+        let addr = SocketAddr::new(listen.host, listen.port);
+        let bound = mcp_serve::serve(addr, listen.key, wiring.mcp_serve_handles(), stop.clone())
+            .await
+            .map_err(|e| GatewayError::Io(format!("cannot bind the MCP server (mcp_serve) on {addr}: {e}")))?;
+        tracing::info!(%bound, "MCP server ready at /mcp (hermes mcp serve)");
+        listeners.insert("mcp".into(), serde_json::json!(bound.to_string()));
     }
     Ok(listeners)
 }

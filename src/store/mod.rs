@@ -13,9 +13,10 @@ mod sqlite;
 mod suite;
 
 pub use backend::{
-    Approvals, AttemptEnd, CallUsage, Claims, DeadLetter, HistoryUpdate, Inbox, InboxRow, InboxState, KnownHistory, LaneHead, MessageRow,
-    NewMessage, NewOutboxRow, OpenedTurn, Outbox, OutboxRow, PendingApproval, QueueSummary, Queued, RouteEntry, Routes, SearchHit,
-    SearchScope, SessionLog, SessionRow, StoreBackend, TurnContext, TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
+    Approvals, AttemptEnd, CallUsage, Claims, Conversation, DeadLetter, HistoryUpdate, Inbox, InboxRow, InboxState, KnownHistory, LaneHead,
+    LoggedMessage, MessageRow, NewMessage, NewOutboxRow, OpenedTurn, Outbox, OutboxRow, PendingApproval, QueueSummary, Queued, RouteEntry,
+    Routes, SearchHit, SearchScope, SessionLog, SessionRow, StoreBackend, TurnContext, TurnOpening, Turns, Undone, UsageLedger,
+    UsageTotals,
 };
 pub use sqlite::{SqliteLimits, SqliteStore, state_db};
 

@@ -23,6 +23,8 @@ macro_rules! store_suite {
             the_latest_origin_wins,
             user_talked_in_needs_a_session_of_theirs_in_that_chat,
             messages_keep_order_and_limit_returns_the_latest,
+            conversations_list_routes_most_recent_first,
+            messages_after_a_cursor_cross_sessions_and_skip_tools_and_undone,
             a_message_for_a_missing_session_is_refused,
             message_for_event_finds_the_stored_user_message,
             search_finds_words_substrings_and_cjk_but_only_in_scope,
@@ -239,6 +241,46 @@ pub(crate) async fn messages_keep_order_and_limit_returns_the_latest(store: Stor
     assert_eq!(last_two.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["message 3", "message 4"]);
     let session = store.session_get(&route.session_id).await.unwrap().unwrap();
     assert_eq!(session.message_count, 5);
+}
+
+pub(crate) async fn conversations_list_routes_most_recent_first(store: Store) {
+    assert!(store.conversations(10).await.unwrap().is_empty());
+    let older = store.route_get_or_create("k1", &source("u1"), "m").await.unwrap();
+    store.message_append(message(&older.session_id, "user", "hi")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let newer = store.route_get_or_create("k2", &source("u2"), "m").await.unwrap();
+    store.session_set_title(&newer.session_id, "Trip").await.unwrap();
+    let listed = store.conversations(10).await.unwrap();
+    let keys: Vec<&str> = listed.iter().map(|c| c.session_key.as_str()).collect();
+    assert_eq!(keys, ["k2", "k1"], "the most recently active first");
+    assert_eq!((listed[0].title.as_deref(), listed[0].origin.chat_id.as_str()), (Some("Trip"), "chat-u2"));
+    assert_eq!((listed[1].session_id.as_str(), listed[1].message_count), (older.session_id.as_str(), 1));
+    assert_eq!(store.conversations(1).await.unwrap().len(), 1, "the limit holds");
+    store.session_close("k1", "closed").await.unwrap();
+    assert_eq!(store.conversations(10).await.unwrap().len(), 1, "a closed conversation is gone");
+}
+
+pub(crate) async fn messages_after_a_cursor_cross_sessions_and_skip_tools_and_undone(store: Store) {
+    assert_eq!(store.latest_message_id().await.unwrap(), 0);
+    let a = store.route_get_or_create("ka", &source("u1"), "m").await.unwrap().session_id;
+    let b = store.route_get_or_create("kb", &source("u2"), "m").await.unwrap().session_id;
+    let start = store.message_append(message(&a, "user", "before the cursor")).await.unwrap();
+    assert_eq!(store.latest_message_id().await.unwrap(), start);
+    store.message_append(message(&b, "user", "question")).await.unwrap();
+    store.message_append(message(&b, "tool", "tool output")).await.unwrap();
+    store.message_append(message(&b, "assistant", "")).await.unwrap();
+    store.message_append(message(&a, "assistant", "answer")).await.unwrap();
+    let seen = store.messages_after(start, 10).await.unwrap();
+    let what: Vec<(&str, &str, &str)> =
+        seen.iter().map(|m| (m.session_key.as_str(), m.message.role.as_str(), m.message.content.as_str())).collect();
+    assert_eq!(what, [("kb", "user", "question"), ("ka", "assistant", "answer")]);
+    let first = store.messages_after(start, 1).await.unwrap();
+    assert_eq!(first.len(), 1, "the limit holds");
+    let rest = store.messages_after(first[0].message.id, 10).await.unwrap();
+    assert_eq!(rest.iter().map(|m| m.message.content.as_str()).collect::<Vec<_>>(), ["answer"], "reading on from a cursor");
+    store.messages_undo(&a, 1).await.unwrap();
+    let after_undo = store.messages_after(start, 10).await.unwrap();
+    assert!(after_undo.iter().all(|m| m.message.content != "answer"), "an undone message is not an event: {after_undo:?}");
 }
 
 pub(crate) async fn a_message_for_a_missing_session_is_refused(store: Store) {

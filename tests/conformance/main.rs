@@ -19,6 +19,7 @@
 //!   IMAP connection noticed and replaced.
 //! * [`all_platforms`]: every adapter of the build in one process.
 //! * [`pairing`]: strangers get in by a code the owner approves (no allowlist), or not at all.
+//! * [`mcp_serve`]: hermes as an MCP server, driven by the official Python SDK over stdio and HTTP.
 //! * [`metrics`]: `/metrics` through `promtool` and a conversation, `/readyz` while polls hang.
 
 // A test crate: its helpers run only under tests, where a panic is how a test fails
@@ -40,6 +41,7 @@ mod identity;
 mod matrix;
 mod matrix_peer;
 mod mcp_approvals;
+mod mcp_serve;
 mod metrics;
 mod outages;
 mod outages_peers;

@@ -5,29 +5,16 @@
 use crate::error::ApiError;
 use crate::server::AppState;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use hermes_http_guard::{locked_out, retry_after_secs};
+use hermes_http_guard::{bearer_matches, locked_out, retry_after_secs};
 use std::net::SocketAddr;
 use std::time::Instant;
-use subtle::ConstantTimeEq;
 
 /// Paths served without a key: probes must work before anyone has one.
 fn is_open(path: &str) -> bool {
     matches!(path, "/health" | "/v1/health")
-}
-
-/// Whether the request carries `Authorization: Bearer <key>`.
-fn authorized(headers: &HeaderMap, key: &str) -> bool {
-    let Some(value) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let Some((scheme, token)) = value.trim().split_once(' ') else {
-        return false;
-    };
-    // Constant time, so the key cannot be guessed byte by byte from response timings.
-    scheme.eq_ignore_ascii_case("bearer") && bool::from(token.trim().as_bytes().ct_eq(key.as_bytes()))
 }
 
 /// Checks the key of every request but the probes; a locked-out peer is refused before its key
@@ -49,32 +36,11 @@ pub(crate) async fn authenticate(State(state): State<AppState>, request: Request
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs(wait)));
         return response;
     }
-    if !authorized(request.headers(), key) {
+    if !bearer_matches(request.headers(), key) {
         if let Some(peer) = peer {
             throttle.record_failure(peer, Instant::now());
         }
         return ApiError::unauthorized().into_response();
     }
     next.run(request).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(auth: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::AUTHORIZATION, HeaderValue::from_str(auth).unwrap());
-        headers
-    }
-
-    #[test]
-    fn bearer_key_is_checked_exactly() {
-        assert!(authorized(&headers("Bearer k3y"), "k3y"));
-        assert!(authorized(&headers("bearer k3y"), "k3y"));
-        assert!(!authorized(&headers("Bearer k3"), "k3y"));
-        assert!(!authorized(&headers("Basic k3y"), "k3y"));
-        assert!(!authorized(&headers("k3y"), "k3y"));
-        assert!(!authorized(&HeaderMap::new(), "k3y"));
-    }
 }

@@ -10,11 +10,13 @@
 //! - [`host`]: an unauthenticated loopback listener answers only to loopback names (421).
 //! - [`content_type`]: a body must be declared `application/json` (415).
 //! - [`throttle`]: repeated authentication failures from one peer lock it out for a while (429).
+//! - [`bearer`]: the key a request carries, compared in constant time.
 //! - [`secret`]: keys and secrets a guesser would try first are refused at start-up.
 //!
 //! Everything here is a pure function over `http` types. A refused request is a [`Refusal`];
 //! each listener writes it in its own error shape.
 
+pub mod bearer;
 pub mod content_type;
 pub mod host;
 pub mod origin;
@@ -22,6 +24,7 @@ mod refusal;
 pub mod secret;
 pub mod throttle;
 
+pub use bearer::bearer_matches;
 pub use content_type::{require_json, require_json_if_body};
 pub use host::HostPolicy;
 pub use origin::{AllowedOrigins, OriginError, check_origin};

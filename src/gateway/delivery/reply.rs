@@ -67,6 +67,11 @@ pub(crate) enum ReplyKey {
     CronDelivery { job_id: String, at: DateTime<Utc>, target: ChatTarget },
     /// The message of one `send_message` tool call.
     SendMessage { turn_id: String, call_id: String },
+    /// A message an MCP client sent through `hermes mcp serve` (`messages_send`), named by the
+    /// client's idempotency key, so its retry posts nothing new.
+    McpSend(String),
+    /// The chat is told that the operator answered its approval from an MCP client.
+    ApprovalAnsweredElsewhere(String),
 }
 
 impl fmt::Display for ReplyKey {
@@ -93,6 +98,8 @@ impl fmt::Display for ReplyKey {
                 write!(f, "cron:{job_id}:{}:{}:{}:{thread}", at.timestamp(), target.platform, target.chat_id)
             }
             ReplyKey::SendMessage { turn_id, call_id } => write!(f, "{turn_id}:send_message:{call_id}"),
+            ReplyKey::McpSend(key) => write!(f, "mcp_send:{key}"),
+            ReplyKey::ApprovalAnsweredElsewhere(id) => write!(f, "approval:{id}:answered-by-mcp"),
         }
     }
 }
@@ -201,6 +208,8 @@ mod tests {
             (ReplyKey::Clarify { session_id: "s1".into(), question_id: "q9".into() }, "clarify:s1:q9"),
             (ReplyKey::Undelivered { lane: "telegram\u{1f}42".into(), minute: 29_000_000 }, "undelivered:telegram\u{1f}42:29000000"),
             (ReplyKey::SendMessage { turn_id: "t1".into(), call_id: "call_1".into() }, "t1:send_message:call_1"),
+            (ReplyKey::McpSend("k-1".into()), "mcp_send:k-1"),
+            (ReplyKey::ApprovalAnsweredElsewhere("#ab12cd34".into()), "approval:#ab12cd34:answered-by-mcp"),
         ];
         for (key, stored) in cases {
             assert_eq!(key.to_string(), stored, "{key:?}");

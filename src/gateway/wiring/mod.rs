@@ -155,6 +155,17 @@ impl Wiring {
     pub(crate) fn turns(&self) -> &TurnHandles {
         &self.actors.turns
     }
+
+    /// What the MCP server's tools reach (`hermes mcp serve`).
+    pub(crate) fn mcp_serve_handles(&self) -> crate::gateway::mcp_serve::ServeHandles {
+        let turns = self.turns();
+        crate::gateway::mcp_serve::ServeHandles {
+            routes: self.store.clone(),
+            log: self.store.clone(),
+            approvals: turns.approvals.clone(),
+            deliverer: turns.deliverer.clone(),
+        }
+    }
 }
 
 /// Step 1's handles, which own nothing that needs them back; the later steps draw on them.

@@ -19,8 +19,8 @@ pub use approvals::{Approvals, PendingApproval};
 pub use claims::Claims;
 pub use inbox::{Inbox, InboxRow, InboxState};
 pub use outbox::{AttemptEnd, DeadLetter, LaneHead, NewOutboxRow, Outbox, OutboxRow, QueueSummary, Queued};
-pub use routes::{RouteEntry, Routes, SessionRow};
-pub use session_log::{MessageRow, NewMessage, SearchHit, SearchScope, SessionLog, Undone};
+pub use routes::{Conversation, RouteEntry, Routes, SessionRow};
+pub use session_log::{LoggedMessage, MessageRow, NewMessage, SearchHit, SearchScope, SessionLog, Undone};
 pub use turns::{HistoryUpdate, KnownHistory, OpenedTurn, TurnContext, TurnOpening, Turns};
 pub use usage::{CallUsage, UsageLedger, UsageTotals};
 

@@ -36,6 +36,20 @@ pub struct SessionRow {
     pub output_tokens: i64,
 }
 
+/// A conversation the gateway knows: a route and what its current session holds, for listing
+/// (`hermes mcp serve`'s `conversations_list`).
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub session_key: String,
+    pub session_id: String,
+    /// Where the user last wrote from.
+    pub origin: SessionSource,
+    pub title: Option<String>,
+    pub message_count: i64,
+    /// The last time the route changed (a message started or moved it).
+    pub updated_at: DateTime<Utc>,
+}
+
 #[async_trait]
 pub trait Routes: Send + Sync {
     async fn route_get(&self, session_key: &str) -> Result<Option<RouteEntry>, StoreError>;
@@ -60,4 +74,7 @@ pub trait Routes: Send + Sync {
     async fn user_talked_in(&self, platform: &str, chat_id: &str, user_id: &str) -> Result<bool, StoreError>;
 
     async fn session_get(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError>;
+
+    /// The conversations with a route, most recently active first, at most `limit`.
+    async fn conversations(&self, limit: usize) -> Result<Vec<Conversation>, StoreError>;
 }

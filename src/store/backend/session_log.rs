@@ -36,6 +36,14 @@ pub struct MessageRow {
     pub timestamp: DateTime<Utc>,
 }
 
+/// A user's or the agent's words with the conversation they belong to, in the order they were
+/// stored across all conversations (`hermes mcp serve`'s events).
+#[derive(Debug, Clone)]
+pub struct LoggedMessage {
+    pub session_key: String,
+    pub message: MessageRow,
+}
+
 /// Whose messages a search may see. Searches are always scoped: one user's search never
 /// returns another user's conversation.
 #[derive(Debug, Clone)]
@@ -79,6 +87,14 @@ pub trait SessionLog: Send + Sync {
     async fn messages(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<MessageRow>, StoreError>;
 
     /// The active message with `role` stored for an inbound event, if any.
+    /// The words of users and of the agent (no tool messages, nothing empty or undone) stored
+    /// after message `after_id` in any session, oldest first, at most `limit`.
+    async fn messages_after(&self, after_id: i64, limit: usize) -> Result<Vec<LoggedMessage>, StoreError>;
+
+    /// The id of the newest message stored (0 when there is none): where a reader starts to
+    /// see only what comes next.
+    async fn latest_message_id(&self) -> Result<i64, StoreError>;
+
     async fn message_for_event(&self, session_id: &str, event_id: &str, role: &str) -> Result<Option<MessageRow>, StoreError>;
 
     /// Search the text of active user and assistant messages within `scope`, best matches first.

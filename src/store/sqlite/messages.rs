@@ -2,7 +2,7 @@
 //! trigram index for what word search cannot find (CJK text, substrings inside words).
 
 use super::{CachedStatements, SqliteStore, now_ms, to_time};
-use crate::store::{MessageRow, NewMessage, RouteEntry, SearchHit, SearchScope, SessionLog, StoreError, Undone};
+use crate::store::{LoggedMessage, MessageRow, NewMessage, RouteEntry, SearchHit, SearchScope, SessionLog, StoreError, Undone};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -16,6 +16,15 @@ impl SessionLog for SqliteStore {
         let id = session_id.to_string();
         let limit = limit.map(|l| l as i64).unwrap_or(-1);
         self.read(move |c| read_messages(c, &id, limit)).await
+    }
+
+    async fn messages_after(&self, after_id: i64, limit: usize) -> Result<Vec<LoggedMessage>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |c| read_logged_after(c, after_id, limit)).await
+    }
+
+    async fn latest_message_id(&self) -> Result<i64, StoreError> {
+        self.read(|c| Ok(c.one("SELECT COALESCE(MAX(id), 0) FROM messages", [], |r| r.get(0))?)).await
     }
 
     async fn message_for_event(&self, session_id: &str, event_id: &str, role: &str) -> Result<Option<MessageRow>, StoreError> {
@@ -117,6 +126,20 @@ pub(super) fn read_messages(c: &Connection, session_id: &str, limit: i64) -> Res
 pub(super) fn read_messages_after(c: &Connection, session_id: &str, after_id: i64) -> Result<Vec<MessageRow>, StoreError> {
     let mut stmt = c.prepare_cached(concat!(select_messages!(), " WHERE session_id = ?1 AND active = 1 AND id > ?2 ORDER BY id"))?;
     let rows = stmt.query_map(params![session_id, after_id], row_to_message)?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// Users' and the agent's words after `after_id` across sessions, oldest first. The id is the
+/// rowid, so this is a range scan from the cursor, however long the log.
+fn read_logged_after(c: &Connection, after_id: i64, limit: i64) -> Result<Vec<LoggedMessage>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT m.id, m.session_id, m.role, m.content, m.tool_call_id, m.tool_calls, m.tool_name, m.event_id, m.finish_reason,
+                m.timestamp, s.session_key
+         FROM messages m JOIN sessions s ON s.id = m.session_id
+         WHERE m.id > ?1 AND m.active = 1 AND m.role IN ('user', 'assistant') AND m.content != ''
+         ORDER BY m.id LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![after_id, limit], |r| Ok(LoggedMessage { session_key: r.get(10)?, message: row_to_message(r)? }))?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 

@@ -2,7 +2,7 @@
 //! session, the origin stored as JSON.
 
 use super::{CachedStatements, SqliteStore, now_ms, to_time};
-use crate::store::{RouteEntry, Routes, SessionRow, StoreError};
+use crate::store::{Conversation, RouteEntry, Routes, SessionRow, StoreError};
 use async_trait::async_trait;
 use chrono::Utc;
 use hermes_adapter::SessionSource;
@@ -99,6 +99,30 @@ impl Routes for SqliteStore {
         })
         .await
     }
+
+    async fn conversations(&self, limit: usize) -> Result<Vec<Conversation>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |c| read_conversations(c, limit)).await
+    }
+}
+
+/// Routes with their current session's title and size, most recently active first.
+fn read_conversations(c: &Connection, limit: i64) -> Result<Vec<Conversation>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT r.session_key, r.session_id, r.origin, r.updated_at, s.title, s.message_count
+         FROM routes r JOIN sessions s ON s.id = r.session_id
+         ORDER BY r.updated_at DESC, r.session_key LIMIT ?1",
+    )?;
+    let rows = stmt.query_map([limit], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?, r.get(4)?, r.get(5)?))
+    })?;
+    let mut conversations = Vec::new();
+    for row in rows {
+        let (session_key, session_id, origin, updated_at, title, message_count) = row?;
+        let origin = decode(&origin)?;
+        conversations.push(Conversation { session_key, session_id, origin, title, message_count, updated_at: to_time(updated_at) });
+    }
+    Ok(conversations)
 }
 
 /// The key's current session, started (with `source` as its origin) when there is none; the

@@ -4,9 +4,12 @@
 //! `/approve always` cannot store it in `command_allowlist`, so for it `always` means this session.
 //! An answer reaches exactly the approval it names, or the session's oldest;
 //! an id from another session is refused, so nobody answers for a chat they are not in.
+//! The operator's MCP client (`hermes mcp serve`) sees every chat: it lists what waits and may
+//! answer any approval by id.
 //! The remembered answers are kept for at most `gateway.memory.approval_sessions` sessions; the
 //! least recently answered session's are forgotten first (it is asked again, never let through).
 
+use crate::store::PendingApproval;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
@@ -58,8 +61,8 @@ pub(crate) enum ById {
 }
 
 struct Waiting {
-    id: String,
-    session_key: String,
+    /// What was asked, where, and when (as recorded in the store).
+    about: PendingApproval,
     /// `None` for an MCP tool call (see [`Answered::command`]).
     command: Option<String>,
     keys: Vec<String>,
@@ -82,6 +85,8 @@ struct State {
     remembered: HashMap<String, Remembered>,
     clock: u64,
     max_sessions: usize,
+    /// Approvals opened since start.
+    opened: u64,
 }
 
 impl State {
@@ -116,7 +121,7 @@ impl Default for ApprovalBoard {
 impl ApprovalBoard {
     /// A board remembering the answers of at most `max_sessions` sessions (at least one).
     pub(crate) fn with_bound(max_sessions: usize) -> Self {
-        let state = State { waiting: Vec::new(), remembered: HashMap::new(), clock: 0, max_sessions: max_sessions.max(1) };
+        let state = State { waiting: Vec::new(), remembered: HashMap::new(), clock: 0, max_sessions: max_sessions.max(1), opened: 0 };
         Self { state: Mutex::new(state) }
     }
 
@@ -125,19 +130,17 @@ impl ApprovalBoard {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Start waiting for an answer about `command` (`None`: an MCP tool call), whose approval
-    /// keys are `keys`.
-    pub(super) fn open(
+    /// Start waiting for an answer to `about`, asked about `command` (`None`: an MCP tool call),
+    /// whose approval keys are `keys`.
+    pub(crate) fn open(
         &self,
-        id: &str,
-        session_key: &str,
+        about: &PendingApproval,
         command: Option<&str>,
         keys: impl IntoIterator<Item = impl Into<String>>,
     ) -> oneshot::Receiver<Answer> {
         let (reply, answer) = oneshot::channel();
         let waiting = Waiting {
-            id: id.to_string(),
-            session_key: session_key.to_string(),
+            about: about.clone(),
             command: command.map(str::to_string),
             keys: keys.into_iter().map(Into::into).collect(),
             reply,
@@ -145,42 +148,62 @@ impl ApprovalBoard {
         };
         let mut state = self.state();
         state.waiting.push(waiting);
+        state.opened += 1;
         crate::observe::metrics::global().set_approvals_pending(state.waiting.len());
         answer
+    }
+
+    /// Every approval waiting now, oldest first.
+    pub(crate) fn waiting(&self) -> Vec<PendingApproval> {
+        self.state().waiting.iter().map(|w| w.about.clone()).collect()
+    }
+
+    /// How many approvals were ever opened: a reader that saw a smaller number has new ones to see.
+    pub(crate) fn opened(&self) -> u64 {
+        self.state().opened
+    }
+
+    /// Answer approval `id`, whichever chat it is in (for the operator, who sees them all);
+    /// `None` when nobody waits for it any more.
+    pub(crate) fn answer_any(&self, id: &str, answer: &Answer) -> Option<(PendingApproval, Answered)> {
+        let mut state = self.state();
+        let index = state.waiting.iter().position(|w| w.about.id == id)?;
+        let about = state.waiting[index].about.clone();
+        Some((about, Self::answer_at(&mut state, index, answer)))
     }
 
     /// Stop waiting for `id` (answered, timed out, the turn stopped).
     pub(super) fn close(&self, id: &str) {
         let mut state = self.state();
-        state.waiting.retain(|w| w.id != id);
+        state.waiting.retain(|w| w.about.id != id);
         crate::observe::metrics::global().set_approvals_pending(state.waiting.len());
     }
 
     /// How long ago the newest approval of `id`'s session was opened (`None` once `id` is gone).
     pub(super) fn quiet_for(&self, id: &str) -> Option<std::time::Duration> {
         let state = self.state();
-        let session = &state.waiting.iter().find(|w| w.id == id)?.session_key;
-        state.waiting.iter().filter(|w| &w.session_key == session).map(|w| w.opened.elapsed()).min()
+        let session = &state.waiting.iter().find(|w| w.about.id == id)?.about.session_key;
+        state.waiting.iter().filter(|w| &w.about.session_key == session).map(|w| w.opened.elapsed()).min()
     }
 
     /// Where `id` stands among its session's waiting approvals: `(position, of)`, 1-based.
     pub(super) fn place(&self, id: &str) -> Option<(usize, usize)> {
         let state = self.state();
-        let session = &state.waiting.iter().find(|w| w.id == id)?.session_key;
-        let mine: Vec<&Waiting> = state.waiting.iter().filter(|w| &w.session_key == session).collect();
-        let position = mine.iter().position(|w| w.id == id)?;
+        let session = &state.waiting.iter().find(|w| w.about.id == id)?.about.session_key;
+        let mine: Vec<&Waiting> = state.waiting.iter().filter(|w| &w.about.session_key == session).collect();
+        let position = mine.iter().position(|w| w.about.id == id)?;
         Some((position + 1, mine.len()))
     }
 
     /// How many approvals `session_key` is waiting for.
     pub(crate) fn pending(&self, session_key: &str) -> usize {
-        self.state().waiting.iter().filter(|w| w.session_key == session_key).count()
+        self.state().waiting.iter().filter(|w| w.about.session_key == session_key).count()
     }
 
     /// Answer the oldest approval of `session_key`; `None` when none waits.
     pub(crate) fn answer_oldest(&self, session_key: &str, answer: &Answer) -> Option<Answered> {
         let mut state = self.state();
-        let index = state.waiting.iter().position(|w| w.session_key == session_key)?;
+        let index = state.waiting.iter().position(|w| w.about.session_key == session_key)?;
         Some(Self::answer_at(&mut state, index, answer))
     }
 
@@ -188,7 +211,7 @@ impl ApprovalBoard {
     pub(crate) fn answer_all(&self, session_key: &str, answer: &Answer) -> Vec<Answered> {
         let mut state = self.state();
         let mut answered = Vec::new();
-        while let Some(index) = state.waiting.iter().position(|w| w.session_key == session_key) {
+        while let Some(index) = state.waiting.iter().position(|w| w.about.session_key == session_key) {
             answered.push(Self::answer_at(&mut state, index, answer));
         }
         answered
@@ -197,9 +220,9 @@ impl ApprovalBoard {
     /// Answer approval `id`, if it belongs to `session_key` and still waits.
     pub(crate) fn answer_id(&self, session_key: &str, id: &str, answer: &Answer) -> ById {
         let mut state = self.state();
-        match state.waiting.iter().position(|w| w.id == id) {
+        match state.waiting.iter().position(|w| w.about.id == id) {
             None => ById::Stale,
-            Some(index) if state.waiting[index].session_key != session_key => ById::NotYours,
+            Some(index) if state.waiting[index].about.session_key != session_key => ById::NotYours,
             Some(index) => ById::Answered(Self::answer_at(&mut state, index, answer)),
         }
     }
@@ -214,7 +237,7 @@ impl ApprovalBoard {
         };
         if for_session {
             let keys = waiting.keys.clone();
-            state.remember(&waiting.session_key).patterns.extend(keys);
+            state.remember(&waiting.about.session_key).patterns.extend(keys);
         }
         // The asker may have stopped waiting a moment ago; then the answer just goes nowhere.
         let _ = waiting.reply.send(answer.clone());
@@ -249,13 +272,25 @@ impl ApprovalBoard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hermes_adapter::{ChatTarget, Platform};
+
+    /// A board entry for `command` in `session`, as the policy records it.
+    fn asked(id: &str, session: &str, shown: &str) -> PendingApproval {
+        PendingApproval {
+            id: id.into(),
+            session_key: session.into(),
+            target: ChatTarget { platform: Platform::new("telegram"), chat_id: "1".into(), thread_id: None },
+            command: shown.into(),
+            created_at: chrono::Utc::now(),
+        }
+    }
 
     #[test]
     fn answers_go_oldest_first_and_only_within_the_session() {
         let board = ApprovalBoard::default();
-        let mut first = board.open("a", "s1", Some("rm -rf a"), vec!["recursive delete"]);
-        let mut second = board.open("b", "s1", Some("rm -rf b"), vec!["recursive delete"]);
-        let _other = board.open("c", "s2", Some("rm -rf c"), vec!["recursive delete"]);
+        let mut first = board.open(&asked("a", "s1", "rm -rf a"), Some("rm -rf a"), vec!["recursive delete"]);
+        let mut second = board.open(&asked("b", "s1", "rm -rf b"), Some("rm -rf b"), vec!["recursive delete"]);
+        let _other = board.open(&asked("c", "s2", "rm -rf c"), Some("rm -rf c"), vec!["recursive delete"]);
         assert_eq!(board.place("b"), Some((2, 2)));
         assert_eq!(board.pending("s1"), 2);
         assert!(matches!(board.answer_id("s1", "c", &Answer::Approve(Reach::Once)), ById::NotYours));
@@ -272,7 +307,11 @@ mod tests {
     #[test]
     fn session_approval_remembers_the_patterns_until_new() {
         let board = ApprovalBoard::default();
-        let _rx = board.open("a", "s1", Some("git reset --hard"), vec!["git reset --hard (destroys uncommitted changes)"]);
+        let _rx = board.open(
+            &asked("a", "s1", "git reset --hard"),
+            Some("git reset --hard"),
+            vec!["git reset --hard (destroys uncommitted changes)"],
+        );
         board.answer_oldest("s1", &Answer::Approve(Reach::Session));
         assert!(board.session_allows("s1", &["git reset --hard (destroys uncommitted changes)"]));
         assert!(!board.session_allows("s1", &["git reset --hard (destroys uncommitted changes)", "recursive delete"]));
@@ -287,14 +326,14 @@ mod tests {
     fn always_for_a_tool_call_is_remembered_for_the_session_only() {
         let board = ApprovalBoard::default();
         let key = "MCP tool mcp__fs__write_file";
-        let _rx = board.open("a", "s1", None, [key]);
+        let _rx = board.open(&asked("a", "s1", "write_file {}"), None, [key]);
         let answered = board.answer_oldest("s1", &Answer::Approve(Reach::Always)).unwrap();
         assert_eq!(answered.command, None, "nothing to write to command_allowlist");
         assert!(board.session_allows("s1", &[key]), "the tool is approved for this session");
         assert!(!board.session_allows("s2", &[key]), "and for no other");
         board.forget_session("s1");
         assert!(!board.session_allows("s1", &[key]), "a new conversation asks again");
-        let _rx = board.open("b", "s1", Some("rm -rf x"), ["recursive delete"]);
+        let _rx = board.open(&asked("b", "s1", "rm -rf x"), Some("rm -rf x"), ["recursive delete"]);
         board.answer_oldest("s1", &Answer::Approve(Reach::Always));
         assert!(!board.session_allows("s1", &["recursive delete"]), "a command's always goes to the allowlist, not the session");
     }
@@ -304,16 +343,32 @@ mod tests {
         let board = ApprovalBoard::with_bound(2);
         let key = "recursive delete";
         for (id, session) in [("a", "s1"), ("b", "s2")] {
-            let _rx = board.open(id, session, Some("rm -rf x"), vec![key]);
+            let _rx = board.open(&asked(id, session, "rm -rf x"), Some("rm -rf x"), vec![key]);
             board.answer_oldest(session, &Answer::Approve(Reach::Session));
         }
         // s1 answered again: s2 is now the least recent.
         board.set_yolo("s1", true);
-        let _rx = board.open("c", "s3", Some("rm -rf x"), vec![key]);
+        let _rx = board.open(&asked("c", "s3", "rm -rf x"), Some("rm -rf x"), vec![key]);
         board.answer_oldest("s3", &Answer::Approve(Reach::Session));
         assert!(board.session_allows("s1", &[key]) && board.yolo("s1"), "the recently answered session is kept");
         assert!(board.session_allows("s3", &[key]), "the new session is remembered");
         assert!(!board.session_allows("s2", &[key]), "the least recent session's approval was forgotten, so it is asked again");
         assert_eq!(board.state().remembered.len(), 2);
+    }
+
+    #[test]
+    fn the_operator_sees_every_chat_and_answers_any_id_once() {
+        let board = ApprovalBoard::default();
+        let before = board.opened();
+        let mut first = board.open(&asked("#a", "s1", "rm -rf a"), Some("rm -rf a"), ["recursive delete"]);
+        let _second = board.open(&asked("#b", "s2", "rm -rf b"), Some("rm -rf b"), ["recursive delete"]);
+        assert_eq!(board.opened(), before + 2, "a reader sees that two were opened");
+        let listed: Vec<(String, String, String)> = board.waiting().into_iter().map(|p| (p.id, p.session_key, p.command)).collect();
+        assert_eq!(listed, [("#a".into(), "s1".into(), "rm -rf a".into()), ("#b".into(), "s2".into(), "rm -rf b".into())]);
+        let (about, answered) = board.answer_any("#a", &Answer::Deny { reason: None }).expect("it waits");
+        assert_eq!((about.session_key.as_str(), answered.command.as_deref()), ("s1", Some("rm -rf a")));
+        assert_eq!(first.try_recv().ok(), Some(Answer::Deny { reason: None }), "the asker got the answer");
+        assert!(board.answer_any("#a", &Answer::Approve(Reach::Once)).is_none(), "answered once only");
+        assert_eq!(board.waiting().len(), 1);
     }
 }

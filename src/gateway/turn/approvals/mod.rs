@@ -172,7 +172,7 @@ impl ChatApprovals {
             tracing::error!(error = %e, "could not record a pending approval; it is refused");
             return Err(texts::UNDELIVERABLE.into());
         }
-        let answer = self.handles.board.open(&id, &scope.session_key, question.command(), question.keys());
+        let answer = self.handles.board.open(&pending, question.command(), question.keys());
         // A stopped turn drops this future mid-wait: the guard then withdraws the approval.
         let mut waiting = Waiting { board: &self.handles.board, approvals: &self.approvals, id: &id, open: true };
         let ending = match self.prompt(&pending, question).await {
