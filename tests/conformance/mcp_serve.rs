@@ -2,13 +2,15 @@
 //! `tests/peers/run.sh`): the real gateway talks to a user through the fake Telegram, and an MCP
 //! client lists its conversations, reads one and sends a message that arrives in the fake,
 //! over stdio (`hermes mcp serve`, relaying to the gateway) and over streamable HTTP; the same
-//! idempotency key sent again posts nothing new; a client without the key gets nothing.
+//! idempotency key sent again posts nothing new; a client without the key gets nothing; and a
+//! dangerous command waiting for approval in the chat is approved from the MCP client.
 
 use crate::peer::{Chat, ChatPeer};
 use crate::suite::{Run, launch};
 use crate::support::free_port;
 use crate::telegram::TelegramPeer;
-use serde_json::Value;
+use hermes_fakes::{Reply, ToolCall};
+use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
 
@@ -95,6 +97,31 @@ async fn the_python_sdk_over_streamable_http_needs_the_key_and_sends_into_telegr
     run.wait_text(&chat, "sent over HTTP").await;
     assert!(run.peer.posted(&chat).iter().all(|p| p.text != "never sent"));
     assert!(!run.gateway.log_text().contains(KEY), "the key never reaches the log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_waiting_in_telegram_is_approved_from_the_mcp_client_and_the_chat_is_told() {
+    let port = free_port();
+    let yaml = format!("approvals:\n  mode: manual\nmcp_serve:\n  port: {port}\n  key: {KEY}\n");
+    let run = launch::<TelegramPeer>(&yaml).await;
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::create_dir_all(victim.join("inner")).unwrap();
+    let command = format!("rm -rf {}", victim.display());
+    run.llm.push(Reply::ToolCalls(vec![ToolCall::new("t1", "terminal", json!({"command": command}).to_string())]));
+    run.llm.push(Reply::text("cleaned up"));
+    let chat = run.peer.dm(USER, "clean up the old data").await;
+    run.wait(&chat, "the approval prompt", |p| p.iter().any(|m| m.text.contains("requires approval"))).await;
+    assert!(victim.exists(), "nothing runs before an answer");
+
+    let report = client(&["approve", &format!("http://127.0.0.1:{port}/mcp"), KEY]);
+    assert!(report.get("error").is_none(), "the client failed: {report}");
+    assert_eq!(report["open"][0]["request"], command.as_str(), "the operator sees exactly what would run");
+    assert_eq!(report["answered"]["decision"], "approved");
+    run.wait(&chat, "the agent's answer", |p| p.iter().any(|m| m.text.contains("cleaned up"))).await;
+    assert!(!victim.exists(), "the approved command ran");
+    let told = run.peer.posted(&chat);
+    assert!(told.iter().any(|m| m.text.contains("Command approved") && m.text.contains("MCP client")), "the chat is told who answered");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
