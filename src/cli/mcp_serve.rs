@@ -181,4 +181,16 @@ mod tests {
         assert_eq!(endpoint(&listen("0.0.0.0")), "http://127.0.0.1:8645/mcp");
         assert_eq!(endpoint(&listen("::1")), "http://[::1]:8645/mcp");
     }
+
+    #[tokio::test]
+    async fn with_the_gateway_down_a_request_gets_an_error_naming_it_and_a_notification_nothing() {
+        // A port nobody listens on: bind one, then free it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let gateway = Gateway { http: reqwest::Client::new(), url: format!("http://127.0.0.1:{port}/mcp"), key: "k".into() };
+        let answer = gateway.forward(r#"{"jsonrpc":"2.0","id":"a1","method":"tools/list"}"#.into()).await.expect("an answer");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["id"], "a1");
+        assert!(answer["error"]["message"].as_str().unwrap().contains("not answering"), "{answer}");
+        assert!(gateway.forward(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()).await.is_none());
+    }
 }

@@ -238,6 +238,7 @@ impl StatusFile {
                 queues.push_str(&format!(", memory: {:.1} MB", rss as f64 / (1024.0 * 1024.0)));
             }
             lines.push(queues);
+            lines.extend(self.listeners_line());
             if let Some(outbox) = self.outbox_line(now) {
                 lines.push(outbox);
             }
@@ -306,6 +307,14 @@ impl StatusFile {
                 lines.push(format!("    last error{when}: {error}"));
             }
         }
+    }
+
+    /// "listening: admin 127.0.0.1:8643, mcp 127.0.0.1:8645" (the admin listener and the MCP
+    /// server, when they run); `None` when neither does.
+    fn listeners_line(&self) -> Option<String> {
+        let listeners = self.listeners.as_object().filter(|l| !l.is_empty())?;
+        let named: Vec<String> = listeners.iter().map(|(name, at)| format!("{name} {}", at.as_str().unwrap_or("?"))).collect();
+        Some(format!("listening: {}", named.join(", ")))
     }
 
     /// "mcp servers:" then one line each: "  github: connected, 12 tool(s)", the last error under
@@ -469,5 +478,8 @@ mod tests {
         );
         status.mcp.clear();
         assert!(!status.health_lines_at(true, now).join("\n").contains("mcp"), "no server, no section");
+        status.listeners = serde_json::json!({"admin": "127.0.0.1:8643", "mcp": "127.0.0.1:8645"});
+        let text = status.health_lines_at(true, now).join("\n");
+        assert!(text.contains("listening: admin 127.0.0.1:8643, mcp 127.0.0.1:8645"), "where to reach the MCP server: {text}");
     }
 }
