@@ -202,6 +202,12 @@ async fn a_message_is_sent_once_per_key_and_only_where_a_message_can_go() {
     assert!(unknown.contains("no conversation"), "{unknown}");
     let bad_key = s.tool("messages_send", json!({"conversation_id": chat, "text": "x", "idempotency_key": "a b/../c"})).await.unwrap_err();
     assert!(bad_key.contains("`idempotency_key`"), "{bad_key}");
+    let cache = s._dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(cache.join("someone-elses.pdf"), "private").unwrap();
+    let file = format!("see this\nMEDIA:{}", cache.join("someone-elses.pdf").display());
+    let media = s.tool("messages_send", json!({"conversation_id": chat, "text": file})).await.unwrap_err();
+    assert!(media.contains("`MEDIA:` tags are not sent"), "no file from the gateway's cache: {media}");
     assert_eq!(s.chat.sent.lock().unwrap().len(), 1, "nothing refused was sent");
 }
 

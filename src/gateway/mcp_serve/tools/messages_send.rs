@@ -2,7 +2,8 @@
 //! it is chunked for the platform, survives an outage, and is sent once per idempotency key).
 //! Only where `send_message` would let an admin post: into a known conversation, on a platform
 //! that is connected and can receive a message outside a request (not the API server, not a
-//! webhook). The message is not added to the agent's transcript: it may be in the middle of a
+//! webhook). Text only: a `MEDIA:` tag, which would attach a file from the gateway's cache or
+//! working folder (other users' downloads among them), is refused. The message is not added to the agent's transcript: it may be in the middle of a
 //! turn, and a stranger's words between its tool calls would break the conversation.
 
 use super::{ServeTool, ToolFailure, conversation, optional_str, required_str};
@@ -52,6 +53,11 @@ impl ServeTool for MessagesSend {
         let text = required_str(args, "text")?;
         if text.chars().count() > MAX_TEXT_CHARS {
             return Err(ToolFailure::BadArgument(format!("`text` is longer than {MAX_TEXT_CHARS} characters; send it in parts")));
+        }
+        if !hermes_adapter::media::extract_media_tags(text).1.is_empty() {
+            return Err(ToolFailure::Refused(
+                "`MEDIA:` tags are not sent from an MCP client: messages_send posts text only, never a file from the gateway".into(),
+            ));
         }
         let key = idempotency_key(args)?;
         let route = conversation(handles, args).await?;
