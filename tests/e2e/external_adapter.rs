@@ -108,6 +108,7 @@ impl Loopback {
             splits_long_messages: true,
             supports_files: false,
             read_live: true,
+            people_reply: true,
         };
         Self {
             platform: Platform::new("loopback"),

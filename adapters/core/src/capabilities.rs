@@ -85,6 +85,10 @@ pub struct Capabilities {
     /// Someone reads the conversation as it happens, so tool progress lines and questions back
     /// make sense (false where the answer goes to a program: a webhook callback, an HTTP client).
     pub read_live: bool,
+    /// People write back in this conversation, if not at once (a chat, a mailbox): an approval
+    /// or a question can wait for their answer. False where the other end is a program (a
+    /// webhook sender, an HTTP client), which never answers one.
+    pub people_reply: bool,
 }
 
 impl Capabilities {
@@ -103,6 +107,7 @@ impl Capabilities {
             splits_long_messages: false,
             supports_files: false,
             read_live: false,
+            people_reply: false,
         }
     }
 }

@@ -92,6 +92,7 @@ impl DiscordAdapter {
             splits_long_messages: true,
             supports_files: true,
             read_live: true,
+            people_reply: true,
         };
         let http = Arc::new(build_http(&settings, client.clone()));
         let pacer = Pacer::new(settings.budget.limits());

@@ -47,6 +47,8 @@ impl EmailAdapter {
             supports_files: true,
             // Mail is read later, not as it is written: no progress lines, one answer per turn.
             read_live: false,
+            // But people answer mail: an approval prompt waits for their reply.
+            people_reply: true,
         };
         let store = StateStore::new(settings.state_dir.clone());
         let pacer = Pacer::new(settings.budget.limits());

@@ -72,6 +72,7 @@ impl MatrixAdapter {
             splits_long_messages: true,
             supports_files: true,
             read_live: true,
+            people_reply: true,
         };
         let state = StateDir::new(settings.state_dir.clone());
         let prompts = Prompts::load(state.prompts_file());

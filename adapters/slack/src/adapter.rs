@@ -57,6 +57,7 @@ impl SlackAdapter {
             splits_long_messages: true,
             supports_files: true,
             read_live: true,
+            people_reply: true,
         };
         let pacer = Pacer::new(settings.budget.limits());
         Ok(Self {

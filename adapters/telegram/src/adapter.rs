@@ -92,6 +92,7 @@ impl TelegramAdapter {
             splits_long_messages: true,
             supports_files: true,
             read_live: true,
+            people_reply: true,
         };
         Ok(Self { platform: Platform::new("telegram"), capabilities, budget: Budget::new(settings.budget), settings, bot, poll_bot })
     }

@@ -31,7 +31,7 @@ impl Tool for Clarify {
     }
 
     fn unavailable(&self, ctx: &ToolContext) -> Option<String> {
-        (!ctx.scope.interactive).then(|| "nobody is reading this conversation live".to_string())
+        (!ctx.scope.interactive).then(|| "nobody can answer in this conversation".to_string())
     }
 
     async fn call(&self, ctx: &ToolContext, args: Value) -> ToolOutput {

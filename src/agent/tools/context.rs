@@ -22,7 +22,8 @@ pub struct SessionScope {
     pub chat_name: Option<String>,
     pub thread_id: Option<String>,
     pub user_id: Option<String>,
-    /// A person can answer questions right now (false for cron and webhooks).
+    /// A person can answer a question here, if not at once (an approval, a clarify question):
+    /// false for cron, webhooks, HTTP clients and sub-agents.
     pub interactive: bool,
     /// A scheduled (cron) run: commands that need approval follow `approvals.cron_mode`.
     pub scheduled: bool,

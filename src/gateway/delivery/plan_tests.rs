@@ -20,6 +20,7 @@ fn caps(max_message_len: usize, supports_buttons: bool) -> Capabilities {
         splits_long_messages: true,
         supports_files: true,
         read_live: true,
+        people_reply: true,
     }
 }
 

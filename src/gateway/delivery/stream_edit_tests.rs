@@ -45,6 +45,7 @@ impl EditingChat {
             splits_long_messages: true,
             supports_files: false,
             read_live: true,
+            people_reply: true,
         };
         Arc::new(Self { platform: Platform::new("chat"), caps, log: Mutex::new(ChatLog::default()), refuse_edits })
     }

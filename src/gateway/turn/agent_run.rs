@@ -121,7 +121,7 @@ pub(super) fn scope(event: &InboundEvent, route: &RouteEntry, caps: &Capabilitie
         chat_name: source.chat_name.clone(),
         thread_id: source.thread_id.clone(),
         user_id: source.user_id.clone(),
-        interactive: caps.supports_async_delivery && caps.read_live,
+        interactive: caps.supports_async_delivery && caps.people_reply,
         // A message's turn; scheduled runs build their scope with this set.
         scheduled: false,
         is_admin,

@@ -83,6 +83,24 @@ fn each_kind_of_platform_gets_its_output_strategy() {
 }
 
 #[test]
+fn a_turn_may_ask_where_people_write_back_even_if_not_live() {
+    let e = event("e1", "hello");
+    let route = crate::store::RouteEntry {
+        session_key: "k".into(),
+        session_id: "s".into(),
+        origin: e.source.clone(),
+        overrides: serde_json::json!({}),
+        updated_at: chrono::Utc::now(),
+        created: false,
+    };
+    let mail = Capabilities { supports_async_delivery: true, read_live: false, people_reply: true, ..Capabilities::http() };
+    let webhook = Capabilities { supports_async_delivery: true, ..Capabilities::http() };
+    assert!(super::agent_run::scope(&e, &route, &mail, false).interactive, "mail is answered later: approvals wait for the reply");
+    assert!(!super::agent_run::scope(&e, &route, &webhook, false).interactive, "a webhook sender never answers");
+    assert!(!super::agent_run::scope(&e, &route, &Capabilities::http(), false).interactive, "nor does an HTTP client");
+}
+
+#[test]
 fn what_the_user_sees_of_an_answer() {
     let chat = Capabilities { supports_async_delivery: true, ..Capabilities::http() };
     let plain = TurnMode::default();
