@@ -315,6 +315,15 @@ impl Agent {
         cancel: &CancellationToken,
         tx: &mpsc::Sender<TurnEvent>,
     ) -> Result<(ChatResponse, String), ProviderError> {
+        // An MCP server may change its tools mid-turn (`tools/list_changed`): offer what is
+        // registered now (MCP schemas are cached per hub generation, so this is cheap). The text
+        // protocol described its tools in the system prompt once and keeps them.
+        if !work.text_protocol
+            && self.tools.mcp_source().is_some()
+            && let Some(t) = &work.tools
+        {
+            work.schemas = self.tools.schemas_for(&t.filter, &t.context);
+        }
         let parse_text_calls = work.parses_text_calls(budget_spent);
         match self.call_with_fallback(work.chat_request(budget_spent), &mut work.chain, parse_text_calls, tx).await {
             Err(ProviderError::ContextOverflow(detail)) => match &work.compression {

@@ -160,6 +160,9 @@ pub(crate) struct Slot {
     status: Mutex<SlotStatus>,
     #[cfg(feature = "mcp")]
     peer: Mutex<Option<transport::McpPeer>>,
+    /// `true` while the supervisor re-lists after `tools/list_changed`.
+    #[cfg(feature = "mcp")]
+    relisting: tokio::sync::watch::Sender<bool>,
     breaker: Mutex<breaker::Breaker>,
 }
 
@@ -190,6 +193,8 @@ impl Slot {
             status: Mutex::new(SlotStatus { state, last_error: None, tools: Vec::new(), resources: false, prompts: false }),
             #[cfg(feature = "mcp")]
             peer: Mutex::new(None),
+            #[cfg(feature = "mcp")]
+            relisting: tokio::sync::watch::channel(false).0,
             breaker: Mutex::new(breaker::Breaker::new(threshold, cooldown)),
         }
     }
@@ -230,11 +235,6 @@ impl Slot {
     fn tool_count(&self) -> usize {
         let status = self.lock_status();
         status.tools.len() + 2 * usize::from(status.resources) + 2 * usize::from(status.prompts)
-    }
-
-    #[cfg(feature = "mcp")]
-    fn breaker_reset(&self) {
-        lock(&self.breaker).record_success();
     }
 }
 
@@ -449,17 +449,19 @@ async fn call_slot(slot: &Slot, _name: &str, _target: &Target, _arguments: Value
 
 #[cfg(feature = "mcp")]
 async fn call_slot(slot: &Slot, name: &str, target: &Target, arguments: Value, cancel: &CancellationToken) -> McpOutcome {
-    let peer = lock(&slot.peer).clone();
-    let Some(peer) = peer else {
-        let last_error = slot.lock_status().last_error.clone();
-        return McpOutcome { content: result::not_connected(&slot.name, last_error.as_deref()), is_error: true };
-    };
+    // The breaker first: while it is open the answer is the same whether or not the server is
+    // reconnected at this moment (a server that dies on every call is both, in turn).
     {
         let breaker = lock(&slot.breaker);
         if let Some(left) = breaker.open_for(Instant::now()) {
             return McpOutcome { content: result::breaker_open(&slot.name, breaker.failures(), left.as_secs().max(1)), is_error: true };
         }
     }
+    let peer = lock(&slot.peer).clone();
+    let Some(peer) = peer else {
+        let last_error = slot.lock_status().last_error.clone();
+        return McpOutcome { content: result::not_connected(&slot.name, last_error.as_deref()), is_error: true };
+    };
     let limit = slot.config.call_timeout();
     let call = async {
         match target {
@@ -483,14 +485,18 @@ async fn call_slot(slot: &Slot, name: &str, target: &Target, arguments: Value, c
         )),
         Ok(Err(transport::CallError::Transport(e))) => {
             lock(&slot.breaker).record_failure(Instant::now());
-            failure(&format!("MCP server '{}' transport error: {e}", slot.name))
+            // The detail may carry what an HTTP server answered.
+            failure(&format!("MCP server '{}' transport error: {}", slot.name, result::server_words(&e)))
         }
         Ok(Err(transport::CallError::Refused(e))) => {
             lock(&slot.breaker).record_success();
-            failure(&format!("MCP server '{}' refused the call: {e}", slot.name))
+            failure(&format!("MCP server '{}' refused the call: {}", slot.name, result::server_words(&e)))
         }
         Ok(Ok((content, is_error))) => {
             lock(&slot.breaker).record_success();
+            // A server that changed its tools announced it before this answer: let the re-list
+            // land first, so the model's next request offers the new tools.
+            let _ = tokio::time::timeout(limit, slot.relisting.subscribe().wait_for(|busy| !*busy)).await;
             McpOutcome { content, is_error }
         }
     }

@@ -1,7 +1,8 @@
 //! What the model reads back from an MCP call, shaped as Hermes shapes it (`{"result": …}` or
 //! `{"error": …}`), with Unicode tag characters stripped (hidden prompt injection) and
 //! credentials redacted from every error; and the fixed answers for a server that is down or
-//! whose breaker is open.
+//! whose breaker is open. What the server said is marked ([`server_words`]) so the tool registry
+//! fences exactly those words as untrusted, and none of hermes' own around them.
 
 use serde_json::{Value, json};
 use std::sync::LazyLock;
@@ -16,7 +17,8 @@ static SECRETS: LazyLock<Vec<(regex::Regex, &'static str)>> = LazyLock::new(|| {
         (r"ghp_[A-Za-z0-9]{4,}|github_pat_[A-Za-z0-9_]{4,}", "[REDACTED]"),
         (r"sk-[A-Za-z0-9_\-]{4,}", "[REDACTED]"),
         (r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+", "${1}[REDACTED]"),
-        (r"(?i)((?:token|key|password|secret)=)[^\s&,;]+", "${1}[REDACTED]"),
+        // Stops at the untrusted-text markers too, so a redacted value never swallows a mark's end.
+        (r"(?i)((?:token|key|password|secret)=)[^\s&,;\x{E000}\x{E001}]+", "${1}[REDACTED]"),
     ]
     .into_iter()
     // The patterns are constants checked by the redaction tests.
@@ -27,6 +29,14 @@ static SECRETS: LazyLock<Vec<(regex::Regex, &'static str)>> = LazyLock::new(|| {
 /// `text` with credential-shaped values replaced by `[REDACTED]`.
 pub(crate) fn redact(text: &str) -> String {
     SECRETS.iter().fold(text.to_string(), |acc, (re, with)| re.replace_all(&acc, *with).into_owned())
+}
+
+/// `text`, which the server sent (a result, an error message, a reason it gave), marked as
+/// untrusted (see [`hermes_adapter::untrusted`]): the registry fences the marked stretch and
+/// leaves hermes' own words around it as they are. Markers inside `text` are dropped, so the
+/// server cannot end its mark early.
+pub(crate) fn server_words(text: &str) -> String {
+    hermes_adapter::untrusted::mark(text)
 }
 
 /// `{"error": <redacted, cleaned message>}`.
@@ -59,7 +69,7 @@ pub(crate) fn shape(blocks: &[Block], structured: Option<&Value>, is_error: bool
         .collect::<Vec<_>>()
         .join("\n");
     if is_error {
-        let message = if text.is_empty() { "the MCP tool reported an error".to_string() } else { text };
+        let message = if text.is_empty() { "the MCP tool reported an error".to_string() } else { server_words(&text) };
         return (error_json(&message), true);
     }
     let structured = structured.map(clean_value);
@@ -83,7 +93,8 @@ fn clean_value(value: &Value) -> Value {
 
 /// The answer while a server is not connected: at once, never a wait.
 pub(crate) fn not_connected(server: &str, last_error: Option<&str>) -> String {
-    let cause = last_error.map(|e| format!("; last error: {e}")).unwrap_or_default();
+    // The last error may quote the server (a JSON-RPC error from initialize, an HTTP body).
+    let cause = last_error.map(|e| format!("; last error: {}", server_words(e))).unwrap_or_default();
     error_json(&format!(
         "MCP server '{server}' is not connected (reconnecting{cause}). Do not retry this tool now; use alternative \
          approaches or tell the user the MCP server is unavailable."

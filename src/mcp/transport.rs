@@ -92,11 +92,38 @@ pub(crate) struct Offer {
 }
 
 pub(crate) async fn list(peer: &McpPeer) -> Result<Offer, String> {
-    let tools = peer.list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
-    let tools = tools.into_iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
+    let tools = list_tools_raw(peer).await?;
     let info = peer.peer_info().and_then(|i| serde_json::to_value(&*i).ok()).unwrap_or_default();
     let capabilities = &info["capabilities"];
     Ok(Offer { tools, resources: !capabilities["resources"].is_null(), prompts: !capabilities["prompts"].is_null() })
+}
+
+/// Every page of `tools/list` as wire JSON, one value per tool. Asked as a custom request so a
+/// tool rmcp's types refuse (a hostile or sloppy server: `readOnlyHint: "true"`, a schema that is
+/// not an object) cannot fail the whole listing; each tool is judged on its own when registered.
+async fn list_tools_raw(peer: &McpPeer) -> Result<Vec<Value>, String> {
+    use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
+    // A server that hands out cursors forever must not hold the listing forever.
+    const MAX_PAGES: usize = 100;
+    let mut tools = Vec::new();
+    let mut cursor: Option<Value> = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor.take().map(|c| serde_json::json!({ "cursor": c }));
+        let request = ClientRequest::CustomRequest(CustomRequest::new("tools/list", params));
+        let page = match peer.send_request(request).await.map_err(|e| format!("tools/list failed: {e}"))? {
+            ServerResult::ListToolsResult(page) => serde_json::to_value(page).map_err(|e| format!("tools/list failed: {e}"))?,
+            ServerResult::CustomResult(page) => page.0,
+            _ => return Err("tools/list failed: the answer is not a tool list".into()),
+        };
+        let Some(listed) = page["tools"].as_array() else { return Err("tools/list failed: the answer has no `tools` array".into()) };
+        tools.extend(listed.iter().cloned());
+        match page.get("nextCursor") {
+            Some(next) if !next.is_null() && !listed.is_empty() => cursor = Some(next.clone()),
+            _ => return Ok(tools),
+        }
+    }
+    tracing::warn!(pages = MAX_PAGES, tools = tools.len(), "MCP server's tools/list still had more pages; keeping what was listed");
+    Ok(tools)
 }
 
 /// Why a call failed: the transport (counts towards the breaker) or the server said no.

@@ -14,6 +14,7 @@ mod crash;
 mod doctor;
 mod external_adapter;
 mod hermes_compat;
+mod mcp_hostile;
 mod mcp_lifecycle;
 mod mcp_ops;
 mod mcp_tools;

@@ -227,8 +227,9 @@ impl ToolRegistry {
                 Err(out) => return out,
             };
             let out = mcp::call(mcp.source().as_ref(), &tool, ctx, arguments).await;
-            // The server's errors are its own words as much as its results: both are fenced.
-            return finish(ctx, name, out, true);
+            // Fenced: a result whole; an error only where it quotes the server (hermes' own
+            // refusals are instructions the model should follow).
+            return mcp::finish(ctx, name, out);
         }
         let Some(tool) = self.tools.get(name).filter(|t| t.allowed_by(filter)).map(|t| &t.tool) else {
             return ToolOutput::error(format!(
