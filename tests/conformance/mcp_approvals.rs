@@ -15,9 +15,9 @@ use crate::suite::{Run, launch};
 use crate::support::{eventually, peer};
 use crate::telegram::TelegramPeer;
 use hermes_fakes::{Reply, ToolCall};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PROMPT: &str = "MCP tool call requires approval";
 /// The user of every scenario (each peer allows users 1..=50).
@@ -37,19 +37,8 @@ async fn launch_with_fs<P: ChatPeer>(root: &Path, extra: &str) -> Run<P> {
         root = root.display().to_string()
     );
     let run = launch::<P>(&yaml).await;
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let health: Value = match client.get(format!("http://127.0.0.1:{admin_port}/health")).send().await {
-            Ok(r) => r.json().await.unwrap_or_default(),
-            Err(_) => Value::Null,
-        };
-        if health["mcp"].as_array().is_some_and(|s| s.iter().any(|s| s["name"] == "fs" && s["state"] == "connected")) {
-            return run;
-        }
-        assert!(Instant::now() < deadline, "{}: fs did not connect: {health}\n{}", P::PLATFORM, run.gateway.log_text());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::support::wait_mcp_connected(admin_port, "fs", &run.gateway).await;
+    run
 }
 
 /// A command as a user of `P` types it: Slack keeps `/` for its own commands, so its users type

@@ -7,11 +7,11 @@
 //! where nobody can approve, unfenced and with nothing sent; and a tool the server adds while
 //! connected (`notifications/tools/list_changed`) is offered in the very next request.
 
-use crate::support::{API_KEY, Setup, free_port, peer};
+use crate::support::{API_KEY, Setup, free_port, peer, wait_mcp_connected};
 use hermes_fakes::{FakeLlm, RecordedRequest, Reply, ToolCall};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The cap every tool result is cut to (`ToolSettings::max_result_chars`).
 const RESULT_CAP: usize = 100_000;
@@ -49,22 +49,6 @@ fn only_fenced(text: &str, needle: &str) -> bool {
     })
 }
 
-async fn wait_connected(admin_port: u16, server: &str, gateway: &crate::support::Gateway) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let health: Value = match reqwest::get(format!("http://127.0.0.1:{admin_port}/health")).await {
-            Ok(r) => r.json().await.unwrap_or_default(),
-            Err(_) => Value::Null,
-        };
-        let servers = health["mcp"].as_array().cloned().unwrap_or_default();
-        if servers.iter().any(|s| s["name"] == server && s["state"] == "connected") {
-            return;
-        }
-        assert!(Instant::now() < deadline, "MCP server {server} did not connect: {health}\n{}", gateway.log_text());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn call(id: &str, tool: &str, arguments: Value) -> ToolCall {
     ToolCall::new(id, format!("mcp__hostile__{tool}"), arguments.to_string())
 }
@@ -84,7 +68,7 @@ async fn a_hostile_server_reaches_the_model_cleaned_fenced_bounded_and_its_new_t
         calls = calls.display().to_string(),
     ));
     let gateway = setup.start().await;
-    wait_connected(admin_port, "hostile", &gateway).await;
+    wait_mcp_connected(admin_port, "hostile", &gateway).await;
 
     llm.push(Reply::ToolCalls(vec![
         call("notes", "fetch_notes", json!({})),

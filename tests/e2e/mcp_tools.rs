@@ -5,33 +5,15 @@
 //! answer in the next request's tool message, and an untrusted write from the API server refused
 //! cleanly (nobody there can approve it) with nothing written, while a read runs.
 
-use crate::support::{API_KEY, Setup, free_port, peer, unfenced};
+use crate::support::{API_KEY, Setup, free_port, peer, unfenced, wait_mcp_connected};
 use hermes_fakes::{FakeLlm, Reply, ToolCall};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The names in one LLM request's `tools[]`.
 fn offered(request: &hermes_fakes::RecordedRequest) -> Vec<String> {
     let tools = request.body["tools"].as_array().cloned().unwrap_or_default();
     tools.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect()
-}
-
-/// Wait until the admin listener reports MCP server `server` connected.
-async fn wait_connected(admin_port: u16, server: &str, gateway: &crate::support::Gateway) {
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let health: Value = match client.get(format!("http://127.0.0.1:{admin_port}/health")).send().await {
-            Ok(r) => r.json().await.unwrap_or_default(),
-            Err(_) => Value::Null,
-        };
-        let servers = health["mcp"].as_array().cloned().unwrap_or_default();
-        if servers.iter().any(|s| s["name"] == server && s["state"] == "connected") {
-            return;
-        }
-        assert!(Instant::now() < deadline, "MCP server {server} did not connect: {health}\n{}", gateway.log_text());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// One non-streamed chat completion on the API server.
@@ -74,8 +56,8 @@ async fn the_model_is_offered_mcp_tools_and_reads_the_servers_real_answer() {
         never = never_started.display().to_string(),
     ));
     let gateway = setup.start().await;
-    wait_connected(admin_port, "everything", &gateway).await;
-    wait_connected(admin_port, "fs", &gateway).await;
+    wait_mcp_connected(admin_port, "everything", &gateway).await;
+    wait_mcp_connected(admin_port, "fs", &gateway).await;
 
     llm.push(Reply::ToolCalls(vec![ToolCall::new("c1", "mcp__everything__get_sum", json!({"a": 2, "b": 40}).to_string())]));
     llm.push(Reply::text("the sum is 42"));
@@ -111,7 +93,7 @@ async fn no_mcp_takes_every_mcp_tool_off_that_platform() {
          mcp_servers:\n  everything:\n    command: node\n    args: [{everything:?}, stdio]\n"
     ));
     let gateway = setup.start().await;
-    wait_connected(admin_port, "everything", &gateway).await;
+    wait_mcp_connected(admin_port, "everything", &gateway).await;
     ask(&setup, "hello").await;
     let tools = offered(&llm.requests()[0]);
     assert!(tools.iter().any(|t| t == "terminal"), "{tools:?}");
@@ -132,7 +114,7 @@ async fn an_untrusted_write_from_the_api_session_stream_is_refused_cleanly_and_a
          mcp_servers:\n  fs:\n    command: node\n    args: [{filesystem:?}, {root_text:?}]\n    trust: untrusted\n"
     ));
     let gateway = setup.start().await;
-    wait_connected(admin_port, "fs", &gateway).await;
+    wait_mcp_connected(admin_port, "fs", &gateway).await;
 
     let written = root.path().join("written.txt");
     let write = json!({"path": written.display().to_string(), "content": "hello"}).to_string();

@@ -246,3 +246,21 @@ pub(crate) fn not_run(test: &str, why: &str) {
         assert!(written.is_ok(), "cannot record the skipped test in {}: {written:?}", std::path::Path::new(&path).display());
     }
 }
+
+/// Wait until the admin listener reports MCP server `server` connected.
+pub(crate) async fn wait_mcp_connected(admin_port: u16, server: &str, gateway: &Gateway) {
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let health: serde_json::Value = match client.get(format!("http://127.0.0.1:{admin_port}/health")).send().await {
+            Ok(r) => r.json().await.unwrap_or_default(),
+            Err(_) => serde_json::Value::Null,
+        };
+        let servers = health["mcp"].as_array().cloned().unwrap_or_default();
+        if servers.iter().any(|s| s["name"] == server && s["state"] == "connected") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "MCP server {server} did not connect: {health}\n{}", gateway.log_text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
