@@ -197,7 +197,7 @@ async fn a_message_is_sent_once_per_key_and_only_where_a_message_can_go() {
     assert_eq!(*s.chat.sent.lock().unwrap(), ["from the operator"], "a retry with the same key posts nothing new");
 
     let refused = s.tool("messages_send", json!({"conversation_id": api, "text": "x"})).await.unwrap_err();
-    assert!(refused.contains("`api_server` is not connected"), "a platform this gateway does not run: {refused}");
+    assert!(refused.contains("`api_server` is not a platform this gateway runs"), "a platform this gateway does not run: {refused}");
     let unknown = s.tool("messages_send", json!({"conversation_id": "agent:main:chat:dm:999", "text": "x"})).await.unwrap_err();
     assert!(unknown.contains("no conversation"), "{unknown}");
     let bad_key = s.tool("messages_send", json!({"conversation_id": chat, "text": "x", "idempotency_key": "a b/../c"})).await.unwrap_err();

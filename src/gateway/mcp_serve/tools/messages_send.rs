@@ -1,10 +1,12 @@
 //! `messages_send`: post a message into a conversation the gateway has, through the outbox (so
 //! it is chunked for the platform, survives an outage, and is sent once per idempotency key).
 //! Only where `send_message` would let an admin post: into a known conversation, on a platform
-//! that is connected and can receive a message outside a request (not the API server, not a
-//! webhook). Text only: a `MEDIA:` tag, which would attach a file from the gateway's cache or
-//! working folder (other users' downloads among them), is refused. The message is not added to the agent's transcript: it may be in the middle of a
-//! turn, and a stranger's words between its tool calls would break the conversation.
+//! this gateway runs that can receive a message outside a request (not the API server, not a
+//! webhook); while that platform is down the message waits in the outbox. Text only: a `MEDIA:`
+//! tag, which would attach a file from the gateway's cache or working folder (other users'
+//! downloads among them), is refused. The message is not added to the agent's transcript: it
+//! may be in the middle of a turn, and a stranger's words between its tool calls would break
+//! the conversation.
 
 use super::{ServeTool, ToolFailure, conversation, optional_str, required_str};
 use crate::gateway::delivery::outbound::Delivery;
@@ -103,10 +105,13 @@ fn idempotency_key(args: &Value) -> Result<String, ToolFailure> {
     Ok(key.to_string())
 }
 
-/// Refused unless the platform is connected and takes messages outside a request.
+/// Refused unless this gateway runs the platform and it takes messages outside a request.
 fn reachable(handles: &ServeHandles, target: &ChatTarget) -> Result<(), ToolFailure> {
     let Some(adapter) = handles.deliverer.adapter(target.platform.as_str()) else {
-        return Err(ToolFailure::Refused(format!("`{}` is not connected to this gateway", target.platform)));
+        return Err(ToolFailure::Refused(format!(
+            "`{}` is not a platform this gateway runs (enable it, or pick another conversation)",
+            target.platform
+        )));
     };
     if !adapter.capabilities().supports_async_delivery {
         return Err(ToolFailure::Refused(format!(
