@@ -293,6 +293,17 @@ fn hostile_script() -> String {
     format!("{}/tests/fixtures/mcp/hostile.py", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The hostile server as `hostile`, with `settings` (YAML lines at the entry's indent), marked
+/// with `mark` and recording its calls in `calls`.
+fn hostile_yaml(settings: &str, mark: &str, calls: &std::path::Path) -> String {
+    format!(
+        "hostile:\n  command: '{}'\n  args: ['{}']\n{settings}  env: {{HERMES_MCP_TEST_MARK: {mark}, HOSTILE_CALLS: '{}'}}\n",
+        python(),
+        hostile_script(),
+        calls.display()
+    )
+}
+
 /// Whether `text` holds a Unicode tag character (U+E0000–U+E007F).
 fn has_tags(text: &str) -> bool {
     text.chars().any(|c| ('\u{E0000}'..='\u{E007F}').contains(&c))
@@ -308,12 +319,7 @@ async fn a_hostile_server_is_cleaned_flagged_repaired_and_its_new_tool_appears_l
     let mark = marker();
     let scratch = tempfile::tempdir().expect("tempdir");
     let calls = scratch.path().join("calls");
-    let yaml = format!(
-        "hostile:\n  command: '{}'\n  args: ['{}']\n  trust: untrusted\n  env: {{HERMES_MCP_TEST_MARK: {mark}, HOSTILE_CALLS: '{}'}}\n",
-        python(),
-        hostile_script(),
-        calls.display()
-    );
+    let yaml = hostile_yaml("  trust: untrusted\n", &mark, &calls);
     let running = start(&yaml, "");
     let hub = &running.hub;
     connected(hub, "hostile").await;
@@ -443,12 +449,7 @@ async fn a_stdio_server_dying_on_every_call_opens_the_breaker_across_reconnects_
     let mark = marker();
     let scratch = tempfile::tempdir().expect("tempdir");
     let calls = scratch.path().join("calls");
-    let yaml = format!(
-        "hostile:\n  command: '{}'\n  args: ['{}']\n  circuit_breaker: {{threshold: 2, cooldown: 1}}\n  env: {{HERMES_MCP_TEST_MARK: {mark}, HOSTILE_CALLS: '{}'}}\n",
-        python(),
-        hostile_script(),
-        calls.display()
-    );
+    let yaml = hostile_yaml("  circuit_breaker: {threshold: 2, cooldown: 1}\n", &mark, &calls);
     let running = start(&yaml, "");
     let hub = &running.hub;
     connected(hub, "hostile").await;
@@ -486,12 +487,7 @@ async fn a_server_that_announces_new_tools_and_never_lists_them_keeps_its_tools_
     let mark = marker();
     let scratch = tempfile::tempdir().expect("tempdir");
     let calls = scratch.path().join("calls");
-    let yaml = format!(
-        "hostile:\n  command: '{}'\n  args: ['{}']\n  timeout: 60\n  env: {{HERMES_MCP_TEST_MARK: {mark}, HOSTILE_CALLS: '{}'}}\n",
-        python(),
-        hostile_script(),
-        calls.display()
-    );
+    let yaml = hostile_yaml("  timeout: 60\n", &mark, &calls);
     let running = start(&yaml, "");
     connected(&running.hub, "hostile").await;
     let before = running.hub.tools();

@@ -4,11 +4,9 @@
 //! Telegram's long poll hangs and 200 again once it answers.
 
 use crate::peer::ChatPeer;
-use crate::support::{Gateway, Setup, free_port};
+use crate::support::{Gateway, Setup, free_port, promtool_check};
 use crate::telegram::TelegramPeer;
 use hermes_fakes::FakeLlm;
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Telegram enabled (with the API server and webhook the setup always has) and the admin
@@ -52,17 +50,6 @@ fn sample(text: &str, series: &str) -> f64 {
         .filter_map(|v| v.trim().parse::<f64>().ok())
         .next()
         .unwrap_or(0.0)
-}
-
-/// `promtool check metrics` on `text`: (accepted, what it said).
-fn promtool_check(text: &str) -> (bool, String) {
-    let spawned =
-        Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-    let mut child = spawned
-        .unwrap_or_else(|e| panic!("promtool is not installed ({e}); install Debian's `prometheus` package (tests/peers/install.sh does)"));
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,11 +4,9 @@
 //! `hermes gateway status` and `hermes doctor` while the gateway stays ready. The servers are
 //! real (server-everything over stdio, installed by `tests/peers/run.sh`).
 
-use crate::support::{API_KEY, Setup, free_port, peer};
+use crate::support::{API_KEY, Setup, free_port, peer, promtool_check};
 use hermes_fakes::FakeLlm;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The names in one LLM request's `tools[]`.
@@ -215,15 +213,4 @@ async fn a_server_that_is_down_is_reported_everywhere_while_the_gateway_stays_re
     assert!(out.lines().any(|l| l.starts_with("✓ mcp everything: connected, ") && l.ends_with("tool(s)")), "{out}");
     assert!(out.lines().any(|l| l.starts_with("✗ mcp ghost: down — ")), "{out}");
     assert!(out.contains("fix: check mcp_servers.ghost in config.yaml"), "{out}");
-}
-
-/// `promtool check metrics` on `text`: (accepted, what it said).
-fn promtool_check(text: &str) -> (bool, String) {
-    let spawned =
-        Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-    let mut child = spawned
-        .unwrap_or_else(|e| panic!("promtool is not installed ({e}); install Debian's `prometheus` package (tests/peers/install.sh does)"));
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }

@@ -264,3 +264,14 @@ pub(crate) async fn wait_mcp_connected(admin_port: u16, server: &str, gateway: &
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// `promtool check metrics` on `text`: (accepted, what it said).
+pub(crate) fn promtool_check(text: &str) -> (bool, String) {
+    let spawned =
+        Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let mut child = spawned
+        .unwrap_or_else(|e| panic!("promtool is not installed ({e}); install Debian's `prometheus` package (tests/peers/install.sh does)"));
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}

@@ -19,15 +19,7 @@ async fn decide(yaml: &str, platform: &str, interactive: bool, command: &str) ->
     let (dir, gateway) =
         crate::gateway::tests::support::gateway(config, chat.clone(), Arc::new(crate::gateway::tests::support::NoModel)).await;
     gateway.actors.commands.approvals.board.set_yolo("k", yaml.contains("# yolo"));
-    let scope = SessionScope {
-        session_key: "k".into(),
-        platform: platform.into(),
-        chat_id: "c1".into(),
-        interactive,
-        // What a cron run's scope will say (the policy reads the flag, not the platform name).
-        scheduled: platform == "cron",
-        ..SessionScope::default()
-    };
+    let scope = tool_scope(platform, interactive);
     let context = gateway.turns().tools.context(scope, "turn-1", Arc::new(Fence::default()), CancellationToken::new());
     let request = CommandRequest { command, workdir: Path::new(&context.paths.workdir), sandboxed: true, leave_sandbox: None };
     let decision = context.approval.check_command(&context.scope, &request, &context.cancel).await;
@@ -102,6 +94,8 @@ async fn tool_call_rig(yaml: &str) -> (tempfile::TempDir, crate::gateway::tests:
     (dir, gateway, chat)
 }
 
+/// The scope of a turn in chat `c1` of `platform` (`cron`: a scheduled run; the policy reads
+/// the flag, not the platform name).
 fn tool_scope(platform: &str, interactive: bool) -> SessionScope {
     SessionScope {
         session_key: "k".into(),
