@@ -149,19 +149,7 @@ async fn everything_over_stdio_lists_prefixed_tools_filters_globs_and_adds() {
 /// The orders script on a free port of 127.0.0.1, killed when dropped.
 async fn orders_over_http() -> (tokio::process::Child, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
-    let child = tokio::process::Command::new(python())
-        .args([orders_script(), "http".into(), port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("python orders.py");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(Instant::now() < deadline, "orders.py never listened on {port}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    (child, port)
+    (orders_on(port).await, port)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
