@@ -13,6 +13,8 @@
 //!   gateway only through the [`cron::run::CronHost`] trait the gateway implements.
 //! - [`agent`]: the model-calling loop ([`agent::run_loop`]), providers, tools, memory, skills,
 //!   the prompt. It knows no gateway: the outward tools call a [`agent::tools::ToolHost`].
+//! - [`media`]: speech to text, text to speech and image preparation, the engines the turn and
+//!   delivery use for voice notes and pictures; it knows no gateway.
 //! - [`store`]: sessions, messages with search, routing, inbox, outbox, usage and claims, as one
 //!   trait per concern ([`store::Inbox`], [`store::Outbox`], …) with SQLite behind them. The
 //!   only module that speaks SQL.
@@ -96,6 +98,7 @@ pub mod cron;
 pub(crate) mod fs_atomic;
 pub mod gateway;
 pub mod mcp;
+pub mod media;
 pub(crate) mod observe;
 pub mod registry;
 pub mod store;

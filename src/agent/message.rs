@@ -51,11 +51,42 @@ pub struct ChatMessage {
     pub tool_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// Pictures that go with a user's message (or a tool's result), already prepared to the
+    /// providers' limits. Only those with [`ImagePart::data`] are sent; the rest are named in text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImagePart>,
+}
+
+/// One prepared image: a JPEG or PNG in the media cache, small enough for every provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImagePart {
+    /// `image/jpeg` or `image/png`.
+    pub media_type: String,
+    /// The prepared file in the media cache (the original is kept beside it).
+    pub path: String,
+    pub width: u32,
+    pub height: u32,
+    /// The file, base64, when this request carries it; `None` leaves a line of text instead
+    /// (an older image past the request's budget, or a file pruned from the cache).
+    #[serde(skip)]
+    pub data: Option<std::sync::Arc<str>>,
+}
+
+impl ImagePart {
+    /// `data:image/jpeg;base64,...` for OpenAI's `image_url`.
+    pub fn data_url(&self) -> Option<String> {
+        self.data.as_ref().map(|d| format!("data:{};base64,{d}", self.media_type))
+    }
+
+    /// The line a model reads in place of an image it is not sent.
+    pub fn placeholder(&self) -> String {
+        format!("[an image the user sent earlier ({}x{}), no longer attached]", self.width, self.height)
+    }
 }
 
 impl ChatMessage {
     pub fn new(role: Role, content: impl Into<String>) -> Self {
-        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, tool_name: None }
+        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, tool_name: None, images: Vec::new() }
     }
     pub fn system(content: impl Into<String>) -> Self {
         Self::new(Role::System, content)

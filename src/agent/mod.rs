@@ -19,6 +19,6 @@ pub mod tools;
 #[cfg(test)]
 mod tests;
 
-pub use message::{ChatMessage, Role, ToolCallRequest};
+pub use message::{ChatMessage, ImagePart, Role, ToolCallRequest};
 pub use providers::{ChatProvider, ModelSpec, ProviderError};
 pub use run_loop::{Agent, SteeringInbox, TurnEvent, TurnOutcome, TurnRequest, TurnTools, is_silence};

@@ -60,6 +60,8 @@ pub struct AuxiliaryConfig {
     pub compression: AuxiliaryModel,
     /// Judges flagged commands in `approvals.mode: smart`.
     pub approval: AuxiliaryModel,
+    /// Looks at images for a model that cannot (`vision_analyze`).
+    pub vision: AuxiliaryModel,
 }
 
 /// `terminal.*`: the local terminal tool.

@@ -31,6 +31,7 @@ mod home;
 mod load;
 mod mcp;
 mod mcp_serve;
+mod media;
 mod model;
 mod overrides;
 mod persist;
@@ -67,6 +68,7 @@ pub use load::{Loaded, load, load_str, load_str_with, load_with, parse_yaml};
 pub(crate) use mcp::check_mcp_servers as mcp_check;
 pub use mcp::{McpBreakerConfig, McpServerConfig, McpServers, McpToolsConfig};
 pub use mcp_serve::{DEFAULT_MCP_SERVE_PORT, MCP_SERVE_KEY_VAR, McpServeConfig, McpServeListen};
+pub use media::{MediaSettings, SpeechProvider, SttConfig, TtsConfig, VisionConfig, VisionMode};
 pub use model::{ModelConfig, ToolProtocol};
 pub use overrides::CORE_ENV_VARS;
 pub use persist::{

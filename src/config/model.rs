@@ -36,6 +36,9 @@ pub struct ModelConfig {
     pub persist_switch_by_default: bool,
     /// Prices per model for cost accounting.
     pub pricing: BTreeMap<String, Price>,
+    /// Whether the model is given images (`auto`: the provider's model info, else a built-in
+    /// table); without vision, `vision_analyze` asks `auxiliary.vision` instead.
+    pub vision: super::media::VisionMode,
 }
 
 impl Default for ModelConfig {
@@ -51,6 +54,7 @@ impl Default for ModelConfig {
             choices: Vec::new(),
             persist_switch_by_default: false,
             pricing: BTreeMap::new(),
+            vision: super::media::VisionMode::Auto,
         }
     }
 }

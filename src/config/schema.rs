@@ -47,6 +47,12 @@ pub struct Config {
     pub mcp_servers: super::mcp::McpServers,
     /// The gateway's own MCP server for other MCP clients (`mcp_serve`).
     pub mcp_serve: super::mcp_serve::McpServeConfig,
+    /// Speech to text for voice notes and audio files.
+    pub stt: super::media::SttConfig,
+    /// Text to speech for `/voice on|only`.
+    pub tts: super::media::TtsConfig,
+    /// Images in: limits and how many stay in a conversation.
+    pub vision: super::media::VisionConfig,
     /// IANA zone (`Europe/Paris`) for cron and daily resets; `None` = the host's local time.
     #[serde(deserialize_with = "opt_stringish")]
     pub timezone: Option<String>,
@@ -100,11 +106,22 @@ impl Config {
         }
     }
 
+    /// Every limit and section the media stages read.
+    pub fn media(&self) -> super::media::MediaSettings<'_> {
+        super::media::MediaSettings { stt: &self.stt, vision: &self.vision }
+    }
+
     /// Every configured secret value, for the log redactor: these strings never reach a log line.
     pub fn secret_values(&self) -> Vec<String> {
         let p = &self.platforms;
-        let mut all =
-            vec![self.model.api_key.as_ref(), self.auxiliary.compression.api_key.as_ref(), self.auxiliary.approval.api_key.as_ref()];
+        let mut all = vec![
+            self.model.api_key.as_ref(),
+            self.auxiliary.compression.api_key.as_ref(),
+            self.auxiliary.approval.api_key.as_ref(),
+            self.auxiliary.vision.api_key.as_ref(),
+            self.stt.api_key.as_ref(),
+            self.tts.api_key.as_ref(),
+        ];
         all.extend(self.fallback_providers.iter().map(|f| f.api_key.as_ref()));
         all.extend(p.others.values().flat_map(|o| [o.token.as_ref(), o.api_key.as_ref()]));
         let mut out: Vec<String> = all.into_iter().flatten().filter(|s| !s.is_empty()).map(|s| s.expose().to_string()).collect();

@@ -39,7 +39,8 @@ impl Config {
         self.check_compression()?;
         self.check_toolset_names()?;
         super::mcp::check_mcp_servers(&self.mcp_servers)?;
-        self.mcp_serve.check()
+        self.mcp_serve.check()?;
+        super::media::check(&self.stt, &self.tts, &self.vision)
     }
 
     /// Ports, concurrency caps, memory and retry window.

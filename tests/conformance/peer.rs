@@ -25,6 +25,33 @@ pub(crate) struct Posted {
     pub styles: Vec<String>,
 }
 
+/// What a user sends as a file (issue 37): a voice note, an audio file or a picture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MediaKind {
+    /// Recorded in the chat app (Telegram voice, Discord voice message, Matrix MSC3245 voice,
+    /// Slack audio clip); on email, an `audio/ogg` attachment.
+    Voice,
+    /// A music or audio file sent as such.
+    Audio,
+    /// A photo (Telegram `photo`, an image attachment elsewhere).
+    Photo,
+}
+
+/// A file a user sends, with what the platform declares about it before anyone downloads it.
+#[derive(Debug, Clone)]
+pub(crate) struct Media {
+    pub kind: MediaKind,
+    pub bytes: Vec<u8>,
+    /// `audio/ogg`, `image/png`, ...
+    pub mime: &'static str,
+    pub file_name: String,
+    /// The duration the platform reports; `None`: the platform reports none.
+    pub declared_secs: Option<u32>,
+    /// The size the platform reports, when a test makes it differ from `bytes.len()` (a lie or a
+    /// huge file the fake never really holds); `None`: the real size.
+    pub declared_bytes: Option<u64>,
+}
+
 #[allow(async_fn_in_trait)]
 pub(crate) trait ChatPeer: Sized + Send + Sync + 'static {
     const PLATFORM: &'static str;
@@ -81,4 +108,23 @@ pub(crate) trait ChatPeer: Sized + Send + Sync + 'static {
     async fn interrupt_connection(&self);
     /// Deliver updates of kinds the bot does not know, and malformed ones.
     fn inject_junk(&self);
+
+    /// User `n` sends `media` in their DM with the bot (as `dm` does for text), with `caption`
+    /// as its text where the platform has captions.
+    async fn dm_media(&self, user: u32, media: &Media, caption: &str) -> Chat {
+        // TEMPORARY while issue 37's platforms are built: each peer implements it.
+        let _ = (user, media, caption);
+        unimplemented!("{}: dm_media", Self::PLATFORM)
+    }
+    /// How many bytes of users' files the platform has served to the bot so far (the fake's
+    /// download counter), so a test can show nothing was fetched past a limit.
+    fn media_bytes_served(&self) -> u64 {
+        unimplemented!("{}: media_bytes_served", Self::PLATFORM)
+    }
+    /// The voice notes the bot sent in `chat`, as the platform stored them (OGG/Opus bytes);
+    /// where the platform has no voice notes, the audio files it sent.
+    fn voice_sent(&self, chat: &Chat) -> Vec<Vec<u8>> {
+        let _ = chat;
+        unimplemented!("{}: voice_sent", Self::PLATFORM)
+    }
 }

@@ -109,6 +109,7 @@ impl Loopback {
             supports_files: false,
             read_live: true,
             people_reply: true,
+            voice_notes: false,
         };
         Self {
             platform: Platform::new("loopback"),

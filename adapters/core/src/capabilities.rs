@@ -89,6 +89,9 @@ pub struct Capabilities {
     /// or a question can wait for their answer. False where the other end is a program (a
     /// webhook sender, an HTTP client), which never answers one.
     pub people_reply: bool,
+    /// Plays a [`crate::FileKind::Voice`] file as a voice note (Telegram, Discord, Matrix);
+    /// elsewhere it arrives as an audio file. `/voice` says which.
+    pub voice_notes: bool,
 }
 
 impl Capabilities {
@@ -108,6 +111,7 @@ impl Capabilities {
             supports_files: false,
             read_live: false,
             people_reply: false,
+            voice_notes: false,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The normalized inbound event an adapter hands to the gateway.
 
+use crate::attachment::Attachment;
 use crate::outbound::ChatTarget;
 use crate::source::SessionSource;
 use chrono::{DateTime, Utc};
@@ -12,9 +13,9 @@ pub enum MessageKind {
     /// Plain text (also the kind of anything with no better fit).
     #[default]
     Text,
-    /// An image; the file is in `media_paths`, any caption in `text`.
+    /// An image; the file is in `attachments`, any caption in `text`.
     Photo,
-    /// A file sent as a document; the file is in `media_paths`.
+    /// A file sent as a document; the file is in `attachments`.
     Document,
     /// A music or audio file.
     Audio,
@@ -56,9 +57,10 @@ pub struct InboundEvent {
     /// What kind of message it was.
     #[serde(default)]
     pub kind: MessageKind,
-    /// Local paths of the attachments the adapter saved (in the [`crate::MediaCache`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub media_paths: Vec<String>,
+    /// The files that came with it: saved in the [`crate::MediaCache`], or refused and why.
+    /// (Events stored before attachments had a shape listed saved paths as `media_paths`.)
+    #[serde(default, alias = "media_paths", skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
     /// When the adapter received it.
     pub received_at: DateTime<Utc>,
     /// Earlier conversation supplied by the client, oldest first.
@@ -107,7 +109,7 @@ impl InboundEvent {
             message_id: None,
             text: text.into(),
             kind: MessageKind::Text,
-            media_paths: Vec::new(),
+            attachments: Vec::new(),
             received_at: Utc::now(),
             context: Vec::new(),
             channel_prompt: None,

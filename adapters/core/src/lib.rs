@@ -47,6 +47,7 @@
 // into this Cargo.toml would let the two drift apart.
 #![warn(missing_docs)]
 
+pub mod attachment;
 pub mod capabilities;
 pub mod chunk;
 pub mod context;
@@ -64,6 +65,7 @@ pub mod source;
 pub mod untrusted;
 pub mod values;
 
+pub use attachment::{Attachment, CappedWriter, MediaLimits, Refusal, SaveError, save_capped};
 pub use capabilities::{Capabilities, LengthUnit, MarkdownDialect, StreamStyle};
 pub use context::{
     AcceptError, AdapterContext, HealthReporter, InboundSink, SenderPolicy, SessionDirectory, SessionDirectoryError, StoredMessage,

@@ -16,17 +16,23 @@ pub enum FileKind {
     Image,
     /// Offered as a download.
     Document,
+    /// Spoken: an OGG/Opus voice note where the platform has them
+    /// ([`crate::Capabilities::voice_notes`]), else an audio file.
+    Voice,
 }
 
 /// A file to send with (or instead of) text; the path was checked by the gateway.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutboundFile {
     /// Where the file is on this machine; the adapter reads and uploads it.
     pub path: PathBuf,
     /// The name the recipient sees (the path's last component).
     pub file_name: String,
-    /// Whether it is shown as a picture or offered as a download.
+    /// Whether it is shown as a picture, offered as a download or played as a voice note.
     pub kind: FileKind,
+    /// A voice note's length in seconds (platforms show it before playing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_secs: Option<f64>,
 }
 
 impl OutboundFile {
@@ -36,7 +42,13 @@ impl OutboundFile {
         let extension = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
         let image = matches!(extension.as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp");
         let kind = if image && !as_document { FileKind::Image } else { FileKind::Document };
-        Self { path, file_name, kind }
+        Self { path, file_name, kind, duration_secs: None }
+    }
+
+    /// A voice note (OGG/Opus) the gateway made, `duration_secs` long.
+    pub fn voice(path: PathBuf, duration_secs: f64) -> Self {
+        let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "voice.ogg".to_string());
+        Self { path, file_name, kind: FileKind::Voice, duration_secs: Some(duration_secs) }
     }
 }
 

@@ -458,6 +458,10 @@ pub struct BuildContext<'a> {
     pub token: Option<&'a str>,
     /// Where inbound attachments are saved (a private [`crate::MediaCache`] folder).
     pub media_dir: &'a Path,
+    /// What may be fetched at all: sizes per kind and the longest voice note transcribed. An
+    /// adapter checks the platform's declared facts with [`crate::MediaLimits::admit`] before
+    /// downloading, and saves with [`crate::save_capped`].
+    pub media_limits: crate::MediaLimits,
     /// The platform's own private state folder (`HERMES_HOME/platforms/<name>`, not yet
     /// created): a sync token, a crypto store, the last mail seen.
     pub state_dir: &'a Path,

@@ -93,6 +93,7 @@ impl DiscordAdapter {
             supports_files: true,
             read_live: true,
             people_reply: true,
+            voice_notes: false,
         };
         let http = Arc::new(build_http(&settings, client.clone()));
         let pacer = Pacer::new(settings.budget.limits());

@@ -49,6 +49,7 @@ impl EmailAdapter {
             read_live: false,
             // But people answer mail: an approval prompt waits for their reply.
             people_reply: true,
+            voice_notes: false,
         };
         let store = StateStore::new(settings.state_dir.clone());
         let pacer = Pacer::new(settings.budget.limits());

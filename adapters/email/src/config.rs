@@ -331,6 +331,7 @@ mod tests {
         BuildContext {
             token: None,
             media_dir: Path::new("/tmp/m"),
+            media_limits: hermes_adapter::MediaLimits::default(),
             state_dir: Path::new("/tmp/s"),
             commands: &[],
             link_previews: false,

@@ -158,7 +158,16 @@ pub async fn event(raw: &[u8], sender: &Sender, settings: &EmailSettings, uid_va
                 if kind == MessageKind::Text {
                     kind = if image { MessageKind::Photo } else { MessageKind::Document };
                 }
-                media_paths.push(path.to_string_lossy().into_owned());
+                media_paths.push(
+                    hermes_adapter::Attachment::declared(
+                        if image { MessageKind::Photo } else { MessageKind::Document },
+                        name.clone(),
+                        None,
+                        None,
+                        None,
+                    )
+                    .saved(&path, contents.len() as u64),
+                );
             }
             Err(e) => notes.push(format!("[{name} could not be saved: {e}]")),
         }
@@ -168,7 +177,7 @@ pub async fn event(raw: &[u8], sender: &Sender, settings: &EmailSettings, uid_va
     }
     let mut event = InboundEvent::text(event_id(&own, &sender.address, message_id.as_deref(), uid_validity, uid), source(sender), text);
     event.message_id = message_id.clone();
-    event.media_paths = media_paths;
+    event.attachments = media_paths;
     event.kind = kind;
     Parsed { event, message_id, subject, references }
 }

@@ -173,8 +173,8 @@ async fn an_attachment_with_a_hostile_name_is_saved_inside_the_cache() {
     let events = inbox.wait_for(1).await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].text, "[Subject: a file]\n\nsee attached");
-    assert_eq!(events[0].media_paths.len(), 1);
-    let saved = std::path::PathBuf::from(&events[0].media_paths[0]);
+    assert_eq!(events[0].attachments.len(), 1);
+    let saved = std::path::PathBuf::from(events[0].attachments[0].path.as_deref().unwrap());
     let cache = dir.path().join("media").join("email");
     assert_eq!(saved.parent(), Some(cache.as_path()), "saved in the cache folder: {saved:?}");
     assert!(saved.file_name().unwrap().to_string_lossy().ends_with("-passwd"));

@@ -73,6 +73,7 @@ impl MatrixAdapter {
             supports_files: true,
             read_live: true,
             people_reply: true,
+            voice_notes: false,
         };
         let state = StateDir::new(settings.state_dir.clone());
         let prompts = Prompts::load(state.prompts_file());

@@ -289,6 +289,7 @@ mod tests {
         BuildContext {
             token,
             media_dir: Path::new("/tmp/m"),
+            media_limits: hermes_adapter::MediaLimits::default(),
             state_dir: Path::new("/tmp/s"),
             commands: &[],
             link_previews: false,

@@ -470,7 +470,10 @@ async fn message_event(
         let note = if ctx.sender_allowed(&source) {
             match media::save(client, attachment, &msg.event_id, &adapter.settings.media_dir, adapter.settings.max_media_bytes).await {
                 Saved::Path(path) => {
-                    media_paths.push(path.to_string_lossy().into_owned());
+                    media_paths.push(
+                        hermes_adapter::Attachment::declared(attachment.kind, attachment.name.clone(), None, attachment.size, None)
+                            .saved(&path, attachment.size.unwrap_or(0)),
+                    );
                     format!("[attached file {}]", untrusted::mark(&attachment.name))
                 }
                 Saved::Skipped(note) => note,
@@ -484,7 +487,7 @@ async fn message_event(
     let mut event = InboundEvent::text(format!("matrix:{}", msg.event_id), source, inbound::bounded(&text));
     event.message_id = Some(msg.event_id.clone());
     event.kind = kind;
-    event.media_paths = media_paths;
+    event.attachments = media_paths;
     Some(event)
 }
 

@@ -58,6 +58,7 @@ impl SlackAdapter {
             supports_files: true,
             read_live: true,
             people_reply: true,
+            voice_notes: false,
         };
         let pacer = Pacer::new(settings.budget.limits());
         Ok(Self {

@@ -93,6 +93,7 @@ impl TelegramAdapter {
             supports_files: true,
             read_live: true,
             people_reply: true,
+            voice_notes: false,
         };
         Ok(Self { platform: Platform::new("telegram"), capabilities, budget: Budget::new(settings.budget), settings, bot, poll_bot })
     }
@@ -191,7 +192,7 @@ impl TelegramAdapter {
                 }
                 request.await
             }
-            FileKind::Document => {
+            FileKind::Document | FileKind::Voice => {
                 let mut request = self.bot.send_document(ChatId(chat), input);
                 if let Some(c) = caption {
                     request = request.caption(c).parse_mode(ParseMode::Html);

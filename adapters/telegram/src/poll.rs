@@ -238,7 +238,10 @@ async fn prepare(adapter: &TelegramAdapter, ctx: &AdapterContext, me: &Identity,
             if let Some(attachment) = attachment {
                 let cache = MediaCache::new(&adapter.settings.media_dir);
                 match media::save(&adapter.bot, &attachment, &cache, adapter.settings.max_media_bytes).await {
-                    Saved::Path(path) => event.media_paths.push(path.to_string_lossy().into_owned()),
+                    Saved::Path(path) => event.attachments.push(
+                        hermes_adapter::Attachment::declared(attachment.kind, attachment.file_name.clone(), None, attachment.size, None)
+                            .saved(&path, attachment.size.unwrap_or(0)),
+                    ),
                     Saved::Skipped(note) => {
                         tracing::warn!(update_id = update.id.0, "{note}");
                         event.text = if event.text.is_empty() { note } else { format!("{}\n{note}", event.text) };

@@ -228,13 +228,13 @@ async fn photos_and_documents_are_saved_to_the_cache_and_oversized_ones_are_desc
     bot.fake.document(42, &alice, "big.bin", vec![0u8; 5000], Some("too big"));
     let events = bot.events(3).await;
     assert_eq!((events[0].kind, events[0].text.as_str()), (MessageKind::Photo, "what is this?"));
-    let photo = std::path::Path::new(&events[0].media_paths[0]);
+    let photo = std::path::Path::new(events[0].attachments[0].path.as_deref().unwrap());
     assert!(photo.starts_with(bot.media.path().join("images")));
     assert_eq!(std::fs::read(photo).unwrap(), vec![7u8; 300]);
-    let doc = std::path::Path::new(&events[1].media_paths[0]);
+    let doc = std::path::Path::new(events[1].attachments[0].path.as_deref().unwrap());
     assert!(doc.starts_with(bot.media.path().join("documents")), "a crafted file name stays inside the cache: {doc:?}");
     assert_eq!(std::fs::read(doc).unwrap(), b"hello file");
-    assert!(events[2].media_paths.is_empty());
+    assert!(events[2].attachments.is_empty());
     assert!(events[2].text.contains("big.bin was not downloaded: larger than"), "{}", events[2].text);
     bot.stop().await.unwrap();
 }
@@ -248,11 +248,11 @@ async fn a_strangers_attachments_are_never_fetched_but_the_message_is_still_stor
     bot.fake.document(STRANGER, &stranger, "payload.bin", vec![2u8; 300], None);
     bot.fake.document(42, &alice, "notes.txt", b"mine".to_vec(), None);
     let events = bot.events(3).await;
-    assert!(events[0].media_paths.is_empty() && events[1].media_paths.is_empty(), "{events:#?}");
+    assert!(events[0].attachments.is_empty() && events[1].attachments.is_empty(), "{events:#?}");
     assert_eq!(events[0].text, "look", "the stranger's message reaches the gateway, which denies and logs it");
     assert_eq!(bot.fake.call_count("getFile"), 1, "only the allowed sender's file was looked up");
     assert_eq!(bot.fake.downloads().len(), 1, "only the allowed sender's file was downloaded");
-    let saved = std::path::Path::new(&events[2].media_paths[0]);
+    let saved = std::path::Path::new(events[2].attachments[0].path.as_deref().unwrap());
     assert_eq!(std::fs::read(saved).unwrap(), b"mine");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(saved).unwrap().permissions().mode() & 0o777, 0o600, "a saved file is private");

@@ -116,7 +116,7 @@ fn message_blocks(m: &ChatMessage) -> (&'static str, Vec<Value>) {
     let text = |prefix: &str| if m.content.is_empty() { None } else { Some(text_block(format!("{prefix}{}", m.content))) };
     match m.role {
         Role::System => ("user", text(SYSTEM_NOTE_PREFIX).into_iter().collect()),
-        Role::User => ("user", text("").into_iter().collect()),
+        Role::User => ("user", user_blocks(m)),
         Role::Assistant => {
             let mut blocks: Vec<Value> = text("").into_iter().collect();
             blocks.extend(
@@ -142,6 +142,26 @@ fn message_blocks(m: &ChatMessage) -> (&'static str, Vec<Value>) {
             }
         },
     }
+}
+
+/// Images first (Anthropic's advice), then the text; an image without data becomes a line of
+/// text.
+fn user_blocks(m: &ChatMessage) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    let mut text = m.content.clone();
+    for image in &m.images {
+        match &image.data {
+            Some(data) => {
+                blocks.push(json!({ "type": "image", "source": { "type": "base64", "media_type": image.media_type, "data": &**data } }))
+            }
+            None => text = format!("{text}\n{}", image.placeholder()),
+        }
+    }
+    let text = text.trim_start_matches('\n');
+    if !text.is_empty() {
+        blocks.push(text_block(text.to_string()));
+    }
+    blocks
 }
 
 fn ephemeral() -> Value {

@@ -51,11 +51,31 @@ struct StreamOptions {
 struct WireMessage<'a> {
     role: &'static str,
     /// `null` for an assistant message that only calls tools.
-    content: Option<&'a str>,
+    content: Option<WireContent<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCall<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
+}
+
+/// A string, or text and image parts for a message that carries images.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(&'a str),
+    Parts(Vec<WirePart>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart {
+    Text { text: String },
+    ImageUrl { image_url: WireImageUrl },
+}
+
+#[derive(Serialize)]
+struct WireImageUrl {
+    url: String,
 }
 
 #[derive(Serialize)]
@@ -88,7 +108,7 @@ fn wire_message(m: &ChatMessage) -> WireMessage<'_> {
     let calls_tools = m.role == Role::Assistant && !m.tool_calls.is_empty();
     WireMessage {
         role: m.role.as_str(),
-        content: if calls_tools && m.content.is_empty() { None } else { Some(&m.content) },
+        content: if calls_tools && m.content.is_empty() { None } else { Some(wire_content(m)) },
         tool_calls: if calls_tools {
             m.tool_calls
                 .iter()
@@ -103,6 +123,27 @@ fn wire_message(m: &ChatMessage) -> WireMessage<'_> {
         },
         tool_call_id: if m.role == Role::Tool { m.tool_call_id.as_deref() } else { None },
     }
+}
+
+/// Text alone, or (only where a user message carries images) the text first, then each image
+/// as an `image_url` data URL; an image without data becomes a line of text. Tool messages
+/// stay strings: the chat completions API takes no images there.
+fn wire_content(m: &ChatMessage) -> WireContent<'_> {
+    if m.images.is_empty() || m.role != Role::User {
+        return WireContent::Text(&m.content);
+    }
+    let mut parts = Vec::with_capacity(m.images.len() + 1);
+    let mut text = m.content.clone();
+    for image in &m.images {
+        match image.data_url() {
+            Some(url) => parts.push(WirePart::ImageUrl { image_url: WireImageUrl { url } }),
+            None => text = format!("{text}\n{}", image.placeholder()),
+        }
+    }
+    if !text.is_empty() {
+        parts.insert(0, WirePart::Text { text });
+    }
+    WireContent::Parts(parts)
 }
 
 /// The request body; public so tests and benchmarks can see what goes on the wire.

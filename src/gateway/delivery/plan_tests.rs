@@ -21,6 +21,7 @@ fn caps(max_message_len: usize, supports_buttons: bool) -> Capabilities {
         supports_files: true,
         read_live: true,
         people_reply: true,
+        voice_notes: false,
     }
 }
 

@@ -46,6 +46,7 @@ impl EditingChat {
             supports_files: false,
             read_live: true,
             people_reply: true,
+            voice_notes: false,
         };
         Arc::new(Self { platform: Platform::new("chat"), caps, log: Mutex::new(ChatLog::default()), refuse_edits })
     }

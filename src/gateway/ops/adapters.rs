@@ -57,6 +57,7 @@ pub(crate) fn build_enabled_with(
         let ctx = BuildContext {
             token,
             media_dir: &media_dir,
+            media_limits: config.media().limits(),
             state_dir: &state_dir,
             commands,
             link_previews: config.display.link_previews,
