@@ -1,7 +1,9 @@
 //! Context compression: estimate a conversation's tokens, and when it grows past the threshold,
 //! summarize its middle through an auxiliary model call — keeping the first messages (how the
 //! conversation started) and the last ones (what is happening now) verbatim. Tool calls and their
-//! results are never split across the boundary.
+//! results are never split across the boundary. The summarizer reads a picture as a text marker
+//! (`[image WxH]`), never its pixels, and the summary carries no pictures: a compressed session
+//! keeps a description of what was shown, not the images.
 
 use super::message::{ChatMessage, Role};
 use super::providers::{ModelSpec, ProviderError};
@@ -19,14 +21,24 @@ continue the conversation without it. Keep: the user's goals and preferences, de
 commands and their results), open questions and unfinished work. Drop pleasantries and repetition. Write plain prose or short bullets; \
 do not address the user; do not invent anything.";
 
-/// A rough token count: about four characters per token plus a little per message. Good enough
-/// to decide when to compress; the provider's own count (when reported) is preferred.
+/// A rough token count: about four characters per token plus a little per message, and for each
+/// image sent with its data about what providers bill for it (width × height / 750, capped
+/// as Anthropic caps it); an image without data is its line of text. Good enough to decide when
+/// to compress; the provider's own count (when reported) is preferred.
 pub(crate) fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
     messages
         .iter()
         .map(|m| {
             let calls: usize = m.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum();
-            ((m.content.len() + calls) / 4 + 4) as u64
+            let images: u64 = m
+                .images
+                .iter()
+                .map(|i| match i.data {
+                    Some(_) => (u64::from(i.width) * u64::from(i.height) / 750).clamp(85, 1600),
+                    None => (i.placeholder().len() / 4) as u64,
+                })
+                .sum();
+            ((m.content.len() + calls) / 4 + 4) as u64 + images
         })
         .sum()
 }
@@ -67,19 +79,7 @@ pub(crate) async fn summarize(
     target_tokens: u64,
     cancel: CancellationToken,
 ) -> Result<String, ProviderError> {
-    let mut transcript = String::new();
-    for m in middle {
-        let who = match m.role {
-            Role::User => "User",
-            Role::Assistant => "Assistant",
-            Role::Tool => "Tool result",
-            Role::System => "System",
-        };
-        transcript.push_str(&format!("{who}: {}\n", m.content));
-        for c in &m.tool_calls {
-            transcript.push_str(&format!("Assistant called {}({})\n", c.name, c.arguments));
-        }
-    }
+    let transcript = transcript(middle);
     let mut instructions = format!("Summarize this excerpt in at most about {} words.", (target_tokens * 3 / 4).max(100));
     if let Some(f) = focus.map(str::trim).filter(|f| !f.is_empty()) {
         instructions.push_str(&format!(" Focus on: {f}."));
@@ -94,6 +94,26 @@ pub(crate) async fn summarize(
         return Err(ProviderError::Fatal("the summarizer returned an empty summary".into()));
     }
     Ok(summary)
+}
+
+/// `middle` as the text the summarizer reads: one line per message, tool calls named, each
+/// picture a `[image WxH]` marker (the summarizer is sent no image).
+fn transcript(middle: &[ChatMessage]) -> String {
+    let mut transcript = String::new();
+    for m in middle {
+        let who = match m.role {
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            Role::Tool => "Tool result",
+            Role::System => "System",
+        };
+        let markers: String = m.images.iter().map(|i| format!(" [image {}x{}]", i.width, i.height)).collect();
+        transcript.push_str(&format!("{who}: {}{markers}\n", m.content));
+        for c in &m.tool_calls {
+            transcript.push_str(&format!("Assistant called {}({})\n", c.name, c.arguments));
+        }
+    }
+    transcript
 }
 
 /// The message that replaces the summarized middle.
@@ -122,6 +142,50 @@ mod tests {
         // protect_first = 2 would end the head between a call and its results: it grows.
         // protect_last = 4 would start the tail at a tool result: it shrinks back to its call.
         assert_eq!(split(&m, 2, 4), Some(Split { head: 4, tail: 5 }));
+    }
+
+    #[tokio::test]
+    async fn the_summarizer_reads_pictures_as_markers_and_the_summary_keeps_none() {
+        use crate::agent::ImagePart;
+        use crate::agent::providers::openai::OpenAiCompatible;
+        use crate::agent::run_loop::RetryPolicy;
+        let llm = hermes_fakes::FakeLlm::start().await;
+        llm.push(hermes_fakes::Reply::text("The user showed a photo of a cat on a sofa."));
+        let provider = OpenAiCompatible::new(std::time::Duration::from_secs(10));
+        let agent = Arc::new(Agent::new(Arc::new(provider), crate::agent::tools::ToolRegistry::new(), 1, RetryPolicy::default()));
+        let model = ModelSpec { model: "summarizer".into(), provider: None, base_url: llm.base_url(), api_key: Some("sk-test".into()) };
+        let photo = ImagePart {
+            media_type: "image/jpeg".into(),
+            path: "/cache/images/cat.prepared.jpg".into(),
+            width: 1568,
+            height: 1176,
+            data: Some(Arc::from("/9j/4AAQSkZJRg")),
+        };
+        let middle = vec![ChatMessage { images: vec![photo], ..ChatMessage::user("what is this?") }, ChatMessage::assistant("A cat.")];
+        let summary = summarize(&agent, model, &middle, None, 500, CancellationToken::new()).await.unwrap();
+        let request = &llm.requests()[0];
+        let excerpt = request.last_user_text().unwrap();
+        assert!(excerpt.contains("User: what is this? [image 1568x1176]"), "{excerpt}");
+        assert!(request.images().is_empty() && !request.body.to_string().contains("/9j/4AAQ"), "no pixels reach the summarizer");
+        let carried = summary_message(&summary);
+        assert!(carried.images.is_empty() && carried.content.contains("photo of a cat"), "the summary is text only");
+    }
+
+    #[test]
+    fn an_attached_picture_counts_like_the_tokens_it_costs() {
+        use crate::agent::ImagePart;
+        let image = |data: Option<&str>| ImagePart {
+            media_type: "image/jpeg".into(),
+            path: "p".into(),
+            width: 1000,
+            height: 750,
+            data: data.map(Arc::from),
+        };
+        let text = estimate_tokens(&[ChatMessage::user("hi")]);
+        let sent = estimate_tokens(&[ChatMessage { images: vec![image(Some("x"))], ..ChatMessage::user("hi") }]);
+        let named = estimate_tokens(&[ChatMessage { images: vec![image(None)], ..ChatMessage::user("hi") }]);
+        assert_eq!(sent - text, 1000, "1000x750 / 750");
+        assert!(named > text && named - text < 30, "an image not sent is its line of text");
     }
 
     #[test]

@@ -5,13 +5,14 @@
 //! server's toolset, `mcp-<server>` (or the bare server name), resolved by [`resolve_toolset`].
 
 /// Every toolset name a built-in tool declares (a test in `agent::tools` checks both ways).
-pub const TOOLSETS: &[&str] = &["terminal", "file", "memory", "session_search", "messaging", "skills", "clarify", "delegation", "cronjob"];
+pub const TOOLSETS: &[&str] =
+    &["terminal", "file", "memory", "session_search", "messaging", "skills", "clarify", "delegation", "cronjob", "vision"];
 
 /// The toolsets whose tools only read the conversation's own world or ask its user; every other
 /// toolset acts outside it (runs commands, writes files, sends messages, changes memory or
 /// skills, starts other agents). A new toolset therefore counts as acting until it is listed
 /// here, so the audit flags it where strangers could reach it rather than forgetting it.
-pub(crate) const QUIET_TOOLSETS: &[&str] = &["session_search", "clarify", "cronjob"];
+pub(crate) const QUIET_TOOLSETS: &[&str] = &["session_search", "clarify", "cronjob", "vision"];
 
 /// Whether `toolset`'s tools act outside the conversation (see [`QUIET_TOOLSETS`]).
 pub fn toolset_acts(toolset: &str) -> bool {

@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn zone_and_toolset_checks_name_their_key_with_the_known_values() {
-        let known = "known: terminal, file, memory, session_search, messaging, skills, clarify, delegation, cronjob";
+        let known = "known: terminal, file, memory, session_search, messaging, skills, clarify, delegation, cronjob, vision";
         for (yaml, key, message) in [
             (
                 "timezone: Mars/Olympus_Mons\n",
@@ -253,7 +253,7 @@ mod tests {
         ] {
             let error = load(&format!("{servers}{refused}")).unwrap_err().to_string();
             assert!(error.contains(key) && error.contains(&format!("unknown toolset \"{name}\"")), "{refused:?} -> {error}");
-            assert!(error.contains("known: terminal,") && error.ends_with("cronjob, no_mcp, mcp-every-thing, mcp-fs"), "{error}");
+            assert!(error.contains("known: terminal,") && error.ends_with("cronjob, vision, no_mcp, mcp-every-thing, mcp-fs"), "{error}");
         }
         let error = load("platform_toolsets:\n  telegram: [mcp-fs]\n").unwrap_err().to_string();
         assert!(error.contains("unknown toolset \"mcp-fs\""), "no server is configured: {error}");

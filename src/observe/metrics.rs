@@ -135,6 +135,9 @@ pub(crate) struct Metrics {
     llm_tokens: Family<TokenLabels, Counter>,
     tool_calls: Family<ToolLabels, Counter>,
     approvals: Family<OutcomeLabel, Counter>,
+    transcriptions: Family<OutcomeLabel, Counter>,
+    images: Family<OutcomeLabel, Counter>,
+    speech: Family<OutcomeLabel, Counter>,
     approvals_pending: Gauge,
     cron_runs: Family<OutcomeLabel, Counter>,
     cron_delivery_failures: Counter,
@@ -190,6 +193,9 @@ impl Metrics {
             llm_tokens: Family::default(),
             tool_calls: Family::default(),
             approvals: Family::default(),
+            transcriptions: Family::default(),
+            images: Family::default(),
+            speech: Family::default(),
             approvals_pending: Gauge::default(),
             cron_runs: Family::default(),
             cron_delivery_failures: Counter::default(),
@@ -233,6 +239,9 @@ impl Metrics {
         r.register("llm_tokens", "Tokens the provider reported, prompt or completion", self.llm_tokens.clone());
         r.register("tool_calls", "Tool calls the agent made, by outcome", self.tool_calls.clone());
         r.register("approvals", "Command approvals asked of a person, by how they ended", self.approvals.clone());
+        r.register("media_transcriptions", "Voice notes and audio files, by how their transcription ended", self.transcriptions.clone());
+        r.register("media_images", "Images users sent, by what became of them", self.images.clone());
+        r.register("media_speech", "Answers spoken for /voice, by outcome (one per spoken part)", self.speech.clone());
         r.register("approvals_pending", "Command approvals waiting for an answer", self.approvals_pending.clone());
         r.register("cron_runs", "Scheduled job runs by outcome", self.cron_runs.clone());
         r.register("cron_delivery_failures", "Scheduled runs whose output could not be delivered", self.cron_delivery_failures.clone());
@@ -325,6 +334,23 @@ impl Metrics {
     /// `stopped` or `undeliverable`.
     pub(crate) fn approval_decided(&self, outcome: &'static str) {
         self.approvals.get_or_create(&OutcomeLabel { outcome }).inc();
+    }
+
+    /// A voice note or audio file: `ok`, `empty` (no speech recognised), `refused` (over a
+    /// limit), `failed` or `disabled` (no `stt`).
+    pub(crate) fn transcription(&self, outcome: &'static str) {
+        self.transcriptions.get_or_create(&OutcomeLabel { outcome }).inc();
+    }
+
+    /// An image: `seen` (sent to the model), `described` (left for `vision_analyze`), `refused`
+    /// (over a limit) or `failed` (not an image we can read).
+    pub(crate) fn image(&self, outcome: &'static str) {
+        self.images.get_or_create(&OutcomeLabel { outcome }).inc();
+    }
+
+    /// One spoken part of an answer: `ok` or `failed`.
+    pub(crate) fn speech(&self, outcome: &'static str) {
+        self.speech.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     pub(crate) fn set_approvals_pending(&self, waiting: usize) {

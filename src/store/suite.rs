@@ -23,6 +23,7 @@ macro_rules! store_suite {
             the_latest_origin_wins,
             user_talked_in_needs_a_session_of_theirs_in_that_chat,
             messages_keep_order_and_limit_returns_the_latest,
+            a_messages_pictures_are_kept_with_it_and_carried_by_compression_when_given,
             conversations_list_routes_most_recent_first,
             messages_after_a_cursor_cross_sessions_and_skip_tools_and_undone,
             a_message_for_a_missing_session_is_refused,
@@ -241,6 +242,29 @@ pub(crate) async fn messages_keep_order_and_limit_returns_the_latest(store: Stor
     assert_eq!(last_two.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["message 3", "message 4"]);
     let session = store.session_get(&route.session_id).await.unwrap().unwrap();
     assert_eq!(session.message_count, 5);
+}
+
+pub(crate) async fn a_messages_pictures_are_kept_with_it_and_carried_by_compression_when_given(store: Store) {
+    let s = store.route_get_or_create("k", &source("u1"), "m").await.unwrap().session_id;
+    let images = r#"[{"media_type":"image/jpeg","path":"/cache/images/a.prepared.jpg","width":1568,"height":1176}]"#;
+    let with_picture = NewMessage { images: Some(images.into()), event_id: Some("ev-1".into()), ..message(&s, "user", "what is this?") };
+    store.message_append(with_picture).await.unwrap();
+    store.message_append(message(&s, "assistant", "a cat")).await.unwrap();
+    let rows = store.messages(&s, None).await.unwrap();
+    assert_eq!(rows[0].images.as_deref(), Some(images), "the references come back as stored");
+    assert_eq!(rows[1].images, None, "a message without pictures has none");
+    let by_event = store.message_for_event(&s, "ev-1", "user").await.unwrap().unwrap();
+    assert_eq!(by_event.images.as_deref(), Some(images));
+    let logged = store.messages_after(0, 10).await.unwrap();
+    assert_eq!(logged[0].message.images.as_deref(), Some(images));
+
+    let carried = vec![
+        message("", "user", "[summary] a picture of a cat"),
+        NewMessage { images: Some(images.into()), ..message("", "user", "latest") },
+    ];
+    let next = store.session_compress_into("k", &s, "m", "P", carried).await.unwrap().unwrap();
+    let child = store.messages(&next.session_id, None).await.unwrap();
+    assert_eq!(child.iter().map(|m| m.images.as_deref()).collect::<Vec<_>>(), [None, Some(images)]);
 }
 
 pub(crate) async fn conversations_list_routes_most_recent_first(store: Store) {

@@ -42,6 +42,7 @@ mod matrix;
 mod matrix_peer;
 mod mcp_approvals;
 mod mcp_serve;
+mod media;
 mod metrics;
 mod outages;
 mod outages_peers;
@@ -232,5 +233,72 @@ async fn matrix_formatted_body_is_the_markdown_rendered() {
             !html.contains("<b>raw") && !html.to_ascii_lowercase().contains("javascript:"),
             "the model's HTML and script links are inert: {html}"
         );
+    }
+}
+
+/// Voice notes and pictures (issue 37) on every chat platform.
+macro_rules! media_conformance {
+    ($module:ident, $peer:ty) => {
+        mod $module {
+            use super::media;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_voice_note_is_heard() {
+                media::a_voice_note_is_heard::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_voice_note_too_long_is_refused() {
+                media::a_voice_note_too_long_is_refused::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_photo_is_seen() {
+                media::a_photo_is_seen::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_blind_model_asks_vision_analyze() {
+                media::a_blind_model_asks_vision_analyze::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn voice_only_answers_aloud() {
+                media::voice_only_answers_aloud::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_strangers_voice_note_is_never_heard() {
+                media::a_strangers_voice_note_is_never_heard::<$peer>().await;
+            }
+        }
+    };
+}
+
+media_conformance!(telegram_media, crate::telegram::TelegramPeer);
+media_conformance!(discord_media, crate::discord::DiscordPeer);
+media_conformance!(slack_media, crate::slack::SlackPeer);
+media_conformance!(matrix_media, crate::matrix_peer::MatrixPeer);
+media_conformance!(email_media, crate::email_peer::EmailPeer);
+
+/// Refusing a huge picture unfetched needs a platform that declares sizes before the download
+/// (a mail arrives whole, and Postfix refuses a 50 MB one before it does).
+mod media_limits {
+    use super::media;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn telegram() {
+        media::a_huge_image_is_refused_unfetched::<crate::telegram::TelegramPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn discord() {
+        media::a_huge_image_is_refused_unfetched::<crate::discord::DiscordPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slack() {
+        media::a_huge_image_is_refused_unfetched::<crate::slack::SlackPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn matrix() {
+        media::a_huge_image_is_refused_unfetched::<crate::matrix_peer::MatrixPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn telegram_through_the_local_engine() {
+        media::a_voice_note_is_heard_by_the_local_engine::<crate::telegram::TelegramPeer>().await;
     }
 }

@@ -76,6 +76,9 @@ pub(crate) trait ChatPeer: Sized + Send + Sync + 'static {
     /// How long a long streamed answer may take to finish: edits are paced per platform (Matrix
     /// edits a message at most once a second, so 10,000 characters streamed take longer).
     const STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+    /// Whether the platform declares a file's size and a voice note's length before the bot
+    /// downloads it, so a refusal costs no download (email delivers a mail whole).
+    const DECLARES_MEDIA: bool = true;
 
     async fn start() -> Self;
     /// Environment and `platforms:` YAML (indented under `platforms:`) that point the gateway's

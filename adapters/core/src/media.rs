@@ -1,5 +1,6 @@
 //! Files in an answer: the agent writes `MEDIA:<path>` on a line (optionally followed by
-//! `[[as_document]]`) to send a file it made. Tags inside code (fenced or inline) are text, not
+//! `[[as_document]]`, or `[[audio_as_voice]]` for an OGG/Opus file to play as a voice note) to
+//! send a file it made. Tags inside code (fenced or inline) are text, not
 //! files. Pure parsing; which paths may be sent is the gateway's decision.
 
 use serde::{Deserialize, Serialize};
@@ -7,6 +8,7 @@ use std::path::PathBuf;
 
 const TAG: &str = "MEDIA:";
 const AS_DOCUMENT: &str = "[[as_document]]";
+const AS_VOICE: &str = "[[audio_as_voice]]";
 
 /// How a platform should present a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +61,8 @@ pub struct MediaTag {
     pub path: String,
     /// The agent added `[[as_document]]`: send it as a download even if it is an image.
     pub as_document: bool,
+    /// `[[audio_as_voice]]`: play it as a voice note where the platform has them.
+    pub as_voice: bool,
 }
 
 /// The tag as the agent writes it; extracting it again gives the same tag.
@@ -67,6 +71,9 @@ impl std::fmt::Display for MediaTag {
         write!(f, "{TAG}{}", self.path)?;
         if self.as_document {
             write!(f, " {AS_DOCUMENT}")?;
+        }
+        if self.as_voice {
+            write!(f, " {AS_VOICE}")?;
         }
         Ok(())
     }
@@ -127,8 +134,12 @@ fn take_tags(line: &str) -> (String, Vec<MediaTag>) {
             if as_document {
                 remainder = &remainder[AS_DOCUMENT.len()..];
             }
+            let as_voice = !as_document && remainder.starts_with(AS_VOICE);
+            if as_voice {
+                remainder = &remainder[AS_VOICE.len()..];
+            }
             if !path.is_empty() {
-                tags.push(MediaTag { path: path.to_string(), as_document });
+                tags.push(MediaTag { path: path.to_string(), as_document, as_voice });
                 // The space before the tag stays; the one after it would double it.
                 rest = remainder.trim_start();
                 continue;
@@ -152,14 +163,19 @@ mod tests {
         assert_eq!(text, "Here is the chart:\nand the data too");
         assert_eq!(
             tags,
-            vec![MediaTag { path: "/tmp/chart.png".into(), as_document: false }, MediaTag { path: "/tmp/d.csv".into(), as_document: true }]
+            vec![
+                MediaTag { path: "/tmp/chart.png".into(), as_document: false, as_voice: false },
+                MediaTag { path: "/tmp/d.csv".into(), as_document: true, as_voice: false }
+            ]
         );
     }
 
     #[test]
     fn a_tag_written_out_reads_back_the_same() {
-        let tag = MediaTag { path: "/tmp/d.csv".into(), as_document: true };
+        let tag = MediaTag { path: "/tmp/d.csv".into(), as_document: true, as_voice: false };
         assert_eq!(extract_media_tags(&tag.to_string()), (String::new(), vec![tag]));
+        let voice = MediaTag { path: "/cache/voice/a.ogg".into(), as_document: false, as_voice: true };
+        assert_eq!(extract_media_tags(&format!("Here:\n{voice}")), ("Here:".to_string(), vec![voice]));
     }
 
     #[test]

@@ -544,6 +544,54 @@ mod tests {
         out
     }
 
+    fn picture(data: Option<&str>) -> crate::agent::ImagePart {
+        crate::agent::ImagePart {
+            media_type: "image/jpeg".into(),
+            path: "/cache/images/cat.prepared.jpg".into(),
+            width: 1568,
+            height: 1176,
+            data: data.map(Arc::from),
+        }
+    }
+
+    /// The last message's blocks without their cache breakpoints.
+    fn last_blocks(body: &Value) -> Vec<Value> {
+        let blocks = body["messages"].as_array().unwrap().last().unwrap()["content"].as_array().unwrap().clone();
+        blocks
+            .into_iter()
+            .map(|mut b| {
+                b.as_object_mut().unwrap().remove("cache_control");
+                b
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_users_picture_goes_as_an_image_block_before_the_text() {
+        let asked = ChatMessage { images: vec![picture(Some("/9j/4AAQ"))], ..ChatMessage::user("what is this?") };
+        let body = request_body(&request(vec![asked]));
+        assert_eq!(
+            last_blocks(&body),
+            vec![
+                json!({"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4AAQ"}}),
+                json!({"type": "text", "text": "what is this?"}),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_picture_without_data_is_named_in_text() {
+        let earlier = ChatMessage { images: vec![picture(None), picture(Some("AAAA"))], ..ChatMessage::user("compare these") };
+        let body = request_body(&request(vec![earlier]));
+        assert_eq!(
+            last_blocks(&body),
+            vec![
+                json!({"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "AAAA"}}),
+                json!({"type": "text", "text": "compare these\n[an image the user sent earlier (1568x1176), no longer attached]"}),
+            ]
+        );
+    }
+
     #[test]
     fn endpoint_does_not_double_v1() {
         assert_eq!(endpoint("https://api.anthropic.com"), "https://api.anthropic.com/v1/messages");

@@ -456,6 +456,43 @@ mod tests {
         assert_eq!(plain, json!({"model": "gpt-test", "stream": false, "messages": [{"role": "user", "content": "hi"}]}));
     }
 
+    fn picture(data: Option<&str>) -> crate::agent::ImagePart {
+        crate::agent::ImagePart {
+            media_type: "image/jpeg".into(),
+            path: "/cache/images/cat.prepared.jpg".into(),
+            width: 1568,
+            height: 1176,
+            data: data.map(std::sync::Arc::from),
+        }
+    }
+
+    #[test]
+    fn a_users_picture_goes_as_text_then_an_image_url_data_url() {
+        let asked = ChatMessage { images: vec![picture(Some("/9j/4AAQ"))], ..ChatMessage::user("what is this?") };
+        let body = serde_json::to_value(request_body(&ChatRequest { tools: Vec::new(), ..request(vec![asked], false) })).unwrap();
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQ"}}
+            ]})
+        );
+        let only_picture = ChatMessage { images: vec![picture(Some("AAAA"))], ..ChatMessage::user("") };
+        let body = serde_json::to_value(request_body(&ChatRequest { tools: Vec::new(), ..request(vec![only_picture], false) })).unwrap();
+        assert_eq!(body["messages"][0]["content"], json!([{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,AAAA"}}]));
+    }
+
+    #[test]
+    fn a_picture_without_data_is_named_in_text() {
+        let earlier = ChatMessage { images: vec![picture(None)], ..ChatMessage::user("look at this") };
+        let body = serde_json::to_value(request_body(&ChatRequest { tools: Vec::new(), ..request(vec![earlier], false) })).unwrap();
+        assert_eq!(
+            body["messages"][0]["content"],
+            json!([{"type": "text", "text": "look at this\n[an image the user sent earlier (1568x1176), no longer attached]"}])
+        );
+        assert!(!body.to_string().contains("image_url"));
+    }
+
     #[test]
     fn answers_are_read_whatever_servers_leave_out() {
         let read = |v: Value| serde_json::from_value::<WireResponse>(v).expect("parses").into_response();

@@ -208,6 +208,9 @@ pub struct ToolContext {
     pub turn_id: String,
     /// This turn's fence for what tools bring in from outside.
     pub fence: Arc<crate::agent::fence::Fence>,
+    /// The vision model `vision_analyze` asks; set only when the turn's own model does not see
+    /// images (`None` keeps the tool off).
+    pub vision: Option<super::VisionAssist>,
 }
 
 impl ToolContext {
@@ -227,6 +230,7 @@ impl ToolContext {
             call_id: String::new(),
             turn_id: String::new(),
             fence: Arc::default(),
+            vision: None,
         }
     }
 

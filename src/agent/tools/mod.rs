@@ -21,10 +21,12 @@ mod skill_manage;
 mod skill_view;
 mod skills_list;
 mod terminal;
+mod vision_analyze;
 mod write_file;
 
 pub use crate::config::{TOOLSETS, toolset_acts};
 pub use context::{AgentPaths, DetachedHost, HostError, PastMessage, SendId, SessionScope, ToolContext, ToolHost, ToolSettings};
+pub use vision_analyze::VisionAssist;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -308,6 +310,7 @@ pub fn builtin() -> ToolRegistry {
     r.register(Arc::new(skill_manage::SkillManage));
     r.register(Arc::new(clarify::Clarify));
     r.register(Arc::new(delegate_task::DelegateTask));
+    r.register(Arc::new(vision_analyze::VisionAnalyze));
     r
 }
 
@@ -372,7 +375,7 @@ mod tests {
         for t in r.tools.values() {
             assert!(TOOLSETS.contains(&t.tool.toolset()), "{} declares {}", t.schema.name, t.tool.toolset());
         }
-        assert_eq!(r.names().len(), 14);
+        assert_eq!(r.names().len(), 15);
         for set in TOOLSETS {
             assert!(r.tools.values().any(|t| t.tool.toolset() == *set), "no built-in tool declares the toolset {set}");
         }

@@ -31,6 +31,7 @@ mod title;
 pub(crate) mod undelivered;
 mod undo;
 mod usage;
+mod voice;
 mod whoami;
 mod yolo;
 
@@ -134,6 +135,7 @@ pub(crate) fn registry() -> CommandRegistry {
             Arc::new(approve::Approve),
             Arc::new(deny::Deny),
             Arc::new(yolo::Yolo),
+            Arc::new(voice::VoiceCommand),
             Arc::new(queue::Queue),
             Arc::new(steer::Steer),
             Arc::new(background::Background),
@@ -270,6 +272,7 @@ mod tests {
             "approve",
             "deny",
             "yolo",
+            "voice",
             "undelivered",
             "resend",
             "drop",

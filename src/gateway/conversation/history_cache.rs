@@ -179,6 +179,7 @@ mod tests {
             tool_name: None,
             event_id: None,
             finish_reason: None,
+            images: None,
             timestamp: Default::default(),
         };
         let convert: fn(&MessageRow) -> Option<ChatMessage> = |r| Some(ChatMessage::assistant(r.content.clone()));

@@ -11,6 +11,17 @@ use std::sync::{Arc, RwLock};
 /// A model a chat switched to: the name and, when given, its provider.
 type Choice = (String, Option<String>);
 
+/// How a session's model takes the pictures users send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sight {
+    /// It sees them: they go to it as images.
+    Sees,
+    /// It does not, but `vision_analyze` can ask a model that does.
+    ThroughTool,
+    /// Nothing here can look at them.
+    Blind,
+}
+
 pub(crate) struct Models {
     config: Arc<Config>,
     /// `config.yaml`, where `/model --global` writes the new default.
@@ -95,6 +106,31 @@ impl Models {
         auxiliary(&self.config.auxiliary.approval, &self.default_model())
     }
 
+    /// The model `vision_analyze` asks about a picture (`auxiliary.vision`, else the default
+    /// model).
+    pub(crate) fn vision_model(&self) -> ModelSpec {
+        auxiliary(&self.config.auxiliary.vision, &self.default_model())
+    }
+
+    /// How a session on `model` takes pictures: it sees them (`model.vision`, or the built-in
+    /// table under `auto`), or `vision_analyze` asks a model that does, or neither can.
+    pub(crate) fn sight(&self, model: &ModelSpec) -> Sight {
+        let mode = self.config.model.vision;
+        if crate::media::vision::sees_images(mode, &model.model, model.provider.as_deref(), None) {
+            return Sight::Sees;
+        }
+        let aux = &self.config.auxiliary.vision;
+        // Told `vision: off`, the default model may still see (its pictures go through the tool);
+        // a model judged blind is not asked again unless a vision model is named.
+        if aux.model.is_some() || mode == crate::config::VisionMode::Off { Sight::ThroughTool } else { Sight::Blind }
+    }
+
+    /// How many of a conversation's images a request carries, and their total encoded size
+    /// (`vision.max_images_per_request`, `vision.max_request_image_bytes`).
+    pub(crate) fn image_budget(&self) -> (usize, u64) {
+        (self.config.vision.max_images_per_request, self.config.vision.max_request_image_bytes)
+    }
+
     /// How tool calls are put to the model (`model.tool_protocol`).
     pub(crate) fn tool_protocol(&self) -> crate::agent::tool_protocol::ToolProtocol {
         self.config.model.tool_protocol
@@ -117,7 +153,24 @@ impl Models {
 
     /// Whether every one of `models` has a configured price (else a cost shown is a lower bound).
     pub(crate) fn all_priced(&self, models: &[String]) -> bool {
-        models.iter().all(|m| self.config.model.pricing.contains_key(m))
+        models.iter().all(|m| self.config.model.pricing.contains_key(m) || self.speech_priced(m))
+    }
+
+    /// Transcription and speech are priced by `stt.price_per_minute` and
+    /// `tts.price_per_million_chars`, under the names [`Self::stt_label`] and [`Self::tts_label`].
+    fn speech_priced(&self, name: &str) -> bool {
+        (name == self.stt_label() && self.config.stt.price_per_minute > 0.0)
+            || (name == self.tts_label() && self.config.tts.price_per_million_chars > 0.0)
+    }
+
+    /// The name transcription costs are recorded under in `/usage`.
+    pub(crate) fn stt_label(&self) -> String {
+        format!("speech-to-text ({})", self.config.stt.model)
+    }
+
+    /// The name speech costs are recorded under in `/usage`.
+    pub(crate) fn tts_label(&self) -> String {
+        format!("text-to-speech ({})", self.config.tts.model)
     }
 
     /// The model for a session: the configured one, with the session's `model_override`

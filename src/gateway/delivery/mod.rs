@@ -13,6 +13,7 @@ pub(crate) mod outbound;
 pub(crate) mod plan;
 pub(crate) mod reply;
 pub(crate) mod rights;
+pub(crate) mod spoken;
 pub(crate) mod stream_edit;
 #[cfg(test)]
 mod stream_edit_tests;

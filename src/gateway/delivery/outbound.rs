@@ -127,6 +127,7 @@ fn attachments(roots: &FileRoots, markdown_text: &str, supports_files: bool) -> 
             std::path::Path::new(&tag.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| tag.path.clone());
         let checked = if supports_files { attachable(roots, &tag.path) } else { Err(NotAttachable::ChatTakesNoFiles) };
         match checked {
+            Ok(path) if tag.as_voice => files.push(voice_file(path)),
             Ok(path) => files.push(OutboundFile::new(path, tag.as_document)),
             Err(why) => {
                 tracing::warn!(file = %tag.path, "a file in the answer was not sent: {why}");
@@ -135,6 +136,18 @@ fn attachments(roots: &FileRoots, markdown_text: &str, supports_files: bool) -> 
         }
     }
     (text, files)
+}
+
+/// A `[[audio_as_voice]]` file: a voice note when it is OGG/Opus (its length read from the
+/// file, as platforms show it), else sent as the file it is.
+fn voice_file(path: std::path::PathBuf) -> OutboundFile {
+    match std::fs::read(&path).ok().and_then(|bytes| crate::media::ogg::opus_duration(&bytes).ok()) {
+        Some(secs) => OutboundFile::voice(path, secs),
+        None => {
+            tracing::warn!(file = %path.display(), "a file marked [[audio_as_voice]] is not OGG/Opus; sent as a file");
+            OutboundFile::new(path, true)
+        }
+    }
 }
 
 /// Why a `MEDIA:` file is not sent; the answer names it with this text.

@@ -72,6 +72,9 @@ pub(crate) enum ReplyKey {
     McpSend(String),
     /// The chat is told that the operator answered its approval from an MCP client.
     ApprovalAnsweredElsewhere(String),
+    /// What became of the files of an event (a voice note too long, a transcription that
+    /// failed, the transcript echoed), before its answer.
+    MediaNotice(String),
 }
 
 impl fmt::Display for ReplyKey {
@@ -100,6 +103,7 @@ impl fmt::Display for ReplyKey {
             ReplyKey::SendMessage { turn_id, call_id } => write!(f, "{turn_id}:send_message:{call_id}"),
             ReplyKey::McpSend(key) => write!(f, "mcp_send:{key}"),
             ReplyKey::ApprovalAnsweredElsewhere(id) => write!(f, "approval:{id}:answered-by-mcp"),
+            ReplyKey::MediaNotice(event_id) => write!(f, "{event_id}:media-notice"),
         }
     }
 }

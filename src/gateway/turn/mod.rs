@@ -32,6 +32,7 @@ pub(crate) mod cron_tool;
 pub(crate) mod error;
 pub(crate) mod limits;
 mod output;
+pub(crate) mod perceive;
 mod prepare;
 pub(crate) mod queue;
 pub(crate) mod running;
@@ -66,7 +67,8 @@ use tokio_util::sync::CancellationToken;
 /// Stored messages loaded as context for a turn.
 const HISTORY_LIMIT: usize = 400;
 /// How the fence names text an adapter marked as coming from outside the chat.
-const OUTSIDE_TEXT: &str = "text from outside this conversation (a payload, a quoted or forwarded message)";
+const OUTSIDE_TEXT: &str =
+    "text from outside this conversation (a payload, a quoted or forwarded message, a voice note's automatic transcript)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TurnEnd {
@@ -102,6 +104,10 @@ pub(crate) struct TurnHandles {
     pub stream: Arc<StreamSettings>,
     /// Approvals waiting for an answer: no typing indicator while the turn waits for one.
     pub approvals: Arc<ApprovalBoard>,
+    /// Voice notes heard and pictures prepared before the message is stored.
+    pub media: Arc<perceive::TurnMedia>,
+    /// Answers spoken for `/voice on|only`.
+    pub voice: Arc<crate::gateway::delivery::spoken::Voice>,
 }
 
 /// Variations of a turn.
@@ -109,6 +115,13 @@ pub(crate) struct TurnHandles {
 pub(crate) struct TurnMode {
     /// Put before the answer (a `/background` task's result names its task).
     pub answer_prefix: Option<String>,
+}
+
+/// How the session's model takes the pictures of this event: asked only when one arrives.
+async fn perceive_sight(h: &TurnHandles, session_key: &str) -> crate::gateway::conversation::models::Sight {
+    let route = h.sessions.routes.route_get(session_key).await.ok().flatten();
+    let model = h.models.model_for(route.as_ref().map(|r| &r.overrides));
+    h.models.sight(&model)
 }
 
 /// Run the turn for `event` and close its inbox row unless it was aborted by shutdown.
@@ -138,22 +151,39 @@ async fn drive(h: &TurnHandles, session_key: &str, event: &InboundEvent, control
         Err(end) => return end,
     };
     let answer = &admitted.answer;
-    let mut prepared = match prepare::prepare(&h.sessions, &h.models, &h.tools, session_key, event, answer, controls.interrupt).await {
-        Ok(prepared) => prepared,
-        Err(end) => return end,
-    };
-    let mut output = Output::choose(&h.deliverer, &h.stream, answer);
+    let sight = async || perceive_sight(h, session_key).await;
+    let perceived = perceive::perceive(&h.media, event, sight, answer).await;
+    let mut prepared =
+        match prepare::prepare(&h.sessions, &h.models, &h.tools, session_key, event, &perceived, answer, controls.interrupt).await {
+            Ok(prepared) => prepared,
+            Err(end) => return end,
+        };
+    let voice = crate::gateway::delivery::spoken::VoiceMode::of(&prepared.route.overrides);
+    let mut output = Output::choose(&h.deliverer, &h.stream, answer, voice.replaces_text());
     let waiting = {
         let (board, key) = (h.approvals.clone(), session_key.to_string());
         move || board.pending(&key) > 0
     };
     let _typing = crate::gateway::turn::typing::TypingGuard::start(answer.adapter.clone(), answer.target.clone(), waiting);
     let scope = agent_run::scope(event, &prepared.route, &answer.caps, h.auth.is_admin(event));
-    let request = agent_run::request(&h.models, &h.tools, &h.sessions.compactor, scope, event, &mut prepared, &controls);
+    let mut request = agent_run::request(&h.models, &h.tools, &h.sessions.compactor, scope, event, &mut prepared, &controls);
+    if prepared.sight == crate::gateway::conversation::models::Sight::ThroughTool
+        && let Some(tools) = request.tools.as_mut()
+    {
+        let cache = h.media.cache.root().to_path_buf();
+        tools.context.vision = Some(crate::agent::tools::VisionAssist { agent: h.agent.clone(), model: h.models.vision_model(), cache });
+    }
     let ledger =
         Ledger { turns: h.sessions.turns.as_ref(), models: &h.models, session_id: &prepared.route.session_id, event_id: &event.event_id };
-    let ran = agent_run::run_agent(&h.agent, ledger, request, &prepared.route.session_key, answer, controls, &mut output).await;
-    let turn = Settling { session_key, event, mode, route: &prepared.route };
+    let mut ran = agent_run::run_agent(&h.agent, ledger, request, &prepared.route.session_key, answer, controls, &mut output).await;
+    if perceived.transcribed_secs > 0.0 {
+        ran.unrecorded.push(crate::store::CallUsage {
+            model: h.media.stt_label.clone(),
+            usage: Default::default(),
+            cost_usd: perceived.stt_cost,
+        });
+    }
+    let turn = Settling { session_key, event, mode, route: &prepared.route, voice: (voice, &h.voice) };
     let records = Records { turns: h.sessions.turns.as_ref(), routes: h.sessions.routes.as_ref(), inbox: h.inbox.as_ref() };
     settle::settle(records, &h.limits, &h.tools.settings.secrets, turn, answer, &mut output, ran).await
 }

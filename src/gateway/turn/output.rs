@@ -50,8 +50,11 @@ impl Strategy {
 }
 
 impl Output {
-    pub(super) fn choose(deliverer: &Arc<Deliverer>, settings: &StreamSettings, answer: &AnswerTo) -> Output {
-        match Strategy::for_caps(&answer.caps, settings.edits_wanted(&answer.caps)) {
+    /// `voice_only`: the answer will be spoken instead of written (`/voice only`), so it is not
+    /// streamed into an edited message either.
+    pub(super) fn choose(deliverer: &Arc<Deliverer>, settings: &StreamSettings, answer: &AnswerTo, voice_only: bool) -> Output {
+        let edits_wanted = settings.edits_wanted(&answer.caps) && !voice_only;
+        match Strategy::for_caps(&answer.caps, edits_wanted) {
             Strategy::EditInPlace => Output::EditInPlace(Box::new(StreamEditor::new(
                 deliverer.clone(),
                 settings,

@@ -4,6 +4,7 @@
 //! is asked with.
 
 use super::admit::AnswerTo;
+use super::perceive::Perceived;
 use super::{HISTORY_LIMIT, OUTSIDE_TEXT, TurnEnd, TurnError};
 use crate::agent::fence::Fence;
 use crate::agent::prompt::with_message_instructions;
@@ -12,7 +13,7 @@ use crate::agent::tools::ToolFilter;
 use crate::agent::{ChatMessage, compress};
 use crate::gateway::conversation::history_cache::SessionHistory;
 use crate::gateway::conversation::messages::{new_message, seed_message, to_chat_message};
-use crate::gateway::conversation::models::Models;
+use crate::gateway::conversation::models::{Models, Sight};
 use crate::gateway::conversation::sessions::Sessions;
 use crate::gateway::turn::tool_access::ToolAccess;
 use crate::store::{HistoryUpdate, OpenedTurn, RouteEntry, TurnOpening};
@@ -29,20 +30,24 @@ pub(super) struct Prepared {
     pub messages: Vec<ChatMessage>,
     /// This turn's fence, for what tools bring in from outside.
     pub fence: Arc<Fence>,
+    /// How the model takes pictures: `vision_analyze` is offered when another model must look.
+    pub sight: Sight,
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn prepare(
     sessions: &Sessions,
     models: &Models,
     tools: &ToolAccess,
     session_key: &str,
     event: &InboundEvent,
+    perceived: &Perceived,
     answer: &AnswerTo,
     interrupt: &CancellationToken,
 ) -> Result<Prepared, TurnEnd> {
     let fence = Arc::new(Fence::new());
     let cached = sessions.history.take(session_key);
-    let opening = opening(models, session_key, event, &fence);
+    let opening = opening(models, session_key, event, perceived, &fence);
     let opened = match sessions.turns.turn_open(opening, cached.as_ref().map(|h| h.known.clone())).await {
         Ok(opened) => opened,
         Err(e) => {
@@ -54,6 +59,7 @@ pub(super) async fn prepare(
     let OpenedTurn { route, history, system_prompt, last_prompt_tokens, .. } = opened;
     let model = models.model_for(Some(&route.overrides));
     let filter = tools.tool_filter(event.source.platform.as_str(), event.toolsets.as_deref());
+    let sight = models.sight(&model);
     let loaded = load_history(sessions, session_key, &route, cached, history).await;
     let frozen = match system_prompt {
         Some(prompt) => Ok(prompt),
@@ -76,17 +82,26 @@ pub(super) async fn prepare(
     }
     let mut messages = vec![ChatMessage::system(system)];
     messages.extend(chat_history);
-    Ok(Prepared { route, model, filter, messages, fence })
+    if sight == Sight::Sees {
+        // The pictures of the conversation ride along from the media cache, newest first, within
+        // the request's budget; the older ones are named in a line of text.
+        let (max_images, max_bytes) = models.image_budget();
+        crate::media::history_images::attach_recent(&mut messages, max_images, max_bytes);
+    }
+    Ok(Prepared { route, model, filter, messages, fence, sight })
 }
 
-/// The user's message as stored: text an adapter marked as from outside is fenced.
-fn opening(models: &Models, session_key: &str, event: &InboundEvent, fence: &Fence) -> TurnOpening {
+/// The user's message as stored: text an adapter marked as from outside (and a voice note's
+/// transcript) is fenced; the images it carries are stored with it by reference.
+fn opening(models: &Models, session_key: &str, event: &InboundEvent, perceived: &Perceived, fence: &Fence) -> TurnOpening {
+    let mut user = ChatMessage::user(fence.fence_marked(OUTSIDE_TEXT, &perceived.text));
+    user.images = perceived.images.clone();
     TurnOpening {
         event_id: event.event_id.clone(),
         session_key: session_key.to_string(),
         source: event.source.clone(),
         default_model: models.default_model().model,
-        user_message: new_message("", &event.event_id, &ChatMessage::user(fence.fence_marked(OUTSIDE_TEXT, &event.text)), None),
+        user_message: new_message("", &event.event_id, &user, None),
         seed: event.context.iter().map(|m| new_message("", "", &seed_message(m), None)).collect(),
     }
 }

@@ -11,9 +11,10 @@ use super::output::Output;
 use crate::agent::{ChatMessage, ProviderError, is_silence};
 use crate::gateway::conversation::messages::new_message;
 use crate::gateway::delivery::reply::Finish;
+use crate::gateway::delivery::spoken::{Voice, VoiceMode};
 use crate::gateway::turn::limits::TurnLimits;
 use crate::observe::secret_forms::SecretScrubber;
-use crate::store::{Inbox, RouteEntry, Routes, Turns};
+use crate::store::{CallUsage, Inbox, RouteEntry, Routes, Turns};
 use hermes_adapter::{Capabilities, InboundEvent};
 
 const EMPTY_ANSWER: &str = "⚠️ The model returned an empty response. Try again or rephrase your message.";
@@ -39,6 +40,8 @@ pub(super) struct Settling<'a> {
     pub event: &'a InboundEvent,
     pub mode: &'a TurnMode,
     pub route: &'a RouteEntry,
+    /// The session's `/voice` mode and the engine that speaks.
+    pub voice: (VoiceMode, &'a Voice),
 }
 
 /// What settling writes: the answer and the usage, a closed one-shot session, a parked event.
@@ -58,8 +61,23 @@ pub(super) async fn settle(
     output: &mut Output,
     ran: Ran,
 ) -> TurnEnd {
-    let Ran { outcome, streamed, unrecorded } = ran;
+    let Ran { outcome, streamed, mut unrecorded } = ran;
     let session_id = &turn.route.session_id;
+    // Spoken before anything is recorded, so what speaking cost is in the turn's usage.
+    let sent = match &outcome {
+        Ok(o) => match answer_text(&o.text, turn.mode, &answer.caps) {
+            Some(text) => {
+                let (mode, voice) = turn.voice;
+                let spoken = voice.speak_answer(&text, mode, &answer.caps).await;
+                if spoken.chars > 0 {
+                    unrecorded.push(CallUsage { model: voice.label.clone(), usage: Default::default(), cost_usd: spoken.cost_usd });
+                }
+                Some(spoken.text)
+            }
+            None => None,
+        },
+        Err(_) => None,
+    };
     let stored = outcome
         .as_ref()
         .ok()
@@ -69,7 +87,7 @@ pub(super) async fn settle(
     }
     match outcome {
         Ok(o) => {
-            match answer_text(&o.text, turn.mode, &answer.caps) {
+            match sent {
                 Some(text) => output.answer(answer, &text, Finish { usage: o.usage, finish_reason: o.finish_reason }).await,
                 None => tracing::info!(event_id = %turn.event.event_id, "silent answer stored, not delivered"),
             }

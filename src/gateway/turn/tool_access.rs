@@ -146,6 +146,8 @@ impl ToolAccess {
             call_id: String::new(),
             turn_id: turn_id.to_string(),
             fence,
+            // Issue 37: the turn sets this when its model does not see images (`vision_analyze`).
+            vision: None,
         }
     }
 }

@@ -182,6 +182,12 @@ struct Ground {
     jobs: CronJobs,
 }
 
+/// The HTTP client of the speech services: built lazily like the model's, so a gateway that
+/// never hears a voice note never loads the system's certificates for it.
+fn speech_client(timeout_secs: u64) -> crate::agent::providers::http::ModelClient {
+    crate::agent::providers::http::ModelClient::new(std::time::Duration::from_secs(timeout_secs))
+}
+
 impl Ground {
     /// `workdir`: where the deliverer may take files from, beside the home.
     fn new(config: Arc<Config>, home: Home, store: Store, adapters: &[Arc<dyn PlatformAdapter>], workdir: PathBuf) -> Ground {
@@ -252,6 +258,33 @@ impl Ground {
             auth,
             stream: Arc::new(StreamSettings::from_config(&self.config)),
             approvals: self.approvals.board.clone(),
+            media: Arc::new(self.turn_media()),
+            voice: Arc::new(self.voice()),
+        }
+    }
+
+    /// What a turn hears voice notes and prepares pictures with (`stt:`, `vision:`).
+    fn turn_media(&self) -> crate::gateway::turn::perceive::TurnMedia {
+        let config = &self.config;
+        crate::gateway::turn::perceive::TurnMedia {
+            transcriber: crate::media::stt::Transcriber::from_config(&config.stt, &config.model, speech_client(config.stt.timeout_secs)),
+            cache: hermes_adapter::MediaCache::new(self.home.cache_dir()),
+            max_audio_secs: config.stt.max_duration_secs,
+            echo_transcript: config.stt.echo_transcript,
+            stt_price_per_minute: config.stt.price_per_minute,
+            stt_label: self.models.stt_label(),
+        }
+    }
+
+    /// What `/voice` speaks answers with (`tts:`).
+    fn voice(&self) -> crate::gateway::delivery::spoken::Voice {
+        let config = &self.config;
+        crate::gateway::delivery::spoken::Voice {
+            speaker: crate::media::tts::Speaker::from_config(&config.tts, &config.model, speech_client(config.tts.timeout_secs)),
+            cache: hermes_adapter::MediaCache::new(self.home.cache_dir()),
+            max_chars: config.tts.max_chars_per_part,
+            price_per_million_chars: config.tts.price_per_million_chars,
+            label: self.models.tts_label(),
         }
     }
 }

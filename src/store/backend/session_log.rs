@@ -20,6 +20,9 @@ pub struct NewMessage {
     /// The inbound event this message belongs to (so a replayed event is not stored twice).
     pub event_id: Option<String>,
     pub finish_reason: Option<String>,
+    /// The pictures that went with the message, as a JSON list of image references
+    /// ([`crate::agent::ImagePart`]s: the prepared file, its type and size, never its bytes).
+    pub images: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -33,6 +36,8 @@ pub struct MessageRow {
     pub tool_name: Option<String>,
     pub event_id: Option<String>,
     pub finish_reason: Option<String>,
+    /// As [`NewMessage::images`].
+    pub images: Option<String>,
     pub timestamp: DateTime<Utc>,
 }
 

@@ -84,8 +84,8 @@ impl SessionLog for SqliteStore {
 /// Insert `message` (its session's message count follows); returns its id.
 pub(super) fn insert_message(c: &Connection, message: &NewMessage) -> Result<i64, StoreError> {
     c.run(
-        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp, images)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         params![
             message.session_id,
             message.role,
@@ -95,7 +95,8 @@ pub(super) fn insert_message(c: &Connection, message: &NewMessage) -> Result<i64
             message.tool_name,
             message.event_id,
             message.finish_reason,
-            now_ms()
+            now_ms(),
+            message.images
         ],
     )?;
     let id = c.last_insert_rowid();
@@ -107,7 +108,7 @@ pub(super) fn insert_message(c: &Connection, message: &NewMessage) -> Result<i64
 /// cached by their text, so they are built at compile time).
 macro_rules! select_messages {
     () => {
-        "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp FROM messages"
+        "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, event_id, finish_reason, timestamp, images FROM messages"
     };
 }
 
@@ -134,12 +135,12 @@ pub(super) fn read_messages_after(c: &Connection, session_id: &str, after_id: i6
 fn read_logged_after(c: &Connection, after_id: i64, limit: i64) -> Result<Vec<LoggedMessage>, StoreError> {
     let mut stmt = c.prepare_cached(
         "SELECT m.id, m.session_id, m.role, m.content, m.tool_call_id, m.tool_calls, m.tool_name, m.event_id, m.finish_reason,
-                m.timestamp, s.session_key
+                m.timestamp, m.images, s.session_key
          FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id > ?1 AND m.active = 1 AND m.role IN ('user', 'assistant') AND m.content != ''
          ORDER BY m.id LIMIT ?2",
     )?;
-    let rows = stmt.query_map(params![after_id, limit], |r| Ok(LoggedMessage { session_key: r.get(10)?, message: row_to_message(r)? }))?;
+    let rows = stmt.query_map(params![after_id, limit], |r| Ok(LoggedMessage { session_key: r.get(11)?, message: row_to_message(r)? }))?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
@@ -212,5 +213,6 @@ fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
         event_id: r.get(7)?,
         finish_reason: r.get(8)?,
         timestamp: to_time(r.get(9)?),
+        images: r.get(10)?,
     })
 }

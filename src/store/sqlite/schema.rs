@@ -153,6 +153,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_lane_queue ON outbox(lane) WHERE lane IS NOT NULL AND state IN ('pending', 'sending', 'ambiguous');
     CREATE INDEX outbox_dead ON outbox(updated_at) WHERE state IN ('dead', 'failed');
     "#,
+    // 6: the pictures that went with a message: a JSON list of image references (the prepared
+    // files in the media cache, never their bytes). NULL for a message without pictures and for
+    // every message written before.
+    r#"
+    ALTER TABLE messages ADD COLUMN images TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

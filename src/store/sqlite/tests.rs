@@ -130,7 +130,40 @@ async fn a_database_from_before_claims_and_approvals_is_upgraded_in_place() {
     let c = rusqlite::Connection::open(&path).unwrap();
     let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, schema::VERSION);
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
+}
+
+#[tokio::test]
+async fn messages_written_before_pictures_were_kept_read_back_without_any() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        // What a hermes of schema 5 left behind: a session with a message.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        for sql in &schema::MIGRATIONS[..5] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 5).unwrap();
+        c.execute(
+            "INSERT INTO sessions (id, session_key, source, platform, chat_id, started_at) VALUES ('s1', 'k', '{}', 'chat', 'c', 1)",
+            [],
+        )
+        .unwrap();
+        c.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s1', 'user', 'old words', 1)", []).unwrap();
+    }
+    let store = open_at(&path).await;
+    let old = store.messages("s1", None).await.unwrap();
+    assert_eq!((old[0].content.as_str(), old[0].images.as_deref()), ("old words", None));
+    let images = r#"[{"media_type":"image/jpeg","path":"/c/a.jpg","width":2,"height":1}]"#;
+    let new = crate::store::NewMessage {
+        session_id: "s1".into(),
+        role: "user".into(),
+        content: "look".into(),
+        images: Some(images.into()),
+        ..Default::default()
+    };
+    store.message_append(new).await.unwrap();
+    assert_eq!(store.messages("s1", None).await.unwrap()[1].images.as_deref(), Some(images), "the new column is written");
 }
 
 #[tokio::test]

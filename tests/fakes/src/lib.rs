@@ -1,7 +1,8 @@
 //! Protocol-faithful fake servers for hermes tests and benchmarks.
 //!
 //! * [`FakeLlm`]: a scripted OpenAI-compatible Chat Completions server
-//!   (JSON and SSE streaming, tool calls, errors, hangs, delays).
+//!   (JSON and SSE streaming, tool calls, errors, hangs, delays), with OpenAI's
+//!   audio transcription and speech routes.
 //! * [`Receiver`]: a webhook callback sink that records every POST and can
 //!   inject failures.
 //!
@@ -20,6 +21,8 @@
 //!   chosen refusal of every recipient (a 4xx to try again later, a 5xx for good).
 //! * [`stall_proxy`]: a TCP relay in front of a real server (Dovecot) that, on demand, stops
 //!   answering without closing anything (a peer that went silent).
+//! * [`media`]: real test media: espeak-ng voice notes (OGG/Opus), PNG and JPEG pictures, and a
+//!   voice note's length as `opusinfo` reports it.
 //! * [`synapse`]: the real Synapse of `tests/peers/run.sh` — its address, unique account names
 //!   and shared-secret registration.
 //!
@@ -31,6 +34,7 @@ mod faults;
 pub mod inbox;
 pub mod limits;
 mod llm;
+pub mod media;
 pub mod proxy;
 mod receiver;
 mod serve;
@@ -41,5 +45,5 @@ pub mod stall_proxy;
 pub mod synapse;
 pub mod telegram;
 
-pub use llm::{FakeLlm, LlmConfig, RecordedRequest, Reply, ToolCall};
+pub use llm::{DEFAULT_TRANSCRIPT, FakeLlm, LlmConfig, RecordedRequest, RecordedSpeech, RecordedTranscription, Reply, ToolCall};
 pub use receiver::{Received, Receiver};

@@ -7,9 +7,11 @@
 //! [`Reply::Echo`]) once the script is empty. Both routes share the script and
 //! the recording, so a test scripts the conversation once whatever wire
 //! format the client speaks. Recording before answering keeps hung and
-//! delayed requests observable.
+//! delayed requests observable. It also serves OpenAI's audio routes
+//! (transcriptions and speech, see `audio`), scripted separately.
 
 mod anthropic;
+mod audio;
 mod record;
 mod reply;
 mod wire;
@@ -35,6 +37,7 @@ use tokio::sync::watch;
 use crate::serve::{self, Shutdown, ShutdownSignal};
 
 use anthropic::{MessageMeta, PromptCache};
+pub use audio::{DEFAULT_TRANSCRIPT, RecordedSpeech, RecordedTranscription};
 pub use record::RecordedRequest;
 pub use reply::{Reply, ToolCall};
 use wire::{Answer, Meta};
@@ -86,6 +89,8 @@ struct AppState {
     seen: watch::Sender<usize>,
     /// What earlier Anthropic requests wrote to the simulated prompt cache.
     prompt_cache: Mutex<PromptCache>,
+    /// The audio routes' script and recording (always recorded: tests send few).
+    audio: Mutex<audio::AudioState>,
     record: bool,
     next_id: AtomicU64,
     shutdown: ShutdownSignal,
@@ -119,6 +124,7 @@ impl FakeLlm {
             requests: Mutex::new(Vec::new()),
             seen: watch::channel(0).0,
             prompt_cache: Mutex::new(PromptCache::default()),
+            audio: Mutex::new(audio::AudioState::default()),
             record: config.record,
             next_id: AtomicU64::new(1),
             shutdown: shutdown.signal(),
@@ -127,6 +133,8 @@ impl FakeLlm {
             .route("/v1/chat/completions", post(chat_completions))
             .route("/v1/messages", post(messages))
             .route("/v1/models", get(models))
+            .route("/v1/audio/transcriptions", post(audio::transcriptions))
+            .route("/v1/audio/speech", post(audio::speech))
             .fallback(not_found)
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(Arc::clone(&state));

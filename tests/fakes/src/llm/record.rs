@@ -2,6 +2,7 @@
 //! the conversation back out of it in either wire format (OpenAI Chat
 //! Completions or Anthropic Messages).
 
+use base64::Engine;
 use serde_json::Value;
 
 /// One `POST /v1/chat/completions` or `POST /v1/messages`, as received.
@@ -66,6 +67,19 @@ impl RecordedRequest {
         self.messages().into_iter().rev().find(|(role, _)| role == "user").map(|(_, text)| text)
     }
 
+    /// Every image the request carries, in order, as `(media type, decoded
+    /// bytes)`: OpenAI `image_url` parts whose URL is a base64 `data:` URL,
+    /// and Anthropic `image` blocks with a `base64` source. Images given by
+    /// a plain URL, and data that is not valid base64, are left out (a test
+    /// then sees fewer images than it expected).
+    pub fn images(&self) -> Vec<(String, Vec<u8>)> {
+        let Some(messages) = self.body.get("messages").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        let parts = messages.iter().filter_map(|m| m.get("content").and_then(Value::as_array)).flatten();
+        parts.filter_map(|part| if self.wire() == "anthropic" { anthropic_image(part) } else { openai_image(part) }).collect()
+    }
+
     /// The `model` field of the request, if present.
     pub fn model(&self) -> Option<&str> {
         self.body.get("model").and_then(Value::as_str)
@@ -114,6 +128,30 @@ fn anthropic_messages(system: Option<String>, messages: &[Value]) -> Vec<(String
         }
     }
     out
+}
+
+/// An OpenAI `{"type": "image_url", "image_url": {"url": "data:<type>;base64,<data>"}}` part.
+fn openai_image(part: &Value) -> Option<(String, Vec<u8>)> {
+    if part.get("type").and_then(Value::as_str) != Some("image_url") {
+        return None;
+    }
+    let url = part.pointer("/image_url/url").and_then(Value::as_str)?;
+    let (media_type, data) = url.strip_prefix("data:")?.split_once(";base64,")?;
+    Some((media_type.to_owned(), base64::engine::general_purpose::STANDARD.decode(data).ok()?))
+}
+
+/// An Anthropic `{"type": "image", "source": {"type": "base64", "media_type", "data"}}` block.
+fn anthropic_image(block: &Value) -> Option<(String, Vec<u8>)> {
+    if block.get("type").and_then(Value::as_str) != Some("image") {
+        return None;
+    }
+    let source = block.get("source")?;
+    if source.get("type").and_then(Value::as_str) != Some("base64") {
+        return None;
+    }
+    let media_type = source.get("media_type").and_then(Value::as_str)?;
+    let data = source.get("data").and_then(Value::as_str)?;
+    Some((media_type.to_owned(), base64::engine::general_purpose::STANDARD.decode(data).ok()?))
 }
 
 /// Flattens the OpenAI `content` field (string, array of parts, or null).
@@ -186,6 +224,34 @@ mod tests {
         assert_eq!(blocks.system_text().as_deref(), Some("a\nb"));
         assert_eq!(anthropic(json!({"system": "plain", "messages": []})).system_text().as_deref(), Some("plain"));
         assert_eq!(anthropic(json!({"messages": []})).system_text(), None);
+    }
+
+    #[test]
+    fn images_are_decoded_from_both_wires() {
+        let openai = req(json!({"messages": [
+            {"role": "user", "content": "no parts"},
+            {"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4A=="}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ]},
+        ]}));
+        assert_eq!(
+            openai.images(),
+            vec![("image/jpeg".to_owned(), vec![0xff, 0xd8, 0xff, 0xe0]), ("image/png".to_owned(), b"\x89PNG\r\n\x1a\n".to_vec()),]
+        );
+        let anthropic = anthropic(json!({"messages": [
+            {"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4A=="}},
+                {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
+                {"type": "text", "text": "what is this?"},
+            ]},
+        ]}));
+        assert_eq!(anthropic.images(), vec![("image/jpeg".to_owned(), vec![0xff, 0xd8, 0xff, 0xe0])]);
+        assert_eq!(anthropic.last_user_text().as_deref(), Some("what is this?"));
+        assert!(req(json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,!!"}}]}]})).images().is_empty());
+        assert!(req(Value::Null).images().is_empty());
     }
 
     #[test]
