@@ -9,7 +9,7 @@
 //! Dovecot kicking the bot's IMAP sessions (`doveadm kick`).
 
 use crate::email::{self, AUTHSERV, MailPeer};
-use crate::peer::{Chat, ChatPeer, Posted};
+use crate::peer::{Chat, ChatPeer, Media, Posted};
 use crate::support::Setup;
 use mail_parser::MimeHeaders;
 use std::path::PathBuf;
@@ -21,6 +21,8 @@ struct Received {
     message_id: String,
     text: String,
     files: Vec<String>,
+    /// The contents of its `audio/*` attachments.
+    audio: Vec<Vec<u8>>,
 }
 
 pub(crate) struct EmailPeer {
@@ -91,6 +93,11 @@ impl EmailPeer {
                         message_id: parsed.message_id().unwrap_or_default().to_string(),
                         text,
                         files: parsed.attachments().filter_map(|a| a.attachment_name().map(str::to_string)).collect(),
+                        audio: parsed
+                            .attachments()
+                            .filter(|a| a.content_type().is_some_and(|ct| ct.ctype().eq_ignore_ascii_case("audio")))
+                            .map(|a| a.contents().to_vec())
+                            .collect(),
                     };
                     (sent, part, received)
                 })
@@ -98,6 +105,53 @@ impl EmailPeer {
             .collect();
         mails.sort_by_key(|(sent, part, _)| (*sent, *part));
         mails.into_iter().map(|(_, _, m)| m).collect()
+    }
+}
+
+/// A mail with `media` attached under `caption`, as a mail program writes it: multipart/mixed,
+/// the text first, the file base64-encoded with its MIME type and name.
+fn media_mail(from: &str, to: &str, message_id: &str, media: &Media, caption: &str) -> String {
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&media.bytes);
+    let lines: Vec<&str> = encoded.as_bytes().chunks(76).map(|c| std::str::from_utf8(c).unwrap()).collect();
+    format!(
+        "Authentication-Results: {AUTHSERV}; dkim=pass header.d=example.test header.s=t1\r\nFrom: {from}\r\nTo: {to}\r\n\
+         Subject: Re: hermes\r\nMessage-ID: {message_id}\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=\"hermes-media-part\"\r\n\r\n\
+         --hermes-media-part\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{caption}\r\n\
+         --hermes-media-part\r\nContent-Type: {}\r\nContent-Disposition: attachment; filename=\"{}\"\r\n\
+         Content-Transfer-Encoding: base64\r\n\r\n{}\r\n--hermes-media-part--\r\n",
+        media.mime,
+        media.file_name,
+        lines.join("\r\n")
+    )
+}
+
+/// Hands `raw` to Postfix over SMTP (RFC 5321: EHLO, MAIL, RCPT, DATA with dot-stuffing).
+async fn submit(smtp_port: &str, from: &str, to: &str, raw: &str) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let stream = tokio::net::TcpStream::connect(format!("127.0.0.1:{smtp_port}")).await.expect("connect to Postfix");
+    let (read, mut write) = stream.into_split();
+    let mut replies = BufReader::new(read).lines();
+    let mut expect = async |code: &str| loop {
+        let line = replies.next_line().await.unwrap().expect("Postfix answers");
+        assert!(line.starts_with(code), "Postfix answered {line:?}, not {code}");
+        if line.as_bytes().get(3) == Some(&b' ') {
+            break;
+        }
+    };
+    expect("220").await;
+    let stuffed: String = raw.split("\r\n").map(|l| if l.starts_with('.') { format!(".{l}\r\n") } else { format!("{l}\r\n") }).collect();
+    for (command, code) in [
+        ("EHLO peer.example.test\r\n".to_string(), "250"),
+        (format!("MAIL FROM:<{from}>\r\n"), "250"),
+        (format!("RCPT TO:<{to}>\r\n"), "250"),
+        ("DATA\r\n".to_string(), "354"),
+        (format!("{stuffed}.\r\n"), "250"),
+        ("QUIT\r\n".to_string(), "221"),
+    ] {
+        write.write_all(command.as_bytes()).await.unwrap();
+        expect(code).await;
     }
 }
 
@@ -123,6 +177,7 @@ impl ChatPeer for EmailPeer {
     // Three mails' worth: a shorter answer fits in one.
     const LONG_ANSWER_CHARS: usize = 120_000;
     const HAS_GROUPS: bool = false;
+    const DECLARES_MEDIA: bool = false;
 
     async fn start() -> Self {
         let mail = email::peer();
@@ -211,6 +266,39 @@ impl ChatPeer for EmailPeer {
         let kicked = std::process::Command::new("doveadm").args(["-c", &conf, "kick", &self.bot.0]).output().expect("run doveadm");
         let said = format!("{}{}", String::from_utf8_lossy(&kicked.stdout), String::from_utf8_lossy(&kicked.stderr));
         assert!(kicked.status.success() && !said.contains("no users kicked"), "the bot's IMAP session was cut: {said}");
+    }
+
+    async fn dm_media(&self, user: u32, media: &Media, caption: &str) -> Chat {
+        self.adapter_ready().await;
+        let from = self.account(user);
+        let raw = media_mail(&from, &self.bot.0, &message_id(), media, caption);
+        submit(&self.mail.smtp_port, &from, &self.bot.0, &raw).await;
+        Chat { chat_id: from, thread_id: None }
+    }
+
+    /// Email delivers a mail whole (IMAP fetches it with its attachments, nothing is declared
+    /// apart), so what counts is what the adapter kept: the bytes of the files in the gateway's
+    /// media cache.
+    fn media_bytes_served(&self) -> u64 {
+        let home = self.home.lock().unwrap().clone().expect("configure() ran");
+        let mut total = 0;
+        let mut folders = vec![home.join("cache")];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+                match entry.metadata() {
+                    Ok(meta) if meta.is_dir() => folders.push(entry.path()),
+                    Ok(meta) => total += meta.len(),
+                    Err(_) => {}
+                }
+            }
+        }
+        total
+    }
+
+    /// The `audio/*` attachments of the bot's mails: mail has no voice notes, so a spoken answer
+    /// arrives as an `audio/ogg` file.
+    fn voice_sent(&self, chat: &Chat) -> Vec<Vec<u8>> {
+        self.received(chat).into_iter().flat_map(|m| m.audio).collect()
     }
 
     fn inject_junk(&self) {

@@ -8,7 +8,7 @@
 //! (the Markdown a Matrix client shows when it does not render `formatted_body`), its edits
 //! (`m.replace`) applied, threads by their `m.thread` relation.
 
-use crate::peer::{Chat, ChatPeer, Posted};
+use crate::peer::{Chat, ChatPeer, Media, MediaKind, Posted};
 use crate::support::Setup;
 use hermes_fakes::proxy::{Canned, FaultProxy};
 use serde_json::{Value, json};
@@ -127,6 +127,8 @@ pub(crate) struct Shown {
     pub edits: usize,
     pub file: Option<String>,
     pub no_previews: bool,
+    /// The `mxc://` URI of a voice note (`m.audio` marked `org.matrix.msc3245.voice`).
+    pub voice: Option<String>,
 }
 
 /// The bot's messages in each watched room, refreshed in the background.
@@ -159,6 +161,8 @@ pub(crate) fn shown(events: &[Value], bot: &str) -> Vec<Shown> {
             edits: 0,
             file,
             no_previews: content.get("com.beeper.linkpreviews").is_some_and(|p| p.as_array().is_some_and(|a| a.is_empty())),
+            voice: (msgtype == "m.audio" && content.get("org.matrix.msc3245.voice").is_some())
+                .then(|| content["url"].as_str().unwrap_or_default().to_string()),
         });
     }
     out
@@ -176,6 +180,8 @@ pub(crate) struct MatrixPeer {
     general: tokio::sync::Mutex<Option<String>>,
     threads: Mutex<[Option<String>; 2]>,
     last_event: Mutex<Option<String>>,
+    /// What users uploaded: media id → its size, to count what the bot downloaded.
+    uploads: Mutex<HashMap<String, u64>>,
     shelf: Shelf,
     watcher: tokio::task::JoinHandle<()>,
 }
@@ -309,6 +315,7 @@ impl ChatPeer for MatrixPeer {
             general: Default::default(),
             threads: Mutex::new([None, None]),
             last_event: Mutex::new(None),
+            uploads: Mutex::default(),
             shelf,
             watcher,
         }
@@ -432,6 +439,48 @@ impl ChatPeer for MatrixPeer {
         self.proxy.cut_connections();
     }
 
+    /// An allowed user's file goes into their DM; a stranger (past user 50) cannot DM the bot
+    /// (their invite is refused), so theirs goes into the shared room with a mention.
+    async fn dm_media(&self, user: u32, media: &Media, caption: &str) -> Chat {
+        let (account, room) = if user <= 50 { (self.user(user).await, self.dm_room(user).await) } else { self.in_general(user).await };
+        let uri = self.upload(&account, media).await;
+        let mut content = media_content(media, &uri, caption);
+        if user > 50 {
+            content["m.mentions"] = json!({"user_ids": [self.bot.user_id]});
+        }
+        let event = self.cs.send(&account, &room, "m.room.message", content).await;
+        self.remember(&event);
+        Chat { chat_id: room, thread_id: None }
+    }
+
+    /// The bytes of users' uploads the bot fetched through the proxy: every successful download
+    /// request the proxy forwarded (it forwards a body whole) counts the size of the file asked
+    /// for. A refusal before the download shows as 0; a download cut at the cap would count
+    /// whole here, so the cap itself is tested in hermes-matrix (media.rs, tests/media.rs).
+    fn media_bytes_served(&self) -> u64 {
+        let uploads = self.uploads.lock().unwrap();
+        self.proxy
+            .seen("GET", "/download/")
+            .iter()
+            .filter(|r| r.status == 200)
+            .filter_map(|r| uploads.iter().find(|(id, _)| r.path.split('?').next().is_some_and(|p| p.ends_with(&format!("/{id}")))))
+            .map(|(_, size)| *size)
+            .sum()
+    }
+
+    /// The bot's voice notes in `chat` (`m.audio` with the MSC3245 marker), downloaded from
+    /// Synapse directly (not through the bot's proxy).
+    fn voice_sent(&self, chat: &Chat) -> Vec<Vec<u8>> {
+        let uris: Vec<String> = self.shown_in(&chat.chat_id).into_iter().filter_map(|m| m.voice).collect();
+        self.block_on(async {
+            let mut notes = Vec::new();
+            for uri in uris {
+                notes.push(self.download(&self.bot, &uri).await);
+            }
+            notes
+        })
+    }
+
     fn inject_junk(&self) {
         self.block_on(async {
             let room = self.dm_room(10).await;
@@ -462,7 +511,53 @@ impl ChatPeer for MatrixPeer {
     }
 }
 
+/// The event a client sends for `media` at `uri`: `m.audio` (a voice note carries MSC3245's
+/// `org.matrix.msc3245.voice` and MSC1767's audio block with its length, as Element sends it) or
+/// `m.image`; `info` holds the MIME type, the size (the declared one when the test lies) and the
+/// length in milliseconds. A caption is the `body`, the name the `filename` (Matrix 1.10).
+pub(crate) fn media_content(media: &Media, uri: &str, caption: &str) -> Value {
+    let msgtype = match media.kind {
+        MediaKind::Voice | MediaKind::Audio => "m.audio",
+        MediaKind::Photo => "m.image",
+    };
+    let size = media.declared_bytes.unwrap_or(media.bytes.len() as u64);
+    let mut content = json!({"msgtype": msgtype, "body": media.file_name, "url": uri,
+        "info": {"mimetype": media.mime, "size": size}});
+    if !caption.is_empty() {
+        content["body"] = json!(caption);
+        content["filename"] = json!(media.file_name);
+    }
+    if let Some(secs) = media.declared_secs {
+        content["info"]["duration"] = json!(u64::from(secs) * 1000);
+    }
+    if media.kind == MediaKind::Voice {
+        content["org.matrix.msc3245.voice"] = json!({});
+        content["org.matrix.msc1767.audio"] = json!({"duration": media.declared_secs.map(|s| u64::from(s) * 1000)});
+    }
+    content
+}
+
 impl MatrixPeer {
+    /// `media` uploaded by `who` through the media API; its `mxc://` URI.
+    pub(crate) async fn upload(&self, who: &Account, media: &Media) -> String {
+        let url = format!("{}/_matrix/media/v3/upload?filename={}", self.cs.base, encode(&media.file_name));
+        let answer =
+            self.cs.http.post(url).bearer_auth(&who.token).header("Content-Type", media.mime).body(media.bytes.clone()).send().await;
+        let answer: Value = answer.unwrap().error_for_status().unwrap().json().await.unwrap();
+        let uri = answer["content_uri"].as_str().expect("Synapse names the upload").to_string();
+        let id = uri.rsplit('/').next().unwrap_or_default().to_string();
+        self.uploads.lock().unwrap().insert(id, media.bytes.len() as u64);
+        uri
+    }
+
+    /// The file at `uri`, downloaded by `who` from Synapse's authenticated media endpoint.
+    pub(crate) async fn download(&self, who: &Account, uri: &str) -> Vec<u8> {
+        let path = uri.trim_start_matches("mxc://");
+        let url = format!("{}/_matrix/client/v1/media/download/{path}", self.cs.base);
+        let answer = self.cs.http.get(url).bearer_auth(&who.token).send().await.unwrap();
+        answer.error_for_status().unwrap().bytes().await.unwrap().to_vec()
+    }
+
     /// The bot's messages in `room` as last read, formatted bodies included.
     pub(crate) fn shown_in(&self, room: &str) -> Vec<Shown> {
         self.shelf.lock().unwrap().get(room).cloned().unwrap_or_default()

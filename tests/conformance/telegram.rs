@@ -1,8 +1,8 @@
 //! The Telegram peer: the fake Bot API of `hermes-fakes`, reached by the gateway's teloxide client.
 
-use crate::peer::{Chat, ChatPeer, Posted};
+use crate::peer::{Chat, ChatPeer, Media, MediaKind, Posted};
 use crate::support::Setup;
-use hermes_fakes::telegram::{FakeTelegram, Fault, FaultScope, SentKind, TgUser};
+use hermes_fakes::telegram::{FakeTelegram, Fault, FaultScope, SentKind, TgMedia, TgUser};
 use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -111,9 +111,27 @@ impl ChatPeer for TelegramPeer {
             .filter_map(|m| match m.kind {
                 SentKind::Document { file_name, .. } => Some(file_name),
                 SentKind::Photo { .. } => Some("(photo)".to_string()),
+                SentKind::Audio { file_name, .. } => Some(file_name),
+                SentKind::Voice { .. } => Some("(voice)".to_string()),
                 SentKind::Text => None,
             })
             .collect()
+    }
+
+    async fn dm_media(&self, user: u32, media: &Media, caption: &str) -> Chat {
+        let user = self.tg_user(user);
+        let injected = self.fake.media(user.id, &user, &as_telegram_sends(media), Some(caption).filter(|c| !c.is_empty()));
+        self.remember(injected.update_id);
+        Chat { chat_id: injected.chat_id.to_string(), thread_id: None }
+    }
+
+    fn media_bytes_served(&self) -> u64 {
+        self.fake.media_bytes_served()
+    }
+
+    fn voice_sent(&self, chat: &Chat) -> Vec<Vec<u8>> {
+        let chat_id: i64 = chat.chat_id.parse().expect("numeric chat id");
+        self.fake.files_sent_to(chat_id).into_iter().filter(|f| f.method == "sendvoice").map(|f| f.bytes).collect()
     }
 
     fn typing_seen(&self, chat: &Chat) -> usize {
@@ -163,5 +181,25 @@ impl ChatPeer for TelegramPeer {
             json!({"callback_query": {"id": "q1", "from": {"id": user.id, "is_bot": false, "first_name": "u"}, "chat_instance": "c"}}),
         );
         self.fake.inject_raw(json!({}));
+    }
+}
+
+/// What Telegram's app makes of a user's file: a voice note or audio file declares its length (the
+/// real one when the test leaves it to the app), and a photo is recompressed to JPEG.
+fn as_telegram_sends(media: &Media) -> TgMedia {
+    let length = || media.declared_secs.unwrap_or_else(|| hermes_fakes::media::ogg_opus_secs(&media.bytes).ceil() as u32);
+    let sent = match media.kind {
+        MediaKind::Voice => TgMedia { mime_type: Some(media.mime.to_string()), ..TgMedia::voice(media.bytes.clone(), length()) },
+        MediaKind::Audio => TgMedia::audio(media.bytes.clone(), length(), media.mime, &media.file_name),
+        MediaKind::Photo => {
+            let picture = image::load_from_memory(&media.bytes).expect("a test photo decodes");
+            let mut jpeg = std::io::Cursor::new(Vec::new());
+            picture.to_rgb8().write_to(&mut jpeg, image::ImageFormat::Jpeg).expect("encoding in memory cannot fail");
+            TgMedia::photo(jpeg.into_inner(), picture.width(), picture.height())
+        }
+    };
+    match media.declared_bytes {
+        Some(bytes) => sent.declaring_size(bytes),
+        None => sent,
     }
 }

@@ -6,6 +6,7 @@ use crate::settings::EmailSettings;
 use crate::state::StateStore;
 use crate::text;
 use async_trait::async_trait;
+use hermes_adapter::FileKind;
 use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::{
     AdapterContext, AdapterError, Capabilities, CredentialId, LengthUnit, MarkdownDialect, OutboundMessage, Platform, PlatformAdapter,
@@ -101,7 +102,9 @@ impl EmailAdapter {
                 }
                 let bytes =
                     tokio::fs::read(&file.path).await.map_err(|e| SendError::Other(format!("could not read `{}`: {e}", file.file_name)))?;
-                let kind = content_type_for(&file.file_name);
+                // A voice note is an Ogg/Opus recording whatever it is called; mail has no
+                // voice notes, so it arrives as an audio file.
+                let kind = if file.kind == FileKind::Voice { audio_ogg() } else { content_type_for(&file.file_name) };
                 let attachment = Attachment::new(text::safe_file_name(&file.file_name)).body(bytes, kind);
                 builder.multipart(MultiPart::mixed().singlepart(body).singlepart(attachment))
             }
@@ -137,9 +140,18 @@ fn content_type_for(name: &str) -> ContentType {
         "pdf" => "application/pdf",
         "txt" | "md" | "log" => "text/plain",
         "csv" => "text/csv",
+        "ogg" | "oga" | "opus" => "audio/ogg",
+        "mp3" => "audio/mpeg",
+        "m4a" => "audio/mp4",
+        "wav" => "audio/wav",
+        "webm" => "audio/webm",
         _ => "application/octet-stream",
     };
     ContentType::parse(mime).unwrap_or(ContentType::TEXT_PLAIN)
+}
+
+fn audio_ogg() -> ContentType {
+    ContentType::parse("audio/ogg").unwrap_or(ContentType::TEXT_PLAIN)
 }
 
 #[async_trait]
@@ -253,6 +265,20 @@ mod tests {
         assert!(mail.contains("filename=\"report.csv\""), "{mail}");
         assert!(mail.contains("Content-Type: text/csv"), "{mail}");
         assert!(mail.contains("Hello"), "{mail}");
+    }
+
+    #[tokio::test]
+    async fn a_voice_answer_is_an_ogg_audio_attachment() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = adapter(dir.path());
+        let path = dir.path().join("reply-1");
+        std::fs::write(&path, b"OggS\0\x02").unwrap();
+        let mut msg = message("alice@example.test", None, "t3:0");
+        msg.file = Some(hermes_adapter::OutboundFile::voice(path, 2.5));
+        let mail = String::from_utf8(a.compose(&msg).await.unwrap().formatted()).unwrap();
+        assert!(mail.contains("Content-Type: audio/ogg"), "whatever the file is called: {mail}");
+        assert_eq!(content_type_for("answer.opus"), audio_ogg());
+        assert_eq!(content_type_for("song.mp3"), ContentType::parse("audio/mpeg").unwrap());
     }
 
     #[tokio::test]

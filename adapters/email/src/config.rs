@@ -297,6 +297,7 @@ pub fn settings_from(config: &EmailConfig, ctx: &BuildContext<'_>) -> Result<Ema
     settings.trust_from_header = trust_from_header;
     settings.authserv_id = authserv_id;
     settings.use_idle = config.idle.unwrap_or(true);
+    settings.media_limits = ctx.media_limits;
     settings.budget = config.send_budget;
     if let Some(secs) = config.poll_interval {
         settings.poll_interval = Duration::from_secs(secs.max(1));

@@ -6,12 +6,11 @@
 use crate::decide::{self, Headers};
 use crate::settings::EmailSettings;
 use crate::text;
-use hermes_adapter::media_cache::{MediaCache, create_private_file};
+use hermes_adapter::media_cache::MediaCache;
 use hermes_adapter::untrusted;
-use hermes_adapter::{ChatType, InboundEvent, MessageKind, Platform, SessionSource};
+use hermes_adapter::{Attachment, CappedWriter, ChatType, InboundEvent, MessageKind, Platform, Refusal, SessionSource, save_capped};
 use mail_parser::{MessageParser, MimeHeaders};
 use sha2::{Digest, Sha256};
-use std::path::PathBuf;
 use tokio::io::AsyncWriteExt;
 
 /// The sender of a mail that may be answered.
@@ -142,62 +141,72 @@ pub async fn event(raw: &[u8], sender: &Sender, settings: &EmailSettings, uid_va
     if !message.in_reply_to().is_empty() && !quote.is_empty() {
         text = untrusted::with_reply_context(None, &quote, &text);
     }
-    let mut media_paths = Vec::new();
-    let mut notes = Vec::new();
-    let mut kind = MessageKind::Text;
-    for (index, part) in message.attachments().enumerate().take(20) {
+    let mut attachments = Vec::new();
+    for (index, part) in message.attachments().enumerate().take(MAX_ATTACHMENTS) {
         let name = part.attachment_name().map(text::safe_file_name).unwrap_or_else(|| format!("attachment-{index}"));
-        let contents = part.contents();
-        if contents.len() > settings.max_attachment_bytes {
-            notes.push(format!("[{name} was not saved: larger than {} MB]", settings.max_attachment_bytes / (1024 * 1024)));
-            continue;
-        }
-        let image = part.content_type().is_some_and(|ct| ct.ctype().eq_ignore_ascii_case("image"));
-        match save(settings, &format!("{uid_validity}-{uid}-{index}-{name}"), contents).await {
-            Ok(path) => {
-                if kind == MessageKind::Text {
-                    kind = if image { MessageKind::Photo } else { MessageKind::Document };
-                }
-                media_paths.push(
-                    hermes_adapter::Attachment::declared(
-                        if image { MessageKind::Photo } else { MessageKind::Document },
-                        name.clone(),
-                        None,
-                        None,
-                        None,
-                    )
-                    .saved(&path, contents.len() as u64),
-                );
-            }
-            Err(e) => notes.push(format!("[{name} could not be saved: {e}]")),
-        }
+        let prefix = format!("{uid_validity}-{uid}-{index}");
+        attachments.push(keep(settings, &prefix, name, mime_of(part), part.contents()).await);
     }
-    if !notes.is_empty() {
-        text = format!("{text}\n{}", notes.join("\n")).trim().to_string();
-    }
+    let kind = attachments.first().map_or(MessageKind::Text, |a| a.kind);
     let mut event = InboundEvent::text(event_id(&own, &sender.address, message_id.as_deref(), uid_validity, uid), source(sender), text);
     event.message_id = message_id.clone();
-    event.attachments = media_paths;
+    event.attachments = attachments;
     event.kind = kind;
     Parsed { event, message_id, subject, references }
 }
 
-/// Write one attachment into the cache's `email` folder (private, never through an existing
-/// path).
-async fn save(settings: &EmailSettings, file_name: &str, contents: &[u8]) -> Result<PathBuf, String> {
-    let folder = MediaCache::new(&settings.media_dir).folder("email").map_err(|e| e.to_string())?;
-    let path = folder.join(file_name);
+/// Attachments of one mail looked at; past this they are left in the mailbox.
+const MAX_ATTACHMENTS: usize = 20;
+
+/// A part's MIME type, lower-cased (`application/octet-stream` when it names none).
+fn mime_of(part: &mail_parser::MessagePart<'_>) -> String {
+    match part.content_type() {
+        Some(ct) => match ct.subtype() {
+            Some(sub) => format!("{}/{}", ct.ctype(), sub).to_ascii_lowercase(),
+            None => ct.ctype().to_ascii_lowercase(),
+        },
+        None => "application/octet-stream".to_string(),
+    }
+}
+
+/// What a part is: every `audio/*` an audio file, except an Ogg/Opus one whose name says it is a
+/// voice note (`voice…`, as phones and chat apps name recordings they mail), which is a voice
+/// note; every `image/*` a photo; anything else a document.
+pub fn kind_of(mime: &str, name: &str) -> MessageKind {
+    let voice_named = name.to_ascii_lowercase().contains("voice");
+    match mime.split_once('/').map_or(mime, |(top, _)| top) {
+        "audio" if voice_named && matches!(mime, "audio/ogg" | "audio/opus") => MessageKind::Voice,
+        "audio" => MessageKind::Audio,
+        "image" => MessageKind::Photo,
+        _ => MessageKind::Document,
+    }
+}
+
+/// One part as an attachment: saved into the cache folder of its kind (private, never through
+/// an existing path), or refused by the gateway's limits on its real size.
+async fn keep(settings: &EmailSettings, prefix: &str, name: String, mime: String, contents: &[u8]) -> Attachment {
+    let declared = Attachment::declared(kind_of(&mime, &name), name, Some(mime), Some(contents.len() as u64), None);
+    let cap = match settings.media_limits.admit(&declared, settings.max_attachment_bytes as u64) {
+        Ok(cap) => cap,
+        Err(refusal) => return declared.refuse(refusal),
+    };
+    let folder = match MediaCache::new(&settings.media_dir).folder(declared.kind.cache_folder()) {
+        Ok(folder) => folder,
+        Err(e) => return declared.refuse(Refusal::Failed { detail: e.to_string() }),
+    };
+    let path = folder.join(declared.cache_file_name(prefix));
     // The same mail read again (a retried accept) finds its own earlier copy: replace it.
     let _ = tokio::fs::remove_file(&path).await;
-    let mut file = create_private_file(&path).await.map_err(|e| e.to_string())?;
-    file.write_all(contents).await.map_err(|e| e.to_string())?;
-    file.flush().await.map_err(|e| e.to_string())?;
-    Ok(path)
+    match save_capped(&path, cap, async |out: &mut CappedWriter<tokio::fs::File>| out.write_all(contents).await).await {
+        Ok(bytes) => declared.saved(&path, bytes),
+        Err(e) => declared.refuse(e.refusal()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn settings(trust: bool) -> EmailSettings {
         let mut s = EmailSettings::new("bot@example.test", "pw", PathBuf::from("/nonexistent"), PathBuf::from("/nonexistent"));
@@ -233,6 +242,39 @@ Content-Type: text/html; charset=utf-8\r\n\r\n<html><body><p>Hello <b>there</b><
         assert!(parsed.event.text.contains("Hello") && parsed.event.text.contains("there"), "{:?}", parsed.event.text);
         assert!(!parsed.event.text.contains('<'), "no markup left: {:?}", parsed.event.text);
         assert_eq!(parsed.message_id.as_deref(), Some("<h1@x>"));
+    }
+
+    #[test]
+    fn audio_is_audio_a_named_ogg_recording_is_a_voice_note_images_are_photos() {
+        assert_eq!(kind_of("audio/ogg", "Voice-2024-01-01.ogg"), MessageKind::Voice);
+        assert_eq!(kind_of("audio/opus", "voice_note.opus"), MessageKind::Voice);
+        assert_eq!(kind_of("audio/ogg", "song.ogg"), MessageKind::Audio);
+        assert_eq!(kind_of("audio/mpeg", "voice.mp3"), MessageKind::Audio, "only Ogg/Opus recordings are voice notes");
+        assert_eq!(kind_of("image/png", "x.png"), MessageKind::Photo);
+        assert_eq!(kind_of("application/pdf", "voice.pdf"), MessageKind::Document);
+    }
+
+    #[tokio::test]
+    async fn each_part_is_its_own_attachment_and_an_oversized_one_is_refused_unsaved() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = EmailSettings::new("bot@example.test", "pw", dir.path().join("s"), dir.path().join("m"));
+        settings.trust_from_header = true;
+        settings.media_limits.max_image_bytes = 8;
+        let raw = b"From: alice@example.test\r\nSubject: media\r\nMessage-ID: <m@x>\r\nMIME-Version: 1.0\r\n\
+Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\nlisten\r\n\
+--B\r\nContent-Type: audio/ogg\r\nContent-Disposition: attachment; filename=\"voice-note.ogg\"\r\n\r\nOggS-voice\r\n\
+--B\r\nContent-Type: image/png\r\nContent-Disposition: attachment; filename=\"big.png\"\r\n\r\n0123456789abcdef\r\n--B--\r\n";
+        let sender = Sender { address: "alice@example.test".into(), display_name: None };
+        let event = event(raw, &sender, &settings, 1, 2).await.event;
+        assert_eq!(event.kind, MessageKind::Voice, "the first attachment's kind");
+        assert_eq!(event.text, "[Subject: media]\n\nlisten", "no notes: the gateway words a refusal");
+        let [voice, image] = event.attachments.as_slice() else { panic!("{:?}", event.attachments) };
+        assert_eq!((voice.kind, voice.mime.as_deref(), voice.name.as_str()), (MessageKind::Voice, Some("audio/ogg"), "voice-note.ogg"));
+        assert_eq!(std::fs::read(voice.path.as_deref().unwrap()).unwrap(), b"OggS-voice");
+        assert!(voice.path.as_deref().unwrap().contains("/audio/"), "{voice:?}");
+        assert_eq!((image.kind, image.path.as_deref()), (MessageKind::Photo, None));
+        assert_eq!(image.refused, Some(Refusal::TooLarge { limit_bytes: 8 }));
+        assert!(!dir.path().join("m/images").exists() || std::fs::read_dir(dir.path().join("m/images")).unwrap().count() == 0);
     }
 
     #[test]

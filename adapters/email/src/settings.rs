@@ -103,6 +103,9 @@ pub struct EmailSettings {
     pub max_mail_bytes: u32,
     /// The largest attachment saved.
     pub max_attachment_bytes: usize,
+    /// The gateway's limits per kind (audio and image sizes), checked with each part's real size
+    /// (the mail is already fetched whole) before it is saved.
+    pub media_limits: hermes_adapter::MediaLimits,
     /// How long one network step (connect, a command, a DATA transfer) may take.
     pub io_timeout: Duration,
     /// Outbound rate limit kept by the gateway.
@@ -131,6 +134,7 @@ impl EmailSettings {
             media_dir,
             max_mail_bytes: 25 * 1024 * 1024,
             max_attachment_bytes: 20 * 1024 * 1024,
+            media_limits: hermes_adapter::MediaLimits::default(),
             io_timeout: Duration::from_secs(60),
             budget: EmailSendBudget::default(),
         }

@@ -175,7 +175,7 @@ async fn an_attachment_with_a_hostile_name_is_saved_inside_the_cache() {
     assert_eq!(events[0].text, "[Subject: a file]\n\nsee attached");
     assert_eq!(events[0].attachments.len(), 1);
     let saved = std::path::PathBuf::from(events[0].attachments[0].path.as_deref().unwrap());
-    let cache = dir.path().join("media").join("email");
+    let cache = dir.path().join("media").join("documents");
     assert_eq!(saved.parent(), Some(cache.as_path()), "saved in the cache folder: {saved:?}");
     assert!(saved.file_name().unwrap().to_string_lossy().ends_with("-passwd"));
     assert_eq!(std::fs::read(&saved).unwrap(), b"root:x:0:0:hacked");
@@ -369,4 +369,92 @@ async fn a_server_without_starttls_is_refused_rather_than_used_in_clear_text() {
         }
         other => panic!("expected a fatal error, got {other:?}"),
     }
+}
+
+/// A real voice note: espeak-ng's speech encoded by opusenc (Debian's espeak-ng and opus-tools).
+fn voice_note(text: &str) -> Vec<u8> {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "espeak-ng -s 150 --stdout \"$1\" | opusenc --quiet --bitrate 24 - -", "sh", text])
+        .output()
+        .expect("espeak-ng and opusenc are installed (tests/peers/install.sh)");
+    assert!(out.status.success() && out.stdout.starts_with(b"OggS"), "a voice note was made");
+    out.stdout
+}
+
+/// `opusinfo`'s "Playback length" of an OGG/Opus file, in seconds.
+fn playback_secs(ogg: &[u8]) -> f64 {
+    let file = tempfile::NamedTempFile::new().expect("a temporary file for opusinfo");
+    std::fs::write(file.path(), ogg).expect("the voice note is written for opusinfo");
+    let out = std::process::Command::new("opusinfo").arg(file.path()).output().expect("opusinfo is installed");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let length = text.lines().find_map(|l| l.trim().strip_prefix("Playback length: ")).unwrap_or_else(|| panic!("{text}"));
+    let (minutes, seconds) = length.trim_end_matches('s').split_once("m:").expect("opusinfo writes `0m:4.210s`");
+    let number = |n: &str| n.parse::<f64>().expect("opusinfo writes numbers");
+    number(minutes) * 60.0 + number(seconds)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailed_voice_note_and_photo_are_attachments_an_oversized_one_is_refused_and_voice_goes_back_as_ogg() {
+    use hermes_adapter::{MessageKind, OutboundFile, Refusal};
+    use lettre::message::header::ContentType;
+    use lettre::message::{Attachment, MultiPart, SinglePart};
+    use mail_parser::MimeHeaders;
+    let peer = Peer::from_env();
+    let dir = tempfile::tempdir().unwrap();
+    let (bot, bot_pw) = peer.account("bot").await;
+    let (alice, alice_pw) = peer.account("alice").await;
+    let mut settings = peer.settings(&bot, &bot_pw, dir.path());
+    settings.media_limits.max_image_bytes = 64 * 1024;
+    let inbox = Arc::new(Inbox::default());
+    let running = Running::start(settings, inbox.clone(), &[&alice]).await;
+
+    let note = voice_note("Could you check whether the garage door is closed tonight?");
+    let photo = b"\x89PNG\r\n\x1a\n a small receipt".to_vec();
+    let parts = MultiPart::mixed()
+        .singlepart(SinglePart::plain("listen and look".to_string()))
+        .singlepart(Attachment::new("voice-note.ogg".into()).body(note.clone(), ContentType::parse("audio/ogg").unwrap()))
+        .singlepart(Attachment::new("receipt.png".into()).body(photo.clone(), ContentType::parse("image/png").unwrap()))
+        .singlepart(Attachment::new("huge.jpg".into()).body(vec![0xFF; 200 * 1024], ContentType::parse("image/jpeg").unwrap()));
+    let mail = lettre::Message::builder()
+        .from(alice.parse().unwrap())
+        .to(bot.parse().unwrap())
+        .subject("Re: media")
+        .message_id(Some("<media-1@example.test>".into()))
+        .multipart(parts)
+        .unwrap();
+    let raw = format!(
+        "Authentication-Results: {}; spf=pass smtp.mailfrom={alice}\r\n{}",
+        common::AUTHSERV,
+        String::from_utf8(mail.formatted()).unwrap()
+    );
+    peer.send_raw(&alice, &bot, &raw).await;
+    let events = inbox.wait_for(1).await;
+    let event = &events[0];
+    assert_eq!(event.kind, MessageKind::Voice, "the first attachment's kind");
+    assert_eq!(event.text, "listen and look");
+    let [voice, picture, huge] = event.attachments.as_slice() else { panic!("three attachments: {:#?}", event.attachments) };
+    assert_eq!((voice.kind, voice.mime.as_deref(), voice.name.as_str()), (MessageKind::Voice, Some("audio/ogg"), "voice-note.ogg"));
+    assert_eq!(std::fs::read(voice.path.as_deref().unwrap()).unwrap(), note, "the bytes recorded");
+    assert!(voice.path.as_deref().unwrap().ends_with(".ogg"));
+    assert_eq!((picture.kind, picture.mime.as_deref()), (MessageKind::Photo, Some("image/png")));
+    assert_eq!(std::fs::read(picture.path.as_deref().unwrap()).unwrap(), photo);
+    assert_eq!((huge.kind, huge.path.as_deref()), (MessageKind::Photo, None));
+    assert_eq!(huge.refused, Some(Refusal::TooLarge { limit_bytes: 64 * 1024 }));
+    assert_eq!(huge.bytes, Some(200 * 1024), "its real size");
+
+    // Spoken back: mail has no voice notes, so an audio/ogg attachment that plays.
+    let spoken = voice_note("The garage door is closed and locked.");
+    let path = dir.path().join("reply-voice");
+    std::fs::write(&path, &spoken).unwrap();
+    let mut answer = reply(&event.source.chat_id, event.message_id.as_deref(), "turn-v:0", "");
+    answer.file = Some(OutboundFile::voice(path, playback_secs(&spoken)));
+    running.adapter.send(&answer).await.unwrap();
+    let mails = peer.wait_for_mails(&alice, &alice_pw, 1).await;
+    let parsed = mail_parser::MessageParser::default().parse(mails[0].2.as_bytes()).unwrap();
+    let audio: Vec<_> =
+        parsed.attachments().filter(|a| a.content_type().is_some_and(|ct| ct.ctype() == "audio" && ct.subtype() == Some("ogg"))).collect();
+    assert_eq!(audio.len(), 1, "one audio/ogg attachment: {}", mails[0].2);
+    assert_eq!(audio[0].contents(), spoken.as_slice());
+    assert!(playback_secs(audio[0].contents()) > 1.0, "it decodes and plays");
+    running.stop().await;
 }

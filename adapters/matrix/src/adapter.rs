@@ -7,18 +7,21 @@ use crate::reactions::{self, Prompt, Prompts};
 use crate::settings::{Login, MatrixSettings};
 use crate::state::StateDir;
 use async_trait::async_trait;
+use hermes_adapter::FileKind;
 use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::render::matrix_html;
 use hermes_adapter::{
     AdapterContext, AdapterError, Capabilities, ChatTarget, CredentialId, LengthUnit, Lookup, MarkdownDialect, OutboundMessage, Platform,
     PlatformAdapter, SendError, SendReceipt, StreamStyle,
 };
-use matrix_sdk::attachment::AttachmentConfig;
+use matrix_sdk::attachment::{AttachmentConfig, AttachmentInfo, BaseAudioInfo};
+use matrix_sdk::ruma::UInt;
 use matrix_sdk::ruma::{OwnedRoomId, OwnedTransactionId};
 use matrix_sdk::{Client, Room};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -73,7 +76,7 @@ impl MatrixAdapter {
             supports_files: true,
             read_live: true,
             people_reply: true,
-            voice_notes: false,
+            voice_notes: true,
         };
         let state = StateDir::new(settings.state_dir.clone());
         let prompts = Prompts::load(state.prompts_file());
@@ -160,8 +163,19 @@ impl MatrixAdapter {
     async fn send_file(&self, room: &Room, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
         let Some(file) = &msg.file else { return Err(SendError::Other("no file".to_string())) };
         let data = tokio::fs::read(&file.path).await.map_err(|e| SendError::Other(format!("could not read `{}`: {e}", file.file_name)))?;
-        let mime = mime_of(&file.file_name);
+        let mut mime = mime_of(&file.file_name);
         let mut config = AttachmentConfig::new().txn_id(txn_id(&msg.idempotency_key));
+        if file.kind == FileKind::Voice {
+            // matrix-sdk marks it `org.matrix.msc3245.voice` and, given the length and the
+            // waveform, adds MSC1767's audio block: clients play it as a voice note.
+            mime = mime::Mime::from_str("audio/ogg").unwrap_or(mime);
+            let info = BaseAudioInfo {
+                duration: file.duration_secs.filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64),
+                size: UInt::new(data.len() as u64),
+                waveform: crate::voice::waveform(&data),
+            };
+            config = config.info(AttachmentInfo::Voice(info));
+        }
         if !msg.text.trim().is_empty() {
             config = config.caption(Some(matrix_sdk::ruma::events::room::message::TextMessageEventContent::plain(msg.text.clone())));
         }
@@ -186,7 +200,9 @@ fn mime_of(name: &str) -> mime::Mime {
         "txt" | "md" | "log" => "text/plain",
         "json" => "application/json",
         "mp3" => "audio/mpeg",
-        "ogg" => "audio/ogg",
+        "ogg" | "oga" | "opus" => "audio/ogg",
+        "m4a" => "audio/mp4",
+        "wav" => "audio/wav",
         "mp4" => "video/mp4",
         _ => "application/octet-stream",
     };

@@ -262,6 +262,7 @@ pub fn settings_from(config: &MatrixConfig, ctx: &BuildContext<'_>) -> Result<Ma
     settings.auto_thread = config.auto_thread.unwrap_or(true);
     settings.command_prefix = config.command_prefix.clone().unwrap_or_else(|| "!".to_string()).trim().to_string();
     settings.link_previews = ctx.link_previews;
+    settings.media_limits = ctx.media_limits;
     settings.budget = config.send_budget;
     settings.commands = ctx.commands.iter().map(|(name, _)| name.trim_start_matches('/').to_ascii_lowercase()).collect();
     if let Some(mb) = config.max_media_mb {

@@ -16,14 +16,41 @@ use serde_json::Value;
 pub(crate) const MAX_INBOUND_CHARS: usize = 16_000;
 
 /// An attachment of a message: what to fetch (the content's `url` or encrypted `file`) and
-/// what the sender called it (untrusted).
+/// what the sender declared about it (untrusted: the name, MIME type, size and length).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Attachment {
     pub kind: MessageKind,
     pub name: String,
+    pub mime: Option<String>,
     pub size: Option<u64>,
+    /// The length in seconds (`info.duration`, or MSC1767's `org.matrix.msc1767.audio.duration`).
+    pub duration_secs: Option<f64>,
     /// `{"url": ...}` or `{"file": {...}}`, as in the content.
     pub source: Value,
+}
+
+/// What kind of attachment a `msgtype` carries: `m.audio` marked by MSC3245
+/// (`org.matrix.msc3245.voice`) is a voice note; `m.file` stays a document even when it is a
+/// picture (its MIME type says so, and the gateway treats an image document as an image).
+fn attachment_kind(msgtype: &str, content: &Value) -> Option<MessageKind> {
+    match msgtype {
+        "m.image" => Some(MessageKind::Photo),
+        "m.file" => Some(MessageKind::Document),
+        "m.audio" if content.get("org.matrix.msc3245.voice").is_some() => Some(MessageKind::Voice),
+        "m.audio" => Some(MessageKind::Audio),
+        "m.video" => Some(MessageKind::Video),
+        _ => None,
+    }
+}
+
+/// The declared length: `info.duration` (milliseconds, the spec's), else MSC1767's extensible
+/// audio block that voice notes carry (milliseconds too).
+fn duration_secs(content: &Value) -> Option<f64> {
+    let millis = content
+        .pointer("/info/duration")
+        .and_then(Value::as_f64)
+        .or_else(|| content.get("org.matrix.msc1767.audio").and_then(|a| a.get("duration")).and_then(Value::as_f64))?;
+    (millis.is_finite() && millis >= 0.0).then_some(millis / 1000.0)
 }
 
 /// A message someone else sent.
@@ -102,10 +129,7 @@ pub(crate) fn parse(event: &Value, me: &str) -> Incoming {
                 "m.text" | "m.emote" if body.trim().is_empty() => return Incoming::Ignored("an empty message"),
                 "m.text" | "m.emote" => None,
                 "m.notice" => return Incoming::Ignored("a notice (bots talk in notices; answering them could loop)"),
-                "m.image" => Some(MessageKind::Photo),
-                "m.file" => Some(MessageKind::Document),
-                "m.audio" => Some(MessageKind::Audio),
-                "m.video" => Some(MessageKind::Video),
+                "m.image" | "m.file" | "m.audio" | "m.video" => attachment_kind(msgtype, content),
                 _ => return Incoming::Ignored("an unknown message type"),
             };
             let thread_root = match rel_type {
@@ -136,8 +160,9 @@ pub(crate) fn parse(event: &Value, me: &str) -> Incoming {
                     } else {
                         return Incoming::Ignored("an attachment without a source");
                     };
-                    let size = content.get("info").and_then(|i| i.get("size")).and_then(Value::as_u64);
-                    (caption, Some(Attachment { kind, name, size, source }))
+                    let size = content.pointer("/info/size").and_then(Value::as_u64);
+                    let mime = str_at(content, &["info", "mimetype"]).map(str::to_string);
+                    (caption, Some(Attachment { kind, name, mime, size, duration_secs: duration_secs(content), source }))
                 }
             };
             Incoming::Message(Message {
@@ -385,6 +410,30 @@ mod tests {
         assert!(matches!(parse(&no_source, BOT), Incoming::Ignored(_)));
         let weird = json!({"type": "m.room.message", "event_id": "$g", "sender": "@a:x", "content": "not an object"});
         assert!(matches!(parse(&weird, BOT), Incoming::Ignored(_)));
+    }
+
+    #[test]
+    fn a_voice_note_is_told_from_an_audio_file_and_carries_its_length() {
+        let voice = message(json!({"msgtype": "m.audio", "body": "Voice message", "url": "mxc://localhost/v",
+            "info": {"mimetype": "audio/ogg", "size": 5120},
+            "org.matrix.msc1767.audio": {"duration": 4200, "waveform": [0, 512]}, "org.matrix.msc3245.voice": {}}));
+        let attachment = voice.attachment.unwrap();
+        assert_eq!((attachment.kind, attachment.size, attachment.mime.as_deref()), (MessageKind::Voice, Some(5120), Some("audio/ogg")));
+        assert_eq!(attachment.duration_secs, Some(4.2), "MSC1767's duration, in milliseconds");
+        let song = message(json!({"msgtype": "m.audio", "body": "song.mp3", "url": "mxc://localhost/s",
+            "info": {"mimetype": "audio/mpeg", "duration": 180_000}}));
+        let attachment = song.attachment.unwrap();
+        assert_eq!((attachment.kind, attachment.duration_secs), (MessageKind::Audio, Some(180.0)), "no MSC3245 marker: a file");
+        let scan = message(json!({"msgtype": "m.file", "body": "scan.png", "url": "mxc://localhost/p", "info": {"mimetype": "image/png"}}));
+        let attachment = scan.attachment.unwrap();
+        assert_eq!(attachment.kind, MessageKind::Document);
+        let declared = hermes_adapter::Attachment::declared(attachment.kind, attachment.name, attachment.mime, None, None);
+        assert!(declared.is_image(), "an image document is still a picture");
+        let photo = message(json!({"msgtype": "m.image", "body": "cat", "url": "mxc://localhost/c"}));
+        assert_eq!(photo.attachment.unwrap().kind, MessageKind::Photo);
+        let clip = message(json!({"msgtype": "m.video", "body": "clip.mp4", "url": "mxc://localhost/m", "info": {"duration": -5}}));
+        let attachment = clip.attachment.unwrap();
+        assert_eq!((attachment.kind, attachment.duration_secs), (MessageKind::Video, None), "a nonsense length is no length");
     }
 
     #[test]

@@ -14,7 +14,9 @@
 //! * [`undecryptable`](crate::undecryptable): messages the bot cannot decrypt, reported once and
 //!   answered when their key arrives.
 //! * [`gaps`](crate::gaps): the events a limited sync left out, fetched with `/messages`.
-//! * [`media`](crate::media): inbound attachments into the media cache, for allowed senders only.
+//! * [`media`](crate::media): inbound attachments into the media cache, for allowed senders only,
+//!   within the gateway's limits, streamed under a byte cap.
+//! * [`voice`](crate::voice): the waveform a voice note the bot sends is shown with.
 //! * [`state`](crate::state): the files of the private state folder.
 //! * [`errors`](crate::errors): matrix-sdk failures → what the gateway does next.
 //! * [`config`]: the `platforms.matrix` block, its variables and the [`REGISTRATION`].
@@ -34,6 +36,7 @@ pub mod settings;
 pub(crate) mod state;
 pub(crate) mod sync;
 pub(crate) mod undecryptable;
+pub(crate) mod voice;
 
 pub use adapter::MatrixAdapter;
 pub use config::{MatrixConfig, REGISTRATION};

@@ -76,6 +76,9 @@ pub struct MatrixSettings {
     pub media_dir: PathBuf,
     /// Largest attachment downloaded.
     pub max_media_bytes: u64,
+    /// The gateway's limits per kind (voice length, audio and image sizes), checked with the
+    /// sender's declared facts before anything is fetched.
+    pub media_limits: hermes_adapter::MediaLimits,
     /// Longest message sent, in characters.
     pub max_message_len: usize,
     /// Let clients preview links in the bot's messages (`display.link_previews`); off, messages
@@ -108,6 +111,7 @@ impl MatrixSettings {
             state_dir,
             media_dir,
             max_media_bytes: 20 * 1024 * 1024,
+            media_limits: hermes_adapter::MediaLimits::default(),
             max_message_len: crate::adapter::MAX_MESSAGE_LEN,
             link_previews: false,
             sync_timeout: Duration::from_secs(30),

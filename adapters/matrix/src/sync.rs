@@ -18,7 +18,7 @@
 use crate::MatrixAdapter;
 use crate::inbound::{self, Gate, Incoming, Me, Message, RoomFacts};
 use crate::login;
-use crate::media::{self, Saved};
+use crate::media;
 use crate::reactions::{self, Prompt};
 use crate::undecryptable::{self, Pending, Reported, Waiting};
 use futures::Stream;
@@ -457,7 +457,7 @@ async fn message_event(
     let own = if route.mentioned { me.strip_mention(&msg.body) } else { msg.body.clone() };
     let own = inbound::command_text(&own, &adapter.settings.command_prefix, &adapter.settings.commands);
     let mut kind = MessageKind::Text;
-    let mut media_paths = Vec::new();
+    let mut attachments = Vec::new();
     let mut text = match &msg.in_reply_to {
         Some(replied) => match replied_text(room, replied, me).await {
             Some((author, words)) => untrusted::with_reply_context(Some(&author), &words, &own),
@@ -467,28 +467,31 @@ async fn message_event(
     };
     if let Some(attachment) = &msg.attachment {
         kind = attachment.kind;
-        let note = if ctx.sender_allowed(&source) {
-            match media::save(client, attachment, &msg.event_id, &adapter.settings.media_dir, adapter.settings.max_media_bytes).await {
-                Saved::Path(path) => {
-                    media_paths.push(
-                        hermes_adapter::Attachment::declared(attachment.kind, attachment.name.clone(), None, attachment.size, None)
-                            .saved(&path, attachment.size.unwrap_or(0)),
-                    );
-                    format!("[attached file {}]", untrusted::mark(&attachment.name))
-                }
-                Saved::Skipped(note) => note,
+        if ctx.sender_allowed(&source) {
+            // Saved or refused, it is reported as an attachment; the gateway words a refusal.
+            let saved = fetch(adapter, client, attachment, &msg.event_id).await;
+            if let Some(refusal) = &saved.refused {
+                tracing::info!(event = %msg.event_id, kind = ?attachment.kind, "an attachment was not saved: {refusal}");
             }
+            attachments.push(saved);
         } else {
             // A stranger's upload costs nothing: not fetched (the gateway denies the event).
-            "[an attachment, not downloaded]".to_string()
-        };
-        text = if text.trim().is_empty() { note } else { format!("{text}\n{note}") };
+            let note = "[an attachment, not downloaded]";
+            text = if text.trim().is_empty() { note.to_string() } else { format!("{text}\n{note}") };
+        }
     }
     let mut event = InboundEvent::text(format!("matrix:{}", msg.event_id), source, inbound::bounded(&text));
     event.message_id = Some(msg.event_id.clone());
     event.kind = kind;
-    event.attachments = media_paths;
+    event.attachments = attachments;
     Some(event)
+}
+
+/// An allowed sender's attachment, fetched from the configured homeserver as the bot.
+async fn fetch(adapter: &MatrixAdapter, client: &Client, attachment: &inbound::Attachment, event_id: &str) -> hermes_adapter::Attachment {
+    let token = client.access_token().unwrap_or_default();
+    let server = media::Homeserver { base: &adapter.settings.homeserver, token: &token, idle: adapter.settings.request_timeout };
+    media::save(client, &server, &adapter.settings, attachment, event_id).await
 }
 
 /// Who wrote the replied-to message and what it says (the bot's own as "the assistant").

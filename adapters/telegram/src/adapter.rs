@@ -1,24 +1,24 @@
-//! [`TelegramAdapter`]: the send side (messages, edits, typing, buttons) and the entry to the
-//! polling loop in [`crate::poll`].
+//! [`TelegramAdapter`]: the send side (messages, edits, typing, buttons; files in
+//! `crate::files`) and the entry to the polling loop in [`crate::poll`].
 
 use crate::budget::Budget;
 use crate::errors::{self, classify};
+use crate::files::Upload;
 use crate::settings::TelegramSettings;
 use async_trait::async_trait;
 use hermes_adapter::render::telegram_html::html_to_plain;
 use hermes_adapter::{
-    AdapterContext, AdapterError, Button, Capabilities, ChatTarget, FileKind, LengthUnit, MarkdownDialect, OutboundFile, OutboundMessage,
-    Platform, PlatformAdapter, SendError, SendReceipt, StreamStyle,
+    AdapterContext, AdapterError, Button, Capabilities, ChatTarget, LengthUnit, MarkdownDialect, OutboundFile, OutboundMessage, Platform,
+    PlatformAdapter, SendError, SendReceipt, StreamStyle,
 };
 use std::time::Duration;
 use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
-use teloxide::payloads::{EditMessageTextSetters, SendChatActionSetters, SendDocumentSetters, SendMessageSetters, SendPhotoSetters};
+use teloxide::payloads::{EditMessageTextSetters, SendChatActionSetters, SendMessageSetters};
 use teloxide::prelude::Requester;
 use teloxide::types::{
-    ChatAction, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, MessageId, ParseMode, ReplyParameters,
-    ThreadId,
+    ChatAction, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, MessageId, ParseMode, ReplyParameters, ThreadId,
 };
 
 /// Telegram's limit, in UTF-16 code units of the visible text.
@@ -93,7 +93,7 @@ impl TelegramAdapter {
             supports_files: true,
             read_live: true,
             people_reply: true,
-            voice_notes: false,
+            voice_notes: true,
         };
         Ok(Self { platform: Platform::new("telegram"), capabilities, budget: Budget::new(settings.budget), settings, bot, poll_bot })
     }
@@ -174,44 +174,15 @@ impl TelegramAdapter {
         })
     }
 
-    /// A photo or a document, with the message's text as its caption.
+    /// A photo, a document or a voice note ([`crate::files`]), with the message's text as its
+    /// caption.
     async fn send_file(&self, msg: &OutboundMessage, file: &OutboundFile) -> Result<SendReceipt, SendError> {
-        let chat = chat_id(&msg.target)?;
-        let thread = thread_id(&msg.target)?.map(|t| ThreadId(MessageId(t)));
-        let caption = (!msg.text.trim().is_empty()).then(|| msg.text.clone());
-        let input = InputFile::file(file.path.clone()).file_name(file.file_name.clone());
-        self.budget.acquire(chat).await;
-        let sent = match file.kind {
-            FileKind::Image => {
-                let mut request = self.bot.send_photo(ChatId(chat), input);
-                if let Some(c) = caption {
-                    request = request.caption(c).parse_mode(ParseMode::Html);
-                }
-                if let Some(t) = thread {
-                    request = request.message_thread_id(t);
-                }
-                request.await
-            }
-            FileKind::Document | FileKind::Voice => {
-                let mut request = self.bot.send_document(ChatId(chat), input);
-                if let Some(c) = caption {
-                    request = request.caption(c).parse_mode(ParseMode::Html);
-                }
-                if let Some(t) = thread {
-                    request = request.message_thread_id(t);
-                }
-                request.await
-            }
+        let upload = Upload {
+            chat: chat_id(&msg.target)?,
+            thread: thread_id(&msg.target)?.map(|t| ThreadId(MessageId(t))),
+            caption: (!msg.text.trim().is_empty()).then(|| msg.text.clone()),
         };
-        match sent {
-            Ok(message) => Ok(SendReceipt { message_id: Some(message.id.0.to_string()) }),
-            Err(e) => {
-                if let Some(wait) = errors::retry_after(&e) {
-                    self.budget.block(chat, wait);
-                }
-                Err(classify(e))
-            }
-        }
+        self.send_upload(&upload, file).await
     }
 }
 

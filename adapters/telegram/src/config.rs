@@ -126,6 +126,7 @@ fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn Pl
     settings.free_response_chats = config.free_response_chats.clone();
     settings.commands = ctx.commands.to_vec();
     settings.link_previews = ctx.link_previews;
+    settings.media_limits = ctx.media_limits;
     settings.budget = config.send_budget;
     let adapter = TelegramAdapter::new(settings).map_err(|e| BuildError::new(Some(""), e.to_string()))?;
     Ok(Arc::new(adapter))

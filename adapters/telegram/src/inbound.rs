@@ -7,9 +7,9 @@
 //! display name only — anyone can name themselves `5001` or `alice`.
 
 use chrono::Utc;
-use hermes_adapter::{ChatType, InboundEvent, MessageKind, Platform, SessionSource, untrusted};
+use hermes_adapter::{Attachment, ChatType, InboundEvent, MessageKind, Platform, SessionSource, untrusted};
 use std::collections::HashSet;
-use teloxide::types::{CallbackQuery, Message, MessageEntityKind, MessageOrigin, Update, UpdateKind, User};
+use teloxide::types::{CallbackQuery, FileMeta, Message, MessageEntityKind, MessageOrigin, Seconds, Update, UpdateKind, User};
 
 /// Who the bot is, from `getMe`.
 #[derive(Debug, Clone)]
@@ -26,13 +26,16 @@ pub struct Gate {
     pub free_response_chats: HashSet<i64>,
 }
 
-/// A file attached to a message, downloaded before the event is accepted if the sender is allowed.
+/// A file attached to a message: what Telegram declared about it, and the ids to fetch it by
+/// (only if the sender is allowed and the declared facts pass the gateway's limits).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Attachment {
+pub struct IncomingFile {
+    /// For `getFile`.
     pub file_id: String,
-    pub size: Option<u64>,
-    pub file_name: String,
-    pub kind: MessageKind,
+    /// Stable across bots and time; names the file in the cache.
+    pub unique_id: String,
+    /// Kind, MIME type, declared size and duration, the sender's file name.
+    pub attachment: Attachment,
 }
 
 /// What to do with one update.
@@ -40,7 +43,7 @@ pub struct Attachment {
 pub enum Inbound {
     Message {
         event: Box<InboundEvent>,
-        attachment: Option<Attachment>,
+        attachment: Option<IncomingFile>,
     },
     /// A button press; `query_id` is answered once the event is accepted so the button stops spinning.
     Button {
@@ -108,8 +111,8 @@ fn from_message(event_id: String, message: &Message, me: &Identity, gate: &Gate)
     let mut event = InboundEvent::text(event_id, source, text);
     event.message_id = Some(message.id.0.to_string());
     event.received_at = Utc::now();
-    if let Some(a) = &attachment {
-        event.kind = a.kind;
+    if let Some(file) = &attachment {
+        event.kind = file.attachment.kind;
     }
     Inbound::Message { event: Box::new(event), attachment }
 }
@@ -241,25 +244,48 @@ pub fn strip_bot_name(text: &str, username: &str) -> String {
     out.trim().to_string()
 }
 
-fn attachment_of(message: &Message) -> Option<Attachment> {
-    if let Some(sizes) = message.photo() {
+/// The one file a message carries, described as Telegram declared it. The Bot API documents voice
+/// notes as OGG/Opus, photos as JPEG in several sizes (the largest is taken) and video notes as
+/// MPEG-4; others carry the MIME type the sender's app gave, if any, so an image sent as a
+/// document is still a picture ([`Attachment::is_image`]). (teloxide 0.13 requires `mime_type` on
+/// a voice note, audio or video, though the Bot API calls it optional: one without is read as a
+/// message with no file. Telegram's apps always send it.)
+fn attachment_of(message: &Message) -> Option<IncomingFile> {
+    let secs = |d: Seconds| Some(f64::from(d.seconds()));
+    let name = |n: Option<&String>| n.cloned().unwrap_or_default();
+    let (meta, kind, name, mime, duration) = if let Some(v) = message.voice() {
+        (
+            &v.file,
+            MessageKind::Voice,
+            String::new(),
+            Some(v.mime_type.as_ref().map_or_else(|| "audio/ogg".to_string(), ToString::to_string)),
+            secs(v.duration),
+        )
+    } else if let Some(a) = message.audio() {
+        (&a.file, MessageKind::Audio, name(a.file_name.as_ref()), a.mime_type.as_ref().map(ToString::to_string), secs(a.duration))
+    } else if let Some(v) = message.video_note() {
+        (&v.file, MessageKind::Video, String::new(), Some("video/mp4".to_string()), secs(v.duration))
+    } else if let Some(v) = message.video() {
+        (&v.file, MessageKind::Video, name(v.file_name.as_ref()), v.mime_type.as_ref().map(ToString::to_string), secs(v.duration))
+    } else if let Some(sizes) = message.photo() {
         let largest = sizes.iter().max_by_key(|p| u64::from(p.width) * u64::from(p.height))?;
-        return Some(Attachment {
-            file_id: largest.file.id.0.clone(),
-            size: Some(u64::from(largest.file.size)),
-            file_name: format!("photo-{}.jpg", largest.file.unique_id.0),
-            kind: MessageKind::Photo,
-        });
-    }
-    if let Some(doc) = message.document() {
-        return Some(Attachment {
-            file_id: doc.file.id.0.clone(),
-            size: Some(u64::from(doc.file.size)),
-            file_name: doc.file_name.clone().unwrap_or_else(|| format!("document-{}", doc.file.unique_id.0)),
-            kind: MessageKind::Document,
-        });
-    }
-    None
+        (&largest.file, MessageKind::Photo, String::new(), Some("image/jpeg".to_string()), None)
+    } else if let Some(d) = message.document() {
+        (&d.file, MessageKind::Document, name(d.file_name.as_ref()), d.mime_type.as_ref().map(|m| m.to_string()), None)
+    } else {
+        return None;
+    };
+    Some(IncomingFile {
+        file_id: meta.id.0.clone(),
+        unique_id: meta.unique_id.0.clone(),
+        attachment: Attachment::declared(kind, name, mime, declared_size(meta), duration),
+    })
+}
+
+/// teloxide reads a missing `file_size` as `u32::MAX`: then the size is unknown, and only the
+/// cap while downloading applies.
+pub(crate) fn declared_size(meta: &FileMeta) -> Option<u64> {
+    (meta.size != u32::MAX).then_some(u64::from(meta.size))
 }
 
 #[cfg(test)]
@@ -304,6 +330,32 @@ mod tests {
         assert_eq!(command.text, "/stop");
         let typed_marks = dm_with(owner(), json!({"text": format!("hi{}", untrusted::OPEN)}));
         assert_eq!(typed_marks.text, "hi", "a user cannot open a mark of their own");
+    }
+
+    /// The file a DM from the owner with the fields of `extra` carries.
+    fn file_of(extra: serde_json::Value) -> (InboundEvent, IncomingFile) {
+        let mut message = json!({"message_id": 1, "date": 0, "chat": {"id": 5001, "type": "private", "first_name": "x"}, "from": owner()});
+        for (key, value) in extra.as_object().into_iter().flatten() {
+            message[key] = value.clone();
+        }
+        let update: Update = serde_json::from_str(&json!({"update_id": 1, "message": message}).to_string()).expect("a Bot API update");
+        match classify(&update, &Identity { bot_id: 1, username: "bot".into() }, &Gate::default()) {
+            Inbound::Message { event, attachment: Some(file) } => (*event, file),
+            other => panic!("not a message with a file: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_voice_note_alone_is_a_voice_message_and_an_unstated_size_is_unknown() {
+        let (event, file) = file_of(json!({"voice": {"file_id": "f", "file_unique_id": "u", "duration": 7, "mime_type": "audio/ogg"}}));
+        assert_eq!((event.kind, event.text.as_str()), (MessageKind::Voice, ""));
+        let voice = &file.attachment;
+        assert_eq!((voice.mime.as_deref(), voice.duration_secs, voice.bytes), (Some("audio/ogg"), Some(7.0), None));
+        assert_eq!((file.file_id.as_str(), voice.cache_file_name(&file.unique_id)), ("f", "u-voice-note.ogg".to_string()));
+        let sizes = json!([{"file_id": "small", "file_unique_id": "s", "width": 90, "height": 90, "file_size": 10},
+                           {"file_id": "large", "file_unique_id": "l", "width": 1280, "height": 960, "file_size": 90000}]);
+        let (event, photo) = file_of(json!({"photo": sizes, "caption": "look"}));
+        assert_eq!((event.kind, photo.file_id.as_str(), photo.attachment.bytes), (MessageKind::Photo, "large", Some(90000)));
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //!   updates; conflicts and stalls are survived.
 //! * [`inbound`]: updates → events (DMs, groups, forum topics, mention gating, button presses).
 //! * [`budget`]: Telegram's flood limits kept on our side.
-//! * [`media`]: inbound photos and documents saved to the cache.
+//! * [`media`]: inbound voice notes, audio, photos, videos and documents checked against the
+//!   gateway's limits and saved to the cache.
+//! * `files`: outbound photos, documents and voice notes (with a fallback for chats that refuse
+//!   voice messages).
 //! * [`errors`]: Telegram failures → what the gateway does next.
 //! * [`config`]: the `platforms.telegram` block, its variables and the [`REGISTRATION`].
 //! * [`allowlist`]: which allowlist entries can name a Telegram user (ids and usernames).
@@ -19,6 +22,7 @@ pub mod allowlist;
 pub mod budget;
 pub mod config;
 pub mod errors;
+mod files;
 pub mod inbound;
 pub mod media;
 pub mod poll;

@@ -7,9 +7,9 @@
 //! reconnects with backoff; a poll that hangs is caught by the supervisor's liveness watch.
 
 use crate::adapter::TelegramAdapter;
-use crate::inbound::{self, Gate, Identity, Inbound};
-use crate::media::{self, Saved};
-use hermes_adapter::{AdapterContext, AdapterError, InboundEvent, MediaCache};
+use crate::inbound::{self, Gate, Identity, Inbound, IncomingFile};
+use crate::media;
+use hermes_adapter::{AdapterContext, AdapterError, Attachment, InboundEvent, MediaCache};
 use std::future::IntoFuture;
 use std::time::Duration;
 use teloxide::payloads::{AnswerCallbackQuerySetters, DeleteWebhookSetters, GetUpdatesSetters};
@@ -220,7 +220,8 @@ enum Prepared {
 
 /// Attachments are downloaded only for senders the gateway allows: a stranger's file would cost
 /// bandwidth and disk for an event the router then denies. The event itself is still stored (the
-/// router logs the denial, and it is confirmed to Telegram like any other).
+/// router logs the denial, and it is confirmed to Telegram like any other), its attachment listed
+/// as declared, without a path.
 async fn prepare(adapter: &TelegramAdapter, ctx: &AdapterContext, me: &Identity, gate: &Gate, update: &Update) -> Prepared {
     match inbound::classify(update, me, gate) {
         Inbound::Ignore(why) => {
@@ -228,30 +229,30 @@ async fn prepare(adapter: &TelegramAdapter, ctx: &AdapterContext, me: &Identity,
             Prepared::Ignored
         }
         Inbound::Message { mut event, attachment } => {
-            let attachment = attachment.filter(|_| {
-                let allowed = ctx.sender_allowed(&event.source);
-                if !allowed {
+            if let Some(file) = attachment {
+                let attachment = if ctx.sender_allowed(&event.source) {
+                    fetch_attachment(adapter, &file, update.id.0).await
+                } else {
                     tracing::debug!(update_id = update.id.0, "attachment not downloaded: the sender is not allowed");
-                }
-                allowed
-            });
-            if let Some(attachment) = attachment {
-                let cache = MediaCache::new(&adapter.settings.media_dir);
-                match media::save(&adapter.bot, &attachment, &cache, adapter.settings.max_media_bytes).await {
-                    Saved::Path(path) => event.attachments.push(
-                        hermes_adapter::Attachment::declared(attachment.kind, attachment.file_name.clone(), None, attachment.size, None)
-                            .saved(&path, attachment.size.unwrap_or(0)),
-                    ),
-                    Saved::Skipped(note) => {
-                        tracing::warn!(update_id = update.id.0, "{note}");
-                        event.text = if event.text.is_empty() { note } else { format!("{}\n{note}", event.text) };
-                    }
-                }
+                    file.attachment
+                };
+                event.attachments.push(attachment);
             }
             Prepared::Event(event)
         }
         Inbound::Button { event, query_id } => Prepared::Press { event, query_id },
     }
+}
+
+/// An allowed sender's file, saved or refused; the gateway words a refusal for the user.
+async fn fetch_attachment(adapter: &TelegramAdapter, file: &IncomingFile, update_id: u32) -> Attachment {
+    let cache = MediaCache::new(&adapter.settings.media_dir);
+    let to = media::Fetch { cache: &cache, limits: adapter.settings.media_limits, adapter_max: adapter.settings.max_media_bytes };
+    let attachment = media::fetch(&adapter.bot, file, &to).await;
+    if let Some(refusal) = &attachment.refused {
+        tracing::warn!(update_id, kind = attachment.kind.noun(), "attachment not saved: {refusal}");
+    }
+    attachment
 }
 
 /// One last zero-timeout poll so Telegram forgets what was accepted before a clean stop; what it

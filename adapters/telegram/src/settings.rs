@@ -1,6 +1,7 @@
 //! What the Telegram adapter is configured with, already resolved from config and environment by
 //! the gateway (this crate never reads the environment itself).
 
+use hermes_adapter::MediaLimits;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,8 +51,12 @@ pub struct TelegramSettings {
     /// Where inbound photos and documents are saved (`HERMES_HOME/cache`, a private
     /// [`hermes_adapter::MediaCache`] the gateway keeps within its limits).
     pub media_dir: PathBuf,
-    /// Larger inbound files are not downloaded; the message says so instead.
+    /// Larger inbound files are not downloaded (the attachment says why); the Bot API serves
+    /// bots at most 20 MB.
     pub max_media_bytes: u64,
+    /// What the gateway accepts (sizes per kind, voice note length), checked against what a
+    /// message declares before anything is fetched.
+    pub media_limits: MediaLimits,
     /// Published as the bot's command menu (`setMyCommands`): name without `/`, description.
     pub commands: Vec<(String, String)>,
     /// Let Telegram show link previews under the bot's messages (`display.link_previews`).
@@ -69,6 +74,7 @@ impl TelegramSettings {
             budget: SendBudget::default(),
             media_dir,
             max_media_bytes: 20 * 1024 * 1024,
+            media_limits: MediaLimits::default(),
             commands: Vec::new(),
             link_previews: false,
         }

@@ -5,104 +5,12 @@
 // (clippy.toml's allow-unwrap-in-tests covers `#[test]` functions, not the helpers they call).
 #![allow(clippy::unwrap_used)]
 
-use hermes_adapter::{
-    AcceptError, AdapterContext, AdapterError, Button, ChatTarget, ChatType, HealthReporter, InboundEvent, MessageKind, OutboundMessage,
-    Platform, PlatformAdapter, SendError, SessionSource,
-};
-use hermes_fakes::inbox::{NoSessions, RecordingInbox};
+mod support;
+
+use hermes_adapter::{AcceptError, Button, ChatType, MessageKind, PlatformAdapter, Refusal, SendError};
 use hermes_fakes::telegram::{FakeTelegram, Fault, FaultScope};
-use hermes_telegram::{SendBudget, TelegramAdapter, TelegramSettings};
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
-
-struct Bot {
-    fake: FakeTelegram,
-    adapter: Arc<TelegramAdapter>,
-    inbox: Arc<RecordingInbox>,
-    health: HealthReporter,
-    stop: CancellationToken,
-    task: Option<JoinHandle<Result<(), AdapterError>>>,
-    media: tempfile::TempDir,
-}
-
-/// The one user the gateway's allowlist leaves out in these tests.
-const STRANGER: i64 = 666;
-
-/// Everyone but [`STRANGER`] is allowed, as the gateway's policy would answer.
-fn context(inbox: Arc<RecordingInbox>, health: HealthReporter, stop: CancellationToken) -> AdapterContext {
-    AdapterContext::new(inbox, Arc::new(NoSessions), health, stop)
-        .with_sender_policy(Arc::new(|source: &SessionSource| source.user_id.as_deref() != Some(&STRANGER.to_string())))
-}
-
-fn settings(fake: &FakeTelegram, media: &tempfile::TempDir) -> TelegramSettings {
-    let mut s = TelegramSettings::new(fake.token(), media.path().to_path_buf());
-    s.api_base_url = Some(fake.api_url());
-    s.poll_timeout = Duration::from_secs(2);
-    s.budget = SendBudget::unlimited();
-    s.require_mention = true;
-    s.max_media_bytes = 1024;
-    s.commands =
-        vec![("help".into(), "Show what I can do".into()), ("model".into(), "Switch the model".into()), ("bad-name".into(), "x".into())];
-    s
-}
-
-impl Bot {
-    async fn start() -> Bot {
-        let fake = FakeTelegram::start().await.unwrap();
-        fake.group(-100, "Team", true);
-        fake.topic(-100, 7, "Ops");
-        Self::start_with(fake, |_| {}).await
-    }
-
-    async fn start_with(fake: FakeTelegram, tweak: impl FnOnce(&mut TelegramSettings)) -> Bot {
-        let media = tempfile::tempdir().unwrap();
-        let mut s = settings(&fake, &media);
-        tweak(&mut s);
-        let adapter = Arc::new(TelegramAdapter::new(s).unwrap());
-        let inbox = Arc::new(RecordingInbox::default());
-        let health = HealthReporter::new();
-        let stop = CancellationToken::new();
-        let ctx = context(inbox.clone(), health.clone(), stop.clone());
-        let task = tokio::spawn({
-            let adapter = adapter.clone();
-            async move { adapter.run(ctx).await }
-        });
-        Bot { fake, adapter, inbox, health, stop, task: Some(task), media }
-    }
-
-    async fn events(&self, n: usize) -> Vec<InboundEvent> {
-        for _ in 0..500 {
-            let events = self.inbox.events();
-            if events.len() >= n {
-                return events;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("expected {n} accepted events, got {:#?}", self.inbox.events());
-    }
-
-    async fn stop(mut self) -> Result<(), AdapterError> {
-        self.stop.cancel();
-        self.task.take().unwrap().await.unwrap()
-    }
-}
-
-/// A message as the gateway hands it over: the agent's Markdown rendered to Telegram HTML.
-fn message(chat: &str, thread: Option<&str>, markdown: &str) -> OutboundMessage {
-    OutboundMessage {
-        target: ChatTarget { platform: Platform::new("telegram"), chat_id: chat.into(), thread_id: thread.map(str::to_string) },
-        text: hermes_adapter::render::render(markdown, hermes_adapter::MarkdownDialect::TelegramHtml),
-        reply_to: None,
-        idempotency_key: "k".into(),
-        is_final: true,
-        usage: None,
-        finish_reason: None,
-        buttons: Vec::new(),
-        file: None,
-    }
-}
+use support::{Bot, STRANGER, context, message};
 
 #[tokio::test]
 async fn a_dm_arrives_with_its_sender_and_the_answer_is_rendered_as_html() {
@@ -220,7 +128,7 @@ async fn the_command_menu_is_published_with_valid_names_only() {
 }
 
 #[tokio::test]
-async fn photos_and_documents_are_saved_to_the_cache_and_oversized_ones_are_described() {
+async fn photos_and_documents_are_saved_to_the_cache_and_oversized_ones_are_refused() {
     let bot = Bot::start().await;
     let alice = bot.fake.user(42, "alice");
     bot.fake.photo(42, &alice, vec![7u8; 300], Some("what is this?"));
@@ -234,8 +142,10 @@ async fn photos_and_documents_are_saved_to_the_cache_and_oversized_ones_are_desc
     let doc = std::path::Path::new(events[1].attachments[0].path.as_deref().unwrap());
     assert!(doc.starts_with(bot.media.path().join("documents")), "a crafted file name stays inside the cache: {doc:?}");
     assert_eq!(std::fs::read(doc).unwrap(), b"hello file");
-    assert!(events[2].attachments.is_empty());
-    assert!(events[2].text.contains("big.bin was not downloaded: larger than"), "{}", events[2].text);
+    let big = &events[2].attachments[0];
+    assert_eq!((big.path.as_ref(), big.refused.as_ref()), (None, Some(&Refusal::TooLarge { limit_bytes: 1024 })), "{big:?}");
+    assert_eq!(events[2].text, "too big", "the gateway words the refusal; the text is the user's alone");
+    assert_eq!(bot.fake.call_count("getFile"), 2, "the oversized file was refused from its declared size");
     bot.stop().await.unwrap();
 }
 
@@ -248,7 +158,9 @@ async fn a_strangers_attachments_are_never_fetched_but_the_message_is_still_stor
     bot.fake.document(STRANGER, &stranger, "payload.bin", vec![2u8; 300], None);
     bot.fake.document(42, &alice, "notes.txt", b"mine".to_vec(), None);
     let events = bot.events(3).await;
-    assert!(events[0].attachments.is_empty() && events[1].attachments.is_empty(), "{events:#?}");
+    let listed = [&events[0].attachments[0], &events[1].attachments[0]];
+    assert!(listed.iter().all(|a| a.path.is_none() && a.refused.is_none()), "listed as declared, never fetched: {events:#?}");
+    assert_eq!((listed[0].kind, listed[1].name.as_str()), (MessageKind::Photo, "payload.bin"));
     assert_eq!(events[0].text, "look", "the stranger's message reaches the gateway, which denies and logs it");
     assert_eq!(bot.fake.call_count("getFile"), 1, "only the allowed sender's file was looked up");
     assert_eq!(bot.fake.downloads().len(), 1, "only the allowed sender's file was downloaded");

@@ -8,7 +8,7 @@ use super::{CommandContext, CommandOutcome, CommandSpec, SlashCommand};
 use crate::gateway::delivery::spoken::{OVERRIDE_KEY, VoiceMode};
 use crate::store::Routes;
 use async_trait::async_trait;
-use hermes_adapter::Capabilities;
+use hermes_adapter::{Capabilities, SessionSource};
 use serde_json::json;
 
 pub(super) struct VoiceCommand;
@@ -28,11 +28,21 @@ impl SlashCommand for VoiceCommand {
     }
     async fn run(&self, ctx: &mut CommandContext<'_>, args: &str) -> CommandOutcome {
         let caps = ctx.handles.turns.deliverer.adapter(ctx.event.source.platform.as_str()).map(|a| a.capabilities().clone());
-        CommandOutcome::Reply(voice(ctx.handles.routes.as_ref(), ctx.session_key, caps.as_ref(), args).await)
+        let session = Session { routes: ctx.handles.routes.as_ref(), key: ctx.session_key, source: &ctx.event.source };
+        CommandOutcome::Reply(voice(session, &ctx.handles.models.default_model().model, caps.as_ref(), args).await)
     }
 }
 
-async fn voice(routes: &dyn Routes, session_key: &str, caps: Option<&Capabilities>, args: &str) -> String {
+/// The conversation the command is typed in.
+struct Session<'a> {
+    routes: &'a dyn Routes,
+    key: &'a str,
+    source: &'a SessionSource,
+}
+
+/// `model`: the model a session started by this command talks to.
+async fn voice(session: Session<'_>, model: &str, caps: Option<&Capabilities>, args: &str) -> String {
+    let Session { routes, key: session_key, source } = session;
     let route = match routes.route_get(session_key).await {
         Ok(route) => route,
         Err(e) => return format!("⚠️ The session store is unavailable: {e}"),
@@ -49,8 +59,13 @@ async fn voice(routes: &dyn Routes, session_key: &str, caps: Option<&Capabilitie
     if wanted != VoiceMode::Off && !caps.is_some_and(|c| c.supports_files) {
         return "⚠️ This chat cannot receive files, so answers cannot be sent as voice notes here.".into();
     }
-    let Some(route) = route else {
-        return "⚠️ This conversation has no session yet; send a message first.".into();
+    // The first thing a user types may be `/voice on`: the session starts here then.
+    let route = match route {
+        Some(route) => route,
+        None => match routes.route_get_or_create(session_key, source, model).await {
+            Ok(route) => route,
+            Err(e) => return format!("⚠️ The session store is unavailable: {e}"),
+        },
     };
     let mut overrides = if route.overrides.is_object() { route.overrides.clone() } else { json!({}) };
     overrides[OVERRIDE_KEY] = json!(wanted.as_str());
@@ -86,14 +101,21 @@ fn form(caps: Option<&Capabilities>) -> &'static str {
 mod tests {
     use super::*;
     use crate::store::SqliteStore;
-    use hermes_adapter::{ChatType, Platform, SessionSource};
+    use hermes_adapter::{ChatType, Platform};
 
-    async fn store_with_session() -> (tempfile::TempDir, SqliteStore) {
+    async fn store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(&dir.path().join("state.db")).await.unwrap();
-        let source = SessionSource::new(Platform::new("telegram"), "1", ChatType::Dm).with_user("1");
-        store.route_get_or_create("k", &source, "m").await.unwrap();
         (dir, store)
+    }
+
+    fn source() -> SessionSource {
+        SessionSource::new(Platform::new("telegram"), "1", ChatType::Dm).with_user("1")
+    }
+
+    async fn run(store: &SqliteStore, caps: Option<&Capabilities>, args: &str) -> String {
+        let source = source();
+        voice(Session { routes: store, key: "k", source: &source }, "m", caps, args).await
     }
 
     fn chat(voice_notes: bool) -> Capabilities {
@@ -102,22 +124,22 @@ mod tests {
 
     #[tokio::test]
     async fn the_mode_is_stored_with_the_session_and_reported() {
-        let (_dir, store) = store_with_session().await;
+        let (_dir, store) = store().await;
         let caps = chat(true);
-        assert!(voice(&store, "k", Some(&caps), "only").await.starts_with("🔊 Voice only"));
+        assert!(run(&store, Some(&caps), "only").await.starts_with("🔊 Voice only"), "the first message may be /voice");
         let route = store.route_get("k").await.unwrap().unwrap();
         assert_eq!(VoiceMode::of(&route.overrides), VoiceMode::Only);
-        assert!(voice(&store, "k", Some(&caps), "").await.contains("only: answers are spoken"));
-        assert!(voice(&store, "k", Some(&caps), "off").await.starts_with("🔇"));
+        assert!(run(&store, Some(&caps), "").await.contains("only: answers are spoken"));
+        assert!(run(&store, Some(&caps), "off").await.starts_with("🔇"));
         assert_eq!(VoiceMode::of(&store.route_get("k").await.unwrap().unwrap().overrides), VoiceMode::Off);
     }
 
     #[tokio::test]
     async fn a_platform_without_voice_notes_or_files_is_named() {
-        let (_dir, store) = store_with_session().await;
-        assert!(voice(&store, "k", Some(&chat(false)), "on").await.contains("arrive as audio files"));
+        let (_dir, store) = store().await;
+        assert!(run(&store, Some(&chat(false)), "on").await.contains("arrive as audio files"));
         let http = Capabilities::http();
-        assert!(voice(&store, "k", Some(&http), "on").await.contains("cannot receive files"));
-        assert!(voice(&store, "k", Some(&http), "loud").await.contains("not understood"));
+        assert!(run(&store, Some(&http), "on").await.contains("cannot receive files"));
+        assert!(run(&store, Some(&http), "loud").await.contains("not understood"));
     }
 }

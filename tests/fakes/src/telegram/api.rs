@@ -2,6 +2,7 @@
 //! parameters) and `/file/bot<token>/<path>`, with faults applied before a method runs.
 
 use super::html::{Parsed, parse_html, parse_markdown};
+use super::media::{MAX_DOWNLOAD_BYTES, SentFile};
 use super::state::{ApiCall, Fault, SentKind, SentMessage, Shared, State, now_unix};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -9,6 +10,7 @@ use axum::extract::{FromRequest, Multipart, Path, Request, State as AxumState};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
+use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -211,7 +213,7 @@ async fn method(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, method)): 
 
 /// Sends over the enforced flood limits get Telegram's 429 with a whole number of seconds to wait.
 fn flood_limited(shared: &Shared, method: &str, params: &Params) -> Option<Fault> {
-    const SENDS: [&str; 3] = ["sendmessage", "sendphoto", "senddocument"];
+    const SENDS: [&str; 5] = ["sendmessage", "sendphoto", "senddocument", "sendvoice", "sendaudio"];
     if !SENDS.contains(&method) {
         return None;
     }
@@ -338,8 +340,14 @@ fn dispatch(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) 
             ok(json!(true))
         }
         // A private chat whose user blocked the bot: Telegram answers 403 to every send.
-        "sendmessage" | "senddocument" | "sendphoto" if int(params, "chat_id").is_some_and(|c| s.blocked_by.contains(&c)) => {
+        "sendmessage" | "senddocument" | "sendphoto" | "sendvoice" | "sendaudio"
+            if int(params, "chat_id").is_some_and(|c| s.blocked_by.contains(&c)) =>
+        {
             error(403, "Forbidden: bot was blocked by the user")
+        }
+        // The user's privacy settings refuse voice messages (Premium users may set this).
+        "sendvoice" if int(params, "chat_id").is_some_and(|c| s.voice_forbidden.contains(&c)) => {
+            bad_request("Bad Request: VOICE_MESSAGES_FORBIDDEN")
         }
         "sendmessage" => send_message(s, params),
         "editmessagetext" => edit_message(s, params),
@@ -394,15 +402,7 @@ fn dispatch(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) 
             s.answered_callbacks.push(id);
             ok(json!(true))
         }
-        "getfile" => {
-            let id = string(params, "file_id").unwrap_or_default();
-            match s.files.get(&id) {
-                Some((path, bytes)) => {
-                    ok(json!({"file_id": id, "file_unique_id": format!("u-{id}"), "file_size": bytes.len(), "file_path": path}))
-                }
-                None => bad_request("Bad Request: invalid file_id"),
-            }
-        }
+        "getfile" => get_file(s, params),
         "getchat" => match int(params, "chat_id").and_then(|c| s.chats.get(&c)) {
             Some(chat) => {
                 let mut full = chat.json.clone();
@@ -412,7 +412,7 @@ fn dispatch(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) 
             }
             None => bad_request("Bad Request: chat not found"),
         },
-        "senddocument" | "sendphoto" => send_file(s, method, params, uploads),
+        "senddocument" | "sendphoto" | "sendvoice" | "sendaudio" => send_file(s, method, params, uploads),
         _ => error(404, "Not Found"),
     }
 }
@@ -456,6 +456,14 @@ fn bot_message_json(s: &State, m: &SentMessage) -> Value {
         }
         SentKind::Photo { len } => {
             message["photo"] = json!([{"file_id": format!("sent-{}", m.message_id), "file_unique_id": format!("s{}", m.message_id), "width": 800, "height": 600, "file_size": len}])
+        }
+        SentKind::Voice { len, duration } => {
+            message["voice"] = json!({"file_id": format!("sent-{}", m.message_id), "file_unique_id": format!("s{}", m.message_id),
+                "duration": duration.unwrap_or(0), "mime_type": "audio/ogg", "file_size": len})
+        }
+        SentKind::Audio { file_name, len } => {
+            message["audio"] = json!({"file_id": format!("sent-{}", m.message_id), "file_unique_id": format!("s{}", m.message_id),
+                "duration": 0, "file_name": file_name, "file_size": len})
         }
     }
     if !m.entities.is_empty() {
@@ -579,7 +587,12 @@ fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>)
         Ok(t) => t,
         Err(e) => return bad_request(e),
     };
-    let field = if method == "sendphoto" { "photo" } else { "document" };
+    let field = match method {
+        "sendphoto" => "photo",
+        "sendvoice" => "voice",
+        "sendaudio" => "audio",
+        _ => "document",
+    };
     let Some(upload) =
         uploads.into_iter().find(|u| u.field == field || params.get(field).and_then(Value::as_str).is_some_and(|v| v.ends_with(&u.field)))
     else {
@@ -599,8 +612,13 @@ fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>)
     };
     let message_id = s.next_message_id(chat);
     let len = upload.bytes.len();
-    let kind =
-        if method == "sendphoto" { SentKind::Photo { len } } else { SentKind::Document { file_name: upload.file_name.clone(), len } };
+    let kind = match method {
+        "sendphoto" => SentKind::Photo { len },
+        "sendvoice" => SentKind::Voice { len, duration: int(params, "duration").and_then(|d| u32::try_from(d).ok()) },
+        "sendaudio" => SentKind::Audio { file_name: upload.file_name.clone(), len },
+        _ => SentKind::Document { file_name: upload.file_name.clone(), len },
+    };
+    s.uploads.push(SentFile { chat_id: chat, message_id, method: method.to_string(), file_name: upload.file_name, bytes: upload.bytes });
     let sent = SentMessage {
         at: Instant::now(),
         chat_id: chat,
@@ -621,18 +639,38 @@ fn send_file(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>)
     store_sent(s, sent)
 }
 
+/// getFile: "bots can download files of up to 20MB in size"; a larger one is refused with
+/// Telegram's own words.
+fn get_file(s: &State, params: &Params) -> Response {
+    let id = string(params, "file_id").unwrap_or_default();
+    match s.files.get(&id) {
+        Some(file) if file.stated_size > MAX_DOWNLOAD_BYTES => bad_request("Bad Request: file is too big"),
+        Some(file) => ok(json!({"file_id": id, "file_unique_id": file.unique_id, "file_size": file.stated_size, "file_path": file.path})),
+        None => bad_request("Bad Request: invalid file_id"),
+    }
+}
+
+/// A download streams the file in chunks, counting each chunk as it is sent: a client that stops
+/// reading stops the count.
 async fn download(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, path)): Path<(String, String)>) -> Response {
+    const CHUNK: usize = 16 * 1024;
     let found = shared.with(|s| {
         if bot.strip_prefix("bot") != Some(s.token.as_str()) {
             return Err(StatusCode::UNAUTHORIZED);
         }
-        let bytes = s.files.values().find(|(p, _)| *p == path).map(|(_, bytes)| bytes.clone()).ok_or(StatusCode::NOT_FOUND)?;
+        let bytes = s.files.values().find(|f| f.path == path).map(|f| f.bytes.clone()).ok_or(StatusCode::NOT_FOUND)?;
         s.downloads.push(path.clone());
         Ok(bytes)
     });
     shared.changed.notify_waiters();
-    match found {
-        Ok(bytes) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
-        Err(status) => status.into_response(),
-    }
+    let bytes = match found {
+        Ok(bytes) => Bytes::from(bytes),
+        Err(status) => return status.into_response(),
+    };
+    let chunks = (0..bytes.len().div_ceil(CHUNK)).map(move |i| bytes.slice(i * CHUNK..((i + 1) * CHUNK).min(bytes.len())));
+    let stream = futures::stream::iter(chunks).map(move |chunk| {
+        shared.with(|s| s.bytes_served += chunk.len() as u64);
+        Ok::<Bytes, std::io::Error>(chunk)
+    });
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/octet-stream")], Body::from_stream(stream)).into_response()
 }

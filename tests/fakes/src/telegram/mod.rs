@@ -1,20 +1,24 @@
 //! A fake Telegram Bot API on loopback HTTP, faithful enough for teloxide: `/bot<token>/<method>`
 //! with case-insensitive methods and JSON, form, multipart or query parameters; long-poll
 //! `getUpdates` with offsets, limits and 409 for a second poller; sends, edits, deletes, chat
-//! actions, command menus, callback answers, files; Telegram's validation (4096 UTF-16 units,
+//! actions, command menus, callback answers, files (voice notes, audio, photos, documents in;
+//! voice, audio, photos, documents out); Telegram's validation (4096 UTF-16 units,
 //! "can't parse entities"). The test owns a [`FakeTelegram`] handle to inject what users do, read
 //! what the bot did, and inject faults.
 //!
 //! * `html`: HTML and MarkdownV2 parsing into visible text and entities.
 //! * `clean`: what Telegram does to text after parsing (tabs to spaces, trimming).
+//! * `media`: users' files as messages declare them, and the files the bot uploaded.
 //! * `state`: chats, updates, messages and the call log.
 //! * `api`: the HTTP surface and method dispatch.
 
 mod api;
 mod clean;
 mod html;
+mod media;
 mod state;
 
+pub use media::{MAX_DOWNLOAD_BYTES, SentFile, TgMedia, TgMediaKind};
 pub use state::{ApiCall, Fault, FaultScope, Injected, SentKind, SentMessage, TgUser};
 
 use crate::serve::{self, Shutdown};
@@ -113,12 +117,19 @@ impl FakeTelegram {
         self.shared.inject(|s| s.callback(chat_id, message_id, from, data))
     }
 
+    /// An 800×600 photo holding `bytes`.
     pub fn photo(&self, chat_id: i64, from: &TgUser, bytes: Vec<u8>, caption: Option<&str>) -> Injected {
-        self.shared.inject(|s| s.file_message(chat_id, from, None, bytes, caption))
+        self.media(chat_id, from, &TgMedia::photo(bytes, 800, 600), caption)
     }
 
     pub fn document(&self, chat_id: i64, from: &TgUser, file_name: &str, bytes: Vec<u8>, caption: Option<&str>) -> Injected {
-        self.shared.inject(|s| s.file_message(chat_id, from, Some(file_name), bytes, caption))
+        self.media(chat_id, from, &TgMedia::document(bytes, file_name, None), caption)
+    }
+
+    /// A message from `from` in `chat_id` carrying `media` (a voice note, audio, photo, ...), with
+    /// what it declares about itself.
+    pub fn media(&self, chat_id: i64, from: &TgUser, media: &TgMedia, caption: Option<&str>) -> Injected {
+        self.shared.inject(|s| s.media_message(chat_id, from, media, caption))
     }
 
     /// Any update JSON (junk, unknown kinds); `update_id` is filled in when missing.
@@ -194,6 +205,24 @@ impl FakeTelegram {
     /// Paths of the files the bot downloaded, in order (`getFile` calls are in [`Self::calls`]).
     pub fn downloads(&self) -> Vec<String> {
         self.shared.with(|s| s.downloads.clone())
+    }
+    /// Bytes of users' files served to the bot so far (what went out, not what was declared).
+    pub fn media_bytes_served(&self) -> u64 {
+        self.shared.with(|s| s.bytes_served)
+    }
+    /// The files the bot uploaded to `chat_id`, in order, with their bytes.
+    pub fn files_sent_to(&self, chat_id: i64) -> Vec<SentFile> {
+        self.shared.with(|s| s.uploads.iter().filter(|f| f.chat_id == chat_id).cloned().collect())
+    }
+    /// The user of private chat `chat_id` accepts no voice messages (`true`) or does again.
+    pub fn forbid_voice_messages(&self, chat_id: i64, forbidden: bool) {
+        self.shared.with(|s| {
+            if forbidden {
+                s.voice_forbidden.insert(chat_id);
+            } else {
+                s.voice_forbidden.remove(&chat_id);
+            }
+        });
     }
     pub fn answered_callbacks(&self) -> Vec<String> {
         self.shared.with(|s| s.answered_callbacks.clone())

@@ -1,6 +1,7 @@
 //! Everything the fake Telegram remembers: chats and topics, the update queue and its offset,
 //! stored messages, what the bot sent and edited, the call log, and the fault rules.
 
+use super::media::{SentFile, StoredFile, TgMedia};
 use crate::faults::FaultRules;
 use crate::serve::ShutdownSignal;
 use serde_json::{Value, json};
@@ -64,8 +65,22 @@ pub struct ApiCall {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SentKind {
     Text,
-    Document { file_name: String, len: usize },
-    Photo { len: usize },
+    Document {
+        file_name: String,
+        len: usize,
+    },
+    Photo {
+        len: usize,
+    },
+    /// `sendVoice`, with the `duration` the bot stated.
+    Voice {
+        len: usize,
+        duration: Option<u32>,
+    },
+    Audio {
+        file_name: String,
+        len: usize,
+    },
 }
 
 /// A message the bot sent, in its current state.
@@ -97,7 +112,8 @@ pub struct SentMessage {
 /// Which calls a fault or latency applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FaultScope {
-    /// sendMessage, editMessageText, sendDocument, sendPhoto, deleteMessage, sendChatAction.
+    /// sendMessage, editMessageText, sendDocument, sendPhoto, sendVoice, sendAudio, deleteMessage,
+    /// sendChatAction.
     Sends,
     /// getUpdates.
     Polls,
@@ -110,7 +126,17 @@ impl FaultScope {
     pub(crate) fn matches(&self, method: &str) -> bool {
         match self {
             FaultScope::Sends => {
-                matches!(method, "sendmessage" | "editmessagetext" | "senddocument" | "sendphoto" | "deletemessage" | "sendchataction")
+                matches!(
+                    method,
+                    "sendmessage"
+                        | "editmessagetext"
+                        | "senddocument"
+                        | "sendphoto"
+                        | "sendvoice"
+                        | "sendaudio"
+                        | "deletemessage"
+                        | "sendchataction"
+                )
             }
             FaultScope::Polls => method == "getupdates",
             FaultScope::Method(m) => m.eq_ignore_ascii_case(method),
@@ -164,10 +190,17 @@ pub(crate) struct State {
     pub answered_callbacks: Vec<String>,
     /// (callback query id, the toast text shown to the presser, if any).
     pub callback_texts: Vec<(String, Option<String>)>,
-    /// file_id → (file_path, bytes).
-    pub files: HashMap<String, (String, Vec<u8>)>,
+    /// Users' files by file_id.
+    pub files: HashMap<String, StoredFile>,
     /// File paths the bot downloaded (`/file/bot<token>/<path>`), in order.
     pub downloads: Vec<String>,
+    /// Bytes of users' files the downloads sent, counted as each chunk goes out.
+    pub bytes_served: u64,
+    /// Files the bot uploaded, in order.
+    pub uploads: Vec<SentFile>,
+    /// Private chats whose user does not accept voice messages (a privacy setting): `sendVoice`
+    /// answers `VOICE_MESSAGES_FORBIDDEN`.
+    pub voice_forbidden: HashSet<i64>,
     next_file: u64,
     pub faults: FaultRules<FaultScope, Fault>,
     /// Private chats whose user blocked the bot.
@@ -205,6 +238,9 @@ impl State {
             callback_texts: Vec::new(),
             files: HashMap::new(),
             downloads: Vec::new(),
+            bytes_served: 0,
+            uploads: Vec::new(),
+            voice_forbidden: HashSet::new(),
             next_file: 1,
             faults: FaultRules::new(),
             blocked_by: HashSet::new(),
@@ -353,38 +389,24 @@ impl State {
         Injected { update_id, message_id, chat_id }
     }
 
-    pub(super) fn store_file(&mut self, bytes: Vec<u8>, extension: &str) -> (String, String, usize) {
+    /// Keep `media` as Telegram would, under a new file_id; the id and the unique id.
+    fn store_file(&mut self, media: &TgMedia) -> (String, String) {
         let n = self.next_file;
         self.next_file += 1;
         let file_id = format!("file-{n}");
-        let path = format!("files/file_{n}.{extension}");
-        let len = bytes.len();
-        self.files.insert(file_id.clone(), (path, bytes));
-        (file_id, format!("u{n}"), len)
+        let unique_id = format!("u{n}");
+        let (folder, extension) = media.stored_as();
+        let path = format!("{folder}/file_{n}.{extension}");
+        let stored = StoredFile { path, unique_id: unique_id.clone(), bytes: media.bytes.clone(), stated_size: media.stated_size() };
+        self.files.insert(file_id.clone(), stored);
+        (file_id, unique_id)
     }
 
-    pub(super) fn file_message(
-        &mut self,
-        chat_id: i64,
-        from: &TgUser,
-        file_name: Option<&str>,
-        bytes: Vec<u8>,
-        caption: Option<&str>,
-    ) -> Injected {
+    pub(super) fn media_message(&mut self, chat_id: i64, from: &TgUser, media: &TgMedia, caption: Option<&str>) -> Injected {
         let (message_id, mut message) = self.base_message(chat_id, from, None);
-        let extension = file_name.and_then(|n| n.rsplit_once('.').map(|(_, e)| e.to_string())).unwrap_or_else(|| "jpg".to_string());
-        let (file_id, unique, len) = self.store_file(bytes, &extension);
-        match file_name {
-            Some(name) => {
-                message["document"] = json!({"file_id": file_id, "file_unique_id": unique, "file_name": name, "file_size": len});
-            }
-            None => {
-                message["photo"] = json!([
-                    {"file_id": format!("{file_id}-thumb"), "file_unique_id": format!("{unique}t"), "width": 90, "height": 90, "file_size": 100},
-                    {"file_id": file_id, "file_unique_id": unique, "width": 800, "height": 600, "file_size": len}
-                ]);
-            }
-        }
+        let (file_id, unique_id) = self.store_file(media);
+        let (field, value) = media.message_field(&file_id, &unique_id);
+        message[field] = value;
         if let Some(c) = caption {
             message["caption"] = json!(c);
         }
