@@ -150,7 +150,11 @@ async fn telegram_attachments_of_strangers_are_never_downloaded() {
     fake.document(stranger.id, &stranger, "invoice.pdf", b"STRANGER-DOCUMENT".repeat(64), Some("spoof: and this"));
     let owner = TgUser::named(TG_OWNER, "Owner", None);
     fake.document(TG_OWNER, &owner, "notes.txt", b"the owner's notes".to_vec(), Some("read my notes"));
-    run.wait_text(&dm_chat(TG_OWNER), "echo: read my notes").await;
+    // The owner's caption, and the model told where their file is.
+    let told = |p: &[crate::peer::Posted]| {
+        p.iter().any(|m| m.text.starts_with("echo: ") && m.text.contains("read my notes") && m.text.contains("notes.txt"))
+    };
+    run.wait(&dm_chat(TG_OWNER), "the owner's answer naming their file", told).await;
     settle().await;
 
     assert_eq!(fake.call_count("getFile"), 1, "only the owner's file was looked up");
