@@ -3,8 +3,10 @@
 //! window and the prices; every "which model, at what cost" question is answered here.
 
 use crate::agent::ModelSpec;
+use crate::agent::providers::http::ModelClient;
 use crate::config::Config;
 use hermes_adapter::Usage;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
@@ -29,11 +31,17 @@ pub(crate) struct Models {
     /// Set by `/model --global`: the default model for every chat until the next restart (which
     /// reads it back from config.yaml).
     global: RwLock<Option<Choice>>,
+    /// What each provider's model list said about a model taking images (`model.vision: auto`),
+    /// asked once per base URL and model, the first time a picture arrives for it.
+    reported_vision: RwLock<HashMap<String, Option<bool>>>,
+    /// The client that asks, built on first use.
+    http: ModelClient,
 }
 
 impl Models {
     pub(crate) fn new(config: Arc<Config>, config_file: PathBuf) -> Self {
-        Self { config, config_file, global: RwLock::new(None) }
+        let http = ModelClient::new(std::time::Duration::from_secs(config.model.request_timeout_secs));
+        Self { config, config_file, global: RwLock::new(None), reported_vision: RwLock::new(HashMap::new()), http }
     }
 
     /// The configured model (or the one `/model --global` chose since).
@@ -116,13 +124,32 @@ impl Models {
     /// table under `auto`), or `vision_analyze` asks a model that does, or neither can.
     pub(crate) fn sight(&self, model: &ModelSpec) -> Sight {
         let mode = self.config.model.vision;
-        if crate::media::vision::sees_images(mode, &model.model, model.provider.as_deref(), None) {
+        let reported = self.reported_vision.read().ok().and_then(|known| known.get(&vision_key(model)).copied().flatten());
+        if crate::media::vision::sees_images(mode, &model.model, model.provider.as_deref(), reported) {
             return Sight::Sees;
         }
         let aux = &self.config.auxiliary.vision;
         // Told `vision: off`, the default model may still see (its pictures go through the tool);
         // a model judged blind is not asked again unless a vision model is named.
         if aux.model.is_some() || mode == crate::config::VisionMode::Off { Sight::ThroughTool } else { Sight::Blind }
+    }
+
+    /// Asks `model`'s provider whether it takes images (its `GET /models` entry), once per base
+    /// URL and model, under `model.vision: auto`; [`Self::sight`] reads the answer. Silent or
+    /// unreachable lists leave the built-in table to decide.
+    pub(crate) async fn learn_sight(&self, model: &ModelSpec) {
+        let key = vision_key(model);
+        let known = self.reported_vision.read().map(|k| k.contains_key(&key)).unwrap_or(true);
+        if self.config.model.vision != crate::config::VisionMode::Auto || known {
+            return;
+        }
+        let reported = match self.http.get() {
+            Ok(client) => crate::media::vision::reported_vision(client, &model.base_url, model.api_key.as_deref(), &model.model).await,
+            Err(_) => None,
+        };
+        if let Ok(mut known) = self.reported_vision.write() {
+            known.insert(key, reported);
+        }
     }
 
     /// How many of a conversation's images a request carries, and their total encoded size
@@ -193,6 +220,10 @@ impl Models {
 }
 
 /// `aux`'s settings over `base`: what `aux` leaves unset stays as in `base`.
+fn vision_key(model: &ModelSpec) -> String {
+    format!("{}\n{}", model.base_url, model.model)
+}
+
 fn auxiliary(aux: &crate::config::AuxiliaryModel, base: &ModelSpec) -> ModelSpec {
     let mut spec = base.clone();
     if let Some(m) = &aux.model {
@@ -208,4 +239,56 @@ fn auxiliary(aux: &crate::config::AuxiliaryModel, base: &ModelSpec) -> ModelSpec
         spec.api_key = Some(k.expose().to_string());
     }
     spec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Json;
+    use axum::routing::get;
+    use serde_json::json;
+
+    async fn list(entries: serde_json::Value) -> String {
+        let app = axum::Router::new().route("/v1/models", get(move || async move { Json(json!({ "data": entries.clone() })) }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        base
+    }
+
+    fn models(base: &str, vision: &str) -> Models {
+        let yaml = format!("model:\n  default: acme-7b\n  base_url: {base}\n  vision: {vision}\n");
+        let (config, _) = crate::config::parse_yaml(&yaml, std::path::Path::new("config.yaml")).unwrap();
+        Models::new(Arc::new(config), PathBuf::from("/nonexistent/config.yaml"))
+    }
+
+    #[tokio::test]
+    async fn auto_learns_from_the_providers_model_list_what_the_table_does_not_know() {
+        let base = list(json!([
+            {"id": "acme-7b", "architecture": {"input_modalities": ["text", "image"]}},
+            {"id": "gpt-4o", "architecture": {"input_modalities": ["text"]}}
+        ]))
+        .await;
+        let models = models(&base, "auto");
+        let omni = models.default_model();
+        assert_eq!(models.sight(&omni), Sight::Blind, "unknown to the table before the list is read");
+        models.learn_sight(&omni).await;
+        assert_eq!(models.sight(&omni), Sight::Sees);
+        // The provider's word wins over the table: this gpt-4o is served text-only here.
+        let text_only = ModelSpec { model: "gpt-4o".into(), ..omni.clone() };
+        assert_eq!(models.sight(&text_only), Sight::Sees, "the table's answer until asked");
+        models.learn_sight(&text_only).await;
+        assert_eq!(models.sight(&text_only), Sight::Blind);
+    }
+
+    #[tokio::test]
+    async fn on_and_off_are_never_second_guessed_and_off_goes_through_the_tool() {
+        let base = list(json!([{"id": "acme-7b", "architecture": {"input_modalities": ["image"]}}])).await;
+        let off = models(&base, "off");
+        let spec = off.default_model();
+        off.learn_sight(&spec).await;
+        assert_eq!(off.sight(&spec), Sight::ThroughTool, "told off, the model's pictures go through vision_analyze");
+        let on = models("http://127.0.0.1:9/v1", "on");
+        assert_eq!(on.sight(&on.default_model()), Sight::Sees);
+    }
 }

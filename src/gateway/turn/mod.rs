@@ -121,6 +121,7 @@ pub(crate) struct TurnMode {
 async fn perceive_sight(h: &TurnHandles, session_key: &str) -> crate::gateway::conversation::models::Sight {
     let route = h.sessions.routes.route_get(session_key).await.ok().flatten();
     let model = h.models.model_for(route.as_ref().map(|r| &r.overrides));
+    h.models.learn_sight(&model).await;
     h.models.sight(&model)
 }
 
