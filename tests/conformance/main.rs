@@ -247,6 +247,14 @@ macro_rules! media_conformance {
                 media::a_voice_note_is_heard::<$peer>().await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_audio_file_is_heard() {
+                media::an_audio_file_is_heard::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_failed_transcription_is_told_and_the_message_kept() {
+                media::a_failed_transcription_is_told_and_the_message_kept::<$peer>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_voice_note_too_long_is_refused() {
                 media::a_voice_note_too_long_is_refused::<$peer>().await;
             }

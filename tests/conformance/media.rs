@@ -53,11 +53,25 @@ fn asked<P: ChatPeer>(run: &Run<P>) -> String {
 /// A voice note is transcribed by the OpenAI-compatible endpoint, field by field as OpenAI
 /// documents them, and the transcript is what the model is asked (fenced as data).
 pub(crate) async fn a_voice_note_is_heard<P: ChatPeer>() {
+    heard::<P>(MediaKind::Voice).await;
+}
+
+/// An audio file (not recorded in the chat app) is transcribed the same way.
+pub(crate) async fn an_audio_file_is_heard<P: ChatPeer>() {
+    heard::<P>(MediaKind::Audio).await;
+}
+
+async fn heard<P: ChatPeer>(kind: MediaKind) {
     let run = launch::<P>("").await;
     run.llm.script_transcript("please book a table for two at eight");
     run.llm.push(Reply::text("Booked it."));
     let note = hermes_fakes::media::voice_note(SPOKEN);
-    let chat = run.peer.dm_media(USER, &voice(note.clone(), Some(4)), "").await;
+    let media = Media {
+        kind,
+        file_name: if kind == MediaKind::Audio { "memo.ogg".into() } else { "voice-note.ogg".into() },
+        ..voice(note.clone(), Some(4))
+    };
+    let chat = run.peer.dm_media(USER, &media, "").await;
     wait_posted(&run, &chat, "Booked it.").await;
 
     let calls = run.llm.transcriptions();
@@ -74,6 +88,21 @@ pub(crate) async fn a_voice_note_is_heard<P: ChatPeer>() {
     let text = asked(&run);
     assert!(text.contains("please book a table for two at eight"), "{}: the transcript is the user's words: {text}", P::PLATFORM);
     assert!(text.contains("untrusted-data"), "{}: the transcript is fenced as data: {text}", P::PLATFORM);
+}
+
+/// A transcription that fails is told in the chat, and the message is not lost: the turn runs
+/// with a line saying a voice note came and could not be heard, and the note stays saved.
+pub(crate) async fn a_failed_transcription_is_told_and_the_message_kept<P: ChatPeer>() {
+    let run = launch::<P>("").await;
+    run.llm.fail_transcriptions(503, 1);
+    run.llm.push(Reply::text("I could not listen to that, sorry."));
+    let chat = run.peer.dm_media(USER, &voice(hermes_fakes::media::voice_note(SPOKEN), Some(4)), "").await;
+    wait_posted(&run, &chat, "I could not transcribe your voice note").await;
+    wait_posted(&run, &chat, "could not listen to that").await;
+    let text = asked(&run);
+    assert!(text.contains("could not be transcribed") && text.contains("saved at"), "{}: the model is told: {text}", P::PLATFORM);
+    let saved = text.split("saved at ").nth(1).map(|rest| rest.trim_end_matches(']').trim().to_string()).unwrap_or_default();
+    assert!(std::path::Path::new(&saved).is_file(), "{}: the voice note is kept at {saved:?}", P::PLATFORM);
 }
 
 /// A voice note longer than `stt.max_duration_secs` is refused with a sentence saying so, is
