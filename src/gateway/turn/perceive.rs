@@ -59,52 +59,69 @@ pub(super) async fn perceive(media: &TurnMedia, event: &InboundEvent, sight: imp
     if event.attachments.is_empty() {
         return out;
     }
-    let mut lines: Vec<String> = Vec::new();
-    let mut notices: Vec<String> = Vec::new();
-    let mut sight_known: Option<Sight> = None;
-    let mut sight = Some(sight);
+    let mut notes = Notes::default();
+    let mut sight = LazySight { ask: Some(sight), known: None };
     for attachment in &event.attachments {
         let name = untrusted::mark(attachment.shown_name());
         let Some(path) = attachment.path.as_deref() else {
             let refusal = attachment.refused.clone().unwrap_or(Refusal::Failed { detail: "it was not downloaded".into() });
-            refused(attachment, &refusal, &mut lines, &mut notices);
+            refused(attachment, &refusal, &mut notes);
             continue;
         };
         if attachment.is_audio() {
-            hear(media, attachment, path, &name, &mut out, &mut lines, &mut notices).await;
+            hear(media, attachment, path, &name, &mut out, &mut notes).await;
         } else if attachment.is_image() {
-            let seeing = match sight_known {
-                Some(s) => s,
-                None => {
-                    let s = match sight.take() {
-                        Some(ask) => ask().await,
-                        None => Sight::Blind,
-                    };
-                    sight_known = Some(s);
-                    s
-                }
-            };
-            look(media, path, &name, seeing, &mut out, &mut lines, &mut notices).await;
+            look(media, path, &name, sight.get().await, &mut out, &mut notes).await;
         } else {
-            lines.push(format!("[The user sent a file, {name} ({}), saved at {path}]", describe(attachment)));
+            notes.for_model.push(format!("[The user sent a file, {name} ({}), saved at {path}]", describe(attachment)));
         }
     }
-    if !lines.is_empty() {
-        out.text = [out.text.trim(), &lines.join("\n")].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n");
+    if !notes.for_model.is_empty() {
+        let lines = notes.for_model.join("\n");
+        out.text = [out.text.trim(), &lines].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n");
     }
-    if !notices.is_empty() {
-        let reply = answer.reply(notices.join("\n"));
+    if !notes.for_user.is_empty() {
+        let reply = answer.reply(notes.for_user.join("\n"));
         answer.deliverer.queue(reply, ReplyKey::MediaNotice(event.event_id.clone())).await;
     }
     out
 }
 
+/// What perceiving a message has to say: lines the model reads after the user's text, and
+/// notices the user reads in the chat (one message, before the answer).
+#[derive(Default)]
+struct Notes {
+    for_model: Vec<String>,
+    for_user: Vec<String>,
+}
+
+/// The session's [`Sight`], asked only when a picture needs it (it may read the route and the
+/// provider's model list), and then once.
+struct LazySight<F> {
+    ask: Option<F>,
+    known: Option<Sight>,
+}
+
+impl<F: AsyncFnOnce() -> Sight> LazySight<F> {
+    async fn get(&mut self) -> Sight {
+        if let Some(known) = self.known {
+            return known;
+        }
+        let sight = match self.ask.take() {
+            Some(ask) => ask().await,
+            None => Sight::Blind,
+        };
+        self.known = Some(sight);
+        sight
+    }
+}
+
 /// A file not fetched: the model reads that it came and why it is missing; the user is told.
-fn refused(attachment: &Attachment, refusal: &Refusal, lines: &mut Vec<String>, notices: &mut Vec<String>) {
+fn refused(attachment: &Attachment, refusal: &Refusal, notes: &mut Notes) {
     let noun = attachment.kind.noun();
     let verb = if attachment.is_audio() { "transcribed" } else { "downloaded" };
-    lines.push(format!("[The user sent a {noun} that was not {verb}: {refusal}]"));
-    notices.push(format!("⚠️ Your {noun} was not {verb}: {refusal}."));
+    notes.for_model.push(format!("[The user sent a {noun} that was not {verb}: {refusal}]"));
+    notes.for_user.push(format!("⚠️ Your {noun} was not {verb}: {refusal}."));
     if attachment.is_audio() {
         metrics::global().transcription("refused");
     } else if attachment.is_image() {
@@ -113,20 +130,14 @@ fn refused(attachment: &Attachment, refusal: &Refusal, lines: &mut Vec<String>, 
 }
 
 /// A voice note or audio file: transcribed, its transcript the user's words.
-async fn hear(
-    media: &TurnMedia,
-    attachment: &Attachment,
-    path: &str,
-    name: &str,
-    out: &mut Perceived,
-    lines: &mut Vec<String>,
-    notices: &mut Vec<String>,
-) {
+async fn hear(media: &TurnMedia, attachment: &Attachment, path: &str, name: &str, out: &mut Perceived, notes: &mut Notes) {
     let noun = attachment.kind.noun();
     let Some(transcriber) = &media.transcriber else {
         metrics::global().transcription("disabled");
-        lines.push(format!("[The user sent a {noun}, {name}, saved at {path}; speech-to-text is off, so it was not transcribed]"));
-        notices.push(format!("⚠️ Voice notes are not transcribed here (speech-to-text is off), so I cannot hear your {noun}."));
+        notes
+            .for_model
+            .push(format!("[The user sent a {noun}, {name}, saved at {path}; speech-to-text is off, so it was not transcribed]"));
+        notes.for_user.push(format!("⚠️ Voice notes are not transcribed here (speech-to-text is off), so I cannot hear your {noun}."));
         return;
     };
     // The declared length was checked before the download where the platform declared one;
@@ -136,7 +147,7 @@ async fn hear(
         && s > media.max_audio_secs as f64
     {
         let refusal = Refusal::TooLong { secs: s.round() as u64, limit_secs: media.max_audio_secs };
-        return refused(attachment, &refusal, lines, notices);
+        return refused(attachment, &refusal, notes);
     }
     match transcriber.transcribe(Path::new(path), attachment.mime.as_deref()).await {
         Ok(Transcript { text, audio_secs }) if !text.trim().is_empty() => {
@@ -145,41 +156,33 @@ async fn hear(
             out.transcribed_secs += secs;
             out.stt_cost += secs / 60.0 * media.stt_price_per_minute;
             let length = if secs > 0.0 { format!(", {}", human_duration(secs.round() as u64)) } else { String::new() };
-            lines.push(format!("[{} {noun}{length}, transcribed:]\n{}", capitalized_article(noun), untrusted::mark(text.trim())));
+            notes.for_model.push(format!("[{} {noun}{length}, transcribed:]\n{}", capitalized_article(noun), untrusted::mark(text.trim())));
             if media.echo_transcript {
-                notices.push(format!("🎤 \"{}\"", text.trim()));
+                notes.for_user.push(format!("🎤 \"{}\"", text.trim()));
             }
         }
         Ok(_) => {
             metrics::global().transcription("empty");
-            lines.push(format!("[The user sent a {noun} in which no speech was recognised; saved at {path}]"));
-            notices.push(format!("⚠️ I could not make out any speech in your {noun}."));
+            notes.for_model.push(format!("[The user sent a {noun} in which no speech was recognised; saved at {path}]"));
+            notes.for_user.push(format!("⚠️ I could not make out any speech in your {noun}."));
         }
         Err(e) => {
             metrics::global().transcription("failed");
             tracing::warn!(error = %e, "transcription failed");
-            lines.push(format!("[The user sent a {noun} that could not be transcribed ({e}); saved at {path}]"));
-            notices.push(format!("⚠️ I could not transcribe your {noun}: {e}"));
+            notes.for_model.push(format!("[The user sent a {noun} that could not be transcribed ({e}); saved at {path}]"));
+            notes.for_user.push(format!("⚠️ I could not transcribe your {noun}: {e}"));
         }
     }
 }
 
 /// A picture: prepared, then shown to a model that sees, or left for `vision_analyze`.
-async fn look(
-    media: &TurnMedia,
-    path: &str,
-    name: &str,
-    sight: Sight,
-    out: &mut Perceived,
-    lines: &mut Vec<String>,
-    notices: &mut Vec<String>,
-) {
+async fn look(media: &TurnMedia, path: &str, name: &str, sight: Sight, out: &mut Perceived, notes: &mut Notes) {
     let prepared = match prepare(media, path).await {
         Ok(prepared) => prepared,
         Err(why) => {
             metrics::global().image("failed");
-            lines.push(format!("[The user sent an image, {name}, that could not be read ({why}); saved at {path}]"));
-            notices.push(format!("⚠️ I could not open your image: {why}."));
+            notes.for_model.push(format!("[The user sent an image, {name}, that could not be read ({why}); saved at {path}]"));
+            notes.for_user.push(format!("⚠️ I could not open your image: {why}."));
             return;
         }
     };
@@ -190,7 +193,7 @@ async fn look(
         }
         Sight::ThroughTool => {
             metrics::global().image("described");
-            lines.push(format!(
+            notes.for_model.push(format!(
                 "[The user sent an image, {name} ({}x{}). You cannot see images yourself: call vision_analyze with image_path \"{}\" \
                  and a question to have it described]",
                 prepared.width,
@@ -200,7 +203,7 @@ async fn look(
         }
         Sight::Blind => {
             metrics::global().image("described");
-            lines.push(format!(
+            notes.for_model.push(format!(
                 "[The user sent an image, {name}, saved at {path}. This model cannot see images and no vision model is configured \
                  (auxiliary.vision): tell the user you cannot see it]"
             ));
