@@ -1,15 +1,17 @@
 //! The Discord peer: the fake Discord of `hermes-fakes`, reached by the gateway's serenity client
 //! (REST and the gateway WebSocket).
 
-use crate::peer::{Chat, ChatPeer, Posted};
+use crate::peer::{Chat, ChatPeer, Media, MediaKind, Posted};
 use crate::support::Setup;
-use hermes_fakes::discord::{DcUser, FakeDiscord, Fault, FaultScope};
+use hermes_fakes::discord::{DcAttachment, DcUser, FakeDiscord, Fault, FaultScope};
 use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// Discord's message flag that switches link embeds off.
 const SUPPRESS_EMBEDS: u64 = 1 << 2;
+/// Discord's message flag of a voice message.
+const IS_VOICE_MESSAGE: u64 = 1 << 13;
 
 pub(crate) struct DiscordPeer {
     pub fake: FakeDiscord,
@@ -168,5 +170,33 @@ impl ChatPeer for DiscordPeer {
                    "author": {"id": bot_user.id.to_string(), "username": "another-bot", "discriminator": "0", "avatar": null, "bot": true}}),
         );
         self.fake.dispatch_raw("INTERACTION_CREATE", json!({"id": "6", "application_id": "7", "type": 1, "token": "t", "version": 1}));
+    }
+
+    async fn dm_media(&self, user: u32, media: &Media, caption: &str) -> Chat {
+        self.session().await;
+        let mut file = DcAttachment::file(&media.file_name, media.mime, media.bytes.clone());
+        file.declared_size = media.declared_bytes;
+        // Discord's client records voice messages with a duration and a waveform; without a
+        // declared duration it is an ordinary audio file.
+        if let (MediaKind::Voice, Some(secs)) = (media.kind, media.declared_secs) {
+            file.duration_secs = Some(f64::from(secs));
+            file.waveform = Some("AAAAAAAAAAAA".to_string());
+        }
+        let injected = self.fake.dm_files(&self.dc_user(user), caption, &[file]);
+        self.remember(injected.id);
+        Chat { chat_id: injected.channel_id.to_string(), thread_id: None }
+    }
+
+    fn media_bytes_served(&self) -> u64 {
+        self.fake.cdn_bytes_served()
+    }
+
+    fn voice_sent(&self, chat: &Chat) -> Vec<Vec<u8>> {
+        self.fake
+            .sent_to(Self::channel_of(chat))
+            .into_iter()
+            .filter(|m| m.flags & IS_VOICE_MESSAGE != 0)
+            .flat_map(|m| m.uploads.into_iter().map(|u| u.bytes))
+            .collect()
     }
 }

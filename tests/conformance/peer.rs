@@ -114,20 +114,11 @@ pub(crate) trait ChatPeer: Sized + Send + Sync + 'static {
 
     /// User `n` sends `media` in their DM with the bot (as `dm` does for text), with `caption`
     /// as its text where the platform has captions.
-    async fn dm_media(&self, user: u32, media: &Media, caption: &str) -> Chat {
-        // TEMPORARY while issue 37's platforms are built: each peer implements it.
-        let _ = (user, media, caption);
-        unimplemented!("{}: dm_media", Self::PLATFORM)
-    }
+    async fn dm_media(&self, user: u32, media: &Media, caption: &str) -> Chat;
     /// How many bytes of users' files the platform has served to the bot so far (the fake's
     /// download counter), so a test can show nothing was fetched past a limit.
-    fn media_bytes_served(&self) -> u64 {
-        unimplemented!("{}: media_bytes_served", Self::PLATFORM)
-    }
+    fn media_bytes_served(&self) -> u64;
     /// The voice notes the bot sent in `chat`, as the platform stored them (OGG/Opus bytes);
     /// where the platform has no voice notes, the audio files it sent.
-    fn voice_sent(&self, chat: &Chat) -> Vec<Vec<u8>> {
-        let _ = chat;
-        unimplemented!("{}: voice_sent", Self::PLATFORM)
-    }
+    fn voice_sent(&self, chat: &Chat) -> Vec<Vec<u8>>;
 }

@@ -1,9 +1,9 @@
 //! The Slack peer: the fake Slack of `hermes-fakes`, reached by the gateway's slack-morphism
 //! client (Web API) and its Socket Mode connection.
 
-use crate::peer::{Chat, ChatPeer, Posted};
+use crate::peer::{Chat, ChatPeer, Media, MediaKind, Posted};
 use crate::support::Setup;
-use hermes_fakes::slack::{FakeSlack, SlFault, SlScope, SlUser};
+use hermes_fakes::slack::{FakeSlack, SlFault, SlScope, SlUser, SlUserFile};
 use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -178,5 +178,35 @@ impl ChatPeer for SlackPeer {
                       "text": "I am a bot", "ts": "1.000003"}}}));
         self.fake.send_raw_envelope(json!({"type": "some_new_envelope_kind", "payload": {"whatever": true}}));
         self.fake.send_raw_frame("this is not json");
+    }
+
+    async fn dm_media(&self, user: u32, media: &Media, caption: &str) -> Chat {
+        self.connected().await;
+        let mut file = SlUserFile::file(&media.file_name, media.mime, media.bytes.clone());
+        file.declared_size = media.declared_bytes;
+        // A clip recorded in Slack's client: `slack_audio`, with its length.
+        if media.kind == MediaKind::Voice {
+            file.subtype = Some("slack_audio".to_string());
+            file.duration_ms = media.declared_secs.map(|s| u64::from(s) * 1000);
+        }
+        let from = self.sl_user(user);
+        let injected = self.fake.dm_files(&from, caption, &[file]);
+        self.remember(&injected.event_ids);
+        Chat { chat_id: injected.channel, thread_id: None }
+    }
+
+    fn media_bytes_served(&self) -> u64 {
+        self.fake.file_bytes_served()
+    }
+
+    /// Slack has no voice notes for bots: the audio files the bot uploaded.
+    fn voice_sent(&self, chat: &Chat) -> Vec<Vec<u8>> {
+        self.fake
+            .sent_to(&chat.chat_id)
+            .into_iter()
+            .flat_map(|m| m.uploaded.into_iter())
+            .filter(|f| f.mimetype.as_deref().is_some_and(|t| t.starts_with("audio/")))
+            .map(|f| f.bytes)
+            .collect()
     }
 }

@@ -6,11 +6,12 @@ use crate::commands::{self, PendingInteractions};
 use crate::errors::classify;
 use crate::inbound::Place;
 use crate::settings::DiscordSettings;
+use crate::voice;
 use async_trait::async_trait;
 use hermes_adapter::pacing::{Destination, Pacer};
 use hermes_adapter::{
-    AdapterContext, AdapterError, Button, Capabilities, ChatTarget, LengthUnit, Lookup, MarkdownDialect, OutboundMessage, Platform,
-    PlatformAdapter, SendError, SendReceipt, StreamStyle,
+    AdapterContext, AdapterError, Button, Capabilities, ChatTarget, FileKind, LengthUnit, Lookup, MarkdownDialect, OutboundMessage,
+    Platform, PlatformAdapter, SendError, SendReceipt, StreamStyle,
 };
 use serenity::builder::{CreateActionRow, CreateAllowedMentions, CreateAttachment, CreateButton, CreateMessage, EditMessage};
 use serenity::http::{Http, HttpBuilder};
@@ -48,7 +49,7 @@ pub struct DiscordAdapter {
     capabilities: Capabilities,
     pub(crate) settings: DiscordSettings,
     pub(crate) http: Arc<Http>,
-    client: reqwest012::Client,
+    pub(crate) client: reqwest012::Client,
     /// Channel id → where it is (learned once per channel; a channel never turns into a thread).
     pub(crate) places: Mutex<HashMap<u64, Place>>,
     /// The newest message seen per channel, for reading back what a new session missed.
@@ -93,7 +94,7 @@ impl DiscordAdapter {
             supports_files: true,
             read_live: true,
             people_reply: true,
-            voice_notes: false,
+            voice_notes: true,
         };
         let http = Arc::new(build_http(&settings, client.clone()));
         let pacer = Pacer::new(settings.budget.limits());
@@ -205,6 +206,19 @@ impl PlatformAdapter for DiscordAdapter {
         if let Some(answered) = commands::answer_in_place(self, msg).await {
             return answered;
         }
+        let mut file = msg.file.clone();
+        if let Some(voice) = file.as_ref().filter(|f| f.kind == FileKind::Voice) {
+            let reply_to = msg.reply_to.as_deref().and_then(|id| snowflake(id, "message").ok());
+            self.pacer.acquire(Destination::chat(&channel.get())).await;
+            // A voice message has no content: words and buttons follow it as a message of their own.
+            match crate::voice::send(&self.http, channel, voice, nonce(&format!("{}:voice", msg.idempotency_key)), reply_to).await? {
+                voice::Sent::Voice(id) if msg.text.trim().is_empty() && components.is_empty() => {
+                    return Ok(SendReceipt { message_id: Some(id.get().to_string()) });
+                }
+                voice::Sent::Voice(_) => file = None,
+                voice::Sent::NotAllowedHere => {}
+            }
+        }
         // The model's words never ping anyone: @everyone, roles and users stay plain text.
         let mut message = CreateMessage::new()
             .content(msg.text.clone())
@@ -218,7 +232,7 @@ impl PlatformAdapter for DiscordAdapter {
             // A link the model was tricked into writing is not fetched by Discord's unfurler.
             message = message.flags(MessageFlags::SUPPRESS_EMBEDS);
         }
-        if let Some(file) = &msg.file {
+        if let Some(file) = &file {
             let attachment = CreateAttachment::path(&file.path)
                 .await
                 .map_err(|e| SendError::Other(format!("could not read `{}`: {e}", file.file_name)))?;

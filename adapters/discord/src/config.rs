@@ -125,6 +125,8 @@ fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn Pl
     settings.free_response_channels = config.free_response_chats.clone();
     settings.link_previews = ctx.link_previews;
     settings.budget = config.send_budget;
+    settings.media_dir = Some(ctx.media_dir.to_path_buf());
+    settings.media_limits = ctx.media_limits;
     let adapter = DiscordAdapter::new(settings).map_err(|e| BuildError::new(Some(""), e.to_string()))?;
     Ok(Arc::new(adapter))
 }

@@ -389,7 +389,16 @@ impl Loop {
         };
         match classified {
             Inbound::Ignore(why) => tracing::debug!(event = %key, "ignored: {why}"),
-            Inbound::Message(event) => accept(ctx, *event).await?,
+            Inbound::Message(mut event) => {
+                // Strangers' files are never requested; their events carry what was declared.
+                if let Item::Message(message) = &item
+                    && !event.attachments.is_empty()
+                    && ctx.sender_allowed(&event.source)
+                {
+                    crate::media::fetch_all(&adapter.settings, &adapter.client, message, &mut event.attachments).await;
+                }
+                accept(ctx, *event).await?
+            }
             Inbound::Command { event, interaction_id, token } => {
                 // "Thinking…" first: Discord gives 3 s, and the answer is written into this
                 // response. Discord never sends an interaction again, so acknowledging before the

@@ -4,8 +4,8 @@
 //!
 //! The sender is its user id (a snowflake) and nothing else: usernames, global names and server
 //! nicknames become the display name only (anyone can call themselves anything), and Discord
-//! gets no verified handle (see [`SessionSource`]). Attachments are described by name, size and
-//! URL in the text, never downloaded here.
+//! gets no verified handle (see [`SessionSource`]). Attachments are declared here (kind, size,
+//! duration, MIME type, name: see [`crate::media`]), never downloaded.
 
 use crate::commands::INPUT_OPTION;
 use chrono::Utc;
@@ -73,13 +73,10 @@ pub fn from_message(message: &Message, place: Place, me: &Identity, gate: &Gate)
     if message.author.bot || message.webhook_id.is_some() {
         return Inbound::Ignore("a message from a bot or webhook");
     }
-    let mut text = with_outside_context(message, strip_mention(&message.content, me.bot_id));
-    for attachment in &message.attachments {
-        // The file name is the sender's choice, like any text from outside.
-        let note = format!("[attached file: {} ({} bytes) {}]", untrusted::mark(&attachment.filename), attachment.size, attachment.url);
-        text = if text.is_empty() { note } else { format!("{text}\n{note}") };
-    }
-    if text.trim().is_empty() {
+    let text = with_outside_context(message, strip_mention(&message.content, me.bot_id));
+    // Declared only: the gateway loop downloads them once it knows the sender is allowed.
+    let attachments = crate::media::declared(message);
+    if text.trim().is_empty() && attachments.is_empty() {
         return Inbound::Ignore("a message with no text (an embed, a sticker, a system message)");
     }
     let channel = message.channel_id.get();
@@ -104,6 +101,8 @@ pub fn from_message(message: &Message, place: Place, me: &Identity, gate: &Gate)
     );
     event.message_id = Some(message.id.get().to_string());
     event.received_at = Utc::now();
+    event.kind = crate::media::message_kind(&attachments);
+    event.attachments = attachments;
     Inbound::Message(Box::new(event))
 }
 

@@ -8,6 +8,8 @@
 //! * [`backfill`]: messages written while the bot had no session, read back after READY.
 //! * [`inbound`]: messages and button presses → events (DMs, guild channels, threads, mention
 //!   gating).
+//! * [`media`]: users' attachments declared and (for allowed senders) downloaded; voice messages
+//!   sent.
 //! * [`errors`]: Discord failures → what the gateway does next.
 //! * [`config`]: the `platforms.discord` block, its variables and the [`REGISTRATION`].
 //! * [`allowlist`]: which allowlist entries can name a Discord user (ids only).
@@ -20,8 +22,10 @@ pub mod config;
 pub mod errors;
 pub mod gateway;
 pub mod inbound;
+pub(crate) mod media;
 mod probe;
 pub mod settings;
+pub(crate) mod voice;
 
 pub use adapter::{DiscordAdapter, DiscordError};
 pub use config::{DiscordConfig, REGISTRATION};

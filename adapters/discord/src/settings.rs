@@ -1,9 +1,14 @@
 //! What the Discord adapter is configured with, already resolved from config and environment by
 //! the gateway (this crate never reads the environment itself).
 
-use hermes_adapter::SettingError;
 use hermes_adapter::pacing::{Limits, Rate, check_burst, check_rate};
+use hermes_adapter::{MediaLimits, SettingError};
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// The largest file Discord lets anyone upload (Nitro, 500 MiB): no attachment is larger, so the
+/// gateway's own limits are what bind.
+pub const DISCORD_MAX_FILE_BYTES: u64 = 500 * 1024 * 1024;
 
 /// Sends allowed back to back overall before the global rate applies: with 40 a second, never
 /// more than Discord's 50 requests in any second.
@@ -70,6 +75,12 @@ pub struct DiscordSettings {
     pub link_previews: bool,
     /// Outbound rate limits kept by the gateway.
     pub budget: DiscordSendBudget,
+    /// The media cache folder allowed users' attachments are saved in; `None`: none are fetched.
+    pub media_dir: Option<PathBuf>,
+    /// What may be fetched (sizes per kind, the longest voice note), from the gateway.
+    pub media_limits: MediaLimits,
+    /// This adapter's own cap on any one attachment.
+    pub max_media_bytes: u64,
 }
 
 impl DiscordSettings {
@@ -84,6 +95,9 @@ impl DiscordSettings {
             commands: Vec::new(),
             link_previews: false,
             budget: DiscordSendBudget::default(),
+            media_dir: None,
+            media_limits: MediaLimits::default(),
+            max_media_bytes: DISCORD_MAX_FILE_BYTES,
         }
     }
 }
@@ -99,6 +113,8 @@ impl std::fmt::Debug for DiscordSettings {
             .field("free_response_channels", &self.free_response_channels)
             .field("commands", &self.commands.len())
             .field("budget", &self.budget)
+            .field("media_dir", &self.media_dir)
+            .field("media_limits", &self.media_limits)
             .finish_non_exhaustive()
     }
 }

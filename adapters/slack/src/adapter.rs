@@ -236,7 +236,9 @@ impl PlatformAdapter for SlackAdapter {
             let content =
                 tokio::fs::read(&file.path).await.map_err(|e| SendError::Other(format!("could not read `{}`: {e}", file.file_name)))?;
             self.pacer.acquire(Destination::chat(&channel.0)).await;
-            let uploaded = self.web.upload(&channel, thread.as_ref(), &file.file_name, content, Some(msg.text.clone())).await;
+            // Slack has no voice notes for bots: a voice reply is an audio file it plays inline.
+            let mime = if file.kind == hermes_adapter::FileKind::Voice { "audio/ogg" } else { "application/octet-stream" };
+            let uploaded = self.web.upload(&channel, thread.as_ref(), &file.file_name, mime, content, Some(msg.text.clone())).await;
             self.note_rate_limit(&channel.0, uploaded)?;
             return Ok(SendReceipt { message_id: None });
         }

@@ -178,6 +178,8 @@ fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn Pl
     settings.commands = ctx.commands.to_vec();
     settings.link_previews = ctx.link_previews;
     settings.budget = config.send_budget;
+    settings.media_dir = Some(ctx.media_dir.to_path_buf());
+    settings.media_limits = ctx.media_limits;
     if let Some(limit) = config.chunk_limit {
         settings.max_message_len = limit;
     }

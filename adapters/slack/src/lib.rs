@@ -7,6 +7,8 @@
 //!   once; pings, `disconnect` and dead sockets answered with a new socket; health.
 //! * [`inbound`]: messages, slash commands and button presses → events (DMs, channels,
 //!   threads, mention gating, `!` commands, Slack markup read back).
+//! * [`media`]: users' shared files declared and (for allowed senders) downloaded with the bot
+//!   token from Slack's file host only, through [`download`]'s streaming GET.
 //! * [`web`]: the Web API client, its TLS setup and timeouts, and the lost-answer lookup.
 //! * [`blocks`]: buttons as Block Kit.
 //! * [`errors`]: Slack failures → what the gateway does next.
@@ -17,8 +19,10 @@ pub mod adapter;
 pub mod allowlist;
 pub(crate) mod blocks;
 pub mod config;
+pub(crate) mod download;
 pub mod errors;
 pub(crate) mod inbound;
+pub(crate) mod media;
 mod probe;
 pub mod settings;
 pub(crate) mod socket;

@@ -84,6 +84,12 @@ pub struct SlackSettings {
     pub request_timeout: Duration,
     /// Outbound rate limits kept by the gateway.
     pub budget: SlackSendBudget,
+    /// The media cache folder allowed users' files are saved in; `None`: none are fetched.
+    pub media_dir: Option<std::path::PathBuf>,
+    /// What may be fetched (sizes per kind, the longest voice note), from the gateway.
+    pub media_limits: hermes_adapter::MediaLimits,
+    /// This adapter's own cap on any one file (Slack accepts files up to 1 GB).
+    pub max_media_bytes: u64,
 }
 
 impl SlackSettings {
@@ -104,6 +110,9 @@ impl SlackSettings {
             missed_pings: 3,
             request_timeout: Duration::from_secs(20),
             budget: SlackSendBudget::default(),
+            media_dir: None,
+            media_limits: hermes_adapter::MediaLimits::default(),
+            max_media_bytes: 1024 * 1024 * 1024,
         }
     }
 }
@@ -121,6 +130,8 @@ impl std::fmt::Debug for SlackSettings {
             .field("reply_in_thread", &self.reply_in_thread)
             .field("commands", &self.commands.len())
             .field("budget", &self.budget)
+            .field("media_dir", &self.media_dir)
+            .field("media_limits", &self.media_limits)
             .finish_non_exhaustive()
     }
 }

@@ -247,6 +247,8 @@ impl Connection {
     }
 
     async fn event(&mut self, adapter: &SlackAdapter, ctx: &AdapterContext, payload: Value) -> Handled {
+        // slack-morphism's file model lacks size, subtype and duration: read from the raw event.
+        let files = crate::media::files_of(payload.get("event"));
         let callback = match serde_json::from_value::<SlackPushEventCallback>(payload) {
             Ok(callback) => callback,
             Err(e) => {
@@ -255,11 +257,12 @@ impl Connection {
                 return Handled::Done;
             }
         };
-        let said = match callback.event {
+        let mut said = match callback.event {
             SlackEventCallbackBody::Message(m) => said_of_message(m),
             SlackEventCallbackBody::AppMention(m) => said_of_mention(m),
             _ => return Handled::Done,
         };
+        said.files = files;
         let key = inbound::message_event_id(&self.me.team, &said.channel, &said.ts);
         if self.recent.contains(&key) {
             return Handled::Done;
@@ -284,7 +287,7 @@ impl Connection {
             Some(ts) if !known => adapter.thread_parent(&said.channel, ts).await,
             _ => None,
         };
-        let event = match inbound::from_message(&said, &self.me, &self.gate, parent.as_ref().map(|(a, t)| (a.as_str(), t.as_str()))) {
+        let mut event = match inbound::from_message(&said, &self.me, &self.gate, parent.as_ref().map(|(a, t)| (a.as_str(), t.as_str()))) {
             Inbound::Message(event) => event,
             Inbound::Ignore(why) => {
                 tracing::debug!(why, "Slack message not answered");
@@ -293,6 +296,10 @@ impl Connection {
         };
         if let Some(thread) = &event.source.thread_id {
             adapter.join_thread(&said.channel, thread);
+        }
+        // Strangers' files are never requested; their events carry what was declared.
+        if !event.attachments.is_empty() && ctx.sender_allowed(&event.source) {
+            crate::media::fetch_all(&adapter.settings, &adapter.web.tls, &said.files, &mut event.attachments).await;
         }
         self.store(ctx, key, *event).await
     }
@@ -407,7 +414,7 @@ fn said_of_message(m: SlackMessageEvent) -> Said {
         text: content.text.unwrap_or_default(),
         ts: m.origin.ts.0,
         thread_ts: m.origin.thread_ts.map(|t| t.0),
-        files: files_of(content.files),
+        files: Vec::new(),
     }
 }
 
@@ -421,12 +428,8 @@ fn said_of_mention(m: SlackAppMentionEvent) -> Said {
         text: m.content.text.unwrap_or_default(),
         ts: m.origin.ts.0,
         thread_ts: m.origin.thread_ts.map(|t| t.0),
-        files: files_of(m.content.files),
+        files: Vec::new(),
     }
-}
-
-fn files_of(files: Option<Vec<SlackFile>>) -> Vec<String> {
-    files.unwrap_or_default().into_iter().map(|f| f.name.or(f.title).unwrap_or_else(|| f.id.0.clone())).collect()
 }
 
 /// Ids of handled events, bounded.

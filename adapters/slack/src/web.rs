@@ -213,12 +213,13 @@ impl Web {
         channel: &SlackChannelId,
         thread: Option<&SlackTs>,
         file_name: &str,
+        mime: &str,
         content: Vec<u8>,
         comment: Option<String>,
     ) -> Result<(), SendError> {
         let reserve = SlackApiFilesGetUploadUrlExternalRequest::new(file_name.to_string(), content.len());
         let reserved = self.bounded("files.getUploadURLExternal", self.bot().get_upload_url_external(&reserve)).await?;
-        let upload = SlackApiFilesUploadViaUrlRequest::new(reserved.upload_url, content, "application/octet-stream".to_string());
+        let upload = SlackApiFilesUploadViaUrlRequest::new(reserved.upload_url, content, mime.to_string());
         self.bounded("the file upload", self.bot().files_upload_via_url(&upload)).await?;
         let mut complete = SlackApiFilesCompleteUploadExternalRequest::new(vec![
             SlackApiFilesComplete::new(reserved.file_id).with_title(file_name.to_string()),

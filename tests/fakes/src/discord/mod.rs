@@ -8,12 +8,13 @@
 //! * `rest`: the HTTP API.
 //! * `gateway`: the WebSocket.
 
+mod cdn;
 mod gateway;
 mod rest;
 mod state;
 
 pub use rest::MAX_CONTENT;
-pub use state::{DcSent, DcUser, Fault, FaultScope, Injected, RestCall};
+pub use state::{DcAttachment, DcSent, DcUpload, DcUser, Fault, FaultScope, Injected, RestCall};
 
 use crate::serve::{self, Shutdown};
 use axum::Router;
@@ -23,6 +24,9 @@ use state::{ChannelKind, Frame, Shared, State};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Message flag `IS_VOICE_MESSAGE`.
+const IS_VOICE_MESSAGE: u64 = 1 << 13;
 
 /// How the fake presents itself.
 #[derive(Debug, Clone)]
@@ -65,10 +69,16 @@ impl FakeDiscord {
         let mut state = State::new(options.token, bot, options.bot_id);
         state.heartbeat_interval_ms = options.heartbeat_interval_ms;
         let shared = Arc::new(Shared::new(state, shutdown.signal()));
-        let router =
-            Router::new().route("/ws", get(gateway::upgrade)).route("/api/v10/{*path}", any(rest::handle)).with_state(shared.clone());
+        let router = Router::new()
+            .route("/ws", get(gateway::upgrade))
+            .route("/api/v10/{*path}", any(rest::handle))
+            .route("/cdn/{*path}", get(cdn::serve))
+            .with_state(shared.clone());
         let addr = serve::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), router, shutdown.signal()).await?;
-        shared.with(|s| s.ws_url = format!("ws://{addr}/ws"));
+        shared.with(|s| {
+            s.ws_url = format!("ws://{addr}/ws");
+            s.cdn_base = format!("http://{addr}/cdn");
+        });
         Ok(FakeDiscord { shared, addr, _shutdown: Arc::new(shutdown) })
     }
 
@@ -122,12 +132,38 @@ impl FakeDiscord {
         self.message(channel, from, text, false, Some(reply_to))
     }
 
+    /// A DM with files attached (`text` may be empty). A voice message
+    /// ([`DcAttachment::voice_message`]) sets the message's `IS_VOICE_MESSAGE` flag. The files
+    /// are on the fake's CDN, at the URLs the message names.
+    pub fn dm_files(&self, from: &DcUser, text: &str, files: &[DcAttachment]) -> Injected {
+        let channel = self.dm_channel(from);
+        self.message_with(channel, from, text, false, None, files)
+    }
+
     fn message(&self, channel: u64, from: &DcUser, text: &str, mention: bool, reply_to: Option<u64>) -> Injected {
+        self.message_with(channel, from, text, mention, reply_to, &[])
+    }
+
+    fn message_with(
+        &self,
+        channel: u64,
+        from: &DcUser,
+        text: &str,
+        mention: bool,
+        reply_to: Option<u64>,
+        files: &[DcAttachment],
+    ) -> Injected {
         let injected = self.shared.with(|s| {
             let id = s.snowflake();
             let (content, mentions) =
                 if mention { (format!("<@{}> {text}", s.bot.id), vec![s.bot_json()]) } else { (text.to_string(), vec![]) };
             let mut message = s.message_json(id, channel, State::user_json(from, false), &content, mentions, reply_to);
+            if !files.is_empty() {
+                message["attachments"] = Value::Array(files.iter().map(|f| cdn::publish(s, channel, f)).collect());
+            }
+            if files.iter().any(DcAttachment::is_voice) {
+                message["flags"] = json!(IS_VOICE_MESSAGE);
+            }
             if message.get("guild_id").is_some() {
                 message["member"] = State::member_json(from);
             }
@@ -204,6 +240,20 @@ impl FakeDiscord {
                 s.dispatch("MESSAGE_CREATE", message);
             }
         });
+    }
+
+    /// Bytes of users' attachments the CDN has sent so far.
+    pub fn cdn_bytes_served(&self) -> u64 {
+        self.shared.with(|s| s.cdn_bytes_served)
+    }
+    /// Requests the CDN has answered so far (found or not).
+    pub fn cdn_requests(&self) -> usize {
+        self.shared.with(|s| s.cdn_requests)
+    }
+    /// From now on, voice messages in `channel` are refused with Discord's error 50173 ("Cannot
+    /// send voice messages in this channel"), as where the bot lacks `SEND_VOICE_MESSAGES`.
+    pub fn refuse_voice_messages(&self, channel: u64) {
+        self.shared.with(|s| s.no_voice_channels.insert(channel));
     }
 
     pub fn sent(&self) -> Vec<DcSent> {

@@ -3,7 +3,7 @@
 //! interaction callbacks and responses (`@original`), and application commands. Every call is authenticated with the bot token,
 //! logged, and may be answered by a fault first. Errors use Discord's JSON shape and codes.
 
-use super::state::{DcSent, Fault, RestCall, Shared, State};
+use super::state::{DcSent, DcUpload, Fault, RestCall, Shared, State};
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Multipart, Request, State as AxumState};
 use axum::http::{Method, StatusCode, header};
@@ -63,7 +63,7 @@ fn reset() -> Response {
 }
 
 /// The JSON body (or multipart `payload_json`) and any uploaded files.
-async fn read_body(request: Request) -> Result<(Value, Vec<(String, usize)>), Response> {
+async fn read_body(request: Request) -> Result<(Value, Vec<DcUpload>), Response> {
     let content_type = request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     if content_type.starts_with("multipart/form-data") {
         let mut multipart =
@@ -73,9 +73,10 @@ async fn read_body(request: Request) -> Result<(Value, Vec<(String, usize)>), Re
         while let Ok(Some(field)) = multipart.next_field().await {
             let name = field.name().unwrap_or_default().to_string();
             let file_name = field.file_name().map(str::to_string);
+            let content_type = field.content_type().map(str::to_string);
             let bytes = field.bytes().await.map_err(|e| error(400, 50035, &format!("Invalid Form Body: {e}")))?;
             match file_name {
-                Some(file_name) => files.push((file_name, bytes.len())),
+                Some(file_name) => files.push(DcUpload { field: name, file_name, content_type, bytes: bytes.to_vec() }),
                 None if name == "payload_json" => {
                     payload = serde_json::from_slice(&bytes).map_err(|_| error(400, 50109, "The request body contains invalid JSON."))?
                 }
@@ -149,7 +150,7 @@ pub(crate) async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: R
     response
 }
 
-fn route(s: &mut State, method: &Method, path: &str, query: &str, body: Value, files: Vec<(String, usize)>) -> Response {
+fn route(s: &mut State, method: &Method, path: &str, query: &str, body: Value, files: Vec<DcUpload>) -> Response {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (method.as_str(), segments.as_slice()) {
         ("GET", ["gateway"]) => reply(StatusCode::OK, json!({"url": s.ws_url})),
@@ -318,13 +319,15 @@ fn edit_original(s: &mut State, application: &str, token: &str, body: Value) -> 
         reply_to: None,
         allowed_mentions: body.get("allowed_mentions").cloned(),
         files: Vec::new(),
+        uploads: Vec::new(),
+        attachment_meta: json!([]),
         flags: body.get("flags").and_then(Value::as_u64).unwrap_or(0),
     };
     let json = s.store_sent(sent);
     reply(StatusCode::OK, json)
 }
 
-fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<(String, usize)>) -> Response {
+fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<DcUpload>) -> Response {
     let Some(channel_id) = known_channel(s, channel) else {
         return error(404, 10003, "Unknown Channel");
     };
@@ -343,6 +346,12 @@ fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<(String,
     }
     if let Some(what) = components_problem(&components) {
         return invalid_components(what);
+    }
+    let flags = body.get("flags").and_then(Value::as_u64).unwrap_or(0);
+    if flags & IS_VOICE_MESSAGE != 0
+        && let Some(refused) = voice_message_problem(s, channel_id, &content, &body, &files)
+    {
+        return refused;
     }
     // Discord keeps one message per nonce for a few minutes when asked to.
     let nonce = body.get("nonce").map(|n| n.as_str().map(str::to_string).unwrap_or_else(|| n.to_string()));
@@ -378,10 +387,36 @@ fn create_message(s: &mut State, channel: &str, body: Value, files: Vec<(String,
         components,
         reply_to,
         allowed_mentions: body.get("allowed_mentions").cloned(),
-        files,
-        flags: body.get("flags").and_then(Value::as_u64).unwrap_or(0),
+        files: files.iter().map(|f| (f.file_name.clone(), f.bytes.len())).collect(),
+        attachment_meta: body.get("attachments").cloned().unwrap_or(json!([])),
+        uploads: files,
+        flags,
     };
     reply(StatusCode::OK, s.store_sent(sent))
+}
+
+/// Message flag `IS_VOICE_MESSAGE`.
+const IS_VOICE_MESSAGE: u64 = 1 << 13;
+
+/// Discord's rules for a voice message: allowed in the channel (50173), no content (50159), one
+/// audio file (50160) with `duration_secs` and `waveform` metadata (50161).
+fn voice_message_problem(s: &State, channel: u64, content: &str, body: &Value, files: &[DcUpload]) -> Option<Response> {
+    if s.no_voice_channels.contains(&channel) {
+        return Some(error(400, 50173, "Cannot send voice messages in this channel"));
+    }
+    if !content.is_empty() || body.get("embeds").is_some_and(|e| e.as_array().is_some_and(|e| !e.is_empty())) {
+        return Some(error(400, 50159, "Voice messages do not support additional content."));
+    }
+    let audio = |f: &DcUpload| f.content_type.as_deref().is_some_and(|t| t.starts_with("audio/"));
+    if files.len() != 1 || !files.iter().all(audio) {
+        return Some(error(400, 50160, "Voice messages must have a single audio attachment."));
+    }
+    let meta = body.pointer("/attachments/0");
+    let has = |key: &str| meta.and_then(|m| m.get(key)).is_some_and(|v| !v.is_null());
+    if !has("duration_secs") || !has("waveform") {
+        return Some(error(400, 50161, "Voice messages must have supporting metadata."));
+    }
+    None
 }
 
 fn invalid_components(what: &str) -> Response {

@@ -68,8 +68,62 @@ pub struct DcSent {
     pub allowed_mentions: Option<Value>,
     /// Uploaded files: (name, size).
     pub files: Vec<(String, usize)>,
+    /// Uploaded files whole, in `files[n]` order.
+    pub uploads: Vec<DcUpload>,
+    /// The `attachments` array of the request's payload (file metadata: a voice message's
+    /// `duration_secs` and `waveform`).
+    pub attachment_meta: Value,
     /// Message flags as last set (`SUPPRESS_EMBEDS` = 1 << 2: no link previews).
     pub flags: u64,
+}
+
+/// A file the bot uploaded with a message: the multipart part as received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DcUpload {
+    /// The part's field name (`files[0]`).
+    pub field: String,
+    pub file_name: String,
+    pub content_type: Option<String>,
+    pub bytes: Vec<u8>,
+}
+
+/// A file a user attaches to a message, as the Discord client uploads it. Discord then describes
+/// it in the message's `attachments` (https://discord.com/developers/docs/resources/message#attachment-object)
+/// and serves it from its CDN.
+#[derive(Debug, Clone, Default)]
+pub struct DcAttachment {
+    pub filename: String,
+    pub content_type: Option<String>,
+    pub bytes: Vec<u8>,
+    /// The `size` the message declares, when a test makes it differ from the bytes served.
+    pub declared_size: Option<u64>,
+    /// Voice messages: their length and amplitude preview (base64).
+    pub duration_secs: Option<f64>,
+    pub waveform: Option<String>,
+}
+
+impl DcAttachment {
+    /// A recorded voice message (OGG/Opus) as Discord's client sends it: `audio/ogg`, a duration
+    /// and a waveform; the message carries the `IS_VOICE_MESSAGE` flag.
+    pub fn voice_message(bytes: Vec<u8>, duration_secs: f64) -> DcAttachment {
+        DcAttachment {
+            filename: "voice-message.ogg".to_string(),
+            content_type: Some("audio/ogg".to_string()),
+            bytes,
+            declared_size: None,
+            duration_secs: Some(duration_secs),
+            waveform: Some("AAAAAAAAAAAA".to_string()),
+        }
+    }
+
+    /// Any other file.
+    pub fn file(filename: &str, content_type: &str, bytes: Vec<u8>) -> DcAttachment {
+        DcAttachment { filename: filename.to_string(), content_type: Some(content_type.to_string()), bytes, ..DcAttachment::default() }
+    }
+
+    pub(super) fn is_voice(&self) -> bool {
+        self.duration_secs.is_some() && self.waveform.is_some()
+    }
 }
 
 /// Which REST calls a fault or latency applies to.
@@ -176,6 +230,16 @@ pub(crate) struct State {
     pub faults: FaultRules<FaultScope, Fault>,
     /// Rate limits enforced on message creates with 429s (none unless a test asks).
     pub limits: crate::limits::Enforcer,
+    /// Where the CDN is (`http://addr/cdn`).
+    pub cdn_base: String,
+    /// Users' attachments on the CDN, by path under `/cdn/`.
+    pub cdn: HashMap<String, Vec<u8>>,
+    /// Bytes of users' attachments the CDN has sent.
+    pub cdn_bytes_served: u64,
+    /// Requests the CDN answered (any path).
+    pub cdn_requests: usize,
+    /// Channels where voice messages are refused (error 50173).
+    pub no_voice_channels: std::collections::HashSet<u64>,
     last_id: u64,
     // The gateway.
     pub ws_url: String,
@@ -216,6 +280,11 @@ impl State {
             nonces: HashMap::new(),
             faults: FaultRules::new(),
             limits: crate::limits::Enforcer::default(),
+            cdn_base: String::new(),
+            cdn: HashMap::new(),
+            cdn_bytes_served: 0,
+            cdn_requests: 0,
+            no_voice_channels: Default::default(),
             last_id: 0,
             ws_url: String::new(),
             heartbeat_interval_ms: 1_000,

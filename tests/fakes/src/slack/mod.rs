@@ -16,7 +16,7 @@ mod socket;
 mod state;
 mod web;
 
-pub use state::{ApiCall, Injected, SlEphemeral, SlFault, SlScope, SlSent, SlUser};
+pub use state::{ApiCall, Injected, SlEphemeral, SlFault, SlFile, SlScope, SlSent, SlUser, SlUserFile};
 pub use web::MAX_TEXT;
 
 use crate::serve::{self, Shutdown};
@@ -77,6 +77,7 @@ impl FakeSlack {
             .route("/socket", get(socket::upgrade))
             .route("/upload/{file_id}", post(web::upload))
             .route("/response/{id}", post(web::response_url))
+            .route("/files-pri/{*path}", get(web::private_file))
             // Everything else is the Web API; the handler tolerates `/api//method`.
             .fallback(web::handle)
             .with_state(shared.clone());
@@ -137,7 +138,39 @@ impl FakeSlack {
         self.message(channel, Some(thread_ts), from, text, mention)
     }
 
+    /// A direct message sharing `files` (`text` may be empty): a `file_share` message whose
+    /// `files` describe them, served by the fake at their `url_private_download`.
+    pub fn dm_files(&self, from: &SlUser, text: &str, files: &[SlUserFile]) -> Injected {
+        let channel = self.dm_channel(from);
+        self.message_with(&channel, None, from, text, false, files)
+    }
+
+    /// Bytes of users' files served so far.
+    pub fn file_bytes_served(&self) -> u64 {
+        self.shared.with(|s| s.file_bytes_served)
+    }
+    /// The `url_private_download` of the latest file a user shared.
+    pub fn last_file_url(&self) -> Option<String> {
+        self.shared.with(|s| s.last_file_url.clone())
+    }
+    /// Requests for users' files so far (with the token or not).
+    pub fn file_requests(&self) -> usize {
+        self.shared.with(|s| s.file_requests)
+    }
+
     fn message(&self, channel: &str, thread_ts: Option<&str>, from: &SlUser, text: &str, mention: bool) -> Injected {
+        self.message_with(channel, thread_ts, from, text, mention, &[])
+    }
+
+    fn message_with(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        from: &SlUser,
+        text: &str,
+        mention: bool,
+        files: &[SlUserFile],
+    ) -> Injected {
         let injected = self.shared.with(|s| {
             s.users.entry(from.id.clone()).or_insert_with(|| from.clone());
             let bot_mention = format!("<@{}>", s.bot_user_id);
@@ -148,6 +181,10 @@ impl FakeSlack {
                 "type": "message", "channel": channel, "user": from.id, "text": text, "ts": ts, "event_ts": ts,
                 "channel_type": channel_type, "team": s.team_id, "client_msg_id": uuid(), "blocks": [],
             });
+            if !files.is_empty() {
+                event["subtype"] = json!("file_share");
+                event["files"] = Value::Array(files.iter().map(|f| share_file(s, &from.id, f)).collect());
+            }
             if let Some(thread) = thread_ts {
                 event["thread_ts"] = json!(thread);
                 if let Some(parent) = s.author_of(channel, thread) {
@@ -469,4 +506,29 @@ fn find_button(blocks: &Value, action_id: &str) -> Option<(String, String)> {
         }
     }
     None
+}
+
+/// Stores a user's file and describes it as Slack's file object does.
+fn share_file(s: &mut State, user: &str, file: &SlUserFile) -> Value {
+    let id = format!("F0{:08X}", s.next_id());
+    s.user_files.insert(id.clone(), file.bytes.clone());
+    let safe: String = file.name.chars().map(|c| if c.is_ascii_alphanumeric() || ".-_".contains(c) { c } else { '_' }).collect();
+    let private = format!("http://{}/files-pri/{}-{id}/{safe}", s.host, s.team_id);
+    let download = file.url_override.clone().unwrap_or_else(|| format!("http://{}/files-pri/{}-{id}/download/{safe}", s.host, s.team_id));
+    s.last_file_url = Some(download.clone());
+    let filetype = file.name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()).unwrap_or_default();
+    let mut object = json!({
+        "id": id, "created": state::unix_now(), "timestamp": state::unix_now(), "name": file.name, "title": file.name,
+        "mimetype": file.mimetype, "filetype": filetype, "pretty_type": filetype.to_uppercase(), "user": user,
+        "mode": "hosted", "editable": false, "is_external": false, "external_type": "",
+        "size": file.declared_size.unwrap_or(file.bytes.len() as u64),
+        "url_private": private, "url_private_download": download,
+    });
+    if let Some(subtype) = &file.subtype {
+        object["subtype"] = json!(subtype);
+    }
+    if let Some(ms) = file.duration_ms {
+        object["duration_ms"] = json!(ms);
+    }
+    object
 }

@@ -66,6 +66,8 @@ pub struct SlSent {
     pub deleted: bool,
     /// Attached files: (name, size in bytes).
     pub files: Vec<(String, usize)>,
+    /// Attached files whole, with their type.
+    pub uploaded: Vec<SlFile>,
     pub unfurl_links: Option<bool>,
     pub unfurl_media: Option<bool>,
     pub metadata: Option<Value>,
@@ -157,11 +159,60 @@ pub(crate) struct UserMessage {
     pub thread_ts: Option<String>,
 }
 
-/// A file announced by `files.getUploadURLExternal`; `size` is set once its bytes arrive.
+/// A file announced by `files.getUploadURLExternal`; `size`, its bytes and type are set once
+/// its bytes arrive.
 #[derive(Debug, Clone)]
 pub(crate) struct Upload {
     pub name: String,
     pub size: Option<usize>,
+    pub bytes: Vec<u8>,
+    pub mimetype: Option<String>,
+}
+
+/// A file the bot uploaded, as Slack keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlFile {
+    pub name: String,
+    /// The type the upload was sent with (Slack's `mimetype`).
+    pub mimetype: Option<String>,
+    pub bytes: Vec<u8>,
+}
+
+/// A file a user shares in a message, as Slack describes it in the event's `files`
+/// (https://api.slack.com/types/file) and serves it at `url_private_download` to a bearer of
+/// the bot token.
+#[derive(Debug, Clone, Default)]
+pub struct SlUserFile {
+    pub name: String,
+    pub mimetype: String,
+    pub bytes: Vec<u8>,
+    /// The `size` the event declares, when a test makes it differ from the bytes served.
+    pub declared_size: Option<u64>,
+    /// `slack_audio` for an audio clip recorded in Slack.
+    pub subtype: Option<String>,
+    /// An audio or video clip's length.
+    pub duration_ms: Option<u64>,
+    /// Replaces the fake's own `url_private_download` (a hostile event naming another host).
+    pub url_override: Option<String>,
+}
+
+impl SlUserFile {
+    /// An audio clip recorded in Slack's client.
+    pub fn audio_clip(bytes: Vec<u8>, mimetype: &str, duration_ms: u64) -> SlUserFile {
+        SlUserFile {
+            name: "audio_message.webm".to_string(),
+            mimetype: mimetype.to_string(),
+            bytes,
+            subtype: Some("slack_audio".to_string()),
+            duration_ms: Some(duration_ms),
+            ..SlUserFile::default()
+        }
+    }
+
+    /// Any other file.
+    pub fn file(name: &str, mimetype: &str, bytes: Vec<u8>) -> SlUserFile {
+        SlUserFile { name: name.to_string(), mimetype: mimetype.to_string(), bytes, ..SlUserFile::default() }
+    }
 }
 
 /// What a connection's task is told to do.
@@ -228,6 +279,14 @@ pub(crate) struct State {
     /// (channel, ts, name) the bot reacted with.
     pub reactions: Vec<(String, String, String)>,
     pub uploads: HashMap<String, Upload>,
+    /// Users' files by id, served at `/files-pri/<team>-<id>/download/<name>`.
+    pub user_files: HashMap<String, Vec<u8>>,
+    /// Bytes of users' files served so far.
+    pub file_bytes_served: u64,
+    /// Requests for users' files (with or without the token).
+    pub file_requests: usize,
+    /// The `url_private_download` of the latest user file.
+    pub last_file_url: Option<String>,
     /// Bot message ts → ids of its files (`SlSent::files` has names and sizes; clients need ids).
     pub file_ids: HashMap<String, Vec<String>>,
     /// (response id, body) POSTed to `response_url`s.
@@ -278,6 +337,10 @@ impl State {
             ephemerals: Vec::new(),
             reactions: Vec::new(),
             uploads: HashMap::new(),
+            user_files: HashMap::new(),
+            file_bytes_served: 0,
+            file_requests: 0,
+            last_file_url: None,
             file_ids: HashMap::new(),
             responses: Vec::new(),
             calls: Vec::new(),

@@ -5,7 +5,7 @@
 //! unknown method, 429 with `Retry-After` when rate limited.
 
 use super::mrkdwn;
-use super::state::{ApiCall, Shared, SlEphemeral, SlFault, SlSent, SlUser, State, Upload, UserMessage, random_hex};
+use super::state::{ApiCall, Shared, SlEphemeral, SlFault, SlFile, SlSent, SlUser, State, Upload, UserMessage, random_hex};
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Multipart, Path, Request, State as AxumState};
 use axum::http::{StatusCode, header};
@@ -306,7 +306,7 @@ fn route(s: &mut State, method: &str, p: &Map<String, Value>) -> Value {
             };
             let _ = length;
             let id = format!("F0{:08X}", s.next_id());
-            s.uploads.insert(id.clone(), Upload { name, size: None });
+            s.uploads.insert(id.clone(), Upload { name, size: None, bytes: Vec::new(), mimetype: None });
             json!({"ok": true, "upload_url": format!("http://{}/upload/{id}", s.host), "file_id": id})
         }
         "files.completeUploadExternal" => complete_upload(s, p),
@@ -380,6 +380,7 @@ fn post_message(s: &mut State, p: &Map<String, Value>) -> Value {
         edits: Vec::new(),
         deleted: false,
         files: Vec::new(),
+        uploaded: Vec::new(),
         unfurl_links: flag(p, "unfurl_links"),
         unfurl_media: flag(p, "unfurl_media"),
         metadata: document(p, "metadata"),
@@ -603,6 +604,7 @@ fn complete_upload(s: &mut State, p: &Map<String, Value>) -> Value {
         return error("invalid_arguments");
     };
     let mut done = Vec::new();
+    let mut uploaded = Vec::new();
     for file in &files {
         let id = file.get("id").and_then(Value::as_str).unwrap_or_default();
         let Some(upload) = s.uploads.get(id) else {
@@ -613,6 +615,7 @@ fn complete_upload(s: &mut State, p: &Map<String, Value>) -> Value {
             return error("invalid_arguments");
         };
         let title = file.get("title").and_then(Value::as_str).unwrap_or(&upload.name).to_string();
+        uploaded.push(SlFile { name: upload.name.clone(), mimetype: upload.mimetype.clone(), bytes: upload.bytes.clone() });
         done.push((id.to_string(), upload.name.clone(), title, size));
     }
     if done.is_empty() {
@@ -646,6 +649,7 @@ fn complete_upload(s: &mut State, p: &Map<String, Value>) -> Value {
             edits: Vec::new(),
             deleted: false,
             files: done.iter().map(|(_, name, _, size)| (name.clone(), *size)).collect(),
+            uploaded,
             unfurl_links: None,
             unfurl_media: None,
             metadata: None,
@@ -660,17 +664,21 @@ fn complete_upload(s: &mut State, p: &Map<String, Value>) -> Value {
 pub(crate) async fn upload(AxumState(shared): AxumState<Arc<Shared>>, Path(file_id): Path<String>, request: Request) -> Response {
     let content_type = request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let body = axum::body::to_bytes(request.into_body(), BODY_LIMIT).await.unwrap_or_default();
-    let size = if content_type.starts_with("multipart/form-data") {
-        let fields = multipart_fields(&content_type, body).await.unwrap_or_default();
-        let file = fields.iter().find(|(_, name, _)| name.is_some()).or(fields.first());
-        file.map(|(_, _, bytes)| bytes.len()).unwrap_or(0)
+    // The multipart part's type, else the request's.
+    let (bytes, mimetype) = if content_type.starts_with("multipart/form-data") {
+        let parts = multipart_parts(&content_type, body).await;
+        let file = parts.iter().find(|p| p.file_name.is_some()).or(parts.first());
+        file.map(|p| (p.bytes.clone(), p.content_type.clone())).unwrap_or_default()
     } else {
-        body.len()
+        (body.to_vec(), Some(content_type.clone()).filter(|t| !t.is_empty()))
     };
+    let size = bytes.len();
     let known = shared.with(|s| {
         let known = match s.uploads.get_mut(&file_id) {
             Some(upload) => {
                 upload.size = Some(size);
+                upload.bytes = bytes;
+                upload.mimetype = mimetype;
                 true
             }
             None => false,
@@ -688,6 +696,57 @@ pub(crate) async fn upload(AxumState(shared): AxumState<Arc<Shared>>, Path(file_
     });
     shared.changed.notify_waiters();
     if known { (StatusCode::OK, format!("OK - {size}")).into_response() } else { (StatusCode::NOT_FOUND, "Not Found").into_response() }
+}
+
+/// One part of a multipart body, with its own type.
+struct Part {
+    file_name: Option<String>,
+    content_type: Option<String>,
+    bytes: Vec<u8>,
+}
+
+async fn multipart_parts(content_type: &str, body: Bytes) -> Vec<Part> {
+    let Ok(request) = Request::builder().header(header::CONTENT_TYPE, content_type).body(Body::from(body)) else { return Vec::new() };
+    let Ok(mut multipart) = Multipart::from_request(request, &()).await else { return Vec::new() };
+    let mut parts = Vec::new();
+    while let Ok(Some(field)) = multipart.next_field().await {
+        let file_name = field.file_name().map(str::to_string);
+        let content_type = field.content_type().map(str::to_string);
+        let Ok(bytes) = field.bytes().await else { break };
+        parts.push(Part { file_name, content_type, bytes: bytes.to_vec() });
+    }
+    parts
+}
+
+/// `GET /files-pri/<team>-<file id>/download/<name>`: a user's file, to a bearer of the bot
+/// token only (401 otherwise), counted chunk by chunk as the client reads it.
+pub(crate) async fn private_file(AxumState(shared): AxumState<Arc<Shared>>, Path(path): Path<String>, request: Request) -> Response {
+    let presented = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let file_id = path.split('/').next().and_then(|first| first.rsplit('-').next()).unwrap_or_default().to_string();
+    let found = shared.with(|s| {
+        s.file_requests += 1;
+        if presented != format!("Bearer {}", s.bot_token) {
+            return Err(StatusCode::UNAUTHORIZED);
+        }
+        s.user_files.get(&file_id).cloned().ok_or(StatusCode::NOT_FOUND)
+    });
+    shared.changed.notify_waiters();
+    let bytes = match found {
+        Ok(bytes) => bytes,
+        Err(status) => return (status, "").into_response(),
+    };
+    let length = bytes.len();
+    let chunks: Vec<Bytes> = bytes.chunks(16 * 1024).map(Bytes::copy_from_slice).collect();
+    let stream = futures::StreamExt::map(futures::stream::iter(chunks), move |chunk| {
+        shared.with(|s| s.file_bytes_served += chunk.len() as u64);
+        Ok::<Bytes, std::io::Error>(chunk)
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_LENGTH, length)
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(Body::from_stream(stream))
+        .unwrap_or_default()
 }
 
 /// `POST /response/<id>`: a message sent through an interaction's `response_url`.
