@@ -78,6 +78,18 @@ impl ImagePart {
         self.data.as_ref().map(|d| format!("data:{};base64,{d}", self.media_type))
     }
 
+    /// A 1568x1176 JPEG in the cache, with `data` when given (the providers' tests).
+    #[cfg(test)]
+    pub(crate) fn test_picture(data: Option<&str>) -> Self {
+        Self {
+            media_type: "image/jpeg".into(),
+            path: "/cache/images/cat.prepared.jpg".into(),
+            width: 1568,
+            height: 1176,
+            data: data.map(std::sync::Arc::from),
+        }
+    }
+
     /// The line a model reads in place of an image it is not sent.
     pub fn placeholder(&self) -> String {
         format!("[an image the user sent earlier ({}x{}), no longer attached]", self.width, self.height)

@@ -13,7 +13,7 @@ use hermes_adapter::{
 use hermes_discord::{DiscordAdapter, DiscordSettings};
 use hermes_fakes::discord::{DcAttachment, DcUser, FakeDiscord};
 use hermes_fakes::inbox::{NoSessions, RecordingInbox};
-use hermes_fakes::media::{png, voice_note};
+use hermes_fakes::media::{png, saved_bytes, voice_note};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,24 +69,13 @@ impl Bot {
 
     /// Files left in the media cache (saved or half-written).
     fn cached_files(&self) -> Vec<String> {
-        let mut found = Vec::new();
-        let root = self.media.path().join("cache");
-        for folder in std::fs::read_dir(&root).into_iter().flatten().flatten() {
-            for file in std::fs::read_dir(folder.path()).into_iter().flatten().flatten() {
-                found.push(file.path().display().to_string());
-            }
-        }
-        found
+        hermes_fakes::media::cached_files(&self.media.path().join("cache"))
     }
 
     async fn stop(mut self) {
         self.stop.cancel();
         let _ = self.task.take().unwrap().await;
     }
-}
-
-fn saved_bytes(attachment: &Attachment) -> Vec<u8> {
-    std::fs::read(Path::new(attachment.path.as_deref().expect("saved"))).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,7 @@ use hermes_adapter::{
     PlatformAdapter, Refusal, SessionSource,
 };
 use hermes_fakes::inbox::{NoSessions, RecordingInbox};
-use hermes_fakes::media::{png, voice_note};
+use hermes_fakes::media::{png, saved_bytes, voice_note};
 use hermes_fakes::slack::{FakeSlack, SlUser, SlUserFile};
 use hermes_slack::{SlackAdapter, SlackSettings};
 use std::path::Path;
@@ -75,23 +75,13 @@ impl Bot {
 
     /// Files left in the media cache (saved or half-written).
     fn cached_files(&self) -> Vec<String> {
-        let mut found = Vec::new();
-        for folder in std::fs::read_dir(self.media.path().join("cache")).into_iter().flatten().flatten() {
-            for file in std::fs::read_dir(folder.path()).into_iter().flatten().flatten() {
-                found.push(file.path().display().to_string());
-            }
-        }
-        found
+        hermes_fakes::media::cached_files(&self.media.path().join("cache"))
     }
 
     async fn stop(mut self) {
         self.stop.cancel();
         let _ = self.task.take().unwrap().await;
     }
-}
-
-fn saved_bytes(attachment: &Attachment) -> Vec<u8> {
-    std::fs::read(Path::new(attachment.path.as_deref().expect("saved"))).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

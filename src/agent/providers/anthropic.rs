@@ -545,13 +545,7 @@ mod tests {
     }
 
     fn picture(data: Option<&str>) -> crate::agent::ImagePart {
-        crate::agent::ImagePart {
-            media_type: "image/jpeg".into(),
-            path: "/cache/images/cat.prepared.jpg".into(),
-            width: 1568,
-            height: 1176,
-            data: data.map(Arc::from),
-        }
+        crate::agent::ImagePart::test_picture(data)
     }
 
     /// The last message's blocks without their cache breakpoints.

@@ -457,13 +457,7 @@ mod tests {
     }
 
     fn picture(data: Option<&str>) -> crate::agent::ImagePart {
-        crate::agent::ImagePart {
-            media_type: "image/jpeg".into(),
-            path: "/cache/images/cat.prepared.jpg".into(),
-            width: 1568,
-            height: 1176,
-            data: data.map(std::sync::Arc::from),
-        }
+        crate::agent::ImagePart::test_picture(data)
     }
 
     #[test]

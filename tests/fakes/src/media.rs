@@ -1,6 +1,8 @@
 //! Real media for tests: voice notes spoken by espeak-ng and encoded by opusenc (the OGG/Opus a
 //! phone sends), pictures encoded by the `image` crate, and the playback length of a voice note
-//! as `opusinfo` reports it (a reference independent of hermes' own Ogg reader).
+//! as `opusinfo` reports it (a reference independent of hermes' own Ogg reader); how the fakes
+//! serve a user's file (in chunks, counting what the client really read), and what a test reads
+//! back from the media cache.
 
 use std::io::Cursor;
 use std::process::{Command, Stdio};
@@ -106,4 +108,42 @@ mod tests {
             assert_eq!((decoded.width(), decoded.height()), (64, 48));
         }
     }
+}
+
+/// A user's file as a platform serves it for download: in chunks of `chunk` bytes with its
+/// `Content-Length`, each chunk passed to `served` when the client pulls it, so a client that
+/// stops reading (at its byte cap) stops the count.
+pub fn counted_download(bytes: Vec<u8>, chunk: usize, served: impl Fn(u64) + Send + Sync + 'static) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use futures::StreamExt;
+    let length = bytes.len();
+    let bytes = bytes::Bytes::from(bytes);
+    let chunks = (0..length.div_ceil(chunk)).map(move |i| bytes.slice(i * chunk..((i + 1) * chunk).min(length)));
+    let stream = futures::stream::iter(chunks).map(move |part| {
+        served(part.len() as u64);
+        Ok::<bytes::Bytes, std::io::Error>(part)
+    });
+    axum::response::Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_LENGTH, length)
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap_or_default()
+}
+
+/// Every file under the folders of the media cache at `cache` (saved or half-written).
+pub fn cached_files(cache: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for folder in std::fs::read_dir(cache).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(folder.path()).into_iter().flatten().flatten() {
+            found.push(file.path().display().to_string());
+        }
+    }
+    found
+}
+
+/// The bytes an adapter saved for `attachment`; panics when it was not saved.
+pub fn saved_bytes(attachment: &hermes_adapter::Attachment) -> Vec<u8> {
+    let path = attachment.path.as_deref().unwrap_or_else(|| panic!("not saved: {attachment:?}"));
+    std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }

@@ -4,9 +4,8 @@
 //! a cap, or never started.
 
 use super::state::{DcAttachment, Shared, State};
-use axum::body::{Body, Bytes};
 use axum::extract::{Path, State as AxumState};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -42,19 +41,6 @@ pub(super) async fn serve(AxumState(shared): AxumState<Arc<Shared>>, Path(path):
     let Some(bytes) = bytes else {
         return (StatusCode::NOT_FOUND, "Not Found").into_response();
     };
-    let length = bytes.len();
-    let chunks: Vec<Bytes> = bytes.chunks(CHUNK).map(Bytes::copy_from_slice).collect();
-    // Counted when the client pulls the chunk: a client that stops reading stops the count.
-    let stream = futures::stream::iter(chunks).map(move |chunk| {
-        shared.with(|s| s.cdn_bytes_served += chunk.len() as u64);
-        Ok::<Bytes, std::io::Error>(chunk)
-    });
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_LENGTH, length)
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .body(Body::from_stream(stream))
-        .unwrap_or_default()
+    crate::media::counted_download(bytes, CHUNK, move |n| shared.with(|s| s.cdn_bytes_served += n))
 }
 
-use futures::StreamExt;

@@ -88,7 +88,7 @@ pub struct DcUpload {
 }
 
 /// A file a user attaches to a message, as the Discord client uploads it. Discord then describes
-/// it in the message's `attachments` (https://discord.com/developers/docs/resources/message#attachment-object)
+/// it in the message's `attachments` (<https://discord.com/developers/docs/resources/message#attachment-object>)
 /// and serves it from its CDN.
 #[derive(Debug, Clone, Default)]
 pub struct DcAttachment {

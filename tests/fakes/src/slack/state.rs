@@ -179,7 +179,7 @@ pub struct SlFile {
 }
 
 /// A file a user shares in a message, as Slack describes it in the event's `files`
-/// (https://api.slack.com/types/file) and serves it at `url_private_download` to a bearer of
+/// (<https://api.slack.com/types/file>) and serves it at `url_private_download` to a bearer of
 /// the bot token.
 #[derive(Debug, Clone, Default)]
 pub struct SlUserFile {

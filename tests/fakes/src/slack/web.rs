@@ -390,7 +390,7 @@ fn post_message(s: &mut State, p: &Map<String, Value>) -> Value {
     json!({"ok": true, "channel": channel, "ts": ts, "message": message})
 }
 
-/// `chat.postEphemeral` (https://api.slack.com/methods/chat.postEphemeral): `channel`, `user`
+/// `chat.postEphemeral` (<https://api.slack.com/methods/chat.postEphemeral>): `channel`, `user`
 /// (who alone sees it) and `text` or `blocks` are required, `thread_ts` optional. The answer
 /// carries `message_ts`; the message joins no history. Errors as documented: `channel_not_found`,
 /// `user_not_found`, `no_text`, `msg_too_long`, `invalid_blocks`.
@@ -735,18 +735,7 @@ pub(crate) async fn private_file(AxumState(shared): AxumState<Arc<Shared>>, Path
         Ok(bytes) => bytes,
         Err(status) => return (status, "").into_response(),
     };
-    let length = bytes.len();
-    let chunks: Vec<Bytes> = bytes.chunks(16 * 1024).map(Bytes::copy_from_slice).collect();
-    let stream = futures::StreamExt::map(futures::stream::iter(chunks), move |chunk| {
-        shared.with(|s| s.file_bytes_served += chunk.len() as u64);
-        Ok::<Bytes, std::io::Error>(chunk)
-    });
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_LENGTH, length)
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .body(Body::from_stream(stream))
-        .unwrap_or_default()
+    crate::media::counted_download(bytes, 16 * 1024, move |n| shared.with(|s| s.file_bytes_served += n))
 }
 
 /// `POST /response/<id>`: a message sent through an interaction's `response_url`.

@@ -10,7 +10,6 @@ use axum::extract::{FromRequest, Multipart, Path, Request, State as AxumState};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -663,14 +662,8 @@ async fn download(AxumState(shared): AxumState<Arc<Shared>>, Path((bot, path)): 
         Ok(bytes)
     });
     shared.changed.notify_waiters();
-    let bytes = match found {
-        Ok(bytes) => Bytes::from(bytes),
-        Err(status) => return status.into_response(),
-    };
-    let chunks = (0..bytes.len().div_ceil(CHUNK)).map(move |i| bytes.slice(i * CHUNK..((i + 1) * CHUNK).min(bytes.len())));
-    let stream = futures::stream::iter(chunks).map(move |chunk| {
-        shared.with(|s| s.bytes_served += chunk.len() as u64);
-        Ok::<Bytes, std::io::Error>(chunk)
-    });
-    (StatusCode::OK, [(header::CONTENT_TYPE, "application/octet-stream")], Body::from_stream(stream)).into_response()
+    match found {
+        Ok(bytes) => crate::media::counted_download(bytes, CHUNK, move |n| shared.with(|s| s.bytes_served += n)),
+        Err(status) => status.into_response(),
+    }
 }
