@@ -43,4 +43,3 @@ pub(super) async fn serve(AxumState(shared): AxumState<Arc<Shared>>, Path(path):
     };
     crate::media::counted_download(bytes, CHUNK, move |n| shared.with(|s| s.cdn_bytes_served += n))
 }
-
