@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use hermes_adapter::{
-    AdapterContext, AdapterError, Attachment, ChatTarget, InboundEvent, MediaLimits, MessageKind, OutboundFile, OutboundMessage, Platform,
+    AdapterContext, AdapterError, ChatTarget, InboundEvent, MediaLimits, MessageKind, OutboundFile, OutboundMessage, Platform,
     PlatformAdapter, Refusal, SessionSource,
 };
 use hermes_discord::{DiscordAdapter, DiscordSettings};

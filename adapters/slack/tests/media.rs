@@ -7,14 +7,13 @@
 #![allow(clippy::unwrap_used)]
 
 use hermes_adapter::{
-    AdapterContext, AdapterError, Attachment, ChatTarget, InboundEvent, MediaLimits, MessageKind, OutboundFile, OutboundMessage, Platform,
+    AdapterContext, AdapterError, ChatTarget, InboundEvent, MediaLimits, MessageKind, OutboundFile, OutboundMessage, Platform,
     PlatformAdapter, Refusal, SessionSource,
 };
 use hermes_fakes::inbox::{NoSessions, RecordingInbox};
 use hermes_fakes::media::{png, saved_bytes, voice_note};
 use hermes_fakes::slack::{FakeSlack, SlUser, SlUserFile};
 use hermes_slack::{SlackAdapter, SlackSettings};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;

@@ -88,28 +88,6 @@ fn encode(width: u32, height: u32, format: image::ImageFormat) -> Vec<u8> {
     bytes.into_inner()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_voice_note_is_ogg_opus_that_plays_for_seconds() {
-        let note = voice_note("What is the weather going to be like in Paris this weekend?");
-        assert!(note.starts_with(b"OggS") && note.windows(8).any(|w| w == b"OpusHead"));
-        let secs = ogg_opus_secs(&note);
-        assert!((2.0..10.0).contains(&secs), "{secs} s");
-    }
-
-    #[test]
-    fn pictures_decode_to_their_size() {
-        for (bytes, format) in [(png(64, 48), image::ImageFormat::Png), (jpeg(64, 48), image::ImageFormat::Jpeg)] {
-            assert_eq!(image::guess_format(&bytes).unwrap(), format);
-            let decoded = image::load_from_memory(&bytes).unwrap();
-            assert_eq!((decoded.width(), decoded.height()), (64, 48));
-        }
-    }
-}
-
 /// A user's file as a platform serves it for download: in chunks of `chunk` bytes with its
 /// `Content-Length`, each chunk passed to `served` when the client pulls it, so a client that
 /// stops reading (at its byte cap) stops the count.
@@ -146,4 +124,26 @@ pub fn cached_files(cache: &std::path::Path) -> Vec<String> {
 pub fn saved_bytes(attachment: &hermes_adapter::Attachment) -> Vec<u8> {
     let path = attachment.path.as_deref().unwrap_or_else(|| panic!("not saved: {attachment:?}"));
     std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_voice_note_is_ogg_opus_that_plays_for_seconds() {
+        let note = voice_note("What is the weather going to be like in Paris this weekend?");
+        assert!(note.starts_with(b"OggS") && note.windows(8).any(|w| w == b"OpusHead"));
+        let secs = ogg_opus_secs(&note);
+        assert!((2.0..10.0).contains(&secs), "{secs} s");
+    }
+
+    #[test]
+    fn pictures_decode_to_their_size() {
+        for (bytes, format) in [(png(64, 48), image::ImageFormat::Png), (jpeg(64, 48), image::ImageFormat::Jpeg)] {
+            assert_eq!(image::guess_format(&bytes).unwrap(), format);
+            let decoded = image::load_from_memory(&bytes).unwrap();
+            assert_eq!((decoded.width(), decoded.height()), (64, 48));
+        }
+    }
 }
