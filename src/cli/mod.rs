@@ -13,6 +13,7 @@ mod outbox_cmd;
 mod pairing_cmd;
 mod security_cmd;
 mod service;
+mod store_cmd;
 
 use crate::config::{self, ConfigError, Env, Home, Loaded};
 use clap::{Parser, Subcommand};
@@ -76,6 +77,11 @@ pub enum Command {
         #[command(subcommand)]
         command: pairing_cmd::PairingCommand,
     },
+    /// The store: copy a SQLite home into PostgreSQL for replicas that share it.
+    Store {
+        #[command(subcommand)]
+        command: store_cmd::StoreCommand,
+    },
     /// Review the security of this installation.
     Security {
         #[command(subcommand)]
@@ -101,6 +107,7 @@ pub fn main() -> ExitCode {
         Command::Pairing { ref command } => pairing_cmd::run(&cli, command),
         Command::Outbox { ref command } => outbox_cmd::run(&cli, command),
         Command::Mcp { ref command } => mcp_cmd::run(&cli, command),
+        Command::Store { ref command } => store_cmd::run(&cli, command),
     }
 }
 

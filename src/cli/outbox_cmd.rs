@@ -7,12 +7,10 @@
 //! on a bad configuration.
 
 use super::{Cli, config_failure, report, resolve};
-use crate::config::Home;
 use crate::gateway::commands::undelivered::{self, Requeued};
-use crate::store::{SqliteStore, Store, StoreError};
+use crate::store::{Store, StoreError, StoreLocation};
 use clap::Subcommand;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Why a `hermes outbox` subcommand failed (printed after "hermes: ", exit 1).
@@ -57,21 +55,22 @@ pub(super) fn run(cli: &Cli, command: &OutboxCommand) -> ExitCode {
         }
     };
     let window = resolved.loaded.config.delivery.retry_window();
-    report(runtime.block_on(dispatch(&resolved.home, window, command)))
+    let location = crate::gateway::store_location(&resolved.loaded.config, &resolved.home);
+    report(runtime.block_on(dispatch(&location, window, command)))
 }
 
 /// What `command` answers; `window` is how long a resent message is tried.
-async fn dispatch(home: &Home, window: Duration, command: &OutboxCommand) -> Result<String, OutboxCliError> {
+async fn dispatch(location: &StoreLocation, window: Duration, command: &OutboxCommand) -> Result<String, OutboxCliError> {
     match command {
         OutboxCommand::List => {
-            let Some(store) = open(home).await? else {
+            let Some(store) = open(location).await? else {
                 return Ok("Nothing is undelivered, and nothing waits (no message was ever sent from this HERMES_HOME).".into());
             };
             list(&store).await
         }
         OutboxCommand::Resend { id } => {
             let id = parse_id(id)?;
-            let store = open(home).await?.ok_or_else(|| not_found(id))?;
+            let store = open(location).await?.ok_or_else(|| not_found(id))?;
             let deadline = undelivered::deadline_after(window);
             match undelivered::requeue(store.as_ref(), id, deadline).await? {
                 Some(Requeued { destination, .. }) => Ok(format!(
@@ -82,7 +81,7 @@ async fn dispatch(home: &Home, window: Duration, command: &OutboxCommand) -> Res
         }
         OutboxCommand::Drop { id } => {
             let id = parse_id(id)?;
-            let store = open(home).await?.ok_or_else(|| not_found(id))?;
+            let store = open(location).await?.ok_or_else(|| not_found(id))?;
             match undelivered::drop_letter(store.as_ref(), id).await? {
                 Some(destination) => Ok(format!("Dropped #{id} to {destination}: it will not be sent.")),
                 None => Err(not_found(id)),
@@ -117,14 +116,15 @@ async fn list(store: &Store) -> Result<String, OutboxCliError> {
     Ok(lines.join("\n"))
 }
 
-/// The store, if this HERMES_HOME has one: listing or acting on dead letters never creates it.
-async fn open(home: &Home) -> Result<Option<Store>, StoreError> {
-    let path = crate::store::state_db(home);
-    if !path.exists() {
+/// The store, if there is one: listing or acting on dead letters never creates a SQLite file
+/// (a PostgreSQL store is the shared database, opened as the gateway opens it).
+async fn open(location: &StoreLocation) -> Result<Option<Store>, StoreError> {
+    if let StoreLocation::Sqlite { path, .. } = location
+        && !path.exists()
+    {
         return Ok(None);
     }
-    let store = SqliteStore::open(&path).await?;
-    Ok(Some(Arc::new(store)))
+    location.open().await.map(Some)
 }
 
 fn parse_id(text: &str) -> Result<i64, OutboxCliError> {
@@ -138,8 +138,16 @@ fn not_found(id: i64) -> OutboxCliError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Home;
     use crate::gateway::tests::support::{dead_letter, queued};
+    use crate::store::SqliteStore;
     use clap::Parser;
+    use std::sync::Arc;
+
+    /// The default store of `home`: SQLite in it.
+    fn here(home: &Home) -> StoreLocation {
+        StoreLocation::Sqlite { path: crate::store::state_db(home), limits: Default::default() }
+    }
 
     const DAY: Duration = Duration::from_secs(24 * 3600);
 
@@ -170,11 +178,11 @@ mod tests {
     #[tokio::test]
     async fn list_shows_dead_letters_and_each_platforms_queue() {
         let (_dir, home, store) = home_with_store().await;
-        let empty = dispatch(&home, DAY, &OutboxCommand::List).await.unwrap();
+        let empty = dispatch(&here(&home), DAY, &OutboxCommand::List).await.unwrap();
         assert_eq!(empty, "Nothing is undelivered.\nQueues: nothing waits to be delivered.");
         let id = dead_letter(&store, "k1", "c7", "the lost answer").await;
         queued(&store, "k2", "c8", "on its way").await;
-        let listing = dispatch(&home, DAY, &OutboxCommand::List).await.unwrap();
+        let listing = dispatch(&here(&home), DAY, &OutboxCommand::List).await.unwrap();
         assert!(listing.starts_with("Undelivered messages (newest first):\n"), "{listing}");
         assert!(listing.contains(&format!("• #{id} chat:c7 — queued ")) && listing.contains(": chat not found"), "{listing}");
         assert!(listing.contains("  “the lost answer”"), "{listing}");
@@ -188,32 +196,32 @@ mod tests {
         let (_dir, home, store) = home_with_store().await;
         let first = dead_letter(&store, "k1", "c7", "one").await;
         let second = dead_letter(&store, "k2", "c7", "two").await;
-        let resent = dispatch(&home, DAY, &resend(&format!("#{first}"))).await.unwrap();
+        let resent = dispatch(&here(&home), DAY, &resend(&format!("#{first}"))).await.unwrap();
         assert!(resent.starts_with(&format!("Resending #{first} to chat:c7: ")), "{resent}");
         let summary = store.outbox_summary().await.unwrap();
         assert_eq!((summary[0].pending, summary[0].dead), (1, 1), "{summary:?}");
         assert_eq!(
-            dispatch(&home, DAY, &drop_it(&second.to_string())).await.unwrap(),
+            dispatch(&here(&home), DAY, &drop_it(&second.to_string())).await.unwrap(),
             format!("Dropped #{second} to chat:c7: it will not be sent.")
         );
         assert!(store.outbox_dead_letters(10).await.unwrap().is_empty());
         for gone in [first, second, 999] {
-            let err = dispatch(&home, DAY, &resend(&gone.to_string())).await.unwrap_err().to_string();
+            let err = dispatch(&here(&home), DAY, &resend(&gone.to_string())).await.unwrap_err().to_string();
             assert_eq!(err, format!("no undelivered message #{gone} (see `hermes outbox list`)"));
-            assert!(dispatch(&home, DAY, &drop_it(&gone.to_string())).await.is_err());
+            assert!(dispatch(&here(&home), DAY, &drop_it(&gone.to_string())).await.is_err());
         }
-        let err = dispatch(&home, DAY, &resend("twelve")).await.unwrap_err().to_string();
+        let err = dispatch(&here(&home), DAY, &resend("twelve")).await.unwrap_err().to_string();
         assert_eq!(err, "`twelve` is not a message id: use a number from `hermes outbox list`");
-        assert!(dispatch(&home, DAY, &drop_it("-1")).await.is_err());
+        assert!(dispatch(&here(&home), DAY, &drop_it("-1")).await.is_err());
     }
 
     #[tokio::test]
     async fn a_home_without_a_store_is_left_without_one() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path());
-        let listing = dispatch(&home, DAY, &OutboxCommand::List).await.unwrap();
+        let listing = dispatch(&here(&home), DAY, &OutboxCommand::List).await.unwrap();
         assert!(listing.starts_with("Nothing is undelivered"), "{listing}");
-        assert!(dispatch(&home, DAY, &resend("3")).await.unwrap_err().to_string().contains("no undelivered message #3"));
+        assert!(dispatch(&here(&home), DAY, &resend("3")).await.unwrap_err().to_string().contains("no undelivered message #3"));
         assert!(!crate::store::state_db(&home).exists(), "no store was created");
     }
 }

@@ -39,6 +39,7 @@ mod platforms;
 mod schema;
 mod secret;
 mod sections;
+mod store;
 mod timezone;
 mod toolsets;
 mod validate;
@@ -55,7 +56,8 @@ pub use hermes_adapter::values::split_list;
 /// The gateway's own secret variables, the model providers' keys; each platform's come from its
 /// registration (see [`Config::secret_env_names`]). None reaches a tool's subprocess (names
 /// ending in `_API_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD` are removed too).
-pub const CORE_SECRET_ENV_NAMES: &[&str] = &["OPENAI_API_KEY", "LLM_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "MCP_SERVE_KEY"];
+pub const CORE_SECRET_ENV_NAMES: &[&str] =
+    &["OPENAI_API_KEY", "LLM_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "MCP_SERVE_KEY", "DATABASE_URL"];
 pub use display::{BusyInputMode, DisplayConfig, ToolProgress};
 pub use env::Env;
 pub use error::ConfigError;
@@ -79,6 +81,7 @@ pub use schema::Config;
 pub use sections::{
     AgentConfig, ApprovalsConfig, CronConfig, DeliveryConfig, LogFormat, LoggingConfig, ResetMode, SecurityConfig, SessionResetConfig,
 };
+pub use store::{DATABASE_URL_VAR, DEFAULT_LEASE_TTL_SECS, DEFAULT_POOL_SIZE, PostgresConfig, StoreBackendName, StoreConfig};
 pub use timezone::{UnknownZone, parse_zone};
 #[cfg(test)]
 pub(crate) use toolsets::QUIET_TOOLSETS;

@@ -28,6 +28,7 @@ pub const CORE_ENV_VARS: &[&str] = &[
     "GATEWAY_ADMIN_USERS",
     "GATEWAY_ADMIN_PORT",
     "MCP_SERVE_KEY",
+    "DATABASE_URL",
     "HERMES_GATEWAY_BUSY_INPUT_MODE",
     "HERMES_MAX_ITERATIONS",
     "HERMES_AGENT_TIMEOUT",
@@ -94,6 +95,7 @@ impl Config {
         }
         self.apply_cron_env(env)?;
         self.mcp_serve.apply_env(env);
+        self.store.apply_env(env);
         if let Some(v) = env.get("HERMES_REDACT_SECRETS") {
             self.security.redact_secrets = parse_bool("HERMES_REDACT_SECRETS", v)?;
         }

@@ -53,6 +53,8 @@ pub struct Config {
     pub tts: super::media::TtsConfig,
     /// Images in: limits and how many stay in a conversation.
     pub vision: super::media::VisionConfig,
+    /// Where sessions, the inbox and the outbox are kept: SQLite (default) or PostgreSQL.
+    pub store: super::store::StoreConfig,
     /// IANA zone (`Europe/Paris`) for cron and daily resets; `None` = the host's local time.
     #[serde(deserialize_with = "opt_stringish")]
     pub timezone: Option<String>,
@@ -127,6 +129,7 @@ impl Config {
         let mut out: Vec<String> = all.into_iter().flatten().filter(|s| !s.is_empty()).map(|s| s.expose().to_string()).collect();
         out.extend(p.others.values().filter_map(|o| o.settings.as_ref()).flat_map(|s| s.secrets()).filter(|s| !s.is_empty()));
         out.extend(self.mcp_serve.secret().map(str::to_string));
+        out.extend(self.store.secrets());
         out
     }
 

@@ -40,6 +40,7 @@ impl Config {
         self.check_toolset_names()?;
         super::mcp::check_mcp_servers(&self.mcp_servers)?;
         self.mcp_serve.check()?;
+        self.store.check()?;
         super::media::check(&self.stt, &self.tts, &self.vision)
     }
 

@@ -42,7 +42,7 @@ use crate::agent::run_loop::RetryPolicy;
 use crate::agent::sandbox::Confinement;
 use crate::agent::tools::{AgentPaths, ToolSettings};
 use crate::config::{Config, Home};
-use crate::store::{SqliteStore, Store};
+use crate::store::Store;
 use hermes_adapter::{AdapterContext, CacheLimits, MediaCache};
 use hermes_guard::sandbox::SandboxError;
 use intake::auth::AuthPolicy;
@@ -160,7 +160,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let adapters_stop = CancellationToken::new();
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
     let locks = options.credential_lock_dir.clone().map(|dir| ops::supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
-    let (supervisors, notifier, notifying) = start_adapters(&adapters, &contexts, locks, &wiring, &config);
+    let guards = AdapterGuards { locks, leases: connection_leases(&config, &wiring.store) };
+    let (supervisors, notifier, notifying) = start_adapters(&adapters, &contexts, guards, &wiring, &config);
     let ticking = wiring.cron.start();
     // After the adapters: MCP servers connect in the background and never hold up start.
     let mcp_stop = CancellationToken::new();
@@ -217,17 +218,35 @@ async fn open_intake(wiring: &wiring::Wiring) -> Result<(Arc<intake::inbox::Inbo
     Ok((inbox, router))
 }
 
+/// What keeps one connection from being held twice: machine-wide credential locks, and with a
+/// shared store, connection leases across replicas.
+struct AdapterGuards {
+    locks: Option<ops::supervisor::CredentialLocks>,
+    leases: Option<ops::lease::ConnectionLeases>,
+}
+
+/// With a store shared by replicas, the leases that keep each platform connection in one of them.
+fn connection_leases(config: &Config, store: &Store) -> Option<ops::lease::ConnectionLeases> {
+    if config.store.backend() != crate::config::StoreBackendName::Postgres {
+        return None;
+    }
+    let ttl = Duration::from_secs(config.store.lease_ttl_seconds.unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS));
+    let replica = config.store.replica.clone().unwrap_or_else(ops::lease::default_replica_name);
+    tracing::info!(replica = %replica, ttl_secs = ttl.as_secs(), "platform connections are leased through the shared store");
+    Some(ops::lease::ConnectionLeases::new(store.clone(), replica, ttl))
+}
+
 /// The adapters' supervisors, and the service manager's notifier with its watchdog task.
 fn start_adapters(
     adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
     contexts: &Contexts,
-    locks: Option<ops::supervisor::CredentialLocks>,
+    guards: AdapterGuards,
     wiring: &wiring::Wiring,
     config: &Config,
 ) -> (Vec<JoinHandle<()>>, ops::notify::Notifier, Option<JoinHandle<()>>) {
     let board = &wiring.health;
     let links = ops::supervisor::SupervisorLinks { controls: wiring.actors.commands.platforms.clone(), pulse: Default::default() };
-    let supervisors = supervise_adapters(adapters, contexts, locks, board, supervisor_policy(config), &links);
+    let supervisors = supervise_adapters(adapters, contexts, guards, board, supervisor_policy(config), &links);
     let notifier = ops::notify::Notifier::from_env(config.secret_values());
     let watched = ops::notify::Watched { board: board.clone(), pulse: links.pulse.clone(), expected: adapters.len() };
     let notifying = ops::notify::spawn(notifier.clone(), watched);
@@ -290,6 +309,22 @@ fn exit_label(reason: ExitReason) -> &'static str {
     }
 }
 
+/// Where this gateway's store is, from `store:`: SQLite in the home unless PostgreSQL is chosen
+/// (which `Config::validate` allows only in a build with it, and with a URL).
+pub fn store_location(config: &Config, home: &Home) -> crate::store::StoreLocation {
+    #[cfg(feature = "postgres")]
+    if config.store.backend() == crate::config::StoreBackendName::Postgres {
+        let postgres = &config.store.postgres;
+        return crate::store::StoreLocation::Postgres(crate::store::PostgresOptions {
+            url: postgres.url.as_ref().map(|url| url.expose().to_string()).unwrap_or_default(),
+            pool_size: postgres.pool_size.unwrap_or(crate::config::DEFAULT_POOL_SIZE),
+        });
+    }
+    let memory = config.gateway.memory;
+    let limits = crate::store::SqliteLimits { cache_kib: memory.sqlite_cache_kilobytes, read_connections: memory.sqlite_read_connections };
+    crate::store::StoreLocation::Sqlite { path: crate::store::state_db(home), limits }
+}
+
 /// The store, the agent and every handle, for `adapters` (running or not).
 async fn wire(
     config: &Arc<Config>,
@@ -297,9 +332,7 @@ async fn wire(
     adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
     auth: Arc<AuthPolicy>,
 ) -> Result<wiring::Wiring, GatewayError> {
-    let memory = config.gateway.memory;
-    let limits = crate::store::SqliteLimits { cache_kib: memory.sqlite_cache_kilobytes, read_connections: memory.sqlite_read_connections };
-    let store: Store = Arc::new(SqliteStore::open_with(&crate::store::state_db(home), limits).await?);
+    let store: Store = store_location(config, home).open().await?;
     let agent = agent_parts(config, home, &auth)?;
     Ok(wiring::Wiring::build(wiring::Parts {
         config: config.clone(),
@@ -311,7 +344,7 @@ async fn wire(
         paths: agent.paths,
         tool_settings: agent.tool_settings,
         guard: agent.guard,
-        history_bytes: memory.history_cache_bytes(),
+        history_bytes: config.gateway.memory.history_cache_bytes(),
         mcp: agent.mcp,
     }))
 }
@@ -422,7 +455,7 @@ fn supervisor_policy(config: &Config) -> SupervisorPolicy {
 fn supervise_adapters(
     adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
     contexts: &Contexts,
-    locks: Option<ops::supervisor::CredentialLocks>,
+    guards: AdapterGuards,
     board: &Arc<ops::health::HealthBoard>,
     policy: SupervisorPolicy,
     links: &ops::supervisor::SupervisorLinks,
@@ -435,7 +468,8 @@ fn supervise_adapters(
             make_context: Box::new(move |health, run_stop| {
                 AdapterContext::new(inbox.clone(), directory.clone(), health, run_stop).with_sender_policy(senders.clone())
             }),
-            credential_locks: locks.clone(),
+            credential_locks: guards.locks.clone(),
+            leases: guards.leases.clone(),
         };
         supervisors.push(ops::supervisor::spawn(supervised, board.clone(), policy, links, contexts.stop.clone()));
     }

@@ -7,6 +7,9 @@
 //! `store.route_get(..)` whatever the backend, and a clone is a pointer copy.
 
 mod backend;
+mod clock;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 
 #[cfg(test)]
@@ -14,14 +17,46 @@ mod suite;
 
 pub use backend::{
     Approvals, AttemptEnd, CallUsage, Claims, Conversation, DeadLetter, HistoryUpdate, Inbox, InboxRow, InboxState, KnownHistory, LaneHead,
-    LoggedMessage, MessageRow, NewMessage, NewOutboxRow, OpenedTurn, Outbox, OutboxRow, PendingApproval, QueueSummary, Queued, RouteEntry,
-    Routes, SearchHit, SearchScope, SessionLog, SessionRow, StoreBackend, TurnContext, TurnOpening, Turns, Undone, UsageLedger,
-    UsageTotals,
+    Lease, Leases, LoggedMessage, MessageRow, NewMessage, NewOutboxRow, OpenedTurn, Outbox, OutboxRow, PendingApproval, QueueSummary,
+    Queued, RouteEntry, Routes, SearchHit, SearchScope, SessionLog, SessionRow, StoreBackend, TurnContext, TurnOpening, Turns, Undone,
+    UsageLedger, UsageTotals,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::{CopiedTable, PostgresOptions, PostgresStore, copy_sqlite_into};
 pub use sqlite::{SqliteLimits, SqliteStore, state_db};
 
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// Where the store is: which backend, and its place.
+#[derive(Debug, Clone)]
+pub enum StoreLocation {
+    /// A SQLite file on this machine (see [`state_db`]).
+    Sqlite { path: PathBuf, limits: SqliteLimits },
+    /// A PostgreSQL database shared by every replica.
+    #[cfg(feature = "postgres")]
+    Postgres(PostgresOptions),
+}
+
+impl StoreLocation {
+    /// Open (creating or migrating when needed) the store here.
+    pub async fn open(&self) -> Result<Store, StoreError> {
+        Ok(match self {
+            StoreLocation::Sqlite { path, limits } => Arc::new(SqliteStore::open_with(path, *limits).await?),
+            #[cfg(feature = "postgres")]
+            StoreLocation::Postgres(options) => Arc::new(PostgresStore::connect(options).await?),
+        })
+    }
+
+    /// Where it is, for people: the file, or `user@host:port/database` (never a password).
+    pub fn describe(&self) -> String {
+        match self {
+            StoreLocation::Sqlite { path, .. } => path.display().to_string(),
+            #[cfg(feature = "postgres")]
+            StoreLocation::Postgres(options) => postgres::describe_url(&options.url),
+        }
+    }
+}
 
 /// The gateway's handle to its store. A type alias rather than a newtype: trait-object method
 /// calls need no import, `clone` stays a pointer copy, and it coerces to a narrower
@@ -42,4 +77,17 @@ pub enum StoreError {
     NotCommitted(String),
     #[error("the session store is closed")]
     Closed,
+    #[cfg(feature = "postgres")]
+    #[error("PostgreSQL store error: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    #[error("the PostgreSQL URL is invalid: {0} (expected postgres://USER:PASSWORD@HOST:PORT/DATABASE)")]
+    BadDatabaseUrl(String),
+    #[error("cannot reach the PostgreSQL store at {database}: {reason}")]
+    Unreachable { database: String, reason: String },
+    #[error(
+        "the PostgreSQL store already has a different {table} row ({row}): a gateway has written to it since the last copy, and copying again would mix two histories; nothing was copied. Copy into an empty database, or keep the PostgreSQL store as it is"
+    )]
+    CopyConflict { table: &'static str, row: String },
+    #[error("the PostgreSQL store at {database} was written by a newer hermes (schema {found}, this build knows {known}); upgrade hermes")]
+    TooNewDatabase { database: String, found: i64, known: i64 },
 }

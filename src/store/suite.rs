@@ -46,6 +46,11 @@ macro_rules! store_suite {
             retaking_a_claim_extends_it,
             only_the_holder_releases_a_claim,
             of_concurrent_takers_one_wins,
+            a_lease_has_one_holder_and_every_tenure_a_larger_token,
+            an_expired_lease_goes_to_a_standby_and_the_old_holder_cannot_renew,
+            a_released_lease_is_free_at_once_and_its_next_tenure_is_newer,
+            a_cursor_moves_only_under_the_live_tenure_and_never_back,
+            of_concurrent_lease_takers_one_wins,
             an_open_approval_closes_once,
             approvals_left_open_by_a_crash_are_closed_oldest_first,
         );
@@ -395,7 +400,7 @@ pub(crate) async fn session_key_and_userless_origin_scopes(store: Store) {
 
 // --- outbox ---
 
-fn part(key: &str, lane: &str) -> NewOutboxRow {
+pub(crate) fn part(key: &str, lane: &str) -> NewOutboxRow {
     NewOutboxRow {
         key: key.into(),
         lane: lane.into(),
@@ -654,6 +659,83 @@ pub(crate) async fn of_concurrent_takers_one_wins(store: Store) {
         taken += t.await.unwrap() as usize;
     }
     assert_eq!(taken, 1);
+}
+
+// --- leases and fenced cursors ---
+
+pub(crate) async fn a_lease_has_one_holder_and_every_tenure_a_larger_token(store: Store) {
+    let minute = Duration::from_secs(60);
+    let first = store.lease_acquire("platform:telegram", "replica-a", minute).await.unwrap().expect("a free lease is taken");
+    assert_eq!(first.holder, "replica-a");
+    assert!(store.lease_acquire("platform:telegram", "replica-b", minute).await.unwrap().is_none(), "held by another");
+    let again = store.lease_acquire("platform:telegram", "replica-a", minute).await.unwrap().expect("its holder extends it");
+    assert_eq!((again.token, again.since), (first.token, first.since), "an extension is the same tenure");
+    assert!(again.expires_at >= first.expires_at);
+    let other = store.lease_acquire("platform:discord", "replica-b", minute).await.unwrap().expect("leases on other names are independent");
+    assert_eq!(other.holder, "replica-b");
+    let listed: Vec<(String, String)> = store.leases().await.unwrap().into_iter().map(|l| (l.name, l.holder)).collect();
+    assert_eq!(
+        listed,
+        [("platform:discord".to_string(), "replica-b".to_string()), ("platform:telegram".to_string(), "replica-a".to_string())]
+    );
+}
+
+pub(crate) async fn an_expired_lease_goes_to_a_standby_and_the_old_holder_cannot_renew(store: Store) {
+    let old = store.lease_acquire("platform:telegram", "replica-a", Duration::from_millis(50)).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    assert!(
+        !store.lease_renew("platform:telegram", "replica-a", old.token, Duration::from_secs(60)).await.unwrap(),
+        "an expired tenure is over"
+    );
+    let new = store.lease_acquire("platform:telegram", "replica-b", Duration::from_secs(60)).await.unwrap().expect("a standby takes it");
+    assert!(new.token > old.token, "the new tenure's token is larger: {} then {}", old.token, new.token);
+    assert!(!store.lease_renew("platform:telegram", "replica-a", old.token, Duration::from_secs(60)).await.unwrap());
+    assert!(!store.lease_release("platform:telegram", "replica-a", old.token).await.unwrap(), "nor can it end the new tenure");
+    assert!(store.lease_renew("platform:telegram", "replica-b", new.token, Duration::from_secs(60)).await.unwrap());
+    assert!(
+        !store.lease_renew("platform:telegram", "replica-b", old.token, Duration::from_secs(60)).await.unwrap(),
+        "a token names one tenure"
+    );
+}
+
+pub(crate) async fn a_released_lease_is_free_at_once_and_its_next_tenure_is_newer(store: Store) {
+    let hour = Duration::from_secs(3600);
+    let first = store.lease_acquire("platform:slack", "replica-a", hour).await.unwrap().unwrap();
+    assert!(store.lease_release("platform:slack", "replica-a", first.token).await.unwrap());
+    assert!(!store.lease_release("platform:slack", "replica-a", first.token).await.unwrap(), "already released");
+    let next = store.lease_acquire("platform:slack", "replica-b", hour).await.unwrap().expect("free without waiting for the TTL");
+    assert!(next.token > first.token);
+    assert!(store.lease_release("platform:slack", "replica-b", next.token).await.unwrap());
+    let back = store.lease_acquire("platform:slack", "replica-a", hour).await.unwrap().expect("the first holder may take it again");
+    assert!(back.token > next.token, "coming back is a new tenure too");
+}
+
+pub(crate) async fn a_cursor_moves_only_under_the_live_tenure_and_never_back(store: Store) {
+    let lease = "platform:telegram";
+    assert!(!store.cursor_put(lease, 1, "telegram:offset", "5").await.unwrap(), "no lease, no write");
+    let old = store.lease_acquire(lease, "replica-a", Duration::from_millis(50)).await.unwrap().unwrap();
+    assert!(store.cursor_put(lease, old.token, "telegram:offset", "10").await.unwrap());
+    assert_eq!(store.cursor_get("telegram:offset").await.unwrap().as_deref(), Some("10"));
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    assert!(!store.cursor_put(lease, old.token, "telegram:offset", "11").await.unwrap(), "an expired tenure writes nothing");
+    let new = store.lease_acquire(lease, "replica-b", Duration::from_secs(60)).await.unwrap().unwrap();
+    assert!(store.cursor_put(lease, new.token, "telegram:offset", "20").await.unwrap());
+    assert!(!store.cursor_put(lease, old.token, "telegram:offset", "12").await.unwrap(), "the paused holder, woken, is fenced out");
+    assert_eq!(store.cursor_get("telegram:offset").await.unwrap().as_deref(), Some("20"));
+    assert_eq!(store.cursor_get("discord:sequence").await.unwrap(), None);
+}
+
+pub(crate) async fn of_concurrent_lease_takers_one_wins(store: Store) {
+    let takers = (0..16).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move { store.lease_acquire("platform:matrix", &format!("replica-{i}"), Duration::from_secs(60)).await.unwrap() })
+    });
+    let mut won = Vec::new();
+    for taker in takers {
+        won.extend(taker.await.unwrap());
+    }
+    assert_eq!(won.len(), 1, "{won:?}");
+    assert_eq!(store.leases().await.unwrap()[0].holder, won[0].holder);
 }
 
 // --- approvals ---

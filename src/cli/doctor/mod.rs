@@ -50,7 +50,7 @@ pub(super) fn run(cli: &Cli, health_only: bool) -> ExitCode {
     let config = &resolved.loaded.config;
     config::check(&mut report, &resolved);
     runtime.block_on(async {
-        home::check(&mut report, &resolved.home).await;
+        home::check(&mut report, &resolved.home, config).await;
         sandbox::check(&mut report, config);
         let provider_clock = provider::check(&mut report, config).await;
         platforms::check(&mut report, config, &resolved.home).await;

@@ -29,18 +29,22 @@ pub enum AdapterState {
     Parked,
     /// Stopped by an admin (`/platform pause`) until resumed.
     Paused,
+    /// Another replica holds the connection (a shared store's lease); this one takes it over
+    /// when that lease expires.
+    Standby,
     Stopped,
 }
 
 impl AdapterState {
     /// Every state, for `/metrics` (one series per platform and state).
-    pub const ALL: [AdapterState; 7] = [
+    pub const ALL: [AdapterState; 8] = [
         AdapterState::Starting,
         AdapterState::Connected,
         AdapterState::Degraded,
         AdapterState::BackingOff,
         AdapterState::Parked,
         AdapterState::Paused,
+        AdapterState::Standby,
         AdapterState::Stopped,
     ];
 
@@ -52,6 +56,7 @@ impl AdapterState {
             AdapterState::BackingOff => "backing_off",
             AdapterState::Parked => "parked",
             AdapterState::Paused => "paused",
+            AdapterState::Standby => "standby",
             AdapterState::Stopped => "stopped",
         }
     }
@@ -270,8 +275,10 @@ impl HealthBoard {
         let now = Utc::now();
         let adapters: Vec<AdapterStatus> =
             self.slots.lock().map(|slots| slots.iter().map(|(name, slot)| slot.status(name, now)).collect()).unwrap_or_default();
-        // A paused adapter is the admin's choice, not a fault: it does not hold readiness back.
-        let all_connected = adapters.iter().all(|a| matches!(a.state, AdapterState::Connected | AdapterState::Paused));
+        // A paused adapter is the admin's choice, and a standby one is served by another
+        // replica: neither is a fault, neither holds readiness back.
+        let all_connected =
+            adapters.iter().all(|a| matches!(a.state, AdapterState::Connected | AdapterState::Paused | AdapterState::Standby));
         let draining = self.is_draining();
         let starting = adapters.len() < self.expected.load(Ordering::Acquire);
         HealthSnapshot {

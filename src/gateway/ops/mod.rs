@@ -13,6 +13,7 @@ pub(crate) mod credential_lock;
 pub(crate) mod health;
 pub(crate) mod heap_trim;
 pub(crate) mod instance_lock;
+pub(crate) mod lease;
 pub(crate) mod media_sweep;
 pub(crate) mod notify;
 pub(crate) mod process_guard;

@@ -145,7 +145,7 @@ async fn notify_loop(notifier: Notifier, watched: Watched, watchdog: Option<Dura
 
 /// Whether an adapter in `state` has finished starting, for readiness.
 fn settled(state: AdapterState) -> bool {
-    matches!(state, AdapterState::Connected | AdapterState::Degraded | AdapterState::Parked | AdapterState::Paused)
+    matches!(state, AdapterState::Connected | AdapterState::Degraded | AdapterState::Parked | AdapterState::Paused | AdapterState::Standby)
 }
 
 /// The `STATUS=` line to send with `READY=1`, if the gateway is ready: every expected adapter

@@ -6,6 +6,7 @@
 use crate::gateway::ops::backoff::Backoff;
 use crate::gateway::ops::credential_lock::{self, CredentialLock, CredentialLockError};
 use crate::gateway::ops::health::{AdapterState, HealthBoard};
+use crate::gateway::ops::lease::{ConnectionLeases, HeldLease};
 use hermes_adapter::{AdapterContext, AdapterError, HealthReporter, PlatformAdapter};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -38,6 +39,9 @@ pub(crate) struct Supervised {
     pub make_context: Box<dyn Fn(HealthReporter, CancellationToken) -> AdapterContext + Send + Sync>,
     /// Where the machine-wide credential locks live; `None` runs without them.
     pub credential_locks: Option<CredentialLocks>,
+    /// With a store shared by replicas: the leases that keep an adapter with a credential
+    /// connected in one replica at a time. `None` (one machine) runs it without.
+    pub leases: Option<ConnectionLeases>,
 }
 
 /// What the supervisors share with the rest of the gateway: the pause switches `/platform`
@@ -210,6 +214,8 @@ struct Switches {
 enum RunEnd {
     Returned(Result<(), AdapterError>),
     Paused,
+    /// The connection lease was lost: another replica holds the connection now.
+    LeaseLost,
 }
 
 async fn supervise(supervised: Supervised, board: Arc<HealthBoard>, policy: SupervisorPolicy, switches: Switches, stop: CancellationToken) {
@@ -219,7 +225,7 @@ async fn supervise(supervised: Supervised, board: Arc<HealthBoard>, policy: Supe
     board.register(&platform, reporter.clone());
     board.set_liveness_timeout(&platform, supervised.adapter.liveness_timeout());
     let credential = HeldCredential::NotYetTaken;
-    let supervisor = Supervisor { supervised, board, policy, switches, stop, platform, reporter, backoff, credential };
+    let supervisor = Supervisor { supervised, board, policy, switches, stop, platform, reporter, backoff, credential, lease: None };
     supervisor.keep_running().await;
 }
 
@@ -234,6 +240,8 @@ struct Supervisor {
     reporter: HealthReporter,
     backoff: Backoff,
     credential: HeldCredential,
+    /// This replica's tenure of the connection lease, while it holds one.
+    lease: Option<HeldLease>,
 }
 
 impl Supervisor {
@@ -244,7 +252,17 @@ impl Supervisor {
             if paused && !self.hold_while_paused().await {
                 return;
             }
+            if !self.hold_lease().await {
+                self.set_state(AdapterState::Stopped, None);
+                return;
+            }
             let (end, connected_for) = self.run_adapter().await;
+            if !matches!(end, RunEnd::Returned(Err(AdapterError::Retryable { .. }))) || self.stop.is_cancelled() {
+                // Whoever runs the connection next (a standby, or this replica after a resume)
+                // need not wait out the TTL. A retryable failure keeps it: the backoff is short
+                // and the renewals go on.
+                self.release_lease().await;
+            }
             if self.stop.is_cancelled() {
                 self.set_state(AdapterState::Stopped, None);
                 return;
@@ -252,6 +270,10 @@ impl Supervisor {
             let error = match end {
                 RunEnd::Paused => {
                     tracing::info!(platform = %self.platform, "adapter paused");
+                    continue;
+                }
+                RunEnd::LeaseLost => {
+                    self.lease = None;
                     continue;
                 }
                 RunEnd::Returned(Err(AdapterError::Fatal { code, message })) => {
@@ -273,6 +295,31 @@ impl Supervisor {
         self.board.set(&self.platform, state, detail, self.backoff.attempt());
     }
 
+    /// With connection leases, hold this adapter's (waiting as a standby while another replica
+    /// does); `false` when the gateway stops first. Without leases, or for an adapter without a
+    /// credential (a listener: any replica serves it), there is nothing to hold.
+    async fn hold_lease(&mut self) -> bool {
+        let (Some(leases), Some(credential)) = (&self.supervised.leases, self.supervised.adapter.credential()) else {
+            return true;
+        };
+        if self.lease.as_ref().is_some_and(|held| !held.is_lost()) {
+            return true;
+        }
+        let name = ConnectionLeases::name_for(&credential);
+        let (board, platform) = (self.board.clone(), self.platform.clone());
+        let attempt = self.backoff.attempt();
+        let held =
+            leases.acquire(&name, &self.stop, |why| board.set(&platform, AdapterState::Standby, Some(why.to_string()), attempt)).await;
+        self.lease = held;
+        self.lease.is_some()
+    }
+
+    async fn release_lease(&mut self) {
+        if let Some(held) = self.lease.take() {
+            held.release().await;
+        }
+    }
+
     /// Paused by an admin: wait for the resume (true), or for the stop (false, marked stopped).
     async fn hold_while_paused(&mut self) -> bool {
         self.set_state(AdapterState::Paused, Some("paused by an admin (/platform resume)".into()));
@@ -292,7 +339,7 @@ impl Supervisor {
         self.reporter.set_degraded(None);
         let started = Instant::now();
         let end = match self.credential.ensure(&self.supervised, &self.platform) {
-            Ok(()) => run_once(&self.supervised, &self.reporter, &mut self.switches, &self.platform, &self.stop).await,
+            Ok(()) => run_once(&self.supervised, &self.reporter, &mut self.switches, self.lease.as_ref(), &self.platform, &self.stop).await,
             Err(in_use) => RunEnd::Returned(Err(in_use)),
         };
         let connected_for = if self.reporter.is_connected() { started.elapsed() } else { Duration::ZERO };
@@ -324,12 +371,14 @@ impl Supervisor {
     }
 }
 
-/// Run the adapter until it returns, stalls, or is paused. A pause cancels the run's token and
-/// gives the adapter [`PAUSE_GRACE`] to close its connection before the run is dropped.
+/// Run the adapter until it returns, stalls, is paused or loses its lease. A pause cancels the
+/// run's token and gives the adapter [`PAUSE_GRACE`] to close its connection before the run is
+/// dropped; a lost lease drops it at once (another replica reads the connection now).
 async fn run_once(
     supervised: &Supervised,
     reporter: &HealthReporter,
     switches: &mut Switches,
+    lease: Option<&HeldLease>,
     platform: &str,
     stop: &CancellationToken,
 ) -> RunEnd {
@@ -341,6 +390,10 @@ async fn run_once(
         r = &mut run => RunEnd::Returned(r),
         stalled = watch_liveness(reporter, supervised.adapter.liveness_timeout()) => RunEnd::Returned(Err(stalled)),
         () = pulse.keep_beating(platform) => RunEnd::Returned(Ok(())),
+        () = lost(lease) => {
+            run_stop.cancel();
+            RunEnd::LeaseLost
+        }
         () = switched(&mut switches.paused, true) => {
             run_stop.cancel();
             tokio::select! {
@@ -349,6 +402,14 @@ async fn run_once(
             }
             RunEnd::Paused
         }
+    }
+}
+
+/// Resolves when the tenure is over; never without a lease.
+async fn lost(lease: Option<&HeldLease>) {
+    match lease {
+        Some(held) => held.lost().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -529,6 +590,7 @@ mod tests {
             adapter: adapter.clone(),
             make_context: Box::new(move |health, run_stop| AdapterContext::new(Arc::new(NullSink), Arc::new(NullSink), health, run_stop)),
             credential_locks: locked.map(|(_, dir, home)| CredentialLocks { dir: dir.to_path_buf(), home: PathBuf::from(home) }),
+            leases: None,
         };
         let policy = SupervisorPolicy {
             backoff_base: Duration::from_secs(1),

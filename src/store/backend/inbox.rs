@@ -21,6 +21,31 @@ pub enum InboxState {
     Poisoned,
 }
 
+impl InboxState {
+    /// The state as every backend stores it.
+    pub(in crate::store) fn as_str(self) -> &'static str {
+        match self {
+            InboxState::Accepted => "accepted",
+            InboxState::Processing => "processing",
+            InboxState::Done => "done",
+            InboxState::Failed => "failed",
+            InboxState::Poisoned => "poisoned",
+        }
+    }
+
+    /// A stored state back; an unknown word means the row is unreadable.
+    pub(in crate::store) fn parse(stored: &str) -> Result<InboxState, StoreError> {
+        Ok(match stored {
+            "accepted" => InboxState::Accepted,
+            "processing" => InboxState::Processing,
+            "done" => InboxState::Done,
+            "failed" => InboxState::Failed,
+            "poisoned" => InboxState::Poisoned,
+            other => return Err(StoreError::Corrupt(format!("unknown inbox state {other:?}"))),
+        })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct InboxRow {
     pub event_id: String,

@@ -9,6 +9,7 @@
 mod approvals;
 mod claims;
 mod inbox;
+mod leases;
 mod outbox;
 mod routes;
 mod session_log;
@@ -18,6 +19,7 @@ mod usage;
 pub use approvals::{Approvals, PendingApproval};
 pub use claims::Claims;
 pub use inbox::{Inbox, InboxRow, InboxState};
+pub use leases::{Lease, Leases};
 pub use outbox::{AttemptEnd, DeadLetter, LaneHead, NewOutboxRow, Outbox, OutboxRow, QueueSummary, Queued};
 pub use routes::{Conversation, RouteEntry, Routes, SessionRow};
 pub use session_log::{LoggedMessage, MessageRow, NewMessage, SearchHit, SearchScope, SessionLog, Undone};
@@ -26,6 +28,9 @@ pub use usage::{CallUsage, UsageLedger, UsageTotals};
 
 /// Every concern at once: what the gateway holds. Implemented for anything that implements
 /// all of them, so a backend never implements it by hand.
-pub trait StoreBackend: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Approvals + Send + Sync {}
+pub trait StoreBackend: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Leases + Approvals + Send + Sync {}
 
-impl<T> StoreBackend for T where T: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Approvals + Send + Sync + ?Sized {}
+impl<T> StoreBackend for T where
+    T: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Leases + Approvals + Send + Sync + ?Sized
+{
+}

@@ -46,6 +46,18 @@ pub enum Queued {
     GivenUp { reason: String },
 }
 
+impl Queued {
+    /// What a stored row's state (with its message id and error) says about its key, for a key
+    /// queued again.
+    pub(in crate::store) fn from_stored(state: &str, platform_message_id: Option<String>, error: Option<String>) -> Queued {
+        match state {
+            "sent" => Queued::Sent { platform_message_id },
+            "pending" | "sending" | "ambiguous" => Queued::Waiting,
+            _ => Queued::GivenUp { reason: error.unwrap_or_else(|| state.to_string()) },
+        }
+    }
+}
+
 /// A part on its way, as its lane's worker sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaneHead {

@@ -50,6 +50,25 @@ pub struct Conversation {
     pub updated_at: DateTime<Utc>,
 }
 
+/// What every backend stores the same way: a new session's id and a route's origin as JSON.
+impl RouteEntry {
+    /// Session ids sort by start time (`YYYYMMDD_HHMMSS_` prefix, as in Hermes) and are unguessable.
+    pub(crate) fn new_session_id() -> String {
+        let suffix: String = (0..12).map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)])).collect();
+        format!("{}_{suffix}", Utc::now().format("%Y%m%d_%H%M%S"))
+    }
+
+    /// An origin as stored.
+    pub(crate) fn encode_origin(source: &SessionSource) -> Result<String, StoreError> {
+        serde_json::to_string(source).map_err(|e| StoreError::Corrupt(format!("cannot encode a session origin: {e}")))
+    }
+
+    /// A stored origin back.
+    pub(crate) fn decode_origin(raw: &str) -> Result<SessionSource, StoreError> {
+        serde_json::from_str(raw).map_err(|e| StoreError::Corrupt(format!("unreadable session origin: {e}")))
+    }
+}
+
 #[async_trait]
 pub trait Routes: Send + Sync {
     async fn route_get(&self, session_key: &str) -> Result<Option<RouteEntry>, StoreError>;

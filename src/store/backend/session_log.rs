@@ -63,6 +63,32 @@ pub enum SearchScope {
     Origin { platform: String, chat_id: String, user_id: Option<String> },
 }
 
+impl SearchScope {
+    /// The condition on `m.session_id` that keeps a search within this scope, with its values for
+    /// the parameters numbered from 3 on; `marker` is the backend's parameter sign (`?` in SQLite,
+    /// `$` in PostgreSQL). Shared so every backend scopes a search alike: a user scope never sees
+    /// another user's sessions, nor user-less ones.
+    pub(crate) fn condition(&self, marker: char) -> (String, Vec<&str>) {
+        let (sql, values) = match self {
+            SearchScope::Session(id) => ("m.session_id = #3", vec![id.as_str()]),
+            SearchScope::User { platform, user_id } => (
+                "m.session_id IN (SELECT id FROM sessions WHERE platform = #3 AND user_id = #4)",
+                vec![platform.as_str(), user_id.as_str()],
+            ),
+            SearchScope::SessionKey(key) => ("m.session_id IN (SELECT id FROM sessions WHERE session_key = #3)", vec![key.as_str()]),
+            SearchScope::Origin { platform, chat_id, user_id: Some(user) } => (
+                "m.session_id IN (SELECT id FROM sessions WHERE platform = #3 AND chat_id = #4 AND user_id = #5)",
+                vec![platform.as_str(), chat_id.as_str(), user.as_str()],
+            ),
+            SearchScope::Origin { platform, chat_id, user_id: None } => (
+                "m.session_id IN (SELECT id FROM sessions WHERE platform = #3 AND chat_id = #4 AND user_id IS NULL)",
+                vec![platform.as_str(), chat_id.as_str()],
+            ),
+        };
+        (sql.replace('#', &marker.to_string()), values)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SearchHit {
     pub message_id: i64,

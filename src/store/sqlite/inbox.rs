@@ -7,28 +7,6 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::time::Duration;
 
-/// The state as stored.
-fn state_str(state: InboxState) -> &'static str {
-    match state {
-        InboxState::Accepted => "accepted",
-        InboxState::Processing => "processing",
-        InboxState::Done => "done",
-        InboxState::Failed => "failed",
-        InboxState::Poisoned => "poisoned",
-    }
-}
-
-fn parse_state(s: &str) -> Result<InboxState, StoreError> {
-    Ok(match s {
-        "accepted" => InboxState::Accepted,
-        "processing" => InboxState::Processing,
-        "done" => InboxState::Done,
-        "failed" => InboxState::Failed,
-        "poisoned" => InboxState::Poisoned,
-        other => return Err(StoreError::Corrupt(format!("unknown inbox state {other:?}"))),
-    })
-}
-
 #[async_trait]
 impl Inbox for SqliteStore {
     async fn inbox_accept(&self, event_id: &str, platform: &str, payload: &str) -> Result<bool, StoreError> {
@@ -128,7 +106,7 @@ impl SqliteStore {
         self.write(move |c| {
             c.run(
                 "UPDATE inbox SET state = ?2, error = ?3, updated_at = ?4 WHERE event_id = ?1",
-                params![event_id, state_str(state), error, now_ms()],
+                params![event_id, state.as_str(), error, now_ms()],
             )?;
             Ok(())
         })
@@ -156,5 +134,5 @@ fn row_to_inbox(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<InboxRow, Stor
         error: r.get(5)?,
         received_at: to_time(r.get(6)?),
     };
-    Ok(parse_state(&state).map(|state| InboxRow { state, ..row }))
+    Ok(InboxState::parse(&state).map(|state| InboxRow { state, ..row }))
 }

@@ -169,21 +169,7 @@ fn phrase(text: &str) -> String {
 }
 
 fn search_index(c: &Connection, index: &str, fts_query: &str, scope: &SearchScope, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
-    let (scope_sql, scope_args): (&str, Vec<String>) = match scope {
-        SearchScope::Session(id) => ("m.session_id = ?3", vec![id.clone()]),
-        SearchScope::User { platform, user_id } => {
-            ("m.session_id IN (SELECT id FROM sessions WHERE platform = ?3 AND user_id = ?4)", vec![platform.clone(), user_id.clone()])
-        }
-        SearchScope::SessionKey(key) => ("m.session_id IN (SELECT id FROM sessions WHERE session_key = ?3)", vec![key.clone()]),
-        SearchScope::Origin { platform, chat_id, user_id: Some(user) } => (
-            "m.session_id IN (SELECT id FROM sessions WHERE platform = ?3 AND chat_id = ?4 AND user_id = ?5)",
-            vec![platform.clone(), chat_id.clone(), user.clone()],
-        ),
-        SearchScope::Origin { platform, chat_id, user_id: None } => (
-            "m.session_id IN (SELECT id FROM sessions WHERE platform = ?3 AND chat_id = ?4 AND user_id IS NULL)",
-            vec![platform.clone(), chat_id.clone()],
-        ),
-    };
+    let (scope_sql, scope_args) = scope.condition('?');
     let sql = format!(
         "SELECT m.id, m.session_id, m.role, snippet({index}, 0, '[', ']', '…', 16), m.timestamp
          FROM {index} JOIN messages m ON m.id = {index}.rowid

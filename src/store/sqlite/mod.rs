@@ -12,6 +12,7 @@ mod agent_state;
 mod approvals;
 mod claims;
 mod inbox;
+mod leases;
 mod messages;
 mod outbox;
 mod routes;
@@ -25,7 +26,7 @@ mod writer;
 mod tests;
 
 use super::StoreError;
-use chrono::{DateTime, TimeZone, Utc};
+use super::clock::{now_ms, to_time};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -110,6 +111,24 @@ impl SqliteStore {
         self.inner.writer.run(op).await
     }
 
+    /// Every row `sql` selects, each of its `width` columns turned into a `T` by `convert`: the
+    /// raw rows a copy into another backend reads (`hermes store migrate`).
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn read_rows<T: Send + 'static>(
+        &self,
+        sql: String,
+        width: usize,
+        convert: fn(rusqlite::types::ValueRef<'_>) -> T,
+    ) -> Result<Vec<Vec<T>>, StoreError> {
+        self.read(move |c| {
+            let mut statement = c.prepare(&sql)?;
+            let rows =
+                statement.query_map([], |row| (0..width).map(|i| row.get_ref(i).map(convert)).collect::<rusqlite::Result<Vec<T>>>())?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
     /// Run `op` on a read connection from the pool.
     async fn read<T, F>(&self, op: F) -> Result<T, StoreError>
     where
@@ -163,15 +182,6 @@ fn open_connection(path: &Path, read_only: bool, cache_kib: u64) -> Result<Conne
     conn.pragma_update(None, "cache_size", -cache_kib).map_err(open_err)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
-}
-
-/// Milliseconds since the epoch, the store's time unit.
-fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
-}
-
-fn to_time(ms: i64) -> DateTime<Utc> {
-    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
 }
 
 /// Statements through the connection's statement cache: each SQL text is parsed once per

@@ -223,11 +223,7 @@ fn enqueue_one(c: &Connection, row: &NewOutboxRow) -> Result<Queued, StoreError>
         c.one("SELECT state, platform_message_id, error FROM outbox WHERE idempotency_key = ?1", [&row.key], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })?;
-    Ok(match state.as_str() {
-        "sent" => Queued::Sent { platform_message_id: message_id },
-        "pending" | "sending" | "ambiguous" => Queued::Waiting,
-        _ => Queued::GivenUp { reason: error.unwrap_or_else(|| state.clone()) },
-    })
+    Ok(Queued::from_stored(&state, message_id, error))
 }
 
 fn set_state(c: &Connection, key: &str, state: &str, error: &str, now: i64) -> rusqlite::Result<usize> {

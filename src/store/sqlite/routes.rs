@@ -4,7 +4,6 @@
 use super::{CachedStatements, SqliteStore, now_ms, to_time};
 use crate::store::{Conversation, RouteEntry, Routes, SessionRow, StoreError};
 use async_trait::async_trait;
-use chrono::Utc;
 use hermes_adapter::SessionSource;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -119,7 +118,7 @@ fn read_conversations(c: &Connection, limit: i64) -> Result<Vec<Conversation>, S
     let mut conversations = Vec::new();
     for row in rows {
         let (session_key, session_id, origin, updated_at, title, message_count) = row?;
-        let origin = decode(&origin)?;
+        let origin = RouteEntry::decode_origin(&origin)?;
         conversations.push(Conversation { session_key, session_id, origin, title, message_count, updated_at: to_time(updated_at) });
     }
     Ok(conversations)
@@ -129,7 +128,10 @@ fn read_conversations(c: &Connection, limit: i64) -> Result<Vec<Conversation>, S
 /// latest origin wins, so a reply goes where the user last wrote from.
 pub(super) fn current_route(c: &Connection, key: &str, source: &SessionSource, model: &str) -> Result<RouteEntry, StoreError> {
     if let Some(mut route) = read_route(c, key)? {
-        c.run("UPDATE routes SET origin = ?2, updated_at = ?3 WHERE session_key = ?1", params![key, encode(source)?, now_ms()])?;
+        c.run(
+            "UPDATE routes SET origin = ?2, updated_at = ?3 WHERE session_key = ?1",
+            params![key, RouteEntry::encode_origin(source)?, now_ms()],
+        )?;
         route.origin = source.clone();
         return Ok(route);
     }
@@ -146,7 +148,7 @@ pub(super) fn read_route(c: &Connection, key: &str) -> Result<Option<RouteEntry>
         Ok(RouteEntry {
             session_key: key.to_string(),
             session_id,
-            origin: decode(&origin)?,
+            origin: RouteEntry::decode_origin(&origin)?,
             overrides: serde_json::from_str(&overrides).map_err(|e| StoreError::Corrupt(format!("route overrides for {key}: {e}")))?,
             updated_at: to_time(updated_at),
             created: false,
@@ -163,9 +165,9 @@ pub(super) fn start_session(
     parent: Option<&str>,
     overrides: serde_json::Value,
 ) -> Result<RouteEntry, StoreError> {
-    let id = new_session_id();
+    let id = RouteEntry::new_session_id();
     let now = now_ms();
-    let origin = encode(source)?;
+    let origin = RouteEntry::encode_origin(source)?;
     c.run(
         "INSERT INTO sessions (id, session_key, source, platform, user_id, chat_id, model, parent_session_id, started_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -192,21 +194,7 @@ pub(super) fn end_session(c: &Connection, session_id: &str, reason: &str) -> Res
     Ok(())
 }
 
-/// Session ids sort by start time (`YYYYMMDD_HHMMSS_` prefix, as in Hermes) and are unguessable.
-fn new_session_id() -> String {
-    let suffix: String = (0..12).map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)])).collect();
-    format!("{}_{suffix}", Utc::now().format("%Y%m%d_%H%M%S"))
-}
-
-fn encode(source: &SessionSource) -> Result<String, StoreError> {
-    serde_json::to_string(source).map_err(|e| StoreError::Corrupt(format!("cannot encode a session origin: {e}")))
-}
-
-/// [`decode`] inside a row mapper.
+/// [`RouteEntry::decode_origin`] inside a row mapper.
 fn decode_column(raw: String, column: usize) -> rusqlite::Result<SessionSource> {
     serde_json::from_str(&raw).map_err(|e| rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e)))
-}
-
-fn decode(raw: &str) -> Result<SessionSource, StoreError> {
-    serde_json::from_str(raw).map_err(|e| StoreError::Corrupt(format!("unreadable session origin: {e}")))
 }

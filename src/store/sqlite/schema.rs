@@ -159,6 +159,23 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE messages ADD COLUMN images TEXT;
     "#,
+    // 7: leases with fencing tokens, and the cursors written under them (store::Leases). Times
+    // in ms. A released lease keeps its row (expired) so the next tenure's token is still larger.
+    r#"
+    CREATE TABLE leases (
+        name       TEXT PRIMARY KEY,
+        holder     TEXT NOT NULL,
+        token      INTEGER NOT NULL,
+        since      INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    );
+    CREATE TABLE cursors (
+        name       TEXT PRIMARY KEY,
+        value      TEXT NOT NULL,
+        token      INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -130,7 +130,7 @@ async fn a_database_from_before_claims_and_approvals_is_upgraded_in_place() {
     let c = rusqlite::Connection::open(&path).unwrap();
     let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, schema::VERSION);
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
 }
 
 #[tokio::test]

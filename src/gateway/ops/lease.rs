@@ -1,0 +1,417 @@
+//! Connection leases: with a store that several replicas share, a platform connection only one
+//! process may hold (Telegram long polling, Discord's gateway, Slack Socket Mode, Matrix sync,
+//! IMAP IDLE: every adapter with a credential) runs only in the replica holding its lease
+//! (`store::Leases`). The others stand by and take it over when it expires.
+//!
+//! The holder renews every third of the TTL. A rejected renewal (another replica has it now) ends
+//! the tenure at once; a renewal that cannot reach the store is retried until two thirds of the
+//! TTL have passed since the last one that did, and the tenure is then given up, before any
+//! standby could take the lease: two replicas never read one connection at the same time,
+//! whatever the network does. Several leases spread over several replicas: a replica that holds
+//! more waits longer before taking a free one.
+
+use crate::store::{Lease, Leases};
+use hermes_adapter::CredentialId;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// What every supervisor of this replica shares to hold connection leases.
+#[derive(Clone)]
+pub(crate) struct ConnectionLeases {
+    pub leases: Arc<dyn Leases>,
+    /// This replica's name in the lease table (host, process, and a random part).
+    pub holder: String,
+    pub ttl: Duration,
+    /// How many leases this replica holds now: a free lease goes first to the replica with fewest.
+    held: Arc<AtomicUsize>,
+}
+
+/// Why a replica does not hold a lease yet, for the health board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Standby {
+    /// Another replica holds it, until about then (the store's clock).
+    HeldBy { holder: String, until: chrono::DateTime<chrono::Utc> },
+    /// The store did not answer.
+    StoreUnreachable(String),
+}
+
+impl std::fmt::Display for Standby {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Standby::HeldBy { holder, until } => {
+                write!(f, "standby: {holder} holds the connection (lease until {})", until.format("%H:%M:%S"))
+            }
+            Standby::StoreUnreachable(why) => write!(f, "standby: the store does not answer ({why})"),
+        }
+    }
+}
+
+/// A tenure this replica holds; renewed in the background until it is lost or released.
+pub(crate) struct HeldLease {
+    name: String,
+    token: i64,
+    lost: CancellationToken,
+    renewing: JoinHandle<()>,
+    owner: ConnectionLeases,
+}
+
+impl ConnectionLeases {
+    pub(crate) fn new(leases: Arc<dyn Leases>, holder: String, ttl: Duration) -> ConnectionLeases {
+        ConnectionLeases { leases, holder, ttl, held: Arc::new(AtomicUsize::new(0)) }
+    }
+
+    /// The lease name of a connection made with `credential`: one lease per account, whatever
+    /// the adapter is called in each replica's configuration.
+    pub(crate) fn name_for(credential: &CredentialId) -> String {
+        format!("connection:{}", credential.file_stem())
+    }
+
+    /// Wait until this replica holds `name` (`None` when `stop` is cancelled first). `standby`
+    /// hears each reason it does not yet.
+    pub(crate) async fn acquire(&self, name: &str, stop: &CancellationToken, standby: impl Fn(Standby)) -> Option<HeldLease> {
+        loop {
+            // The more this replica holds, the later it tries: of several replicas seeing a lease
+            // free, the one holding fewest takes it.
+            let defer = self.ttl / 6 * self.held.load(Ordering::Relaxed) as u32;
+            if !defer.is_zero() && !pause(defer, stop).await {
+                return None;
+            }
+            match self.leases.lease_acquire(name, &self.holder, self.ttl).await {
+                Ok(Some(lease)) => return Some(self.hold(lease)),
+                Ok(None) => standby(self.current_holder(name).await),
+                Err(e) => standby(Standby::StoreUnreachable(e.to_string())),
+            }
+            if !pause(self.ttl / 3, stop).await {
+                return None;
+            }
+        }
+    }
+
+    async fn current_holder(&self, name: &str) -> Standby {
+        match self.leases.leases().await {
+            Ok(all) => all.into_iter().find(|l| l.name == name).map_or(Standby::StoreUnreachable("the lease vanished".into()), |l| {
+                Standby::HeldBy { holder: l.holder, until: l.expires_at }
+            }),
+            Err(e) => Standby::StoreUnreachable(e.to_string()),
+        }
+    }
+
+    fn hold(&self, lease: Lease) -> HeldLease {
+        self.held.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(lease = %lease.name, token = lease.token, "this replica holds the connection");
+        let lost = CancellationToken::new();
+        let renewing = tokio::spawn(keep_renewing(self.clone(), lease.name.clone(), lease.token, lost.clone()));
+        HeldLease { name: lease.name, token: lease.token, lost, renewing, owner: self.clone() }
+    }
+}
+
+impl HeldLease {
+    /// Whether the tenure is over.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.is_cancelled()
+    }
+
+    /// Resolves when the tenure is over: the connection must stop at once.
+    pub(crate) async fn lost(&self) {
+        self.lost.cancelled().await;
+    }
+
+    /// End the tenure now (the adapter stopped), so a standby takes over without waiting for
+    /// the TTL.
+    pub(crate) async fn release(self) {
+        self.renewing.abort();
+        if !self.lost.is_cancelled()
+            && let Err(e) = self.owner.leases.lease_release(&self.name, &self.owner.holder, self.token).await
+        {
+            tracing::warn!(lease = %self.name, "cannot release the lease ({e}); a standby takes it when it expires");
+        }
+        self.lost.cancel();
+    }
+}
+
+impl Drop for HeldLease {
+    fn drop(&mut self) {
+        self.renewing.abort();
+        self.lost.cancel();
+        self.owner.held.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Renew every third of the TTL until a renewal is refused, or none has succeeded for two thirds
+/// of it; then cancel `lost`.
+async fn keep_renewing(owner: ConnectionLeases, name: String, token: i64, lost: CancellationToken) {
+    let every = owner.ttl / 3;
+    let give_up_after = owner.ttl * 2 / 3;
+    let mut renewed = Instant::now();
+    let mut failing = false;
+    loop {
+        // After a failure, retry soon: the tenure must be renewed or given up within the bound.
+        let wait = if failing { every / 5 } else { every };
+        tokio::time::sleep(wait.min(give_up_after.saturating_sub(renewed.elapsed())).max(Duration::from_millis(10))).await;
+        failing = false;
+        match owner.leases.lease_renew(&name, &owner.holder, token, owner.ttl).await {
+            Ok(true) => renewed = Instant::now(),
+            Ok(false) => {
+                tracing::warn!(lease = %name, token, "the lease was lost (another replica holds it now); stopping the connection");
+                break;
+            }
+            Err(e) if renewed.elapsed() >= give_up_after => {
+                tracing::warn!(lease = %name, token, "the lease could not be renewed for {}s ({e}); stopping the connection before it expires", renewed.elapsed().as_secs());
+                break;
+            }
+            Err(e) => {
+                tracing::warn!(lease = %name, "renewing the lease failed ({e}); retrying");
+                failing = true;
+            }
+        }
+    }
+    lost.cancel();
+}
+
+/// This replica's name when none is configured: the host, the process and a random part, so a
+/// restarted process is a new holder (its old tenure is over).
+pub(crate) fn default_replica_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    let host = if host.is_empty() { "host".to_string() } else { host };
+    format!("{host}-{}-{:04x}", std::process::id(), rand::random::<u16>())
+}
+
+/// Sleep `duration` unless `stop` comes first (then `false`).
+async fn pause(duration: Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(duration) => true,
+        () = stop.cancelled() => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::ops::health::{AdapterState, HealthBoard};
+    use crate::gateway::ops::supervisor::{self, Supervised, SupervisorLinks, SupervisorPolicy};
+    use crate::store::{SqliteStore, StoreError};
+    use async_trait::async_trait;
+    use hermes_adapter::{
+        AcceptError, AcceptOutcome, AdapterContext, AdapterError, Capabilities, InboundEvent, InboundSink, OutboundMessage, Platform,
+        PlatformAdapter, SendError, SendReceipt, SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage,
+    };
+    use std::sync::atomic::AtomicBool;
+
+    /// One bot account's connection as the platform sees it: how many replicas read it at once,
+    /// and the most that ever did.
+    #[derive(Default)]
+    struct Connection {
+        reading: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    /// An adapter that holds the shared connection until its run is stopped.
+    struct Polling {
+        platform: Platform,
+        caps: Capabilities,
+        connection: Arc<Connection>,
+        runs: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl PlatformAdapter for Polling {
+        fn platform(&self) -> &Platform {
+            &self.platform
+        }
+        fn capabilities(&self) -> &Capabilities {
+            &self.caps
+        }
+        fn credential(&self) -> Option<CredentialId> {
+            Some(CredentialId::new("Telegram bot token", "123:shared-by-every-replica"))
+        }
+        async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
+            self.runs.fetch_add(1, Ordering::SeqCst);
+            let now = self.connection.reading.fetch_add(1, Ordering::SeqCst) + 1;
+            self.connection.most.fetch_max(now, Ordering::SeqCst);
+            // Decrements however the run ends: returned, or dropped by the supervisor.
+            struct Reading<'a>(&'a AtomicUsize);
+            impl Drop for Reading<'_> {
+                fn drop(&mut self) {
+                    self.0.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+            let _reading = Reading(&self.connection.reading);
+            ctx.health.mark_connected();
+            ctx.shutdown.cancelled().await;
+            Ok(())
+        }
+        async fn send(&self, _msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
+            Ok(SendReceipt::default())
+        }
+    }
+
+    struct NullSink;
+    #[async_trait]
+    impl InboundSink for NullSink {
+        async fn accept(&self, _e: InboundEvent) -> Result<AcceptOutcome, AcceptError> {
+            Ok(AcceptOutcome::Accepted)
+        }
+    }
+    #[async_trait]
+    impl SessionDirectory for NullSink {
+        async fn open(&self, _s: &SessionSource) -> Result<String, SessionDirectoryError> {
+            Ok(String::new())
+        }
+        async fn history(&self, _s: &SessionSource, _l: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
+            Ok(None)
+        }
+        async fn close(&self, _s: &SessionSource) -> Result<bool, SessionDirectoryError> {
+            Ok(false)
+        }
+    }
+
+    /// A replica's way to the shared store, which a test can cut (a network partition).
+    struct Reachable {
+        store: Arc<SqliteStore>,
+        cut: AtomicBool,
+    }
+
+    impl Reachable {
+        fn check(&self) -> Result<(), StoreError> {
+            if self.cut.load(Ordering::SeqCst) {
+                Err(StoreError::Unreachable { database: "test".into(), reason: "partitioned".into() })
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[async_trait]
+    impl Leases for Reachable {
+        async fn lease_acquire(&self, name: &str, holder: &str, ttl: Duration) -> Result<Option<Lease>, StoreError> {
+            self.check()?;
+            self.store.lease_acquire(name, holder, ttl).await
+        }
+        async fn lease_renew(&self, name: &str, holder: &str, token: i64, ttl: Duration) -> Result<bool, StoreError> {
+            self.check()?;
+            self.store.lease_renew(name, holder, token, ttl).await
+        }
+        async fn lease_release(&self, name: &str, holder: &str, token: i64) -> Result<bool, StoreError> {
+            self.check()?;
+            self.store.lease_release(name, holder, token).await
+        }
+        async fn leases(&self) -> Result<Vec<Lease>, StoreError> {
+            self.check()?;
+            self.store.leases().await
+        }
+        async fn cursor_get(&self, name: &str) -> Result<Option<String>, StoreError> {
+            self.check()?;
+            self.store.cursor_get(name).await
+        }
+        async fn cursor_put(&self, lease: &str, token: i64, name: &str, value: &str) -> Result<bool, StoreError> {
+            self.check()?;
+            self.store.cursor_put(lease, token, name, value).await
+        }
+    }
+
+    struct Replica {
+        adapter: Arc<Polling>,
+        board: Arc<HealthBoard>,
+        way: Arc<Reachable>,
+        stop: CancellationToken,
+        task: JoinHandle<()>,
+    }
+
+    fn replica(name: &str, store: &Arc<SqliteStore>, connection: &Arc<Connection>, ttl: Duration) -> Replica {
+        let adapter = Arc::new(Polling {
+            platform: Platform::new("telegram"),
+            caps: Capabilities::http(),
+            connection: connection.clone(),
+            runs: AtomicUsize::new(0),
+        });
+        let way = Arc::new(Reachable { store: store.clone(), cut: AtomicBool::new(false) });
+        let board = Arc::new(HealthBoard::new());
+        let stop = CancellationToken::new();
+        let supervised = Supervised {
+            adapter: adapter.clone(),
+            make_context: Box::new(|health, run_stop| AdapterContext::new(Arc::new(NullSink), Arc::new(NullSink), health, run_stop)),
+            credential_locks: None,
+            leases: Some(ConnectionLeases::new(way.clone(), name.to_string(), ttl)),
+        };
+        let policy = SupervisorPolicy {
+            backoff_base: Duration::from_millis(50),
+            backoff_cap: Duration::from_millis(200),
+            reset_after: Duration::from_secs(30),
+        };
+        let task = supervisor::spawn(supervised, board.clone(), policy, &SupervisorLinks::default(), stop.clone());
+        Replica { adapter, board, way, stop, task }
+    }
+
+    fn state(replica: &Replica) -> Option<AdapterState> {
+        replica.board.snapshot().adapters.first().map(|a| a.state)
+    }
+
+    /// Waits until `done` holds, up to `limit`; how long it took.
+    async fn within(limit: Duration, done: impl Fn() -> bool) -> Duration {
+        let started = Instant::now();
+        while !done() {
+            assert!(started.elapsed() < limit, "not within {limit:?}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        started.elapsed()
+    }
+
+    #[tokio::test]
+    async fn one_replica_reads_the_connection_and_a_standby_takes_over_when_it_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+        let connection = Arc::new(Connection::default());
+        let ttl = Duration::from_millis(600);
+        let a = replica("replica-a", &store, &connection, ttl);
+        within(Duration::from_secs(5), || state(&a) == Some(AdapterState::Connected)).await;
+        let b = replica("replica-b", &store, &connection, ttl);
+        within(Duration::from_secs(5), || state(&b) == Some(AdapterState::Standby)).await;
+        let detail = b.board.snapshot().adapters[0].detail.clone().unwrap_or_default();
+        assert!(detail.contains("replica-a holds the connection"), "the standby says who holds it: {detail}");
+        tokio::time::sleep(ttl * 2).await;
+        assert_eq!(b.adapter.runs.load(Ordering::SeqCst), 0, "the standby never connected while the holder renewed");
+
+        // A clean stop releases the lease: the standby need not wait for it to expire.
+        a.stop.cancel();
+        a.task.await.unwrap();
+        let took = within(Duration::from_secs(5), || state(&b) == Some(AdapterState::Connected)).await;
+        assert!(took < ttl, "taken over on release, before the TTL: {took:?}");
+        assert_eq!(connection.most.load(Ordering::SeqCst), 1, "never two readers at once");
+        b.stop.cancel();
+        b.task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_holder_cut_off_from_the_store_stops_reading_before_a_standby_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+        let connection = Arc::new(Connection::default());
+        let ttl = Duration::from_millis(900);
+        let a = replica("replica-a", &store, &connection, ttl);
+        within(Duration::from_secs(5), || state(&a) == Some(AdapterState::Connected)).await;
+        let b = replica("replica-b", &store, &connection, ttl);
+        within(Duration::from_secs(5), || state(&b) == Some(AdapterState::Standby)).await;
+
+        a.way.cut.store(true, Ordering::SeqCst);
+        within(Duration::from_secs(5), || {
+            a.adapter.connection.reading.load(Ordering::SeqCst) == 1 && state(&b) == Some(AdapterState::Connected)
+        })
+        .await;
+        assert_ne!(state(&a), Some(AdapterState::Connected), "the partitioned replica gave the connection up");
+        assert_eq!(connection.most.load(Ordering::SeqCst), 1, "the standby started only after the holder stopped");
+
+        // Healed, the old holder stands by: the lease is the other replica's now.
+        a.way.cut.store(false, Ordering::SeqCst);
+        within(Duration::from_secs(5), || state(&a) == Some(AdapterState::Standby)).await;
+        tokio::time::sleep(ttl).await;
+        assert_eq!(connection.most.load(Ordering::SeqCst), 1);
+        for r in [a, b] {
+            r.stop.cancel();
+            r.task.await.unwrap();
+        }
+    }
+}
