@@ -160,7 +160,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let adapters_stop = CancellationToken::new();
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
     let locks = options.credential_lock_dir.clone().map(|dir| ops::supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
-    let guards = AdapterGuards { locks, leases: connection_leases(&config, &wiring.store) };
+    let leases = connection_leases(&config, &wiring.store);
+    let cluster_watch = leases.clone().map(|leases| ops::lease::watch_cluster(leases, wiring.health.clone()));
+    let guards = AdapterGuards { locks, leases };
     let (supervisors, notifier, notifying) = start_adapters(&adapters, &contexts, guards, &wiring, &config);
     let ticking = wiring.cron.start();
     // After the adapters: MCP servers connect in the background and never hold up start.
@@ -171,7 +173,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let mut status = ops::status_file::StatusFile::new(chrono::Utc::now());
     status.listeners = start_listeners(&config, &wiring, &admin_stop).await?.into();
     let status_path = home.status_file();
-    let chores = Chores { status: status.clone(), status_path: status_path.clone(), media_cache, media_limits, router, notifying };
+    let chores =
+        Chores { status: status.clone(), status_path: status_path.clone(), media_cache, media_limits, router, notifying, cluster_watch };
     let side_tasks = spawn_side_tasks(&wiring, &config, chores);
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
@@ -261,12 +264,14 @@ struct Chores {
     media_limits: CacheLimits,
     router: JoinHandle<()>,
     notifying: Option<JoinHandle<()>>,
+    /// With a store shared by replicas: the watch that keeps the cluster's view on the board.
+    cluster_watch: Option<JoinHandle<()>>,
 }
 
 /// Start the periodic chores and the courier's sweeper; returns every side task in the order
 /// they are stopped.
 fn spawn_side_tasks(wiring: &wiring::Wiring, config: &Config, chores: Chores) -> Vec<JoinHandle<()>> {
-    let Chores { status, status_path, media_cache, media_limits, router, notifying } = chores;
+    let Chores { status, status_path, media_cache, media_limits, router, notifying, cluster_watch } = chores;
     let store = wiring.store.clone();
     let status_task = ops::chores::spawn_status_writer(status, status_path, wiring.status_sources());
     let housekeeping = ops::chores::spawn_inbox_pruning(store.clone(), store.clone());
@@ -276,6 +281,7 @@ fn spawn_side_tasks(wiring: &wiring::Wiring, config: &Config, chores: Chores) ->
     let courier = tokio::spawn(wiring.turns().deliverer.courier().clone().run_sweeper());
     let mut side_tasks = vec![status_task, housekeeping, media_sweeper, router, courier];
     side_tasks.extend(heap_trimmer);
+    side_tasks.extend(cluster_watch);
     // The watchdog keeps being fed through the drain; it stops after the supervisors.
     side_tasks.extend(notifying);
     side_tasks

@@ -144,6 +144,8 @@ pub(crate) struct Metrics {
     adapter_state: Family<AdapterStateLabels, Gauge>,
     adapter_restarts: Family<PlatformLabel, Counter>,
     inbox_depth: Gauge,
+    store_reachable: Gauge,
+    connection_leases_held: Gauge,
     outbox_depth: Gauge,
     outbox_pending: Family<PlatformLabel, Gauge>,
     outbox_dead_letters: Family<PlatformLabel, Gauge>,
@@ -202,6 +204,8 @@ impl Metrics {
             adapter_state: Family::default(),
             adapter_restarts: Family::default(),
             inbox_depth: Gauge::default(),
+            store_reachable: Gauge::default(),
+            connection_leases_held: Gauge::default(),
             outbox_depth: Gauge::default(),
             outbox_pending: Family::default(),
             outbox_dead_letters: Family::default(),
@@ -248,6 +252,16 @@ impl Metrics {
         r.register("adapter_state", "1 for each adapter's current state, 0 for the others", self.adapter_state.clone());
         r.register("adapter_restarts", "Adapter runs that failed and were restarted", self.adapter_restarts.clone());
         r.register("inbox_depth", "Accepted inbound events not finished yet (sampled every 2 s)", self.inbox_depth.clone());
+        r.register(
+            "store_reachable",
+            "With a store shared by replicas: 1 while this replica reaches it, 0 when it does not",
+            self.store_reachable.clone(),
+        );
+        r.register(
+            "connection_leases_held",
+            "With a store shared by replicas: platform connections this replica holds the lease of",
+            self.connection_leases_held.clone(),
+        );
         r.register("outbox_depth", "Outbound messages being sent (including retries and rate-limit waits)", self.outbox_depth.clone());
         r.register("outbox_pending", "Outbound messages waiting to be delivered (sampled every 2 s)", self.outbox_pending.clone());
         r.register(
@@ -404,6 +418,13 @@ impl Metrics {
     pub(crate) fn mcp_call(&self, server: &str, outcome: &'static str) {
         let labels = ServerOutcomeLabels { server: self.mcp_servers.label(server), outcome };
         self.mcp_calls.get_or_create(&labels).inc();
+    }
+
+    /// This replica's view of a shared store: whether it reaches it, and how many connection
+    /// leases it holds.
+    pub(crate) fn set_cluster(&self, reachable: bool, leases_held: usize) {
+        self.store_reachable.set(i64::from(reachable));
+        self.connection_leases_held.set(as_gauge(leases_held));
     }
 
     pub(crate) fn set_inbox_depth(&self, unfinished: usize) {

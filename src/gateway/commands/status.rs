@@ -73,6 +73,9 @@ async fn status(reads: Reads<'_>, session: &SessionState, session_key: &str) -> 
     }
     text.push_str(&turn_lines(session, reads.approvals, session_key));
     text.push_str(&format!("**Platforms:** {}\n", platforms(reads.health)));
+    if let Some(cluster) = reads.health.snapshot().cluster {
+        text.push_str(&format!("**Replicas:** {}\n", cluster.lines(chrono::Utc::now()).join("\n")));
+    }
     if let Some(mcp) = mcp_line(&reads.health.mcp_servers()) {
         text.push_str(&format!("**MCP servers:** {mcp}\n"));
     }

@@ -13,7 +13,7 @@
 use crate::mcp::{McpHub, ServerStatus};
 use chrono::{DateTime, Utc};
 use hermes_adapter::HealthReporter;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -87,6 +87,59 @@ pub struct HealthSnapshot {
     pub adapters: Vec<AdapterStatus>,
     /// Each configured MCP server (none when the gateway has no hub or no server).
     pub mcp: Vec<McpServerHealth>,
+    /// With a store shared by replicas: this replica, whether it reaches the store, and who
+    /// holds each connection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterHealth>,
+}
+
+/// One replica's view of the cluster that shares its store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterHealth {
+    /// This replica's name.
+    pub replica: String,
+    /// `false` once the store has not answered for two thirds of a lease: the replica then
+    /// holds no connection and is not ready.
+    pub store_reachable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_error: Option<String>,
+    /// Every connection lease as last read, held or expired.
+    #[serde(default)]
+    pub leases: Vec<LeaseHealth>,
+}
+
+impl ClusterHealth {
+    /// What `hermes gateway status` and `/status` say of it, as seen at `now`: this replica and
+    /// its store, then each connection, who holds it and since when.
+    pub(crate) fn lines(&self, now: DateTime<Utc>) -> Vec<String> {
+        let store = match (&self.store_reachable, &self.store_error) {
+            (true, _) => "the shared store answers".to_string(),
+            (false, error) => format!(
+                "the shared store does NOT answer ({}): this replica holds no connection and is not ready",
+                error.as_deref().unwrap_or("no answer")
+            ),
+        };
+        let mut lines = vec![format!("replica: {} ({store})", self.replica)];
+        for lease in self.leases.iter().filter(|l| l.name.starts_with("connection:")) {
+            let connection = lease.name.trim_start_matches("connection:");
+            let mine = if lease.holder == self.replica { " (this replica)" } else { "" };
+            lines.push(if lease.expires_at > now {
+                format!("  {connection}: held by {}{mine} since {}", lease.holder, lease.since.format("%Y-%m-%d %H:%M:%S UTC"))
+            } else {
+                format!("  {connection}: free (last held by {}{mine})", lease.holder)
+            });
+        }
+        lines
+    }
+}
+
+/// One connection lease as operators see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaseHealth {
+    pub name: String,
+    pub holder: String,
+    pub since: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
 }
 
 /// One MCP server as operators see it.
@@ -161,11 +214,20 @@ pub struct HealthBoard {
     /// Adapters the gateway starts; until each has registered, the gateway is starting.
     expected: AtomicUsize,
     mcp: McpSource,
+    /// This replica's view of a shared store, when it has one.
+    cluster: Mutex<Option<ClusterHealth>>,
 }
 
 impl HealthBoard {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Record this replica's latest view of the shared store (`ops::lease::watch_cluster`).
+    pub(crate) fn set_cluster(&self, view: ClusterHealth) {
+        if let Ok(mut cluster) = self.cluster.lock() {
+            *cluster = Some(view);
+        }
     }
 
     pub fn register(&self, platform: &str, reporter: HealthReporter) {
@@ -281,6 +343,10 @@ impl HealthBoard {
             adapters.iter().all(|a| matches!(a.state, AdapterState::Connected | AdapterState::Paused | AdapterState::Standby));
         let draining = self.is_draining();
         let starting = adapters.len() < self.expected.load(Ordering::Acquire);
+        let cluster = self.cluster.lock().ok().and_then(|c| c.clone());
+        // A replica cut off from its shared store holds no connection and takes no work.
+        let store_reachable = cluster.as_ref().is_none_or(|c| c.store_reachable);
+        let all_connected = all_connected && store_reachable;
         HealthSnapshot {
             gateway: if draining {
                 "draining"
@@ -291,9 +357,10 @@ impl HealthBoard {
             } else {
                 "degraded"
             },
-            ready: all_connected && !draining && !starting,
+            ready: all_connected && !draining && !starting && store_reachable,
             adapters,
             mcp: self.mcp_servers().iter().map(McpServerHealth::from).collect(),
+            cluster,
         }
     }
 

@@ -10,6 +10,7 @@
 //! whatever the network does. Several leases spread over several replicas: a replica that holds
 //! more waits longer before taking a free one.
 
+use crate::gateway::ops::health::{ClusterHealth, HealthBoard, LeaseHealth};
 use crate::store::{Lease, Leases};
 use hermes_adapter::CredentialId;
 use std::sync::Arc;
@@ -172,6 +173,40 @@ async fn keep_renewing(owner: ConnectionLeases, name: String, token: i64, lost: 
     lost.cancel();
 }
 
+/// Keep this replica's view of the shared store on `board` (and `/metrics`): every third of a
+/// lease, whether the store answers and who holds each connection. The store counts as lost
+/// once it has not answered for two thirds of a lease, when the connections are given up too.
+pub(crate) fn watch_cluster(leases: ConnectionLeases, board: Arc<HealthBoard>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut answered = Instant::now();
+        let mut last = Vec::new();
+        loop {
+            let view = match leases.leases.leases().await {
+                Ok(all) => {
+                    answered = Instant::now();
+                    last = all.into_iter().map(LeaseHealth::from).collect();
+                    ClusterHealth { replica: leases.holder.clone(), store_reachable: true, store_error: None, leases: last.clone() }
+                }
+                Err(e) => ClusterHealth {
+                    replica: leases.holder.clone(),
+                    store_reachable: answered.elapsed() < leases.ttl * 2 / 3,
+                    store_error: Some(e.to_string()),
+                    leases: last.clone(),
+                },
+            };
+            crate::observe::metrics::global().set_cluster(view.store_reachable, leases.held.load(Ordering::Relaxed));
+            board.set_cluster(view);
+            tokio::time::sleep(leases.ttl / 3).await;
+        }
+    })
+}
+
+impl From<Lease> for LeaseHealth {
+    fn from(lease: Lease) -> Self {
+        LeaseHealth { name: lease.name, holder: lease.holder, since: lease.since, expires_at: lease.expires_at }
+    }
+}
+
 /// This replica's name when none is configured: the host, the process and a random part, so a
 /// restarted process is a new holder (its old tenure is over).
 pub(crate) fn default_replica_name() -> String {
@@ -191,7 +226,7 @@ async fn pause(duration: Duration, stop: &CancellationToken) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::ops::health::{AdapterState, HealthBoard};
+    use crate::gateway::ops::health::AdapterState;
     use crate::gateway::ops::supervisor::{self, Supervised, SupervisorLinks, SupervisorPolicy};
     use crate::store::{SqliteStore, StoreError};
     use async_trait::async_trait;
@@ -404,8 +439,20 @@ mod tests {
         assert_ne!(state(&a), Some(AdapterState::Connected), "the partitioned replica gave the connection up");
         assert_eq!(connection.most.load(Ordering::SeqCst), 1, "the standby started only after the holder stopped");
 
+        // Its watch says so: the store does not answer, so it is not ready.
+        let watch = watch_cluster(ConnectionLeases::new(a.way.clone(), "replica-a".into(), ttl), a.board.clone());
+        within(Duration::from_secs(5), || a.board.snapshot().cluster.is_some_and(|c| !c.store_reachable)).await;
+        let snapshot = a.board.snapshot();
+        assert!(!snapshot.ready, "{snapshot:?}");
+        let lines = snapshot.cluster.unwrap().lines(chrono::Utc::now()).join("\n");
+        assert!(lines.contains("replica: replica-a (the shared store does NOT answer (cannot reach"), "{lines}");
+
         // Healed, the old holder stands by: the lease is the other replica's now.
         a.way.cut.store(false, Ordering::SeqCst);
+        within(Duration::from_secs(5), || a.board.snapshot().cluster.is_some_and(|c| c.store_reachable)).await;
+        let lines = a.board.snapshot().cluster.unwrap().lines(chrono::Utc::now()).join("\n");
+        assert!(lines.contains("telegram-bot-token-") && lines.contains(": held by replica-b since"), "who holds it, since when: {lines}");
+        watch.abort();
         within(Duration::from_secs(5), || state(&a) == Some(AdapterState::Standby)).await;
         tokio::time::sleep(ttl).await;
         assert_eq!(connection.most.load(Ordering::SeqCst), 1);

@@ -208,7 +208,7 @@ mod tests {
     }
 
     fn snapshot(gateway: &'static str, adapters: Vec<AdapterStatus>) -> HealthSnapshot {
-        HealthSnapshot { gateway, ready: false, adapters, mcp: Vec::new() }
+        HealthSnapshot { gateway, ready: false, adapters, mcp: Vec::new(), cluster: None }
     }
 
     #[test]

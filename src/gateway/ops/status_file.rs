@@ -8,7 +8,7 @@
 //! gateway still reads.
 
 use crate::cron::status::TickerSnapshot;
-use crate::gateway::ops::health::{AdapterRecord, HealthSnapshot};
+use crate::gateway::ops::health::{AdapterRecord, ClusterHealth, HealthSnapshot};
 use crate::observe::metrics::Queues;
 use crate::store::QueueSummary;
 use chrono::{DateTime, Utc};
@@ -58,6 +58,9 @@ pub(crate) struct StatusFile {
     /// Resident memory of the gateway process, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
+    /// With a store shared by replicas: this replica, its store, and who holds each connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterHealth>,
     /// Events parked because processing them crashed, newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub poisoned: Vec<ParkedEvent>,
@@ -138,6 +141,7 @@ impl StatusFile {
             outbox_depth: 0,
             outbox: Vec::new(),
             rss_bytes: None,
+            cluster: None,
             poisoned: Vec::new(),
             updated_at: Utc::now(),
         }
@@ -162,6 +166,7 @@ impl StatusFile {
             .iter()
             .map(|m| McpStatus { name: m.name.clone(), state: m.state.into(), tools: m.tools, last_error: m.last_error.clone() })
             .collect();
+        self.cluster = snapshot.cluster.clone();
         self.rss_bytes = crate::observe::metrics::resident_memory_bytes();
         self.updated_at = Utc::now();
     }
@@ -243,6 +248,7 @@ impl StatusFile {
                 lines.push(outbox);
             }
             self.platform_lines(now, &mut lines);
+            lines.extend(self.cluster.iter().flat_map(|c| c.lines(now)));
             self.mcp_lines(&mut lines);
             if let Some(cron) = &self.cron {
                 lines.push(cron_line(cron, now));
