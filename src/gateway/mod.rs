@@ -61,6 +61,10 @@ pub enum ExitReason {
     Stopped,
     /// SIGUSR1 or `/restart`: exit 75 so the service manager starts us again.
     RestartRequested,
+    /// With a store shared by replicas: this replica stopped leading (it could not renew its
+    /// lease, so another may lead now). It stops at once, without draining, and exits 75: it
+    /// comes back as a standby, and the new leader replays what was left unfinished.
+    LeadershipLost,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -153,6 +157,14 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
     let auth = intake::access::authorization(&config, &home, &adapters, &platform_names);
     let wiring = wire(&config, &home, &adapters, auth.clone()).await?;
+    // With a shared store, one replica leads; the others wait here until it is gone.
+    let leading = match ops::lease::leader_leases(&config, &wiring.store) {
+        Some(leases) => match ops::lease::stand_by_until_leading(&leases, &options.shutdown, &home.status_file()).await? {
+            Some(held) => Some(held),
+            None => return Ok(ExitReason::Stopped),
+        },
+        None => None,
+    };
     let board = wiring.health.clone();
     board.expect_adapters(adapters.len());
     let (inbox, router) = open_intake(&wiring).await?;
@@ -178,7 +190,16 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let side_tasks = spawn_side_tasks(&wiring, &config, chores);
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
-    let reason = wait_for_signal(&options.shutdown, &wiring.actors.commands.restart).await?;
+    let reason = tokio::select! {
+        reason = wait_for_signal(&options.shutdown, &wiring.actors.commands.restart) => reason?,
+        () = ops::lease::lost_leadership(leading.as_ref()) => ExitReason::LeadershipLost,
+    };
+    if reason == ExitReason::LeadershipLost {
+        // Another replica may lead already and replay what is unfinished here: stop at once,
+        // as a crash would, rather than finish turns it will run too.
+        tracing::error!("this replica lost the lead (its lease could not be renewed); stopping now to come back as a standby");
+        return Ok(reason);
+    }
     notifier.stopping(&format!("{}; finishing running turns", exit_label(reason)));
     tracing::info!(?reason, "stopping: no new messages are accepted; finishing running turns");
     drain(&wiring, &inbox, ticking, Duration::from_secs(config.gateway.drain_timeout_secs)).await;
@@ -190,6 +211,10 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     write_final_status(status, &status_path, &wiring, reason);
     if let Err(e) = std::fs::write(&marker, b"") {
         tracing::warn!(error = %e, "cannot write the clean-shutdown marker");
+    }
+    if let Some(held) = leading {
+        // A standby leads at once instead of waiting for the lease to expire.
+        held.release().await;
     }
     tracing::info!("gateway stopped");
     Ok(reason)
@@ -234,7 +259,7 @@ fn connection_leases(config: &Config, store: &Store) -> Option<ops::lease::Conne
         return None;
     }
     let ttl = Duration::from_secs(config.store.lease_ttl_seconds.unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS));
-    let replica = config.store.replica.clone().unwrap_or_else(ops::lease::default_replica_name);
+    let replica = ops::lease::replica_name(config);
     tracing::info!(replica = %replica, ttl_secs = ttl.as_secs(), "platform connections are leased through the shared store");
     Some(ops::lease::ConnectionLeases::new(store.clone(), replica, ttl))
 }
@@ -312,6 +337,7 @@ fn exit_label(reason: ExitReason) -> &'static str {
     match reason {
         ExitReason::Stopped => "signal",
         ExitReason::RestartRequested => "restart_requested",
+        ExitReason::LeadershipLost => "leadership_lost",
     }
 }
 

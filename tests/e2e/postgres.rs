@@ -5,6 +5,7 @@
 use crate::support::{API_KEY, Setup, count, open_db};
 use hermes_fakes::FakeLlm;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// A URL for a fresh schema of its own on the test server, created here.
 async fn scratch_database() -> String {
@@ -20,10 +21,14 @@ async fn scratch_database() -> String {
 }
 
 async fn say(setup: &Setup, text: &str) -> String {
+    say_in(setup, "conv-ada", text).await
+}
+
+async fn say_in(setup: &Setup, session: &str, text: &str) -> String {
     let response = reqwest::Client::new()
         .post(setup.api("/v1/chat/completions"))
         .bearer_auth(API_KEY)
-        .header("X-Hermes-Session-Id", "conv-ada")
+        .header("X-Hermes-Session-Id", session)
         .json(&json!({"model": "hermes-agent", "messages": [{"role": "user", "content": text}]}))
         .send()
         .await
@@ -85,4 +90,67 @@ async fn migrate_without_a_database_or_a_home_store_says_what_to_do() {
     assert_eq!(status.code(), Some(1));
     assert!(err.contains("cannot reach the PostgreSQL store at hermes@127.0.0.1:1/nowhere"), "{err}");
     assert!(!err.contains("Wr0ng-Secret"), "{err}");
+}
+
+/// One replica of a cluster: its own home, the shared database, a short lease.
+fn replica(llm: &FakeLlm, url: &str, name: &str) -> Setup {
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("DATABASE_URL", url);
+    setup.write_config(&format!("store:\n  lease_ttl_seconds: 3\n  replica: {name}\n"));
+    setup
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_replica_leads_and_a_standby_takes_over_within_the_lease_when_the_leader_is_killed() {
+    let llm = FakeLlm::start().await;
+    let url = scratch_database().await;
+    let (first, second) = (replica(&llm, &url, "replica-a"), replica(&llm, &url, "replica-b"));
+    let mut leader = first.start().await;
+    let mut standby = second.spawn();
+    let standing_by = crate::support::eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(second.home.path().join("gateway_state.json")).is_ok_and(|s| s.contains("standby (replica-a leads"))
+    })
+    .await;
+    assert!(standing_by, "the second replica stands by and says for whom:\n{}", standby.log_text());
+    assert!(reqwest::get(second.api("/health")).await.is_err(), "a standby serves nothing");
+
+    assert_eq!(say(&first, "my name is Ada").await, "echo: my name is Ada");
+    let asked = llm.request_count();
+    assert!(!leader.signal(libc::SIGKILL).await.success());
+    let killed = std::time::Instant::now();
+    standby.wait_healthy(&second.api(""), Duration::from_secs(15)).await;
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(3 + 5), "taken over within the 3 s lease (and a start): {took:?}");
+
+    assert_eq!(say(&second, "what is my name?").await, "echo: what is my name?");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), asked + 1, "the killed leader's answered turn is not run again");
+    let sent: Vec<String> = requests.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    assert!(sent.iter().any(|c| c.contains("my name is Ada")), "the new leader has the history: {sent:?}");
+    let log = standby.log_text();
+    assert!(log.contains("this replica holds the connection") || log.contains("gateway running"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_that_stops_cleanly_hands_over_at_once() {
+    let llm = FakeLlm::start().await;
+    let url = scratch_database().await;
+    let (first, second) = (replica(&llm, &url, "replica-a"), replica(&llm, &url, "replica-b"));
+    let mut leader = first.start().await;
+    let mut standby = second.spawn();
+    assert!(
+        crate::support::eventually(Duration::from_secs(10), || std::fs::read_to_string(second.home.path().join("gateway_state.json"))
+            .is_ok_and(|s| s.contains("standby")))
+        .await
+    );
+    assert!(leader.signal(libc::SIGTERM).await.success());
+    let stopped = std::time::Instant::now();
+    standby.wait_healthy(&second.api(""), Duration::from_secs(15)).await;
+    assert!(stopped.elapsed() < Duration::from_secs(3), "released, not expired: {:?}", stopped.elapsed());
+    assert_eq!(say_in(&second, "conv-bob", "hello").await, "echo: hello");
 }

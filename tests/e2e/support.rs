@@ -92,13 +92,18 @@ impl Setup {
 
     /// Start `hermes gateway run` and wait until the API server answers `/health`.
     pub(crate) async fn start(&self) -> Gateway {
+        let mut gateway = self.spawn();
+        gateway.wait_healthy(&self.api(""), Duration::from_secs(20)).await;
+        gateway
+    }
+
+    /// Start `hermes gateway run` without waiting for it.
+    pub(crate) fn spawn(&self) -> Gateway {
         static STARTS: AtomicUsize = AtomicUsize::new(0);
         let log = self.home.path().join(format!("gateway-{}.log", STARTS.fetch_add(1, Ordering::Relaxed)));
         let file = std::fs::File::create(&log).expect("log file");
         let child = self.command(&["gateway", "run"]).stdout(Stdio::null()).stderr(file).spawn().expect("spawn hermes gateway run");
-        let mut gateway = Gateway { child: Some(child), log };
-        gateway.wait_healthy(&self.api(""), Duration::from_secs(20)).await;
-        gateway
+        Gateway { child: Some(child), log }
     }
 }
 
@@ -126,7 +131,9 @@ impl Gateway {
         self.child.as_ref().map(|c| c.id())
     }
 
-    async fn wait_healthy(&mut self, base: &str, timeout: Duration) {
+    /// Wait until the API server at `base` answers `/health`; panics with the log when the
+    /// gateway exits or `timeout` passes first.
+    pub(crate) async fn wait_healthy(&mut self, base: &str, timeout: Duration) {
         let client = reqwest::Client::new();
         let deadline = Instant::now() + timeout;
         loop {

@@ -34,8 +34,8 @@ pub(crate) struct ConnectionLeases {
 /// Why a replica does not hold a lease yet, for the health board.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Standby {
-    /// Another replica holds it, until about then (the store's clock).
-    HeldBy { holder: String, until: chrono::DateTime<chrono::Utc> },
+    /// Another replica holds lease `name`, until about then (the store's clock).
+    HeldBy { name: String, holder: String, until: chrono::DateTime<chrono::Utc> },
     /// The store did not answer.
     StoreUnreachable(String),
 }
@@ -43,8 +43,9 @@ pub(crate) enum Standby {
 impl std::fmt::Display for Standby {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Standby::HeldBy { holder, until } => {
-                write!(f, "standby: {holder} holds the connection (lease until {})", until.format("%H:%M:%S"))
+            Standby::HeldBy { name, holder, until } => {
+                let what = if name == LEADER_LEASE { "leads" } else { "holds the connection" };
+                write!(f, "standby: {holder} {what} (lease until {} UTC)", until.format("%H:%M:%S"))
             }
             Standby::StoreUnreachable(why) => write!(f, "standby: the store does not answer ({why})"),
         }
@@ -73,7 +74,7 @@ impl ConnectionLeases {
 
     /// Wait until this replica holds `name` (`None` when `stop` is cancelled first). `standby`
     /// hears each reason it does not yet.
-    pub(crate) async fn acquire(&self, name: &str, stop: &CancellationToken, standby: impl Fn(Standby)) -> Option<HeldLease> {
+    pub(crate) async fn acquire(&self, name: &str, stop: &CancellationToken, mut standby: impl FnMut(Standby)) -> Option<HeldLease> {
         loop {
             // The more this replica holds, the later it tries: of several replicas seeing a lease
             // free, the one holding fewest takes it.
@@ -95,7 +96,7 @@ impl ConnectionLeases {
     async fn current_holder(&self, name: &str) -> Standby {
         match self.leases.leases().await {
             Ok(all) => all.into_iter().find(|l| l.name == name).map_or(Standby::StoreUnreachable("the lease vanished".into()), |l| {
-                Standby::HeldBy { holder: l.holder, until: l.expires_at }
+                Standby::HeldBy { name: l.name, holder: l.holder, until: l.expires_at }
             }),
             Err(e) => Standby::StoreUnreachable(e.to_string()),
         }
@@ -204,6 +205,64 @@ pub(crate) fn watch_cluster(leases: ConnectionLeases, board: Arc<HealthBoard>) -
 impl From<Lease> for LeaseHealth {
     fn from(lease: Lease) -> Self {
         LeaseHealth { name: lease.name, holder: lease.holder, since: lease.since, expires_at: lease.expires_at }
+    }
+}
+
+/// The lease a replica holds to lead: run the router, the turns, the cron ticker and the
+/// adapters. One leader at a time keeps every turn in one process until sessions are shared
+/// between replicas; the others stand by and take over within the TTL.
+pub(crate) const LEADER_LEASE: &str = "gateway:leader";
+
+/// With a store shared by replicas, the leases this replica leads under (a holder of its own, so
+/// leading does not count against taking connections).
+pub(crate) fn leader_leases(config: &crate::config::Config, store: &crate::store::Store) -> Option<ConnectionLeases> {
+    if config.store.backend() != crate::config::StoreBackendName::Postgres {
+        return None;
+    }
+    let ttl = Duration::from_secs(config.store.lease_ttl_seconds.unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS));
+    Some(ConnectionLeases::new(store.clone(), replica_name(config), ttl))
+}
+
+/// This replica's name: `store.replica`, or one made up once per process.
+pub(crate) fn replica_name(config: &crate::config::Config) -> String {
+    static MADE_UP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    config.store.replica.clone().unwrap_or_else(|| MADE_UP.get_or_init(default_replica_name).clone())
+}
+
+/// Wait, as a standby, until this replica leads (`None`: stopped first, by SIGTERM, SIGINT or
+/// `shutdown`). The status file says it stands by, and for whom.
+pub(crate) async fn stand_by_until_leading(
+    leases: &ConnectionLeases,
+    shutdown: &CancellationToken,
+    status_path: &std::path::Path,
+) -> Result<Option<HeldLease>, crate::gateway::GatewayError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let io = |e: std::io::Error| crate::gateway::GatewayError::Io(format!("cannot install signal handlers: {e}"));
+    let (mut term, mut int) = (signal(SignalKind::terminate()).map_err(io)?, signal(SignalKind::interrupt()).map_err(io)?);
+    let stop = shutdown.child_token();
+    let mut status = crate::gateway::ops::status_file::StatusFile::new(chrono::Utc::now());
+    let say = move |why: Standby| {
+        tracing::info!(replica = %leases.holder, "{why}");
+        status.gateway_state = format!("standby ({})", why.to_string().trim_start_matches("standby: "));
+        status.updated_at = chrono::Utc::now();
+        if let Err(e) = status.write(status_path) {
+            tracing::warn!(error = %e, "cannot write the status file");
+        }
+    };
+    let lead = leases.acquire(LEADER_LEASE, &stop, say);
+    tokio::pin!(lead);
+    Ok(tokio::select! {
+        held = &mut lead => held,
+        _ = term.recv() => None,
+        _ = int.recv() => None,
+    })
+}
+
+/// Resolves when this replica stops leading; never when it leads alone (no shared store).
+pub(crate) async fn lost_leadership(leading: Option<&HeldLease>) {
+    match leading {
+        Some(held) => held.lost().await,
+        None => std::future::pending().await,
     }
 }
 
