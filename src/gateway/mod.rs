@@ -166,6 +166,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         None => None,
     };
     let board = wiring.health.clone();
+    if let Some(held) = &leading {
+        board.lead_under(held.clock());
+    }
     board.expect_adapters(adapters.len());
     let (inbox, router) = open_intake(&wiring).await?;
 

@@ -388,6 +388,7 @@ impl Courier {
                 self.record(&head.key, AttemptEnd::Closed { reason: reason.clone() }).await;
                 self.settle_waiters(&head.key, Outcome::GivenUp { reason });
             }
+            Attempted::NotLeading => self.lane_blocked(lane, "not leading"),
         }
     }
 
@@ -410,8 +411,19 @@ impl Courier {
         message.text = with_prefix(&prefix, &body);
         tracing::debug!(outbox_key = %head.key, attempt = head.attempts + 1, marked, "sending a queued part");
         if let Err(e) = self.outbox.outbox_begin_attempt(&head.key, marked).await {
-            // A crash before the end is recorded could then resend it once, marked.
-            tracing::warn!(outbox_key = %head.key, error = %e, "could not record a send attempt");
+            // Unrecorded, a send cut off by a crash would look never tried, and be sent again
+            // plainly (by this gateway after a restart, or by another replica): not now.
+            tracing::warn!(outbox_key = %head.key, error = %e, "could not record a send attempt; trying again later");
+            return Attempted::Retry {
+                at: now_ms() + FIRST_BACKOFF.as_millis() as i64,
+                error: format!("the outbox could not record the attempt: {e}"),
+            };
+        }
+        if self.health.as_ref().is_some_and(|h| !h.leads()) {
+            // The lead was lost while the attempt was recorded: a
+            // replica that no longer leads sends nothing, and the recorded attempt reads as cut
+            // off to whoever takes the part over (looked up, or resent once, marked).
+            return Attempted::NotLeading;
         }
         let _sending = metrics::global().sending();
         let fallbacks = Fallbacks { body, prefixed: !prefix.is_empty(), dialect };
@@ -528,10 +540,16 @@ impl Courier {
 
 enum Attempted {
     Sent(Option<String>),
-    Retry { at: i64, error: String },
+    Retry {
+        at: i64,
+        error: String,
+    },
     Ambiguous(String),
     Refused(String),
     Gone(String),
+    /// Not sent: this replica stopped leading (another may handle the part now). Nothing more is
+    /// written about it from here.
+    NotLeading,
 }
 
 /// Where a cut-off send stands once the platform was asked about it.

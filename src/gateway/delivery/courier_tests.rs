@@ -147,6 +147,29 @@ async fn a_transient_failure_is_retried_until_the_part_is_delivered_once() {
 }
 
 #[tokio::test]
+async fn a_replica_whose_lead_lapsed_sends_nothing_and_leaves_the_part_to_the_new_leader() {
+    use crate::gateway::ops::health::HealthBoard;
+    use crate::gateway::ops::lease::TenureClock;
+    let dir = tempfile::tempdir().unwrap();
+    let store: Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+    let chat = Scripted::new();
+    let adapters: HashMap<String, Arc<dyn PlatformAdapter>> =
+        HashMap::from([("chat".to_string(), chat.clone() as Arc<dyn PlatformAdapter>)]);
+    let board = Arc::new(HealthBoard::new());
+    // Renewed, then frozen past its bound (a SIGSTOP): the tenure is over on the local clock,
+    // before any renewal could say so.
+    board.lead_under(Arc::new(TenureClock::new(Duration::from_millis(100), tokio_util::sync::CancellationToken::new())));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let courier = Arc::new(Courier::new(adapters, store.clone(), Some(board), RetryPolicy::default()));
+    let outcomes = courier.dispatch(vec![row("c1", "t1:0", "hello", true)], Duration::from_millis(500)).await;
+    assert!(matches!(outcomes[0], Outcome::Queued), "{outcomes:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(chat.arrived("c1").is_empty(), "nothing is sent by a replica that no longer leads");
+    let stored = store.outbox_get("t1:0").await.unwrap().unwrap();
+    assert_eq!((stored.state.as_str(), stored.attempts), ("pending", 0), "the part waits, untouched, for the leader");
+}
+
+#[tokio::test]
 async fn a_chat_keeps_its_order_and_a_blocked_chat_holds_up_nobody() {
     let rig = rig(RetryPolicy::default()).await;
     // c1's first part fails twice; its second part must wait behind it.

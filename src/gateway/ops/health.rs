@@ -216,11 +216,25 @@ pub struct HealthBoard {
     mcp: McpSource,
     /// This replica's view of a shared store, when it has one.
     cluster: Mutex<Option<ClusterHealth>>,
+    /// With a shared store: the tenure this replica leads under. Nothing is sent once it is
+    /// over; unset (one machine), this replica always leads.
+    leading: OnceLock<Arc<crate::gateway::ops::lease::TenureClock>>,
 }
 
 impl HealthBoard {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// From now on, sends need `tenure` to be valid (`ops::lease`).
+    pub(crate) fn lead_under(&self, tenure: Arc<crate::gateway::ops::lease::TenureClock>) {
+        let _ = self.leading.set(tenure);
+    }
+
+    /// Whether this replica may act as the leader now: it has no shared store, or its tenure is
+    /// valid on the local clock.
+    pub(crate) fn leads(&self) -> bool {
+        self.leading.get().is_none_or(|tenure| tenure.valid())
     }
 
     /// Record this replica's latest view of the shared store (`ops::lease::watch_cluster`).
@@ -313,11 +327,15 @@ impl HealthBoard {
         self.slots.lock().ok().and_then(|s| s.get(platform).map(|slot| slot.delays.clone())).unwrap_or_default()
     }
 
-    /// Whether sends to `platform` are worth attempting: its adapter is connected, degraded (its
+    /// Whether sends to `platform` are worth attempting: this replica leads (see [`Self::leads`]),
+    /// and its adapter is connected, degraded (its
     /// receiving side is unwell; sending may still work) or stopped for shutdown (the answers of
     /// draining turns still go out). Starting, backing off, parked or paused: its parts wait. A
     /// platform not on the board (a gateway without supervisors, in tests) is assumed up.
     pub fn accepts_sends(&self, platform: &str) -> bool {
+        if !self.leads() {
+            return false;
+        }
         let Ok(slots) = self.slots.lock() else { return true };
         // The state operators see: the supervisor's, refined by the adapter's own reports.
         slots.get(platform).is_none_or(|slot| {

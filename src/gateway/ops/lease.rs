@@ -52,10 +52,40 @@ impl std::fmt::Display for Standby {
     }
 }
 
+/// Whether a tenure is still this replica's, on the local monotonic clock and without asking the
+/// store: not lost, and renewed within the bound after which the holder gives it up. A process
+/// that was frozen (SIGSTOP, a suspended VM) wakes with the bound long past, so it stops before
+/// its renewal task has even run again: checked right before each send.
+#[derive(Debug)]
+pub(crate) struct TenureClock {
+    renewed: std::sync::Mutex<Instant>,
+    bound: Duration,
+    lost: CancellationToken,
+}
+
+impl TenureClock {
+    /// A tenure just renewed, valid for `bound` without another renewal, over once `lost` is.
+    pub(crate) fn new(bound: Duration, lost: CancellationToken) -> TenureClock {
+        TenureClock { renewed: std::sync::Mutex::new(Instant::now()), bound, lost }
+    }
+
+    pub(crate) fn valid(&self) -> bool {
+        let renewed = self.renewed.lock().map(|at| *at).unwrap_or_else(|poisoned| *poisoned.into_inner());
+        !self.lost.is_cancelled() && renewed.elapsed() < self.bound
+    }
+
+    fn renewed_now(&self) {
+        if let Ok(mut at) = self.renewed.lock() {
+            *at = Instant::now();
+        }
+    }
+}
+
 /// A tenure this replica holds; renewed in the background until it is lost or released.
 pub(crate) struct HeldLease {
     name: String,
     token: i64,
+    clock: Arc<TenureClock>,
     lost: CancellationToken,
     renewing: JoinHandle<()>,
     owner: ConnectionLeases,
@@ -106,8 +136,9 @@ impl ConnectionLeases {
         self.held.fetch_add(1, Ordering::Relaxed);
         tracing::info!(lease = %lease.name, token = lease.token, "this replica holds the connection");
         let lost = CancellationToken::new();
-        let renewing = tokio::spawn(keep_renewing(self.clone(), lease.name.clone(), lease.token, lost.clone()));
-        HeldLease { name: lease.name, token: lease.token, lost, renewing, owner: self.clone() }
+        let clock = Arc::new(TenureClock::new(self.ttl * 2 / 3, lost.clone()));
+        let renewing = tokio::spawn(keep_renewing(self.clone(), lease.name.clone(), lease.token, clock.clone()));
+        HeldLease { name: lease.name, token: lease.token, clock, lost, renewing, owner: self.clone() }
     }
 }
 
@@ -115,6 +146,11 @@ impl HeldLease {
     /// Whether the tenure is over.
     pub(crate) fn is_lost(&self) -> bool {
         self.lost.is_cancelled()
+    }
+
+    /// The tenure's clock, for whoever must check it before acting (the courier).
+    pub(crate) fn clock(&self) -> Arc<TenureClock> {
+        self.clock.clone()
     }
 
     /// Resolves when the tenure is over: the connection must stop at once.
@@ -145,7 +181,7 @@ impl Drop for HeldLease {
 
 /// Renew every third of the TTL until a renewal is refused, or none has succeeded for two thirds
 /// of it; then cancel `lost`.
-async fn keep_renewing(owner: ConnectionLeases, name: String, token: i64, lost: CancellationToken) {
+async fn keep_renewing(owner: ConnectionLeases, name: String, token: i64, clock: Arc<TenureClock>) {
     let every = owner.ttl / 3;
     let give_up_after = owner.ttl * 2 / 3;
     let mut renewed = Instant::now();
@@ -155,8 +191,16 @@ async fn keep_renewing(owner: ConnectionLeases, name: String, token: i64, lost: 
         let wait = if failing { every / 5 } else { every };
         tokio::time::sleep(wait.min(give_up_after.saturating_sub(renewed.elapsed())).max(Duration::from_millis(10))).await;
         failing = false;
+        if !clock.valid() {
+            // Woken past the bound (the process was frozen): the tenure may be another's now.
+            tracing::warn!(lease = %name, token, "the lease went unrenewed past its bound (was the process paused?); stopping");
+            break;
+        }
         match owner.leases.lease_renew(&name, &owner.holder, token, owner.ttl).await {
-            Ok(true) => renewed = Instant::now(),
+            Ok(true) => {
+                renewed = Instant::now();
+                clock.renewed_now();
+            }
             Ok(false) => {
                 tracing::warn!(lease = %name, token, "the lease was lost (another replica holds it now); stopping the connection");
                 break;
@@ -171,7 +215,7 @@ async fn keep_renewing(owner: ConnectionLeases, name: String, token: i64, lost: 
             }
         }
     }
-    lost.cancel();
+    clock.lost.cancel();
 }
 
 /// Keep this replica's view of the shared store on `board` (and `/metrics`): every third of a
