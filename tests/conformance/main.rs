@@ -49,6 +49,8 @@ mod outages_peers;
 mod pacing;
 mod pairing;
 mod peer;
+#[cfg(feature = "postgres")]
+mod replicas;
 mod slack;
 mod slack_scenarios;
 mod suite;

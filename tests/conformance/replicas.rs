@@ -1,0 +1,154 @@
+//! Replicas sharing a real PostgreSQL, as whole processes against the fake Telegram (which
+//! enforces its limits): one replica leads and holds the connection, the others stand by; a
+//! leader killed or frozen mid-traffic is replaced within the lease, and every message is still
+//! answered exactly once.
+
+use crate::outages::read_answer;
+use crate::peer::ChatPeer;
+use crate::support::{Gateway, Setup, eventually};
+use crate::telegram::TelegramPeer;
+use hermes_fakes::{FakeLlm, Reply};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// The replicas' lease: short, so a test sees several takeovers.
+const TTL_SECS: u64 = 3;
+
+/// A URL for a fresh schema of its own on the test server, created here.
+async fn scratch_database() -> String {
+    let server = std::env::var("HERMES_TEST_POSTGRES_URL")
+        .expect("HERMES_TEST_POSTGRES_URL is not set: run the tests under tests/peers/run.sh (it starts PostgreSQL)");
+    let schema = format!("replicas_{}", uuid::Uuid::new_v4().simple());
+    let (client, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
+    let driver = tokio::spawn(connection);
+    client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("a scratch schema");
+    drop(client);
+    let _ = driver.await;
+    format!("{server}?options=-c%20search_path%3D{schema}&sslmode=disable")
+}
+
+/// One replica: its own home, the shared database and the shared bot.
+fn replica(llm: &FakeLlm, peer: &TelegramPeer, url: &str, name: &str) -> Setup {
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    setup.set("DATABASE_URL", url);
+    let platforms = peer.configure(&mut setup);
+    setup.write_config(&format!(
+        "platforms:\n{platforms}\ndisplay:\n  busy_input_mode: queue\nstore:\n  lease_ttl_seconds: {TTL_SECS}\n  replica: {name}\n"
+    ));
+    setup
+}
+
+/// How many times each answer reached its chat, however it was marked.
+fn answer_counts(peer: &TelegramPeer) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for (answer, _, _) in peer.fake.sent().iter().filter_map(|m| read_answer(&m.text)) {
+        *counts.entry(answer).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Waits until every expected answer arrived; then none may have arrived twice.
+async fn every_answer_once(peer: &TelegramPeer, expected: &[String], logs: &str) {
+    let all = eventually(Duration::from_secs(240), || {
+        let counts = answer_counts(peer);
+        expected.iter().all(|a| counts.contains_key(a))
+    })
+    .await;
+    let counts = answer_counts(peer);
+    let missing: Vec<&String> = expected.iter().filter(|a| !counts.contains_key(*a)).collect();
+    assert!(all, "{} answers lost: {:?}…\n{logs}", missing.len(), missing.iter().take(10).collect::<Vec<_>>());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let doubled: Vec<(String, usize)> = answer_counts(peer).into_iter().filter(|(_, n)| *n > 1).collect();
+    assert!(doubled.is_empty(), "delivered twice: {doubled:?}");
+    assert_eq!(answer_counts(peer).len(), expected.len(), "every answer exactly once");
+    assert_eq!(peer.fake.pending_updates(), 0, "every update was confirmed to Telegram");
+}
+
+/// Whichever of `standbys` answers `/health` first: the new leader, and how long it took.
+async fn new_leader(standbys: &mut [(Setup, Gateway)], since: Instant) -> (usize, Duration) {
+    let client = reqwest::Client::new();
+    loop {
+        for (i, (setup, _)) in standbys.iter().enumerate() {
+            if client.get(setup.api("/health")).send().await.is_ok_and(|r| r.status().is_success()) {
+                return (i, since.elapsed());
+            }
+        }
+        assert!(since.elapsed() < Duration::from_secs(30), "no standby took over");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_300_messages_the_leader_killed_mid_way_every_message_answered_once() {
+    let llm = FakeLlm::start().await;
+    llm.set_default(Reply::Echo);
+    let peer = TelegramPeer::start().await;
+    let url = scratch_database().await;
+    let first = replica(&llm, &peer, &url, "replica-a");
+    let mut leader = first.start().await;
+    let mut standbys: Vec<(Setup, Gateway)> = ["replica-b", "replica-c"]
+        .into_iter()
+        .map(|name| {
+            let setup = replica(&llm, &peer, &url, name);
+            let gateway = setup.spawn();
+            (setup, gateway)
+        })
+        .collect();
+
+    let (users, per_user) = (30u32, 10u32);
+    let mut expected = Vec::new();
+    let mut killed = None;
+    for k in 1..=per_user {
+        for user in 1..=users {
+            peer.dm(user, &format!("u{user}-m{k}")).await;
+            expected.push(format!("echo: u{user}-m{k}"));
+        }
+        if k == per_user / 2 {
+            assert!(!leader.signal(libc::SIGKILL).await.success());
+            killed = Some(Instant::now());
+        }
+    }
+    let (which, took) = new_leader(&mut standbys, killed.expect("killed mid-way")).await;
+    assert!(took < Duration::from_secs(TTL_SECS + 5), "a standby led within the {TTL_SECS} s lease (and its start): {took:?}");
+    let logs = standbys[which].1.log_text();
+    every_answer_once(&peer, &expected, &logs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_frozen_for_twice_the_lease_wakes_up_sends_nothing_and_steps_down() {
+    let llm = FakeLlm::start().await;
+    // Slow answers: the leader is frozen with turns under way.
+    llm.set_default(Reply::Delay(Duration::from_millis(800), Box::new(Reply::Echo)));
+    let peer = TelegramPeer::start().await;
+    let url = scratch_database().await;
+    let first = replica(&llm, &peer, &url, "replica-a");
+    let mut leader = first.start().await;
+    let second = replica(&llm, &peer, &url, "replica-b");
+    let mut standby = second.spawn();
+
+    let mut expected = Vec::new();
+    for user in 1..=10 {
+        peer.dm(user, &format!("before-{user}")).await;
+        expected.push(format!("echo: before-{user}"));
+    }
+    let pid = leader.pid().expect("the leader runs") as libc::pid_t;
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let frozen = Instant::now();
+    for user in 1..=10 {
+        peer.dm(user, &format!("during-{user}")).await;
+        expected.push(format!("echo: during-{user}"));
+    }
+    standby.wait_healthy(&second.api(""), Duration::from_secs(20)).await;
+    let took = frozen.elapsed();
+    tokio::time::sleep(Duration::from_secs(2 * TTL_SECS).saturating_sub(took)).await;
+    let sent_before_waking = peer.fake.sent().len();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let exit = leader.wait_exit().await;
+    assert_eq!(exit.code(), Some(75), "the woken replica steps down to come back as a standby:\n{}", leader.log_text());
+    assert!(leader.log_text().contains("lost the lead"), "{}", leader.log_text());
+    every_answer_once(&peer, &expected, &standby.log_text()).await;
+    assert!(peer.fake.sent().len() >= sent_before_waking);
+}
