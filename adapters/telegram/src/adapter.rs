@@ -1,10 +1,11 @@
 //! [`TelegramAdapter`]: the send side (messages, edits, typing, buttons; files in
-//! `crate::files`) and the entry to the polling loop in [`crate::poll`].
+//! `crate::files`) and the entry to the polling loop in [`crate::poll`] or the webhook in
+//! [`crate::webhook`].
 
 use crate::budget::Budget;
 use crate::errors::{self, classify};
 use crate::files::Upload;
-use crate::settings::TelegramSettings;
+use crate::settings::{Mode, TelegramSettings};
 use async_trait::async_trait;
 use hermes_adapter::render::telegram_html::html_to_plain;
 use hermes_adapter::{
@@ -231,11 +232,19 @@ impl PlatformAdapter for TelegramAdapter {
     }
 
     async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
-        crate::poll::run(self, ctx).await
+        match &self.settings.mode {
+            Mode::Polling => crate::poll::run(self, ctx).await,
+            Mode::Webhook(hook) => crate::webhook::run(self, ctx, hook).await,
+        }
     }
 
+    /// Only one process may long-poll a token, so polling is leased by it; any replica may serve
+    /// webhook deliveries, so there is nothing to lease.
     fn credential(&self) -> Option<hermes_adapter::CredentialId> {
-        Some(hermes_adapter::CredentialId::new("Telegram bot token", &self.settings.token))
+        match self.settings.mode {
+            Mode::Polling => Some(hermes_adapter::CredentialId::new("Telegram bot token", &self.settings.token)),
+            Mode::Webhook(_) => None,
+        }
     }
 
     async fn probe(&self) -> Result<Option<String>, AdapterError> {
@@ -280,8 +289,9 @@ impl PlatformAdapter for TelegramAdapter {
     }
 
     fn liveness_timeout(&self) -> Option<Duration> {
-        // Every long poll returns within its timeout; one that has not for this long is stuck.
-        Some(self.settings.poll_timeout + Duration::from_secs(20))
+        // Every long poll returns within its timeout; one that has not for this long is stuck. A
+        // webhook waits for Telegram's calls, and a quiet bot gets none.
+        matches!(self.settings.mode, Mode::Polling).then(|| self.settings.poll_timeout + Duration::from_secs(20))
     }
 
     async fn typing(&self, target: &ChatTarget) -> Result<(), SendError> {

@@ -1,10 +1,13 @@
 //! `platforms.telegram`: the adapter's keys of the block, their environment variables and
 //! documentation, and the [`REGISTRATION`] that turns them into a [`TelegramAdapter`].
 
+use crate::settings::{Mode, WebhookSettings};
+use crate::webhook::keys;
 use crate::{SendBudget, TelegramAdapter, TelegramSettings};
 use hermes_adapter::registration::{
     self, BuildContext, BuildError, EnvKind, EnvVar, ErasedConfig, HomeVars, PairingOffer, PlatformFacts, Registration,
 };
+use hermes_adapter::secret::{self, Secret};
 use hermes_adapter::values::string_list;
 use hermes_adapter::{AdapterConfig, Extra, PlatformAdapter, SettingError};
 use serde::{Deserialize, Serialize};
@@ -12,7 +15,7 @@ use std::sync::Arc;
 
 /// The adapter's keys of `platforms.telegram` (the gateway keeps token, allowlists and home
 /// channel).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TelegramConfig {
     /// Replaces `https://api.telegram.org` (a self-hosted Bot API server, a test fake).
@@ -24,13 +27,74 @@ pub struct TelegramConfig {
     pub free_response_chats: Vec<String>,
     /// Outbound rate limits kept by the gateway.
     pub send_budget: SendBudget,
+    /// `polling` (default) or `webhook`.
+    pub mode: TelegramMode,
+    /// Webhook mode: the public HTTPS URL Telegram POSTs updates to.
+    pub webhook_url: Option<String>,
+    /// Webhook mode: the local address listened on; unset means 127.0.0.1.
+    pub webhook_host: Option<String>,
+    /// Webhook mode: the local port listened on.
+    pub webhook_port: u16,
+    /// Webhook mode: Telegram's `secret_token`, checked on every POST.
+    #[serde(deserialize_with = "secret::optional")]
+    pub webhook_secret: Option<Secret>,
     /// Free-form settings, passed through unchecked.
     pub extra: Extra,
 }
 
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        Self {
+            api_base_url: None,
+            require_mention: None,
+            free_response_chats: Vec::new(),
+            send_budget: SendBudget::default(),
+            mode: TelegramMode::Polling,
+            webhook_url: None,
+            webhook_host: None,
+            webhook_port: keys::DEFAULT_PORT,
+            webhook_secret: None,
+            extra: Extra::default(),
+        }
+    }
+}
+
+/// `platforms.telegram.mode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TelegramMode {
+    #[default]
+    Polling,
+    Webhook,
+}
+
+impl TelegramConfig {
+    /// The webhook settings, checked, in webhook mode; `None` when polling.
+    fn webhook(&self) -> Result<Option<WebhookSettings>, SettingError> {
+        if self.mode == TelegramMode::Polling {
+            return Ok(None);
+        }
+        let url = keys::url(self.webhook_url.as_deref())?;
+        let host = keys::host(self.webhook_host.as_deref())?;
+        let port = keys::port(self.webhook_port)?;
+        let secret = keys::secret(self.webhook_secret.as_ref())?;
+        Ok(Some(WebhookSettings { url, host, port, secret }))
+    }
+}
+
 impl AdapterConfig for TelegramConfig {
     fn validate(&self, _enabled: bool) -> Result<(), SettingError> {
-        self.send_budget.check()
+        self.send_budget.check()?;
+        self.webhook().map(|_| ())
+    }
+
+    fn secrets(&self) -> Vec<String> {
+        self.webhook_secret.iter().map(|s| s.expose().to_string()).collect()
+    }
+
+    fn listener(&self) -> Option<(String, u16)> {
+        (self.mode == TelegramMode::Webhook)
+            .then(|| (self.webhook_host.clone().unwrap_or_else(|| keys::DEFAULT_HOST.to_string()), self.webhook_port))
     }
 }
 
@@ -77,6 +141,13 @@ const ENV: &[EnvVar] = &[
         example: "-100123",
         description: "the same, Hermes' other spelling (wins)",
     },
+    EnvVar {
+        name: "TELEGRAM_WEBHOOK_SECRET",
+        key: "webhook_secret",
+        kind: EnvKind::Secret,
+        example: "",
+        description: "webhook mode: the secret_token Telegram sends back, 16-256 of A-Z a-z 0-9 _ -",
+    },
 ];
 
 const EXAMPLE: &str = "    enabled: null                      # null: enabled when a token is set; false switches it off
@@ -96,13 +167,22 @@ const EXAMPLE: &str = "    enabled: null                      # null: enabled wh
       global_per_second: 30            # kept under Telegram's flood limits
       per_chat_per_second: 1
       group_per_minute: 20
+    mode: polling                      # polling: getUpdates, one process per token; webhook: Telegram POSTs
+                                       # each update to webhook_url, so any replica behind it may take it
+    webhook_url: null                  # webhook mode: the public https:// URL Telegram calls (port 443, 80,
+                                       # 88 or 8443); its path is served locally
+    webhook_host: null                 # webhook mode: local address to listen on (null: 127.0.0.1); put a
+                                       # TLS-terminating reverse proxy in front
+    webhook_port: 8645                 # webhook mode: local port to listen on
+    webhook_secret: null               # webhook mode: secret Telegram sends in X-Telegram-Bot-Api-Secret-Token,
+                                       # 16-256 of A-Z a-z 0-9 _ - (TELEGRAM_WEBHOOK_SECRET)
     extra: {}                          # free-form adapter settings, passed through unchecked
 ";
 
 /// The Telegram adapter as the gateway registers it.
 pub const REGISTRATION: Registration = Registration {
     platform: "telegram",
-    summary: "Telegram bot (long polling through the Bot API).",
+    summary: "Telegram bot (long polling or a webhook, through the Bot API).",
     env: ENV,
     example_yaml: EXAMPLE,
     allowlist_entry_problem: Some(crate::allowlist::entry_problem),
@@ -128,6 +208,10 @@ fn build(config: &dyn ErasedConfig, ctx: &BuildContext<'_>) -> Result<Arc<dyn Pl
     settings.link_previews = ctx.link_previews;
     settings.media_limits = ctx.media_limits;
     settings.budget = config.send_budget;
+    settings.mode = match config.webhook().map_err(|e| BuildError::new(Some(""), e.to_string()))? {
+        Some(webhook) => Mode::Webhook(webhook),
+        None => Mode::Polling,
+    };
     let adapter = TelegramAdapter::new(settings).map_err(|e| BuildError::new(Some(""), e.to_string()))?;
     Ok(Arc::new(adapter))
 }
@@ -156,5 +240,53 @@ mod tests {
         }
         assert!(budget_error(serde_json::json!({"per_hour": 5})).contains("per_hour"), "an unknown key is named");
         assert_eq!(budget_error(serde_json::json!({})), "", "the published limits by default");
+    }
+
+    /// A `platforms.telegram` block with `TELEGRAM_WEBHOOK_SECRET` set to `env_secret`, parsed.
+    fn block_error(block: serde_json::Value, env_secret: Option<&str>) -> String {
+        let lookup = |name: &str| (name == "TELEGRAM_WEBHOOK_SECRET").then(|| env_secret.map(str::to_string)).flatten();
+        let input = registration::BlockInput { block: &block, env: &lookup, vars: ENV, enabled: true };
+        match registration::parse::<TelegramConfig>(&input) {
+            Ok(_) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn webhook_settings_are_refused_naming_their_key() {
+        let good = || serde_json::json!({"mode": "webhook", "webhook_url": "https://bot.example.org/tg", "webhook_secret": "f3A9_k2L-q8Zr7Xw1bN0"});
+        assert_eq!(block_error(good(), None), "");
+        let with = |key: &str, value: serde_json::Value| {
+            let mut block = good();
+            block[key] = value;
+            block_error(block, None)
+        };
+        for (key, value) in [
+            ("webhook_url", serde_json::Value::Null),
+            ("webhook_url", serde_json::json!("http://bot.example.org/tg")),
+            ("webhook_url", serde_json::json!("https://bot.example.org:9000/tg")),
+            ("webhook_secret", serde_json::Value::Null),
+            ("webhook_secret", serde_json::json!("short")),
+            ("webhook_secret", serde_json::json!("changeme-changeme-123")),
+            ("webhook_secret", serde_json::json!("not allowed here!!1234")),
+            ("webhook_host", serde_json::json!("bot.example.org")),
+            ("webhook_port", serde_json::json!(0)),
+        ] {
+            let err = with(key, value.clone());
+            assert!(err.contains(key), "{key} = {value}: {err}");
+            assert!(!err.contains("changeme-changeme-123"), "a secret is never quoted: {err}");
+        }
+        assert!(with("mode", serde_json::json!("push")).contains("mode"));
+        let mut from_env = good();
+        from_env["webhook_secret"] = serde_json::Value::Null;
+        assert_eq!(block_error(from_env, Some("f3A9_k2L-q8Zr7Xw1bN0")), "", "TELEGRAM_WEBHOOK_SECRET supplies it");
+        assert_eq!(block_error(serde_json::json!({"webhook_port": 0}), None), "", "polling ignores the webhook keys");
+    }
+
+    #[test]
+    fn the_webhook_secret_is_a_secret() {
+        let config = TelegramConfig { webhook_secret: Some(Secret::new("f3A9_k2L-q8Zr7Xw1bN0")), ..TelegramConfig::default() };
+        assert_eq!(AdapterConfig::secrets(&config), ["f3A9_k2L-q8Zr7Xw1bN0"]);
+        assert!(REGISTRATION.secret_env_names().any(|name| name == "TELEGRAM_WEBHOOK_SECRET"));
     }
 }

@@ -16,6 +16,18 @@ pub fn is_thread_not_found(error: &RequestError) -> bool {
     matches!(error, RequestError::Api(ApiError::Unknown(d)) if d.contains("message thread not found"))
 }
 
+/// `getUpdates` refused because a webhook is set. teloxide recognises only the bare phrase
+/// ([`ApiError::CantGetUpdates`]); Telegram words it "Conflict: can't use getUpdates method while
+/// webhook is active; use deleteWebhook to delete the webhook first", which teloxide leaves
+/// `Unknown`.
+pub fn is_webhook_active(error: &RequestError) -> bool {
+    match error {
+        RequestError::Api(ApiError::CantGetUpdates) => true,
+        RequestError::Api(ApiError::Unknown(d)) => d.contains("can't use getUpdates method while webhook is active"),
+        _ => false,
+    }
+}
+
 pub fn classify(error: RequestError) -> SendError {
     match error {
         RequestError::RetryAfter(wait) => SendError::RateLimited { retry_after: wait.duration() },

@@ -4,6 +4,7 @@
 //!   typing, buttons — with the send budget and inline handling of short flood waits.
 //! * [`poll`]: long polling whose offset advances only after the gateway's inbox accepted the
 //!   updates; conflicts and stalls are survived.
+//! * [`webhook`]: webhook mode — Telegram POSTs updates to any replica; stored like polled ones.
 //! * [`inbound`]: updates → events (DMs, groups, forum topics, mention gating, button presses).
 //! * [`budget`]: Telegram's flood limits kept on our side.
 //! * [`media`]: inbound voice notes, audio, photos, videos and documents checked against the
@@ -28,7 +29,8 @@ pub mod media;
 pub mod poll;
 mod probe;
 pub mod settings;
+pub mod webhook;
 
 pub use adapter::{TelegramAdapter, TelegramError};
 pub use config::{REGISTRATION, TelegramConfig};
-pub use settings::{SendBudget, TelegramSettings};
+pub use settings::{Mode, SendBudget, TelegramSettings, WebhookSettings};

@@ -7,9 +7,10 @@
 //! reconnects with backoff; a poll that hangs is caught by the supervisor's liveness watch.
 
 use crate::adapter::TelegramAdapter;
+use crate::errors;
 use crate::inbound::{self, Gate, Identity, Inbound, IncomingFile};
 use crate::media;
-use hermes_adapter::{AdapterContext, AdapterError, Attachment, InboundEvent, MediaCache};
+use hermes_adapter::{AcceptOutcome, AdapterContext, AdapterError, Attachment, InboundEvent, MediaCache};
 use std::future::IntoFuture;
 use std::time::Duration;
 use teloxide::payloads::{AnswerCallbackQuerySetters, DeleteWebhookSetters, GetUpdatesSetters};
@@ -18,12 +19,11 @@ use teloxide::types::{AllowedUpdate, BotCommand, CallbackQueryId, Update};
 use teloxide::{ApiError, RequestError};
 
 const MAX_CONFLICT_BACKOFF: Duration = Duration::from_secs(60);
+/// The kinds of update asked for, by long polling and by `setWebhook` alike.
+pub(crate) const ALLOWED_UPDATES: [AllowedUpdate; 3] = [AllowedUpdate::Message, AllowedUpdate::EditedMessage, AllowedUpdate::CallbackQuery];
 
 pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), AdapterError> {
-    let gate = Gate {
-        require_mention: adapter.settings.require_mention,
-        free_response_chats: adapter.settings.free_response_chats.iter().filter_map(|c| c.trim().parse().ok()).collect(),
-    };
+    let gate = gate(adapter);
     // getMe runs alongside the first poll instead of before it: start-up latency is one round
     // trip, and updates are classified only once the bot's name is known.
     let mut poller = Poller { identity: Some(tokio::spawn(identify(adapter.bot.clone()))), me: None, offset: 0, conflicts: 0 };
@@ -38,6 +38,14 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
         if let Some(last) = store_batch(adapter, &ctx, me, &gate, &updates).await? {
             poller.offset = last as i32 + 1;
         }
+    }
+}
+
+/// Group gating as configured.
+pub(crate) fn gate(adapter: &TelegramAdapter) -> Gate {
+    Gate {
+        require_mention: adapter.settings.require_mention,
+        free_response_chats: adapter.settings.free_response_chats.iter().filter_map(|c| c.trim().parse().ok()).collect(),
     }
 }
 
@@ -70,7 +78,7 @@ impl Poller {
             .offset(self.offset)
             .limit(100)
             .timeout(adapter.settings.poll_timeout.as_secs() as u32)
-            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::EditedMessage, AllowedUpdate::CallbackQuery]);
+            .allowed_updates(ALLOWED_UPDATES);
         let mut request = std::pin::pin!(request.into_future());
         let result = loop {
             tokio::select! {
@@ -117,7 +125,7 @@ impl Poller {
                 ctx.health.progress();
                 Ok(waited(sleep_or_stop(ctx, wait).await))
             }
-            RequestError::Api(ApiError::CantGetUpdates) => {
+            e if errors::is_webhook_active(&e) => {
                 tracing::warn!("a webhook is set for this bot; deleting it to use long polling");
                 if let Err(e) = adapter.poll_bot.delete_webhook().drop_pending_updates(false).await {
                     return Err(AdapterError::retryable("telegram_webhook", format!("could not delete the webhook: {e}")));
@@ -155,8 +163,9 @@ impl Poller {
 const NOT_ALLOWED: &str = "⛔ Not allowed: you are not an allowed user of this bot.";
 
 /// Store a batch in the inbox in one write and answer its button presses; the id of its last
-/// update once stored (the offset may then move past it), `None` for an empty batch.
-async fn store_batch(
+/// update once stored (the offset may then move past it), `None` for an empty batch. Webhook
+/// deliveries come through here too, one update at a time.
+pub(crate) async fn store_batch(
     adapter: &TelegramAdapter,
     ctx: &AdapterContext,
     me: &Identity,
@@ -165,39 +174,51 @@ async fn store_batch(
 ) -> Result<Option<u32>, AdapterError> {
     let Some(last) = updates.last().map(|u| u.id.0) else { return Ok(None) };
     let mut events = Vec::with_capacity(updates.len());
+    // Per stored event: the button press to answer once it is stored, if it is one.
     let mut presses = Vec::new();
     for update in updates {
         match prepare(adapter, ctx, me, gate, update).await {
-            Prepared::Event(event) => events.push(*event),
+            Prepared::Event(event) => {
+                events.push(*event);
+                presses.push(None);
+            }
             Prepared::Press { event, query_id } => {
                 // A stranger's press is stored like any event (the router refuses it); the
                 // presser alone is told, in the button's own toast, not the whole chat.
                 let allowed = ctx.sender_allowed(&event.source);
                 events.push(*event);
-                presses.push((query_id, allowed));
+                presses.push(Some((query_id, allowed)));
             }
             Prepared::Ignored => {}
         }
     }
-    if let Err(e) = ctx.accept_all(events).await {
+    let outcomes = match ctx.accept_all(events).await {
+        Ok(outcomes) => outcomes,
         // Not confirmed: Telegram sends the batch again next time (duplicates are dropped).
-        return Err(AdapterError::retryable("telegram_inbox", format!("the inbox refused updates up to {last}: {e}")));
-    }
-    for (query_id, allowed) in presses {
-        // Stops the button's spinner (and refuses a stranger); failing it loses nothing.
-        let bot = adapter.bot.clone();
-        tokio::spawn(async move {
-            let answer = bot.answer_callback_query(CallbackQueryId(query_id));
-            let answer = if allowed { answer } else { answer.text(NOT_ALLOWED).show_alert(true) };
-            if let Err(e) = answer.await {
-                tracing::debug!("answerCallbackQuery failed: {e}");
-            }
-        });
+        Err(e) => return Err(AdapterError::retryable("telegram_inbox", format!("the inbox refused updates up to {last}: {e}"))),
+    };
+    // A redelivered press was answered the first time it was stored.
+    let fresh = presses.into_iter().zip(outcomes).filter(|(_, outcome)| *outcome == AcceptOutcome::Accepted);
+    for (query_id, allowed) in fresh.filter_map(|(press, _)| press) {
+        answer_press(adapter, query_id, allowed);
     }
     Ok(Some(last))
 }
 
-async fn identify(bot: teloxide::Bot) -> Result<Identity, AdapterError> {
+/// Stops the button's spinner (and refuses a stranger), in the background: failing it loses
+/// nothing.
+fn answer_press(adapter: &TelegramAdapter, query_id: String, allowed: bool) {
+    let bot = adapter.bot.clone();
+    tokio::spawn(async move {
+        let answer = bot.answer_callback_query(CallbackQueryId(query_id));
+        let answer = if allowed { answer } else { answer.text(NOT_ALLOWED).show_alert(true) };
+        if let Err(e) = answer.await {
+            tracing::debug!("answerCallbackQuery failed: {e}");
+        }
+    });
+}
+
+pub(crate) async fn identify(bot: teloxide::Bot) -> Result<Identity, AdapterError> {
     match bot.get_me().await {
         Ok(me) => Ok(Identity { bot_id: me.id.0, username: me.username.clone().unwrap_or_default().to_ascii_lowercase() }),
         Err(RequestError::Api(ApiError::InvalidToken)) => {
@@ -269,7 +290,7 @@ async fn confirm(adapter: &TelegramAdapter, offset: i32) {
 
 /// The command menu, published in the background: it decorates the client and must not delay
 /// the first poll.
-fn publish_commands(adapter: &TelegramAdapter) {
+pub(crate) fn publish_commands(adapter: &TelegramAdapter) {
     let commands: Vec<BotCommand> = adapter
         .settings
         .commands

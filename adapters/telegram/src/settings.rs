@@ -1,7 +1,7 @@
 //! What the Telegram adapter is configured with, already resolved from config and environment by
 //! the gateway (this crate never reads the environment itself).
 
-use hermes_adapter::MediaLimits;
+use hermes_adapter::{MediaLimits, Secret};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -61,6 +61,29 @@ pub struct TelegramSettings {
     pub commands: Vec<(String, String)>,
     /// Let Telegram show link previews under the bot's messages (`display.link_previews`).
     pub link_previews: bool,
+    /// How updates arrive: long polling (one process per token) or a webhook (any replica).
+    pub mode: Mode,
+}
+
+/// How Telegram hands the bot its updates.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mode {
+    /// `getUpdates` long polling: only one process may poll a token, so the supervisor leases it.
+    Polling,
+    /// Telegram POSTs each update to a public URL; every replica behind it may serve it.
+    Webhook(WebhookSettings),
+}
+
+/// Where Telegram calls, where we listen, and the secret it must present.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WebhookSettings {
+    /// The public HTTPS URL given to `setWebhook`; its path is the route served locally.
+    pub url: String,
+    /// The local address listened on (usually behind a TLS-terminating reverse proxy).
+    pub host: String,
+    pub port: u16,
+    /// Telegram's `secret_token`, sent back in `X-Telegram-Bot-Api-Secret-Token`.
+    pub secret: Secret,
 }
 
 impl TelegramSettings {
@@ -77,6 +100,7 @@ impl TelegramSettings {
             media_limits: MediaLimits::default(),
             commands: Vec::new(),
             link_previews: false,
+            mode: Mode::Polling,
         }
     }
 
@@ -95,6 +119,7 @@ impl std::fmt::Debug for TelegramSettings {
             .field("require_mention", &self.require_mention)
             .field("poll_timeout", &self.poll_timeout)
             .field("budget", &self.budget)
+            .field("mode", &self.mode)
             .finish_non_exhaustive()
     }
 }

@@ -326,17 +326,23 @@ fn parse_markup(text: &str, params: &Params) -> Result<Parsed, String> {
 fn dispatch(s: &mut State, method: &str, params: &Params, uploads: Vec<Upload>) -> Response {
     match method {
         "getme" => ok(s.bot_user_json(true)),
-        "getwebhookinfo" => ok(json!({"url": s.webhook_url, "has_custom_certificate": false, "pending_update_count": s.pending.len()})),
+        "getwebhookinfo" => ok(super::webhook::info(s)),
         "deletewebhook" => {
-            s.webhook_url.clear();
-            if boolean(params, "drop_pending_updates") {
-                s.pending.clear();
-            }
+            super::webhook::delete(s, boolean(params, "drop_pending_updates"));
             ok(json!(true))
         }
         "setwebhook" => {
-            s.webhook_url = string(params, "url").unwrap_or_default();
-            ok(json!(true))
+            let allowed = json_param(params, "allowed_updates").and_then(|v| serde_json::from_value::<Vec<String>>(v).ok());
+            let set = super::webhook::Set {
+                url: string(params, "url").unwrap_or_default(),
+                secret_token: string(params, "secret_token"),
+                allowed_updates: allowed,
+                drop_pending_updates: boolean(params, "drop_pending_updates"),
+            };
+            match super::webhook::set(s, set) {
+                Ok(()) => ok(json!(true)),
+                Err(description) => bad_request(description),
+            }
         }
         // A private chat whose user blocked the bot: Telegram answers 403 to every send.
         "sendmessage" | "senddocument" | "sendphoto" | "sendvoice" | "sendaudio"

@@ -11,12 +11,14 @@
 //! * `media`: users' files as messages declare them, and the files the bot uploaded.
 //! * `state`: chats, updates, messages and the call log.
 //! * `api`: the HTTP surface and method dispatch.
+//! * `webhook`: `setWebhook` / `getWebhookInfo` / `deleteWebhook`, and delivery by POST.
 
 mod api;
 mod clean;
 mod html;
 mod media;
 mod state;
+mod webhook;
 
 pub use media::{MAX_DOWNLOAD_BYTES, SentFile, TgMedia, TgMediaKind};
 pub use state::{ApiCall, Fault, FaultScope, Injected, SentKind, SentMessage, TgUser};
@@ -60,6 +62,7 @@ impl FakeTelegram {
         let shared = Arc::new(Shared::new(State::new(options.token, options.bot_id, options.bot_username), shutdown.signal()));
         let router = api::router(shared.clone());
         let addr = serve::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), router, shutdown.signal()).await?;
+        tokio::spawn(webhook::deliver(shared.clone()));
         Ok(FakeTelegram { shared, addr, _shutdown: Arc::new(shutdown) })
     }
 
@@ -315,6 +318,24 @@ impl FakeTelegram {
 
     pub fn set_latency(&self, scope: FaultScope, d: Duration) {
         self.shared.with(|s| s.faults.delay(scope, d));
+    }
+
+    /// What `getWebhookInfo` answers now.
+    pub fn webhook_info(&self) -> Value {
+        self.shared.with(|s| webhook::info(s))
+    }
+
+    /// Webhook POSTs made so far (each try of each update), with the status each got (0: no
+    /// answer).
+    pub fn webhook_posts(&self) -> Vec<(i64, u16)> {
+        self.shared.with(|s| s.webhook.posts.clone())
+    }
+
+    /// POST `update` to the webhook as someone else could, with `secret` as the secret token (or
+    /// none): the status answered, 0 when nothing answered. Not queued, not retried.
+    pub async fn forge_webhook_post(&self, update: Value, secret: Option<&str>) -> u16 {
+        let url = self.shared.with(|s| s.webhook_url.clone());
+        webhook::post(&url, secret, &update).await
     }
 
     /// The bot's user object, as `getMe` returns it.

@@ -179,6 +179,8 @@ pub(crate) struct State {
     pub allowed_updates: Option<Vec<String>>,
     pub confirmed_offset: i64,
     pub webhook_url: String,
+    /// The rest of what `setWebhook` set, and how delivering to it went.
+    pub webhook: super::webhook::Hook,
     pub chats: HashMap<i64, ChatInfo>,
     /// Every message (users' and the bot's) by (chat, id), as JSON.
     pub messages: HashMap<(i64, i64), Value>,
@@ -227,6 +229,7 @@ impl State {
             allowed_updates: None,
             confirmed_offset: 0,
             webhook_url: String::new(),
+            webhook: super::webhook::Hook::default(),
             chats: HashMap::new(),
             messages: HashMap::new(),
             sent: Vec::new(),
@@ -433,6 +436,16 @@ impl State {
                 self.pending.pop_front();
             }
         }
+        let mut out: Vec<Value> = self.redeliveries.drain(..).collect();
+        self.drop_unwanted();
+        out.extend(self.pending.iter().take(limit.saturating_sub(out.len())).map(|(_, u)| u.clone()));
+        out
+    }
+}
+
+impl State {
+    /// Updates of kinds the bot did not ask for are confirmed silently, as Telegram never sends them.
+    pub(super) fn drop_unwanted(&mut self) {
         let allowed = self.allowed_updates.clone();
         let wanted = |update: &Value| {
             let kind = update.as_object().and_then(|o| o.keys().find(|k| *k != "update_id").cloned());
@@ -441,11 +454,7 @@ impl State {
                 _ => true,
             }
         };
-        let mut out: Vec<Value> = self.redeliveries.drain(..).collect();
-        // Updates of kinds the bot did not ask for are confirmed silently, as Telegram never sends them.
         self.pending.retain(|(_, u)| wanted(u));
-        out.extend(self.pending.iter().take(limit.saturating_sub(out.len())).map(|(_, u)| u.clone()));
-        out
     }
 }
 
