@@ -5,7 +5,7 @@
 
 use crate::outages::read_answer;
 use crate::peer::ChatPeer;
-use crate::support::{Gateway, Setup, eventually};
+use crate::support::{Gateway, Setup, eventually, scratch_database};
 use crate::telegram::TelegramPeer;
 use hermes_fakes::{FakeLlm, Reply};
 use std::collections::HashMap;
@@ -13,19 +13,6 @@ use std::time::{Duration, Instant};
 
 /// The replicas' lease: short, so a test sees several takeovers.
 const TTL_SECS: u64 = 3;
-
-/// A URL for a fresh schema of its own on the test server, created here.
-async fn scratch_database() -> String {
-    let server = std::env::var("HERMES_TEST_POSTGRES_URL")
-        .expect("HERMES_TEST_POSTGRES_URL is not set: run the tests under tests/peers/run.sh (it starts PostgreSQL)");
-    let schema = format!("replicas_{}", uuid::Uuid::new_v4().simple());
-    let (client, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
-    let driver = tokio::spawn(connection);
-    client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("a scratch schema");
-    drop(client);
-    let _ = driver.await;
-    format!("{server}?options=-c%20search_path%3D{schema}&sslmode=disable")
-}
 
 /// One replica: its own home, the shared database and the shared bot.
 fn replica(llm: &FakeLlm, peer: &TelegramPeer, url: &str, name: &str) -> Setup {

@@ -2,23 +2,10 @@
 //! ran on SQLite, and a gateway pointed at the database by `DATABASE_URL` carries on the same
 //! conversations (against the real PostgreSQL `tests/peers/run.sh` starts).
 
-use crate::support::{API_KEY, Setup, count, open_db};
+use crate::support::{API_KEY, Setup, count, open_db, scratch_database};
 use hermes_fakes::FakeLlm;
 use serde_json::{Value, json};
 use std::time::Duration;
-
-/// A URL for a fresh schema of its own on the test server, created here.
-async fn scratch_database() -> String {
-    let server = std::env::var("HERMES_TEST_POSTGRES_URL")
-        .expect("HERMES_TEST_POSTGRES_URL is not set: run the tests under tests/peers/run.sh (it starts PostgreSQL)");
-    let schema = format!("e2e_{}", uuid::Uuid::new_v4().simple());
-    let (client, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
-    let driver = tokio::spawn(connection);
-    client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("a scratch schema");
-    drop(client);
-    let _ = driver.await;
-    format!("{server}?options=-c%20search_path%3D{schema}&sslmode=disable")
-}
 
 async fn say(setup: &Setup, text: &str) -> String {
     say_in(setup, "conv-ada", text).await

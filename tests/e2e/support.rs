@@ -282,3 +282,18 @@ pub(crate) fn promtool_check(text: &str) -> (bool, String) {
     let out = child.wait_with_output().unwrap();
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
+
+/// A URL for a fresh, empty schema of its own on the test PostgreSQL (`HERMES_TEST_POSTGRES_URL`,
+/// which `tests/peers/run.sh` exports), created here: tests share the server, never rows.
+#[cfg(feature = "postgres")]
+pub(crate) async fn scratch_database() -> String {
+    let server = std::env::var("HERMES_TEST_POSTGRES_URL")
+        .expect("HERMES_TEST_POSTGRES_URL is not set: run the tests under tests/peers/run.sh (it starts PostgreSQL)");
+    let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
+    let (client, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
+    let driver = tokio::spawn(connection);
+    client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("a scratch schema");
+    drop(client);
+    let _ = driver.await;
+    format!("{server}?options=-c%20search_path%3D{schema}&sslmode=disable")
+}

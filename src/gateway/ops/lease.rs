@@ -330,13 +330,11 @@ async fn pause(duration: Duration, stop: &CancellationToken) -> bool {
 mod tests {
     use super::*;
     use crate::gateway::ops::health::AdapterState;
+    use crate::gateway::ops::supervisor::tests::NullSink;
     use crate::gateway::ops::supervisor::{self, Supervised, SupervisorLinks, SupervisorPolicy};
     use crate::store::{SqliteStore, StoreError};
     use async_trait::async_trait;
-    use hermes_adapter::{
-        AcceptError, AcceptOutcome, AdapterContext, AdapterError, Capabilities, InboundEvent, InboundSink, OutboundMessage, Platform,
-        PlatformAdapter, SendError, SendReceipt, SessionDirectory, SessionDirectoryError, SessionSource, StoredMessage,
-    };
+    use hermes_adapter::{AdapterContext, AdapterError, Capabilities, OutboundMessage, Platform, PlatformAdapter, SendError, SendReceipt};
     use std::sync::atomic::AtomicBool;
 
     /// One bot account's connection as the platform sees it: how many replicas read it at once,
@@ -384,26 +382,6 @@ mod tests {
         }
         async fn send(&self, _msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
             Ok(SendReceipt::default())
-        }
-    }
-
-    struct NullSink;
-    #[async_trait]
-    impl InboundSink for NullSink {
-        async fn accept(&self, _e: InboundEvent) -> Result<AcceptOutcome, AcceptError> {
-            Ok(AcceptOutcome::Accepted)
-        }
-    }
-    #[async_trait]
-    impl SessionDirectory for NullSink {
-        async fn open(&self, _s: &SessionSource) -> Result<String, SessionDirectoryError> {
-            Ok(String::new())
-        }
-        async fn history(&self, _s: &SessionSource, _l: usize) -> Result<Option<Vec<StoredMessage>>, SessionDirectoryError> {
-            Ok(None)
-        }
-        async fn close(&self, _s: &SessionSource) -> Result<bool, SessionDirectoryError> {
-            Ok(false)
         }
     }
 

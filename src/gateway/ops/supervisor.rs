@@ -470,7 +470,7 @@ async fn watch_liveness(reporter: &HealthReporter, timeout: Option<Duration>) ->
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use async_trait::async_trait;
     use hermes_adapter::{
@@ -543,7 +543,8 @@ mod tests {
         }
     }
 
-    struct NullSink;
+    /// An inbox and session directory that accept everything and keep nothing.
+    pub(crate) struct NullSink;
     #[async_trait]
     impl InboundSink for NullSink {
         async fn accept(&self, _e: InboundEvent) -> Result<AcceptOutcome, AcceptError> {

@@ -71,12 +71,21 @@ pub trait Inbox: Send + Sync {
     /// A turn started on the event: one more attempt. A finished event stays finished.
     async fn inbox_mark_processing(&self, event_id: &str) -> Result<(), StoreError>;
 
-    async fn inbox_mark_done(&self, event_id: &str) -> Result<(), StoreError>;
+    /// Put the event in `state` with `error` (what the marks below do, each with its state).
+    async fn inbox_set_state(&self, event_id: &str, state: InboxState, error: Option<&str>) -> Result<(), StoreError>;
 
-    async fn inbox_mark_failed(&self, event_id: &str, error: &str) -> Result<(), StoreError>;
+    async fn inbox_mark_done(&self, event_id: &str) -> Result<(), StoreError> {
+        self.inbox_set_state(event_id, InboxState::Done, None).await
+    }
+
+    async fn inbox_mark_failed(&self, event_id: &str, error: &str) -> Result<(), StoreError> {
+        self.inbox_set_state(event_id, InboxState::Failed, Some(error)).await
+    }
 
     /// Park an event whose processing crashed; `reason` says how (with the incident id).
-    async fn inbox_mark_poisoned(&self, event_id: &str, reason: &str) -> Result<(), StoreError>;
+    async fn inbox_mark_poisoned(&self, event_id: &str, reason: &str) -> Result<(), StoreError> {
+        self.inbox_set_state(event_id, InboxState::Poisoned, Some(reason)).await
+    }
 
     /// The most recently parked events, newest first.
     async fn inbox_poisoned(&self, limit: usize) -> Result<Vec<InboxRow>, StoreError>;

@@ -17,6 +17,13 @@ const COLUMNS: &str = "event_id, platform, payload, state, attempts, error, rece
 
 #[async_trait]
 impl Inbox for PostgresStore {
+    async fn inbox_set_state(&self, event_id: &str, state: InboxState, error: Option<&str>) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached("UPDATE inbox SET state = $2, error = $3, updated_at = $4 WHERE event_id = $1").await?;
+        client.execute(&statement, &[&event_id, &state.as_str(), &error, &now_ms()]).await?;
+        Ok(())
+    }
+
     async fn inbox_accept(&self, event_id: &str, platform: &str, payload: &str) -> Result<bool, StoreError> {
         let client = self.client().await?;
         accept(&client, event_id, platform, payload, now_ms()).await
@@ -38,18 +45,6 @@ impl Inbox for PostgresStore {
     async fn inbox_mark_processing(&self, event_id: &str) -> Result<(), StoreError> {
         let client = self.client().await?;
         mark_processing(&client, event_id).await
-    }
-
-    async fn inbox_mark_done(&self, event_id: &str) -> Result<(), StoreError> {
-        self.inbox_set_state(event_id, InboxState::Done, None).await
-    }
-
-    async fn inbox_mark_failed(&self, event_id: &str, error: &str) -> Result<(), StoreError> {
-        self.inbox_set_state(event_id, InboxState::Failed, Some(error)).await
-    }
-
-    async fn inbox_mark_poisoned(&self, event_id: &str, reason: &str) -> Result<(), StoreError> {
-        self.inbox_set_state(event_id, InboxState::Poisoned, Some(reason)).await
     }
 
     async fn inbox_poisoned(&self, limit: usize) -> Result<Vec<InboxRow>, StoreError> {
@@ -78,15 +73,6 @@ impl Inbox for PostgresStore {
         let client = self.client().await?;
         let statement = client.prepare_cached("DELETE FROM inbox WHERE state IN ('done', 'failed') AND updated_at <= $1").await?;
         Ok(client.execute(&statement, &[&cutoff]).await? as usize)
-    }
-}
-
-impl PostgresStore {
-    async fn inbox_set_state(&self, event_id: &str, state: InboxState, error: Option<&str>) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        let statement = client.prepare_cached("UPDATE inbox SET state = $2, error = $3, updated_at = $4 WHERE event_id = $1").await?;
-        client.execute(&statement, &[&event_id, &state.as_str(), &error, &now_ms()]).await?;
-        Ok(())
     }
 }
 

@@ -9,6 +9,18 @@ use std::time::Duration;
 
 #[async_trait]
 impl Inbox for SqliteStore {
+    async fn inbox_set_state(&self, event_id: &str, state: InboxState, error: Option<&str>) -> Result<(), StoreError> {
+        let (event_id, error) = (event_id.to_string(), error.map(str::to_string));
+        self.write(move |c| {
+            c.run(
+                "UPDATE inbox SET state = ?2, error = ?3, updated_at = ?4 WHERE event_id = ?1",
+                params![event_id, state.as_str(), error, now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn inbox_accept(&self, event_id: &str, platform: &str, payload: &str) -> Result<bool, StoreError> {
         let (event_id, platform, payload) = (event_id.to_string(), platform.to_string(), payload.to_string());
         self.write(move |c| {
@@ -42,18 +54,6 @@ impl Inbox for SqliteStore {
     async fn inbox_mark_processing(&self, event_id: &str) -> Result<(), StoreError> {
         let event_id = event_id.to_string();
         self.write(move |c| mark_processing(c, &event_id)).await
-    }
-
-    async fn inbox_mark_done(&self, event_id: &str) -> Result<(), StoreError> {
-        self.inbox_set_state(event_id, InboxState::Done, None).await
-    }
-
-    async fn inbox_mark_failed(&self, event_id: &str, error: &str) -> Result<(), StoreError> {
-        self.inbox_set_state(event_id, InboxState::Failed, Some(error)).await
-    }
-
-    async fn inbox_mark_poisoned(&self, event_id: &str, reason: &str) -> Result<(), StoreError> {
-        self.inbox_set_state(event_id, InboxState::Poisoned, Some(reason)).await
     }
 
     async fn inbox_poisoned(&self, limit: usize) -> Result<Vec<InboxRow>, StoreError> {
@@ -97,20 +97,6 @@ impl Inbox for SqliteStore {
     async fn inbox_prune(&self, keep: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms() - keep.as_millis() as i64;
         self.write(move |c| Ok(c.run("DELETE FROM inbox WHERE state IN ('done', 'failed') AND updated_at <= ?1", [cutoff])?)).await
-    }
-}
-
-impl SqliteStore {
-    async fn inbox_set_state(&self, event_id: &str, state: InboxState, error: Option<&str>) -> Result<(), StoreError> {
-        let (event_id, error) = (event_id.to_string(), error.map(str::to_string));
-        self.write(move |c| {
-            c.run(
-                "UPDATE inbox SET state = ?2, error = ?3, updated_at = ?4 WHERE event_id = ?1",
-                params![event_id, state.as_str(), error, now_ms()],
-            )?;
-            Ok(())
-        })
-        .await
     }
 }
 
