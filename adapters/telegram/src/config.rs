@@ -83,9 +83,13 @@ impl TelegramConfig {
 }
 
 impl AdapterConfig for TelegramConfig {
-    fn validate(&self, _enabled: bool) -> Result<(), SettingError> {
+    fn validate(&self, enabled: bool) -> Result<(), SettingError> {
         self.send_budget.check()?;
-        self.webhook().map(|_| ())
+        // A switched-off platform need not be complete; `build` checks again before it runs.
+        if enabled {
+            self.webhook()?;
+        }
+        Ok(())
     }
 
     fn secrets(&self) -> Vec<String> {
