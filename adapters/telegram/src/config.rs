@@ -177,7 +177,7 @@ const EXAMPLE: &str = "    enabled: null                      # null: enabled wh
                                        # 88 or 8443); its path is served locally
     webhook_host: null                 # webhook mode: local address to listen on (null: 127.0.0.1); put a
                                        # TLS-terminating reverse proxy in front
-    webhook_port: 8645                 # webhook mode: local port to listen on
+    webhook_port: 8646                 # webhook mode: local port to listen on
     webhook_secret: null               # webhook mode: secret Telegram sends in X-Telegram-Bot-Api-Secret-Token,
                                        # 16-256 of A-Z a-z 0-9 _ - (TELEGRAM_WEBHOOK_SECRET)
     extra: {}                          # free-form adapter settings, passed through unchecked

@@ -7,8 +7,8 @@ use hermes_adapter::{Secret, SettingError};
 /// terminates TLS (Telegram only calls HTTPS) and forwards here.
 pub const DEFAULT_HOST: &str = "127.0.0.1";
 /// Not one of Telegram's webhook ports (443, 80, 88, 8443), which a TLS proxy on the same host
-/// may hold; next to the webhook adapter's 8644.
-pub const DEFAULT_PORT: u16 = 8645;
+/// may hold, the webhook adapter's 8644 or the MCP server's 8645.
+pub const DEFAULT_PORT: u16 = 8646;
 /// The ports Telegram calls webhooks on (<https://core.telegram.org/bots/api#setwebhook>).
 const TELEGRAM_PORTS: [u16; 4] = [443, 80, 88, 8443];
 /// Telegram's bound on `secret_token`; the lower bound is the project's
