@@ -158,7 +158,8 @@ async fn a_replica_whose_lead_lapsed_sends_nothing_and_leaves_the_part_to_the_ne
     let board = Arc::new(HealthBoard::new());
     // Renewed, then frozen past its bound (a SIGSTOP): the tenure is over on the local clock,
     // before any renewal could say so.
-    board.lead_under(Arc::new(TenureClock::new(Duration::from_millis(100), tokio_util::sync::CancellationToken::new())));
+    let renewed = tokio::time::Instant::now();
+    board.lead_under(Arc::new(TenureClock::new(renewed, Duration::from_millis(100), tokio_util::sync::CancellationToken::new())));
     tokio::time::sleep(Duration::from_millis(150)).await;
     let courier = Arc::new(Courier::new(adapters, store.clone(), Some(board), RetryPolicy::default()));
     let outcomes = courier.dispatch(vec![row("c1", "t1:0", "hello", true)], Duration::from_millis(500)).await;

@@ -64,9 +64,12 @@ pub(crate) struct TenureClock {
 }
 
 impl TenureClock {
-    /// A tenure just renewed, valid for `bound` without another renewal, over once `lost` is.
-    pub(crate) fn new(bound: Duration, lost: CancellationToken) -> TenureClock {
-        TenureClock { renewed: std::sync::Mutex::new(Instant::now()), bound, lost }
+    /// A tenure renewed by a request sent `at`, valid for `bound` after that without another
+    /// renewal, over once `lost` is. Timed from the request, not its answer: the store's expiry
+    /// counts from when it ran the request, which is no earlier, so a slow answer cannot
+    /// stretch the tenure past the store's.
+    pub(crate) fn new(at: Instant, bound: Duration, lost: CancellationToken) -> TenureClock {
+        TenureClock { renewed: std::sync::Mutex::new(at), bound, lost }
     }
 
     pub(crate) fn valid(&self) -> bool {
@@ -74,9 +77,10 @@ impl TenureClock {
         !self.lost.is_cancelled() && renewed.elapsed() < self.bound
     }
 
-    fn renewed_now(&self) {
+    /// A renewal sent `asked` succeeded.
+    fn renewed(&self, asked: Instant) {
         if let Ok(mut at) = self.renewed.lock() {
-            *at = Instant::now();
+            *at = asked;
         }
     }
 }
@@ -112,8 +116,9 @@ impl ConnectionLeases {
             if !defer.is_zero() && !pause(defer, stop).await {
                 return None;
             }
+            let asked = Instant::now();
             match self.leases.lease_acquire(name, &self.holder, self.ttl).await {
-                Ok(Some(lease)) => return Some(self.hold(lease)),
+                Ok(Some(lease)) => return Some(self.hold(lease, asked)),
                 Ok(None) => standby(self.current_holder(name).await),
                 Err(e) => standby(Standby::StoreUnreachable(e.to_string())),
             }
@@ -132,11 +137,11 @@ impl ConnectionLeases {
         }
     }
 
-    fn hold(&self, lease: Lease) -> HeldLease {
+    fn hold(&self, lease: Lease, asked: Instant) -> HeldLease {
         self.held.fetch_add(1, Ordering::Relaxed);
         tracing::info!(lease = %lease.name, token = lease.token, "this replica holds the connection");
         let lost = CancellationToken::new();
-        let clock = Arc::new(TenureClock::new(self.ttl * 2 / 3, lost.clone()));
+        let clock = Arc::new(TenureClock::new(asked, self.ttl * 2 / 3, lost.clone()));
         let renewing = tokio::spawn(keep_renewing(self.clone(), lease.name.clone(), lease.token, clock.clone()));
         HeldLease { name: lease.name, token: lease.token, clock, lost, renewing, owner: self.clone() }
     }
@@ -196,10 +201,11 @@ async fn keep_renewing(owner: ConnectionLeases, name: String, token: i64, clock:
             tracing::warn!(lease = %name, token, "the lease went unrenewed past its bound (was the process paused?); stopping");
             break;
         }
+        let asked = Instant::now();
         match owner.leases.lease_renew(&name, &owner.holder, token, owner.ttl).await {
             Ok(true) => {
-                renewed = Instant::now();
-                clock.renewed_now();
+                renewed = asked;
+                clock.renewed(asked);
             }
             Ok(false) => {
                 tracing::warn!(lease = %name, token, "the lease was lost (another replica holds it now); stopping the connection");
