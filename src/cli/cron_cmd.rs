@@ -127,7 +127,11 @@ pub(super) fn run(cli: &Cli, command: &CronCommand) -> ExitCode {
     let (home, config) = (resolved.home, resolved.loaded.config);
     // Runs started by `tick` and `run` log their warnings and errors here.
     crate::observe::init("warn", crate::observe::LogFormat::Text, config.secret_values());
-    let jobs = gateway::cron::ticker::jobs(&config, &home);
+    let shared = match runtime.block_on(gateway::folders::shared_store(&config, &home)) {
+        Ok(shared) => shared,
+        Err(e) => return report(Err::<String, _>(e)),
+    };
+    let jobs = gateway::cron::ticker::jobs(&config, &home, &gateway::folders::Folders::of(&home, shared.as_ref()));
     let outcome = runtime.block_on(dispatch(&home, config, &jobs, command));
     runtime.shutdown_timeout(Duration::from_secs(2));
     report(outcome)
@@ -178,7 +182,7 @@ async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, c
         CronCommand::Status => status(home, jobs).await,
         CronCommand::Tick => {
             if let Some(pid) = handoff::running_gateway(home) {
-                crate::cron::ticker::request_tick(&home.cron_dir()).map_err(CronCliError::WakeTicker)?;
+                request_tick(jobs).await.map_err(CronCliError::WakeTicker)?;
                 return Ok(format!("handed to the running gateway (PID {pid}): it ticks now and runs what is due"));
             }
             let (report, waiting) = tick(home, config).await?;
@@ -198,7 +202,7 @@ async fn run_now(home: &crate::config::Home, config: Config, jobs: &CronJobs, re
     let job = jobs.run_now(&Actor::shell(), &before.id).await?;
     if let Some(pid) = handoff::running_gateway(home) {
         // `jobs.json` changed, which wakes its ticker within seconds; the wake file says "now".
-        if let Err(e) = crate::cron::ticker::request_tick(&home.cron_dir()) {
+        if let Err(e) = request_tick(jobs).await {
             tracing::debug!(error = %e, "cannot touch the ticker's wake file; its next look at jobs.json picks the run up");
         }
         let taken = format!("'{}' handed to the running gateway (PID {pid}), which delivers through its connected adapters", job.name);
@@ -207,6 +211,12 @@ async fn run_now(home: &crate::config::Home, config: Config, jobs: &CronJobs, re
     let (_, waiting) = tick(home, config).await?;
     let after = handoff::after_run(jobs, &before).await?;
     Ok(format!("ran '{}' here (no gateway is running): {after}{}", job.name, handoff::waiting_note(waiting)))
+}
+
+/// Touch the ticker's wake document (off the runtime's threads: the folder may be shared).
+async fn request_tick(jobs: &CronJobs) -> std::io::Result<()> {
+    let folder = jobs.store().folder().clone();
+    tokio::task::spawn_blocking(move || crate::cron::ticker::request_tick(folder.as_ref())).await.map_err(std::io::Error::other)?
 }
 
 async fn list(jobs: &CronJobs, all: bool) -> Result<String, CronCliError> {

@@ -1,12 +1,13 @@
 //! `hermes pairing list | approve <platform> <code> | revoke <platform> <user_id> | clear-pending`:
 //! the operator's side of DM pairing (see `gateway::intake::pairing`). Works on the files of the selected
-//! HERMES_HOME, beside a running gateway (both take the store's lock), so an approval or a
-//! revocation applies to the user's next message without a restart. Exit 0 on success, 1 when
+//! HERMES_HOME (or, when its store is PostgreSQL, the pairing folder every replica shares),
+//! beside a running gateway (both take the folder's lock), so an approval or a revocation
+//! applies to the user's next message without a restart. Exit 0 on success, 1 when
 //! the code is wrong or expired, approvals are locked, or the user was not approved; 78 when
 //! HERMES_HOME cannot be resolved.
 
-use super::{Cli, config_failure, report};
-use crate::config::{Env, Home};
+use super::{Cli, command_runtime, config_failure, report, resolve};
+use crate::gateway::folders::{Folders, shared_store};
 use crate::gateway::intake::pairing::store::{self, PairingError, PairingStore};
 use clap::Subcommand;
 use std::process::ExitCode;
@@ -44,11 +45,21 @@ pub enum PairingCommand {
 }
 
 pub(super) fn run(cli: &Cli, command: &PairingCommand) -> ExitCode {
-    let home = match Home::resolve(cli.home.clone(), cli.profile.as_deref(), &Env::from_process()) {
-        Ok(home) => home,
+    let resolved = match resolve(cli) {
+        Ok(resolved) => resolved,
         Err(e) => return config_failure(&e),
     };
-    let store = PairingStore::new(home.pairing_dir());
+    let runtime = match command_runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    let (home, config) = (resolved.home, resolved.loaded.config);
+    let shared = match runtime.block_on(shared_store(&config, &home)) {
+        Ok(shared) => shared,
+        Err(e) => return report(Err::<String, _>(e)),
+    };
+    // Called from this thread, outside the runtime: a shared folder waits on the runtime's worker.
+    let store = Folders::of(&home, shared.as_ref()).pairing();
     let outcome = match command {
         PairingCommand::List => list(&store),
         PairingCommand::Approve { platform, code } => approve(&store, platform, code),
@@ -132,6 +143,7 @@ fn minutes(secs: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Home;
     use crate::gateway::intake::pairing::store::CodeRequest;
 
     fn store_with_code() -> (tempfile::TempDir, PairingStore, String) {

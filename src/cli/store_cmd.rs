@@ -45,6 +45,10 @@ enum StoreCliError {
     #[cfg(not(feature = "postgres"))]
     #[error("this hermes was built without PostgreSQL (the `postgres` feature)")]
     NotBuilt,
+    /// The cron jobs or pairing documents could not be copied (the tables were).
+    #[cfg(feature = "postgres")]
+    #[error("{0}")]
+    Folders(String),
 }
 
 pub(super) fn run(cli: &Cli, command: &StoreCommand) -> ExitCode {
@@ -52,12 +56,9 @@ pub(super) fn run(cli: &Cli, command: &StoreCommand) -> ExitCode {
         Ok(r) => r,
         Err(e) => return config_failure(&e),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("hermes: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let runtime = match super::command_runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
     };
     let StoreCommand::Migrate { to: Target::Postgres } = command;
     report(runtime.block_on(migrate_to_postgres(&resolved.loaded.config, &resolved.home)))
@@ -89,6 +90,16 @@ async fn migrate_to_postgres(config: &Config, home: &Home) -> Result<String, Sto
     for table in &copied {
         let already = table.read - table.copied;
         lines.push(format!("  {:<10} {:>7} rows, {:>7} copied, {:>7} already there", table.table, table.read, table.copied, already));
+    }
+    // The folders are synchronous: they wait on this runtime from a blocking thread.
+    let (folder_home, folder_target) = (home.clone(), target.clone());
+    let documents = tokio::task::spawn_blocking(move || crate::gateway::folders::copy_home_folders(&folder_home, &folder_target))
+        .await
+        .map_err(|e| StoreCliError::Folders(e.to_string()))?
+        .map_err(|e| StoreCliError::Folders(e.to_string()))?;
+    for document in &documents {
+        let what = if document.copied { "copied" } else { "already there" };
+        lines.push(format!("  {}/{}: {what}", document.folder, document.name));
     }
     let using = config.store.backend() == crate::config::StoreBackendName::Postgres;
     lines.push(if using {

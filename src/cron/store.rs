@@ -1,5 +1,6 @@
 //! The cron jobs file, `cron/jobs.json` (§7.1): reading it as Hermes writes it, changing it
-//! under Hermes' cross-process lock, and the scheduling decisions that must be taken in one
+//! under the cron folder's lock (Hermes' cross-process lock file, or a shared store's row lock:
+//! see `store::folders`), and the scheduling decisions that must be taken in one
 //! locked write so that no run is lost or doubled across processes: which jobs are due and the
 //! claim on each run ([`JobStore::take_due`]), and what a finished run does to its job
 //! ([`JobStore::finish_run`]).
@@ -12,33 +13,32 @@
 //!   as it was, in its place.
 //! - A file that is not JSON at all fails every operation with [`JobStoreError::Corrupt`] and is
 //!   never overwritten: the user's jobs stay on disk to be fixed by hand.
-//! - Every read-modify-write holds an in-process mutex and an exclusive lock on
-//!   `<dir>/.jobs.lock`, polled for a bounded time (30 s by default). When it cannot be had, the
-//!   error is logged and the write goes on under the mutex alone, as Hermes does: a wedged old
-//!   process must not freeze the scheduler.
+//! - Every read-modify-write holds the folder's lock, waited for a bounded time (30 s by
+//!   default). In HERMES_HOME that is an in-process mutex and an exclusive lock on
+//!   `<dir>/.jobs.lock`; when the file lock cannot be had, the error is logged and the write goes
+//!   on under the mutex alone, as Hermes does: a wedged old process must not freeze the
+//!   scheduler. In a shared store the file is one row, changed in one transaction by whichever
+//!   replica holds the row lock, so replicas take due runs one after another.
 //!
-//! Everything here blocks on the file system; async callers use `spawn_blocking`.
+//! Everything here blocks (on the file system or the database); async callers use
+//! `spawn_blocking`.
 
 use super::job::{self, Job, JobState, RecordError, RunClaim};
 use super::schedule::{ONE_SHOT_TOLERANCE_SECS, ScheduleError, ScheduleKind, Stamp, Zone};
+use crate::store::folders::{FileFolder, Folder, LockWait};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
-use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::time::Duration;
 
 /// How long a write waits for another process's lock before going on without it (Hermes' 30 s).
 pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(30);
 
-/// The longest pause between two attempts at the lock; the first attempts come sooner, so a
-/// lock held for a millisecond costs about a millisecond.
-const LOCK_POLL: Duration = Duration::from_millis(25);
-
-const JOBS_FILE: &str = "jobs.json";
-const LOCK_FILE: &str = ".jobs.lock";
+pub(crate) const JOBS_FILE: &str = "jobs.json";
+/// Hermes' lock file for the jobs, in the cron folder.
+pub const LOCK_FILE: &str = ".jobs.lock";
 
 /// What `last_error` says of a run whose process stopped before recording it.
 pub const INTERRUPTED: &str = "interrupted: the process running it stopped; a one-shot runs at most once";
@@ -52,9 +52,11 @@ pub struct JobStore {
 
 #[derive(Debug)]
 struct Inner {
+    /// This machine's cron folder (the ticker's markers live there whatever keeps the jobs).
     dir: PathBuf,
+    /// Where the jobs are: `dir` itself, or a shared store's folder.
+    folder: Arc<dyn Folder>,
     lock_wait: Duration,
-    in_process: Mutex<()>,
     /// Runs that ended and wait for [`JobStore::finish_run`] to record them.
     endings: Mutex<Endings>,
 }
@@ -195,15 +197,28 @@ impl JobStore {
 
     /// As [`JobStore::new`], waiting at most `lock_wait` for another process's lock.
     pub fn with_lock_wait(dir: PathBuf, lock_wait: Duration) -> JobStore {
-        JobStore { inner: Arc::new(Inner { dir, lock_wait, in_process: Mutex::new(()), endings: Mutex::default() }) }
+        let folder = Arc::new(FileFolder::new(dir.clone(), LOCK_FILE));
+        JobStore::in_folder(dir, folder, lock_wait)
     }
 
+    /// The jobs kept in `folder` (a shared store's), this machine's cron folder being `dir`.
+    pub fn in_folder(dir: PathBuf, folder: Arc<dyn Folder>, lock_wait: Duration) -> JobStore {
+        JobStore { inner: Arc::new(Inner { dir, folder, lock_wait, endings: Mutex::default() }) }
+    }
+
+    /// This machine's cron folder.
     pub fn dir(&self) -> &Path {
         &self.inner.dir
     }
 
+    /// Where the jobs are kept: the cron folder, or a shared store's.
+    pub fn folder(&self) -> &Arc<dyn Folder> {
+        &self.inner.folder
+    }
+
+    /// Where `jobs.json` is, for people.
     pub fn jobs_path(&self) -> PathBuf {
-        self.inner.dir.join(JOBS_FILE)
+        self.inner.folder.locate(JOBS_FILE)
     }
 
     /// Every job, in file order, and the records that cannot be read. Takes no lock: the file is
@@ -224,15 +239,17 @@ impl JobStore {
     /// to be rewritten in the current shape). Jobs `f` adds are appended; jobs it removes are
     /// deleted; unreadable records stay where they were.
     pub fn update<R>(&self, f: impl FnOnce(&mut Vec<Job>) -> R) -> Result<R, JobStoreError> {
-        let _lock = self.lock();
-        let mut file = self.read()?;
+        let io = |source| JobStoreError::Io { path: self.jobs_path(), source };
+        let mut lock = self.inner.folder.lock(LockWait::AtMost(self.inner.lock_wait)).map_err(io)?;
+        let mut file = self.parse(lock.read(JOBS_FILE).map_err(io)?)?;
         let before = file.jobs();
         let mut jobs = before.clone();
         let result = f(&mut jobs);
         if jobs != before || file.needs_reshape() {
             file.replace_jobs(jobs);
-            self.write(&file)?;
+            lock.write(JOBS_FILE, &file.to_bytes()?).map_err(io)?;
         }
+        lock.commit().map_err(io)?;
         Ok(result)
     }
 
@@ -823,12 +840,14 @@ fn kind_of(value: &Value) -> &'static str {
 
 impl JobStore {
     fn read(&self) -> Result<JobsFile, JobStoreError> {
+        let bytes = self.inner.folder.read(JOBS_FILE).map_err(|source| JobStoreError::Io { path: self.jobs_path(), source })?;
+        self.parse(bytes)
+    }
+
+    /// The file's content as Hermes reads it; none at all is no jobs.
+    fn parse(&self, bytes: Option<Vec<u8>>) -> Result<JobsFile, JobStoreError> {
+        let Some(bytes) = bytes else { return Ok(JobsFile::empty()) };
         let path = self.jobs_path();
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JobsFile::empty()),
-            Err(source) => return Err(JobStoreError::Io { path, source }),
-        };
         // Hermes reads with utf-8-sig: a byte-order mark from a Windows editor is not an error.
         let text = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
         let corrupt = |reason: FileShapeError| JobStoreError::Corrupt { path: path.clone(), reason };
@@ -838,92 +857,6 @@ impl JobStore {
             tracing::warn!(file = %path.display(), index = skipped.index, id = ?skipped.id, reason = %skipped.reason, "skipping a cron job record that cannot be read; it is kept in the file as it is");
         }
         Ok(file)
-    }
-
-    fn write(&self, file: &JobsFile) -> Result<(), JobStoreError> {
-        let bytes = file.to_bytes()?;
-        self.ensure_dir()?;
-        let path = self.jobs_path();
-        crate::fs_atomic::write_private(&path, &bytes).map_err(|source| JobStoreError::Io { path, source })
-    }
-
-    /// The cron folder, created if missing and made owner-only (as Hermes' `_secure_dir`).
-    fn ensure_dir(&self) -> Result<(), JobStoreError> {
-        let dir = self.dir();
-        let io = |source| JobStoreError::Io { path: dir.to_path_buf(), source };
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
-        let mode = std::fs::metadata(dir).map_err(io)?.permissions().mode() & 0o777;
-        if mode != 0o700 {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
-        }
-        Ok(())
-    }
-
-    /// The in-process mutex, then the file lock if it can be had within the wait.
-    fn lock(&self) -> StoreLock<'_> {
-        let in_process = self.inner.in_process.lock().unwrap_or_else(PoisonError::into_inner);
-        StoreLock { _in_process: in_process, file: self.lock_file() }
-    }
-
-    fn lock_file(&self) -> Option<File> {
-        let path = self.dir().join(LOCK_FILE);
-        let opened = self.ensure_dir().map_err(|e| e.to_string()).and_then(|()| {
-            OpenOptions::new().create(true).truncate(false).read(true).write(true).mode(0o600).open(&path).map_err(|e| e.to_string())
-        });
-        let file = match opened {
-            Ok(file) => file,
-            Err(error) => {
-                tracing::warn!(lock = %path.display(), %error, "cannot open the cron jobs lock; going on with the in-process lock only");
-                return None;
-            }
-        };
-        if wait_for_lock(&file, self.inner.lock_wait) {
-            return Some(file);
-        }
-        tracing::error!(
-            lock = %path.display(),
-            waited_secs = self.inner.lock_wait.as_secs_f64(),
-            "another process has held the cron jobs lock too long; going on with the in-process lock only so the scheduler stays alive"
-        );
-        None
-    }
-}
-
-/// Polls `try_lock` until it succeeds or `wait` has passed, never blocking in `lock`: a holder
-/// that never lets go must not hang us.
-fn wait_for_lock(file: &File, wait: Duration) -> bool {
-    let deadline = Instant::now() + wait;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match file.try_lock() {
-            Ok(()) => return true,
-            Err(TryLockError::WouldBlock) => {}
-            Err(TryLockError::Error(error)) => {
-                tracing::warn!(%error, "cannot lock the cron jobs lock file");
-                return false;
-            }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        std::thread::sleep(pause.min(left));
-        pause = (pause * 2).min(LOCK_POLL);
-    }
-}
-
-/// Held for one read-modify-write; releases the file lock, then the mutex, when dropped.
-struct StoreLock<'a> {
-    _in_process: MutexGuard<'a, ()>,
-    file: Option<File>,
-}
-
-impl Drop for StoreLock<'_> {
-    fn drop(&mut self) {
-        if let Some(file) = &self.file {
-            // Closing the file would release it too; unlocking first says so explicitly.
-            let _ = file.unlock();
-        }
     }
 }
 

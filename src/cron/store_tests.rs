@@ -8,9 +8,10 @@ use crate::cron::schedule::{Schedule, ScheduleKind, Stamp, Zone};
 use chrono::{DateTime, Duration as Span, Utc};
 use serde_json::{Value, json};
 use std::collections::HashSet;
+use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::{Barrier, Mutex, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const UTC: Zone = Zone::Named(chrono_tz::UTC);
 const OWNER: &str = "test-host:1:0f0f";

@@ -1,5 +1,6 @@
-//! The ticker: one tick takes `cron/.tick.lock` without waiting (another process holding it
-//! means this tick does nothing), takes the due jobs from the store (recurring ones already
+//! The ticker: one tick takes the cron folder's tick lock without waiting (`cron/.tick.lock`, or
+//! in a shared store a PostgreSQL advisory lock; another process or replica holding it means
+//! this tick does nothing), takes the due jobs from the store (recurring ones already
 //! advanced, every one claimed, all saved before anything runs) and hands them to the runner,
 //! at most `cron.max_parallel_jobs` at once and never the same job twice at once.
 //!
@@ -16,29 +17,33 @@
 use super::owner::{EveryOwner, OwnerCheck};
 use super::run::JobRunner;
 use super::status::{Markers, TickerHealth};
-use super::store::{Due, JobStore, JobStoreError};
+use super::store::{Due, JOBS_FILE, JobStore, JobStoreError};
+use crate::store::folders::{Folder, Held, LockWait, Revision};
 use chrono::{DateTime, Timelike, Utc};
 use std::collections::HashSet;
-use std::fs::{File, TryLockError};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// How often the ticker looks at `jobs.json`'s and the wake file's modification times between
-/// ticks.
+/// How often the ticker looks at `jobs.json`'s and the wake file's revisions between ticks.
 const FILE_POLL: Duration = Duration::from_secs(2);
 
 /// The file in the cron folder another process touches to have the running ticker tick now.
 pub const WAKE_FILE: &str = "tick_request";
 
-/// Ask the ticker running on `cron_dir` (in another process) to tick now: its next look at the
-/// folder, within [`FILE_POLL`], sees the wake file changed.
-pub fn request_tick(cron_dir: &Path) -> std::io::Result<()> {
+/// The tick lock's name in the cron folder.
+const TICK_LOCK: &str = ".tick.lock";
+
+/// Ask the ticker running on `folder` (in another process or replica) to tick now: its next
+/// look at the folder, within [`FILE_POLL`], sees the wake file changed.
+pub fn request_tick(folder: &dyn Folder) -> std::io::Result<()> {
     let stamp = format!("{} {}\n", Utc::now().to_rfc3339(), std::process::id());
-    crate::fs_atomic::write_private(&cron_dir.join(WAKE_FILE), stamp.as_bytes())
+    let mut lock = folder.lock(LockWait::Forever)?;
+    lock.write(WAKE_FILE, stamp.as_bytes())?;
+    lock.commit()
 }
 
 /// Why a tick failed.
@@ -63,23 +68,16 @@ pub struct TickReport {
     pub next_run: Option<DateTime<Utc>>,
 }
 
-/// The exclusive tick lock, held while due jobs are taken (released when the file closes).
+/// The exclusive tick lock, held while due jobs are taken (released when dropped).
 pub struct TickLock {
-    _held: File,
+    _held: Held,
 }
 
 impl TickLock {
-    /// `None` when another process (or another tick of this one) holds it.
-    pub fn try_acquire(cron_dir: &Path) -> Result<Option<TickLock>, TickError> {
-        let path = cron_dir.join(".tick.lock");
-        let failed = |source| TickError::Lock { path: path.clone(), source };
-        std::fs::create_dir_all(cron_dir).map_err(failed)?;
-        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(failed)?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(TickLock { _held: file })),
-            Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(failed(e)),
-        }
+    /// `None` when another process or replica (or another tick of this one) holds it.
+    pub fn try_acquire(folder: &dyn Folder) -> Result<Option<TickLock>, TickError> {
+        let held = folder.try_hold(TICK_LOCK).map_err(|source| TickError::Lock { path: folder.locate(TICK_LOCK), source })?;
+        Ok(held.map(|held| TickLock { _held: held }))
     }
 }
 
@@ -131,7 +129,11 @@ impl Ticker {
 
     /// One tick at `now`: take the lock, take the due jobs, start their runs in the background.
     pub async fn tick(&self, now: DateTime<Utc>) -> Result<TickReport, TickError> {
-        let Some(lock) = TickLock::try_acquire(self.parts.store.dir())? else {
+        let folder = self.parts.store.folder().clone();
+        let lock = tokio::task::spawn_blocking(move || TickLock::try_acquire(folder.as_ref()))
+            .await
+            .map_err(|e| TickError::Worker(e.to_string()))??;
+        let Some(lock) = lock else {
             tracing::info!("cron tick skipped: another process holds the tick lock");
             return Ok(TickReport { skipped: true, ..TickReport::default() });
         };
@@ -190,8 +192,8 @@ impl Ticker {
     /// Tick until `stop`: at each minute boundary, when a job falls due, when woken, or when
     /// `jobs.json` changed. Tick failures are recorded and the loop goes on.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        let watched = Watched::of(self.parts.store.dir());
-        let mut seen = watched.versions();
+        let watched = Watched { folder: self.parts.store.folder().clone() };
+        let mut seen = watched.versions().await;
         while !stop.is_cancelled() {
             self.markers.heartbeat(Utc::now());
             let next_run = match self.tick(Utc::now()).await {
@@ -221,9 +223,9 @@ impl Ticker {
             }
             tokio::select! {
                 _ = stop.cancelled() => return seen,
-                _ = self.parts.wake.notified() => return watched.versions(),
+                _ = self.parts.wake.notified() => return watched.versions().await,
                 _ = tokio::time::sleep(left.min(FILE_POLL)) => {
-                    let now_seen = watched.versions();
+                    let now_seen = watched.versions().await;
                     if now_seen != seen {
                         return now_seen;
                     }
@@ -234,28 +236,22 @@ impl Ticker {
     }
 }
 
-/// The files whose change wakes the ticker: `jobs.json` (a job made due or changed by another
-/// process) and [`WAKE_FILE`] (a tick asked for).
+/// The documents whose change wakes the ticker: `jobs.json` (a job made due or changed by
+/// another process) and [`WAKE_FILE`] (a tick asked for).
 struct Watched {
-    jobs: PathBuf,
-    wake: PathBuf,
+    folder: Arc<dyn Folder>,
 }
 
-/// Their modification times as last seen.
-type Versions = [Option<SystemTime>; 2];
+/// Their revisions as last seen.
+type Versions = [Option<Revision>; 2];
 
 impl Watched {
-    fn of(cron_dir: &Path) -> Watched {
-        Watched { jobs: cron_dir.join("jobs.json"), wake: cron_dir.join(WAKE_FILE) }
+    /// A document that cannot be looked at counts as unchanged (the minute tick still comes).
+    async fn versions(&self) -> Versions {
+        let folder = self.folder.clone();
+        let look = move || [JOBS_FILE, WAKE_FILE].map(|name| folder.revision(name).ok().flatten());
+        tokio::task::spawn_blocking(look).await.unwrap_or([None, None])
     }
-
-    fn versions(&self) -> Versions {
-        [modified(&self.jobs), modified(&self.wake)]
-    }
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// The next minute boundary, or the earliest next run when it comes sooner.
@@ -326,10 +322,11 @@ mod tests {
     #[test]
     fn the_tick_lock_is_exclusive_across_open_files() {
         let dir = tempfile::tempdir().unwrap();
-        let held = TickLock::try_acquire(dir.path()).unwrap().expect("free at first");
-        assert!(TickLock::try_acquire(dir.path()).unwrap().is_none(), "a second holder is refused at once");
+        let folder = crate::store::folders::FileFolder::new(dir.path().to_path_buf(), super::super::store::LOCK_FILE);
+        let held = TickLock::try_acquire(&folder).unwrap().expect("free at first");
+        assert!(TickLock::try_acquire(&folder).unwrap().is_none(), "a second holder is refused at once");
         drop(held);
-        assert!(TickLock::try_acquire(dir.path()).unwrap().is_some(), "free again once released");
+        assert!(TickLock::try_acquire(&folder).unwrap().is_some(), "free again once released");
     }
 
     #[test]

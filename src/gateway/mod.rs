@@ -26,6 +26,7 @@ pub(crate) mod conversation;
 mod crash_tests;
 pub(crate) mod cron;
 pub mod delivery;
+pub(crate) mod folders;
 pub(crate) mod intake;
 pub(crate) mod mcp_serve;
 pub(crate) mod ops;
@@ -155,14 +156,27 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let config = Arc::new(config);
     let adapters = build_adapters(&config, &home, &options.registry)?;
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
-    let auth = intake::access::authorization(&config, &home, &adapters, &platform_names);
-    let wiring = wire(&config, &home, &adapters, auth.clone()).await?;
+    let store: Store = store_location(&config, &home).open().await?;
+    let folders = folders::Folders::of(&home, Some(&store));
+    let auth = intake::access::authorization(&config, &folders, &adapters, &platform_names);
+    let wiring = wire(&config, &home, store, folders, &adapters, auth.clone())?;
     // With a shared store, one replica leads; the others wait here until it is gone.
     let leading = match ops::lease::leader_leases(&config, &wiring.store) {
-        Some(leases) => match ops::lease::stand_by_until_leading(&leases, &options.shutdown, &home.status_file()).await? {
-            Some(held) => Some(held),
-            None => return Ok(ExitReason::Stopped),
-        },
+        Some(leases) => {
+            // Meanwhile its ingress-only adapters take events in for the leader.
+            let parts = ops::standby_ingress::IngressParts {
+                directory: wiring.directory.clone(),
+                senders: auth.clone(),
+                policy: supervisor_policy(&config),
+            };
+            let ingress = ops::standby_ingress::start(&adapters, &wiring.store, parts);
+            let held = ops::lease::stand_by_until_leading(&leases, &options.shutdown, &home.status_file()).await;
+            ingress.stop().await;
+            match held? {
+                Some(held) => Some(held),
+                None => return Ok(ExitReason::Stopped),
+            }
+        }
         None => None,
     };
     let board = wiring.health.clone();
@@ -177,6 +191,8 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let locks = options.credential_lock_dir.clone().map(|dir| ops::supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
     let leases = connection_leases(&config, &wiring.store);
     let cluster_watch = leases.clone().map(|leases| ops::lease::watch_cluster(leases, wiring.health.clone()));
+    // What standbys accept lands in the shared inbox: the leader routes it when woken.
+    let inbox_follower = leading.as_ref().map(|_| intake::follow::spawn(inbox.clone(), wiring.store.clone(), intake::follow::POLL_EVERY));
     let guards = AdapterGuards { locks, leases };
     let (supervisors, notifier, notifying) = start_adapters(&adapters, &contexts, guards, &wiring, &config);
     let ticking = wiring.cron.start();
@@ -188,8 +204,16 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let mut status = ops::status_file::StatusFile::new(chrono::Utc::now());
     status.listeners = start_listeners(&config, &wiring, &admin_stop).await?.into();
     let status_path = home.status_file();
-    let chores =
-        Chores { status: status.clone(), status_path: status_path.clone(), media_cache, media_limits, router, notifying, cluster_watch };
+    let chores = Chores {
+        status: status.clone(),
+        status_path: status_path.clone(),
+        media_cache,
+        media_limits,
+        router,
+        notifying,
+        cluster_watch,
+        inbox_follower,
+    };
     let side_tasks = spawn_side_tasks(&wiring, &config, chores);
     tracing::info!(platforms = ?platform_names, home = %home.root().display(), "gateway running");
 
@@ -294,12 +318,14 @@ struct Chores {
     notifying: Option<JoinHandle<()>>,
     /// With a store shared by replicas: the watch that keeps the cluster's view on the board.
     cluster_watch: Option<JoinHandle<()>>,
+    /// With a store shared by replicas: routes what other replicas accepted (`intake::follow`).
+    inbox_follower: Option<JoinHandle<()>>,
 }
 
 /// Start the periodic chores and the courier's sweeper; returns every side task in the order
 /// they are stopped.
 fn spawn_side_tasks(wiring: &wiring::Wiring, config: &Config, chores: Chores) -> Vec<JoinHandle<()>> {
-    let Chores { status, status_path, media_cache, media_limits, router, notifying, cluster_watch } = chores;
+    let Chores { status, status_path, media_cache, media_limits, router, notifying, cluster_watch, inbox_follower } = chores;
     let store = wiring.store.clone();
     let status_task = ops::chores::spawn_status_writer(status, status_path, wiring.status_sources());
     let housekeeping = ops::chores::spawn_inbox_pruning(store.clone(), store.clone());
@@ -310,6 +336,7 @@ fn spawn_side_tasks(wiring: &wiring::Wiring, config: &Config, chores: Chores) ->
     let mut side_tasks = vec![status_task, housekeeping, media_sweeper, router, courier];
     side_tasks.extend(heap_trimmer);
     side_tasks.extend(cluster_watch);
+    side_tasks.extend(inbox_follower);
     // The watchdog keeps being fed through the drain; it stops after the supervisors.
     side_tasks.extend(notifying);
     side_tasks
@@ -360,19 +387,21 @@ pub fn store_location(config: &Config, home: &Home) -> crate::store::StoreLocati
     crate::store::StoreLocation::Sqlite { path: crate::store::state_db(home), limits }
 }
 
-/// The store, the agent and every handle, for `adapters` (running or not).
-async fn wire(
+/// The agent and every handle over `store`, for `adapters` (running or not).
+fn wire(
     config: &Arc<Config>,
     home: &Home,
+    store: Store,
+    folders: folders::Folders,
     adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
     auth: Arc<AuthPolicy>,
 ) -> Result<wiring::Wiring, GatewayError> {
-    let store: Store = store_location(config, home).open().await?;
     let agent = agent_parts(config, home, &auth)?;
     Ok(wiring::Wiring::build(wiring::Parts {
         config: config.clone(),
         home: home.clone(),
         store,
+        folders,
         adapters,
         auth,
         agent: agent.agent,
@@ -394,7 +423,9 @@ pub(crate) async fn headless(home: &Home, config: Config, registry: &crate::regi
         ops::adapters::build_enabled_with(&config, home, registry, &commands::menu()).map_err(|e| GatewayError::Config(e.to_string()))?;
     let platform_names: Vec<String> = adapters.iter().map(|a| a.platform().to_string()).collect();
     let auth = Arc::new(intake::access::auth_policy(&config, &platform_names));
-    wire(&config, home, &adapters, auth).await
+    let store: Store = store_location(&config, home).open().await?;
+    let folders = folders::Folders::of(home, Some(&store));
+    wire(&config, home, store, folders, &adapters, auth)
 }
 
 /// What runs beside the turns once the gateway is up, stopped in this order at shutdown.

@@ -8,18 +8,22 @@
 
 mod backend;
 mod clock;
+pub mod folders;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
 
 #[cfg(test)]
 mod suite;
+/// Scratch schemas on the test PostgreSQL, for tests outside the store.
+#[cfg(all(test, feature = "postgres"))]
+pub(crate) use postgres::tests as postgres_tests;
 
 pub use backend::{
-    Approvals, AttemptEnd, CallUsage, Claims, Conversation, DeadLetter, HistoryUpdate, Inbox, InboxRow, InboxState, KnownHistory, LaneHead,
-    Lease, Leases, LoggedMessage, MessageRow, NewMessage, NewOutboxRow, OpenedTurn, Outbox, OutboxRow, PendingApproval, QueueSummary,
-    Queued, RouteEntry, Routes, SearchHit, SearchScope, SessionLog, SessionRow, StoreBackend, TurnContext, TurnOpening, Turns, Undone,
-    UsageLedger, UsageTotals,
+    Approvals, AttemptEnd, CallUsage, Claims, Conversation, DeadLetter, Heard, HistoryUpdate, Inbox, InboxBell, InboxRow, InboxState,
+    InboxWakeups, KnownHistory, LaneHead, Lease, Leases, LoggedMessage, MessageRow, NewMessage, NewOutboxRow, OpenedTurn, Outbox,
+    OutboxRow, PendingApproval, QueueSummary, Queued, RouteEntry, Routes, SearchHit, SearchScope, SessionLog, SessionRow, StoreBackend,
+    TurnContext, TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{CopiedTable, PostgresOptions, PostgresStore, copy_sqlite_into};

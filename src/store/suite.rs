@@ -50,6 +50,7 @@ macro_rules! store_suite {
             an_expired_lease_goes_to_a_standby_and_the_old_holder_cannot_renew,
             a_released_lease_is_free_at_once_and_its_next_tenure_is_newer,
             a_cursor_moves_only_under_the_live_tenure_and_never_back,
+            hostile_cursor_names_and_values_are_stored_as_data,
             of_concurrent_lease_takers_one_wins,
             an_open_approval_closes_once,
             approvals_left_open_by_a_crash_are_closed_oldest_first,
@@ -723,6 +724,23 @@ pub(crate) async fn a_cursor_moves_only_under_the_live_tenure_and_never_back(sto
     assert!(!store.cursor_put(lease, old.token, "telegram:offset", "12").await.unwrap(), "the paused holder, woken, is fenced out");
     assert_eq!(store.cursor_get("telegram:offset").await.unwrap().as_deref(), Some("20"));
     assert_eq!(store.cursor_get("discord:sequence").await.unwrap(), None);
+}
+
+pub(crate) async fn hostile_cursor_names_and_values_are_stored_as_data(store: Store) {
+    let lease = "connection:it's \"quoted\"; DROP TABLE leases; --";
+    let held = store.lease_acquire(lease, "replica-a'--", Duration::from_secs(60)).await.unwrap().unwrap();
+    let name = format!("{lease}:x'); DELETE FROM cursors; --");
+    let value = "'\"\\%_ $1 ?1 ;-- \u{202e}ﬁ😀\r\n\t\u{7f}";
+    assert!(store.cursor_put(lease, held.token, &name, value).await.unwrap());
+    assert_eq!(store.cursor_get(&name).await.unwrap().as_deref(), Some(value));
+    // The largest value the adapters' contract lets through round-trips whole.
+    let largest = "é".repeat(hermes_adapter::cursors::MAX_CURSOR_VALUE_BYTES / 2);
+    assert!(store.cursor_put(lease, held.token, "big", &largest).await.unwrap());
+    assert_eq!(store.cursor_get("big").await.unwrap().as_deref(), Some(largest.as_str()));
+    // A wildcard in a name matches only itself.
+    assert_eq!(store.cursor_get(&format!("{lease}:%")).await.unwrap(), None);
+    assert_eq!(store.leases().await.unwrap().len(), 1);
+    assert_eq!(store.leases().await.unwrap()[0].name, lease);
 }
 
 pub(crate) async fn of_concurrent_lease_takers_one_wins(store: Store) {

@@ -50,6 +50,10 @@ mod pacing;
 mod pairing;
 mod peer;
 #[cfg(feature = "postgres")]
+mod replica_cron;
+#[cfg(feature = "postgres")]
+mod replica_ingress;
+#[cfg(feature = "postgres")]
 mod replicas;
 mod slack;
 mod slack_scenarios;

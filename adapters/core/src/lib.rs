@@ -13,7 +13,9 @@
 //! - [`capabilities`]: what a platform can do (limits, edits, buttons, markdown dialect).
 //! - [`credential`]: which account an adapter connects as (one gateway per credential).
 //! - [`context`]: what the gateway hands an adapter while it runs (inbox, health, sender policy,
-//!   shutdown).
+//!   cursors, shutdown).
+//! - [`cursors`]: how far a connection has read, recorded under the connection's lease so a
+//!   replica that lost it can move no cursor.
 //! - [`error`]: how a `run` ends (retry or park).
 //! - [`render`] and [`chunk`]: pure functions that render the agent's Markdown into a platform's
 //!   dialect and split it into messages that fit, losing nothing.
@@ -52,6 +54,7 @@ pub mod capabilities;
 pub mod chunk;
 pub mod context;
 pub mod credential;
+pub mod cursors;
 pub mod error;
 pub mod inbound;
 pub mod media;
@@ -71,6 +74,7 @@ pub use context::{
     AcceptError, AdapterContext, HealthReporter, InboundSink, SenderPolicy, SessionDirectory, SessionDirectoryError, StoredMessage,
 };
 pub use credential::CredentialId;
+pub use cursors::{CursorError, CursorStore, CursorWrite, Cursors, MemoryCursors};
 pub use error::AdapterError;
 pub use inbound::{AcceptOutcome, ContextMessage, InboundEvent, MessageKind};
 pub use media::{FileKind, OutboundFile};
@@ -130,6 +134,16 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     /// adapter runs; `None` for listeners, whose port already admits only one.
     fn credential(&self) -> Option<CredentialId> {
         None
+    }
+
+    /// Whether a replica that does not lead may run this adapter, beside the one that does, when
+    /// several share the store: it only takes events in, answers its caller as soon as an event
+    /// is stored (never waits for the turn on the same request), and holds no connection only
+    /// one process may (no [`credential`](Self::credential)). Such a replica stores what it
+    /// accepts and the leading replica runs the turns. A signed webhook listener qualifies; the
+    /// API server, which answers on the request, does not. `false` unless an adapter says so.
+    fn takes_events_on_any_replica(&self) -> bool {
+        false
     }
 
     /// Who this adapter is on its platform, asked of the platform with the configured

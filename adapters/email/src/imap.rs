@@ -14,17 +14,23 @@
 //! it is tried again. A crash between the inbox and the cursor replays the mail; the inbox
 //! knows its event id and drops the copy.
 //!
+//! **One reader.** The cursor is recorded through the gateway's fenced cursors first
+//! ([`crate::position`]): with replicas sharing a store, a replica whose lease on the mailbox is
+//! over is refused, marks nothing more `\Seen`, moves no cursor and stops; the replica taking
+//! over starts from the shared cursor.
+//!
 //! **No backlog.** On first start, or when the server changed the mailbox's UIDVALIDITY (the
 //! UIDs mean something else now), the cursor is set to the end of the mailbox: old mail is
 //! never answered.
 
 use crate::adapter::EmailAdapter;
 use crate::inbound::{self, Verdict};
+use crate::position::{self, RecordError};
 use crate::settings::TlsMode;
 use crate::state::Cursor;
 use crate::tls::{self, MailStream, TlsFailure};
 use futures::TryStreamExt;
-use hermes_adapter::{AcceptError, AdapterContext, AdapterError};
+use hermes_adapter::{AcceptError, AdapterContext, AdapterError, CursorWrite};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
@@ -41,6 +47,8 @@ pub(crate) enum End {
     Retry(String),
     /// Retrying cannot help (login refused).
     Fatal(AdapterError),
+    /// Another replica holds the mailbox now: stop reading at once.
+    Fenced,
 }
 
 impl From<async_imap::error::Error> for End {
@@ -59,6 +67,7 @@ pub(crate) async fn run(adapter: &EmailAdapter, ctx: AdapterContext) -> Result<(
         match end {
             End::Stopped => return Ok(()),
             End::Fatal(e) => return Err(e),
+            End::Fenced => return Err(AdapterError::fenced()),
             End::Retry(why) => {
                 if connected_at.elapsed() > Duration::from_secs(60) {
                     // The session was up for a while: this is a new outage.
@@ -171,7 +180,11 @@ async fn session(adapter: &EmailAdapter, ctx: &AdapterContext) -> End {
     let Some(uid_validity) = mailbox.uid_validity else {
         return End::Fatal(AdapterError::fatal("imap_uids", "the IMAP server gives no UIDVALIDITY, so mail cannot be tracked"));
     };
-    let mut cursor = match adapter.store.cursor() {
+    let stored = match position::resume(&adapter.store, ctx.cursors()).await {
+        Ok(stored) => stored,
+        Err(e) => return End::Retry(format!("could not read the mailbox cursor: {e}")),
+    };
+    let mut cursor = match stored {
         Some(cursor) if cursor.uid_validity == uid_validity => cursor,
         stored => {
             let end = match mailbox.uid_next {
@@ -187,8 +200,13 @@ async fn session(adapter: &EmailAdapter, ctx: &AdapterContext) -> End {
                 tracing::info!(uid_validity, "first start on this mailbox: mail already there is left alone, only new mail is read");
             }
             let cursor = Cursor { uid_validity, last_uid: end };
-            if let Err(e) = adapter.store.save_cursor(cursor) {
-                return End::Fatal(AdapterError::fatal("email_state", format!("could not save the mailbox cursor: {e}")));
+            match position::record(&adapter.store, ctx.cursors(), cursor).await {
+                Ok(CursorWrite::Saved) => {}
+                Ok(CursorWrite::Fenced) => return End::Fenced,
+                Err(e @ RecordError::Shared(_)) => return End::Retry(format!("could not save the mailbox cursor: {e}")),
+                Err(e @ RecordError::File(_)) => {
+                    return End::Fatal(AdapterError::fatal("email_state", format!("could not save the mailbox cursor: {e}")));
+                }
             }
             cursor
         }
@@ -374,11 +392,15 @@ async fn read_new(adapter: &EmailAdapter, ctx: &AdapterContext, session: &mut Se
             })
             .await?;
         }
-        cursor.last_uid = uid;
-        if let Err(e) = adapter.store.save_cursor(*cursor) {
+        let moved = Cursor { last_uid: uid, ..*cursor };
+        match position::record(&adapter.store, ctx.cursors(), moved).await {
+            Ok(CursorWrite::Saved) => {}
+            // Another replica reads the mailbox now and has the mail (its inbox is this one's).
+            Ok(CursorWrite::Fenced) => return Err(Stop::End(End::Fenced)),
             // The mail is in the inbox; a replay after a restart is dropped there as a duplicate.
-            tracing::warn!("could not save the mailbox cursor: {e}");
+            Err(e) => tracing::warn!("could not save the mailbox cursor: {e}"),
         }
+        cursor.last_uid = uid;
         ctx.health.progress();
     }
     Ok(())

@@ -13,6 +13,7 @@
 //! * `tls`: which CAs are trusted (the system's, or only `EMAIL_CA_FILE`'s), certificate checks
 //!   always on, and a refused certificate told with the server, the problem and the fix.
 //! * [`state`]: the cursor and conversation threads kept on disk.
+//! * `position`: the mailbox cursor, fenced through the gateway when replicas share a store.
 //! * [`config`], [`settings`]: the `platforms.email` block and its [`REGISTRATION`].
 //! * [`allowlist`]: allowlist entries are full addresses.
 
@@ -22,6 +23,7 @@ pub mod config;
 pub mod decide;
 pub(crate) mod imap;
 pub mod inbound;
+mod position;
 mod probe;
 pub mod settings;
 pub(crate) mod smtp;

@@ -24,7 +24,7 @@ impl EmailAdapter {
             Err(End::Retry(why)) => {
                 return Err(AdapterError::retryable("imap", format!("{why}; check EMAIL_IMAP_HOST/PORT and EMAIL_TLS")));
             }
-            Err(End::Stopped) => return Err(AdapterError::retryable("imap", "the IMAP check was stopped")),
+            Err(End::Stopped | End::Fenced) => return Err(AdapterError::retryable("imap", "the IMAP check was stopped")),
         }
         let smtp = self.probe_smtp().await?;
         Ok(Some(format!(

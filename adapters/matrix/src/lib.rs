@@ -18,6 +18,8 @@
 //!   within the gateway's limits, streamed under a byte cap.
 //! * [`voice`](crate::voice): the waveform a voice note the bot sends is shown with.
 //! * [`state`](crate::state): the files of the private state folder.
+//! * [`position`](crate::position): the sync token, fenced through the gateway when replicas
+//!   share a store.
 //! * [`errors`](crate::errors): matrix-sdk failures → what the gateway does next.
 //! * [`config`]: the `platforms.matrix` block, its variables and the [`REGISTRATION`].
 //! * [`allowlist`]: which allowlist entries can name a Matrix user (full mxids only).
@@ -30,6 +32,7 @@ pub(crate) mod gaps;
 pub(crate) mod inbound;
 pub(crate) mod login;
 pub(crate) mod media;
+pub(crate) mod position;
 mod probe;
 pub(crate) mod reactions;
 pub mod settings;

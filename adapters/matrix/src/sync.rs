@@ -3,7 +3,10 @@
 //! so that one is never used: a crash between the two would lose messages. Ours is written only
 //! after every event of the response went through `ctx.accept` (the gateway's durable inbox,
 //! which deduplicates on `matrix:<event id>`), so a crash at any point means the next run syncs
-//! from the last fully accepted token and the inbox drops what it already has.
+//! from the last fully accepted token and the inbox drops what it already has. The token goes
+//! through the gateway's fenced cursors first ([`crate::position`]): with replicas sharing a
+//! store, a replica whose lease is over moves no token and stops, and the one taking over
+//! resumes from the shared token.
 //!
 //! Per response: invites (joined when the gateway would let the inviter in, or, where the
 //! gateway offers pairing, when a stranger invites the bot to a DM: their messages then reach
@@ -24,7 +27,9 @@ use crate::undecryptable::{self, Pending, Reported, Waiting};
 use futures::Stream;
 use futures::{FutureExt, StreamExt};
 use hermes_adapter::untrusted;
-use hermes_adapter::{AcceptError, AdapterContext, AdapterError, ChatType, InboundEvent, MessageKind, Platform, SessionSource};
+use hermes_adapter::{
+    AcceptError, AdapterContext, AdapterError, ChatType, CursorWrite, InboundEvent, MessageKind, Platform, SessionSource,
+};
 use matrix_sdk::config::SyncSettings;
 use matrix_sdk::deserialized_responses::{TimelineEvent, TimelineEventKind};
 use matrix_sdk::ruma::api::client::filter::FilterDefinition;
@@ -102,8 +107,7 @@ pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<
     let mut keys = client.encryption().room_keys_received_stream().await.map(Box::pin);
     // The first sync retries every waiting message: their keys may have come in an earlier run.
     let mut retry_every_waiting = !memory.waiting.is_empty();
-    let mut token =
-        adapter.state.sync_token().map_err(|e| AdapterError::retryable("state", format!("could not read the sync token: {e}")))?;
+    let mut token = crate::position::resume(&adapter.state, ctx.cursors()).await?;
     tracing::info!(user = %me.user_id, resume = token.is_some(), "Matrix connected");
     let mut failures = 0u32;
     loop {
@@ -182,10 +186,10 @@ pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<
         } else {
             tracing::info!("first Matrix start: earlier messages are not answered");
         }
-        adapter
-            .state
-            .save_sync_token(&response.next_batch)
-            .map_err(|e| AdapterError::retryable("state", format!("could not save the sync token: {e}")))?;
+        if crate::position::record(&adapter.state, ctx.cursors(), &response.next_batch).await? == CursorWrite::Fenced {
+            // Another replica syncs now, from the token this one last recorded.
+            return Err(AdapterError::fenced());
+        }
         token = Some(response.next_batch);
     }
 }

@@ -2,6 +2,12 @@
 //! moves past an update once the gateway's inbox has stored it: a crash at any point loses
 //! nothing, and what Telegram then sends again is recognised by its event id and answered once.
 //!
+//! Before Telegram hears a new offset it is recorded through the gateway's fenced cursors
+//! (`offset`): with replicas sharing a store, a replica whose lease on the bot is over is
+//! refused, confirms nothing and stops. The offset is not read back on start: Telegram keeps the
+//! confirmed offset itself, and after a week without updates it numbers the next one at random,
+//! so a stored offset could lie above every new update and make the bot deaf.
+//!
 //! Survived here: a conflict with another poller (409, capped backoff, reported degraded), a
 //! webhook left set (deleted), flood waits. Network failures end the run so the supervisor
 //! reconnects with backoff; a poll that hangs is caught by the supervisor's liveness watch.
@@ -10,7 +16,7 @@ use crate::adapter::TelegramAdapter;
 use crate::errors;
 use crate::inbound::{self, Gate, Identity, Inbound, IncomingFile};
 use crate::media;
-use hermes_adapter::{AcceptOutcome, AdapterContext, AdapterError, Attachment, InboundEvent, MediaCache};
+use hermes_adapter::{AcceptOutcome, AdapterContext, AdapterError, Attachment, CursorWrite, InboundEvent, MediaCache};
 use std::future::IntoFuture;
 use std::time::Duration;
 use teloxide::payloads::{AnswerCallbackQuerySetters, DeleteWebhookSetters, GetUpdatesSetters};
@@ -36,8 +42,22 @@ pub async fn run(adapter: &TelegramAdapter, ctx: AdapterContext) -> Result<(), A
         poller.connected(adapter, &ctx).await?;
         let Some(me) = poller.me.as_ref() else { continue };
         if let Some(last) = store_batch(adapter, &ctx, me, &gate, &updates).await? {
-            poller.offset = last as i32 + 1;
+            poller.offset = record_offset(&ctx, last as i32 + 1).await?;
         }
+    }
+}
+
+/// The cursor's name in the gateway's store.
+pub(crate) const OFFSET: &str = "offset";
+
+/// Record `offset` under the connection's lease before the next poll confirms it to Telegram;
+/// the offset to poll with. Fenced or failed, the run ends and nothing is confirmed (Telegram
+/// sends the batch again, to whoever polls next, and the inbox drops what it already has).
+async fn record_offset(ctx: &AdapterContext, offset: i32) -> Result<i32, AdapterError> {
+    match ctx.cursors().save(OFFSET, &offset.to_string()).await {
+        Ok(CursorWrite::Saved) => Ok(offset),
+        Ok(CursorWrite::Fenced) => Err(AdapterError::fenced()),
+        Err(e) => Err(AdapterError::retryable("telegram_cursor", format!("could not record the update offset {offset}: {e}"))),
     }
 }
 

@@ -191,6 +191,11 @@ impl PlatformAdapter for WebhookAdapter {
         &self.capabilities
     }
 
+    /// A delivery is answered 202 once stored; its turn runs wherever the gateway runs turns.
+    fn takes_events_on_any_replica(&self) -> bool {
+        true
+    }
+
     async fn run(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
         let addr = self.display_addr();
         let host = self.host.trim_start_matches('[').trim_end_matches(']');

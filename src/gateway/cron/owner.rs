@@ -12,18 +12,18 @@
 //! operator authenticates upstream (an API key, a signed webhook: no people) are the operator's
 //! and always run.
 
-use crate::config::{Config, Home};
+use crate::config::Config;
 use crate::cron::job::{Job, Origin};
 use crate::cron::owner::{OwnerCheck, revoked};
+use crate::gateway::folders::Folders;
 use crate::gateway::intake::auth::{AuthDecision, AuthPolicy};
 use crate::gateway::intake::pairing::Pairing;
-use crate::gateway::intake::pairing::store::PairingStore;
 use hermes_adapter::{ChatType, Platform, SessionSource};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// Judges owners by the configuration loaded at start and the pairing approvals on disk.
+/// Judges owners by the configuration loaded at start and the pairing approvals kept now.
 pub(crate) struct OwnerGate {
     policy: AuthPolicy,
     /// Platforms whose callers are authenticated upstream: their jobs belong to the operator.
@@ -33,9 +33,9 @@ pub(crate) struct OwnerGate {
 }
 
 impl OwnerGate {
-    pub(crate) fn new(config: &Config, home: &Home) -> OwnerGate {
+    pub(crate) fn new(config: &Config, folders: &Folders) -> OwnerGate {
         let platforms: Vec<String> = config.platforms.others.keys().cloned().collect();
-        let pairing = Pairing::new(PairingStore::new(home.pairing_dir()), std::iter::empty::<String>());
+        let pairing = Pairing::new(folders.pairing(), std::iter::empty::<String>());
         let policy = crate::gateway::intake::access::auth_policy(config, &platforms).with_pairing(Arc::new(pairing));
         let endpoints = config
             .platforms
@@ -89,6 +89,8 @@ fn sender(origin: &Origin, platform: &str, user: &str) -> SessionSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Home;
+    use crate::gateway::intake::pairing::store::PairingStore;
 
     fn job(platform: &str, user: Option<&str>) -> Job {
         let mut job = Job::for_tests("j1", "ping");

@@ -9,10 +9,10 @@ use crate::cron::manage::CronJobs;
 use crate::cron::run::{JobRunner, RunSettings};
 use crate::cron::schedule::Zone;
 use crate::cron::status::TickerHealth;
-use crate::cron::store::JobStore;
 use crate::cron::ticker::{self, Ticker, TickerParts};
 use crate::gateway::cron::host::GatewayCronHost;
 use crate::gateway::delivery::home_channels::HomeChannels;
+use crate::gateway::folders::Folders;
 use crate::gateway::turn::TurnHandles;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,11 +28,11 @@ pub(crate) fn zone(config: &Config) -> Zone {
     Zone::from_config(config.timezone.as_deref()).unwrap_or(Zone::Local)
 }
 
-/// The jobs of this HERMES_HOME, with a fresh wake-up for the ticker and their owners judged by
-/// this configuration and the pairing approvals on disk.
-pub(crate) fn jobs(config: &Config, home: &Home) -> CronJobs {
-    CronJobs::new(JobStore::new(home.cron_dir()), zone(config), home.scripts_dir(), home.skills_dir(), Arc::new(Notify::new()))
-        .with_owner_check(Arc::new(super::owner::OwnerGate::new(config, home)))
+/// The jobs in `folders`, with a fresh wake-up for the ticker and their owners judged by this
+/// configuration and the pairing approvals there.
+pub(crate) fn jobs(config: &Config, home: &Home, folders: &Folders) -> CronJobs {
+    CronJobs::new(folders.jobs(), zone(config), home.scripts_dir(), home.skills_dir(), Arc::new(Notify::new()))
+        .with_owner_check(Arc::new(super::owner::OwnerGate::new(config, folders)))
 }
 
 /// What `/cron`, `/sethome` and `/status` use.

@@ -3,7 +3,7 @@
 //! about it (nobody let in, strangers refused without an answer, no admin).
 
 use super::auth::AuthPolicy;
-use crate::config::{Config, Home};
+use crate::config::Config;
 use std::sync::Arc;
 
 /// The allowlists and admins the configuration names, per platform (no pairing yet).
@@ -20,15 +20,13 @@ pub(crate) fn auth_policy(config: &Config, platforms: &[String]) -> AuthPolicy {
 /// when configuration lets nobody in but pairing, and that paired users are not admins.
 pub(crate) fn authorization(
     config: &Config,
-    home: &Home,
+    folders: &crate::gateway::folders::Folders,
     adapters: &[Arc<dyn hermes_adapter::PlatformAdapter>],
     platform_names: &[String],
 ) -> Arc<AuthPolicy> {
     let auth = auth_policy(config, platform_names);
     let offered = |p: &str| config.platforms.get(p).and_then(|b| b.facts).is_some_and(|f| f.pairing.is_offered());
-    let pairing = super::pairing::Pairing::for_adapters(super::pairing::store::PairingStore::new(home.pairing_dir()), adapters, |p| {
-        offered(p) && !auth.names_users_on(p)
-    });
+    let pairing = super::pairing::Pairing::for_adapters(folders.pairing(), adapters, |p| offered(p) && !auth.names_users_on(p));
     let pairs_on: Vec<String> = pairing.platforms().map(str::to_string).collect();
     let auth = auth.with_pairing(Arc::new(pairing));
     match (auth.nothing_allowed(), pairs_on.is_empty()) {

@@ -1,12 +1,19 @@
-//! The durable inbox: every inbound event is appended to SQLite (deduplicated on its event id)
-//! before the adapter acknowledges the platform, then handed to the router. On start the events
-//! accepted but not finished before a crash are replayed.
+//! The durable inbox: every inbound event is appended to the store (deduplicated on its event
+//! id) before the adapter acknowledges the platform, then handed to the router. On start the
+//! events accepted but not finished before a crash are replayed.
+//!
+//! With a store shared by replicas, a standby's inbox only stores (the store wakes the leader),
+//! and the leader also routes rows other replicas accepted ([`Inbox::route_unfinished`], run by
+//! `intake::follow`). Every event goes to the router through one gate that remembers the ids it
+//! let through until their rows are finished, so an event is routed once however many ways it
+//! arrives (accepted here, heard from another replica, found by a poll).
 
 use crate::store;
 use async_trait::async_trait;
 use hermes_adapter::{AcceptError, AcceptOutcome, InboundEvent, InboundSink};
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 /// Starts of a turn on one event after which a crash parks it instead of replaying it.
@@ -15,13 +22,32 @@ pub(crate) const CRASHES_BEFORE_PARKING: i64 = 3;
 pub(crate) struct Inbox {
     /// The stored rows: the only store concern the inbox touches.
     rows: Arc<dyn store::Inbox>,
-    router: mpsc::UnboundedSender<InboundEvent>,
+    /// `None` on a standby: it stores, and the replica that leads routes.
+    router: Option<mpsc::UnboundedSender<InboundEvent>>,
+    /// The ids handed to the router whose rows were unfinished when last looked at.
+    routed: Mutex<HashSet<String>>,
     accepting: AtomicBool,
 }
 
 impl Inbox {
     pub(crate) fn new(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
-        Self { rows, router, accepting: AtomicBool::new(true) }
+        Self { rows, router: Some(router), routed: Mutex::new(HashSet::new()), accepting: AtomicBool::new(true) }
+    }
+
+    /// A standby's inbox: it stores what its adapters accept and routes nothing; the store
+    /// announces each new row to the replica that leads.
+    pub(crate) fn storing_only(rows: Arc<dyn store::Inbox>) -> Self {
+        Self { rows, router: None, routed: Mutex::new(HashSet::new()), accepting: AtomicBool::new(true) }
+    }
+
+    fn routed(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        // The set is only inserted into and filtered: a panic elsewhere cannot leave it half made.
+        self.routed.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether `event_id` went to the router and may still be running.
+    pub(crate) fn has_routed(&self, event_id: &str) -> bool {
+        self.routed().contains(event_id)
     }
 
     /// Refuse new events from now on (drain); adapters then answer "try later" and do not ack.
@@ -29,18 +55,46 @@ impl Inbox {
         self.accepting.store(false, Ordering::Release);
     }
 
-    fn route(&self, event: InboundEvent) {
-        if self.router.send(event).is_err() {
+    /// Hand `event` to the router unless it already went; `true` when it went now.
+    fn route(&self, event: InboundEvent) -> bool {
+        let Some(router) = &self.router else { return false };
+        if !self.routed().insert(event.event_id.clone()) {
+            return false;
+        }
+        if router.send(event).is_err() {
             // The router is gone (shutting down); the row stays and is replayed on the next start.
             tracing::warn!("router stopped; the event stays in the inbox for the next start");
+            return false;
         }
+        true
     }
 
-    /// Hand every accepted-but-unfinished event to the router again, oldest first.
+    /// Hand every accepted-but-unfinished event to the router again, oldest first: at start,
+    /// what the last run left.
     pub(crate) async fn replay_unfinished(&self) -> Result<usize, store::StoreError> {
+        let replayed = self.route_unfinished().await?;
+        if replayed > 0 {
+            tracing::info!(count = replayed, "replaying events accepted before the last stop");
+        }
+        Ok(replayed)
+    }
+
+    /// Route every unfinished row not routed yet, oldest first (accepted by another replica,
+    /// or left by a replica that led before), and forget the routed ids whose rows are finished.
+    /// Returns how many went to the router now.
+    pub(crate) async fn route_unfinished(&self) -> Result<usize, store::StoreError> {
+        // Only ids routed before the rows are read may be forgotten: one routed meanwhile may
+        // have been stored after the read, and would look finished.
+        let known_before: HashSet<String> = self.routed().clone();
         let rows = self.rows.inbox_unfinished().await?;
+        let unfinished: HashSet<&str> = rows.iter().map(|row| row.event_id.as_str()).collect();
+        self.routed().retain(|id| !known_before.contains(id) || unfinished.contains(id.as_str()));
         let mut replayed = 0;
-        for row in rows {
+        for row in rows.iter().filter(|row| !known_before.contains(&row.event_id)) {
+            if self.has_routed(&row.event_id) {
+                // Accepted here while the rows were read: already on its way.
+                continue;
+            }
             // Its turn started this many times and the gateway died under it each time: running
             // it once more would only crash again.
             if row.attempts >= CRASHES_BEFORE_PARKING {
@@ -51,7 +105,7 @@ impl Inbox {
             }
             match serde_json::from_str::<InboundEvent>(&row.payload) {
                 Ok(event) => {
-                    if self.router.send(event).is_ok() {
+                    if self.route(event) {
                         replayed += 1;
                     }
                 }
@@ -60,9 +114,6 @@ impl Inbox {
                     self.rows.inbox_mark_failed(&row.event_id, &format!("unreadable payload: {e}")).await?;
                 }
             }
-        }
-        if replayed > 0 {
-            tracing::info!(count = replayed, "replaying events accepted before the last stop");
         }
         Ok(replayed)
     }

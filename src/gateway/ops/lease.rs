@@ -8,7 +8,10 @@
 //! TTL have passed since the last one that did, and the tenure is then given up, before any
 //! standby could take the lease: two replicas never read one connection at the same time,
 //! whatever the network does. Several leases spread over several replicas: a replica that holds
-//! more waits longer before taking a free one.
+//! more waits longer before taking a free one. What the connection has read is recorded in
+//! [`cursors`] fenced by the tenure.
+
+mod cursors;
 
 use crate::gateway::ops::health::{ClusterHealth, HealthBoard, LeaseHealth};
 use crate::store::{Lease, Leases};

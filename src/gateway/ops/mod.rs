@@ -2,8 +2,8 @@
 //! from their registrations, the [`supervisor`] (one task per adapter, restarts with
 //! [`backoff`], parking), [`instance_lock`] and [`credential_lock`] (one gateway per home, one
 //! per bot token), [`health`], the [`admin`] listener, the [`status_file`], [`notify`] (what
-//! systemd sees), periodic [`chores`], the [`media_sweep`], [`heap_trim`] and the
-//! [`process_guard`].
+//! systemd sees), periodic [`chores`], the [`media_sweep`], [`heap_trim`], the
+//! [`process_guard`], and the [`standby_ingress`] a replica runs while another leads.
 
 pub(crate) mod adapters;
 pub(crate) mod admin;
@@ -17,5 +17,6 @@ pub(crate) mod lease;
 pub(crate) mod media_sweep;
 pub(crate) mod notify;
 pub(crate) mod process_guard;
+pub(crate) mod standby_ingress;
 pub(crate) mod status_file;
 pub(crate) mod supervisor;

@@ -383,7 +383,12 @@ async fn run_once(
     stop: &CancellationToken,
 ) -> RunEnd {
     let run_stop = stop.child_token();
-    let run = supervised.adapter.run((supervised.make_context)(reporter.clone(), run_stop.clone()));
+    let mut ctx = (supervised.make_context)(reporter.clone(), run_stop.clone());
+    if let Some(held) = lease {
+        // The run's cursors move only under the tenure it started in.
+        ctx = ctx.with_cursors(held.cursors());
+    }
+    let run = supervised.adapter.run(ctx);
     tokio::pin!(run);
     let pulse = switches.pulse.clone();
     tokio::select! {

@@ -34,6 +34,7 @@ pub(crate) async fn gateway(
     ));
     let wiring = Wiring::build(Parts {
         paths: Arc::new(crate::gateway::agent_paths(&home, &config)),
+        folders: crate::gateway::folders::Folders::of(&home, None),
         config,
         home,
         store,

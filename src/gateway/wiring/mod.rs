@@ -62,6 +62,8 @@ pub(crate) struct Parts<'a> {
     pub config: Arc<Config>,
     pub home: Home,
     pub store: Store,
+    /// Where the cron jobs and pairing documents are (the store's, when it shares them).
+    pub folders: crate::gateway::folders::Folders,
     pub adapters: &'a [Arc<dyn PlatformAdapter>],
     pub auth: Arc<AuthPolicy>,
     pub agent: Arc<Agent>,
@@ -102,8 +104,8 @@ impl Wiring {
     }
 
     pub(crate) fn build(parts: Parts<'_>) -> Wiring {
-        let Parts { config, home, store, adapters, auth, agent, paths, tool_settings, guard, history_bytes, mcp } = parts;
-        let ground = Ground::new(config, home, store, adapters, paths.workdir.clone());
+        let Parts { config, home, store, folders, adapters, auth, agent, paths, tool_settings, guard, history_bytes, mcp } = parts;
+        let ground = Ground::new(config, home, store, &folders, adapters, paths.workdir.clone());
         let tools = ground.tools(&agent, &paths, &tool_settings, guard);
         let sessions = ground.sessions(&agent, paths, tool_settings.per_user_profiles, history_bytes);
         let turns = ground.turns(sessions, tools, agent, auth.clone());
@@ -190,7 +192,14 @@ fn speech_client(timeout_secs: u64) -> crate::agent::providers::http::ModelClien
 
 impl Ground {
     /// `workdir`: where the deliverer may take files from, beside the home.
-    fn new(config: Arc<Config>, home: Home, store: Store, adapters: &[Arc<dyn PlatformAdapter>], workdir: PathBuf) -> Ground {
+    fn new(
+        config: Arc<Config>,
+        home: Home,
+        store: Store,
+        folders: &crate::gateway::folders::Folders,
+        adapters: &[Arc<dyn PlatformAdapter>],
+        workdir: PathBuf,
+    ) -> Ground {
         let models = Arc::new(Models::new(config.clone(), home.config_file()));
         let approvals = ApprovalHandles {
             board: Arc::new(ApprovalBoard::with_bound(config.gateway.memory.approval_sessions)),
@@ -202,7 +211,7 @@ impl Ground {
         let deliverer = Arc::new(Deliverer::new(adapters, store.clone(), files, Some(health.clone()), retry));
         let clarify = Arc::new(ClarifyBoard::default());
         let homes = HomeChannels::from_config(&config);
-        let jobs = crate::gateway::cron::ticker::jobs(&config, &home);
+        let jobs = crate::gateway::cron::ticker::jobs(&config, &home, folders);
         Ground { config, home, store, models, approvals, health, deliverer, clarify, homes, jobs }
     }
 

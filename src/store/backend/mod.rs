@@ -15,7 +15,9 @@ mod routes;
 mod session_log;
 mod turns;
 mod usage;
+mod wakeups;
 
+use crate::store::folders::SharedFolders;
 pub use approvals::{Approvals, PendingApproval};
 pub use claims::Claims;
 pub use inbox::{Inbox, InboxRow, InboxState};
@@ -25,12 +27,30 @@ pub use routes::{Conversation, RouteEntry, Routes, SessionRow};
 pub use session_log::{LoggedMessage, MessageRow, NewMessage, SearchHit, SearchScope, SessionLog, Undone};
 pub use turns::{HistoryUpdate, KnownHistory, OpenedTurn, TurnContext, TurnOpening, Turns};
 pub use usage::{CallUsage, UsageLedger, UsageTotals};
+pub(in crate::store) use wakeups::Ringer;
+pub use wakeups::{Heard, InboxBell, InboxWakeups};
 
 /// Every concern at once: what the gateway holds. Implemented for anything that implements
 /// all of them, so a backend never implements it by hand.
-pub trait StoreBackend: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Leases + Approvals + Send + Sync {}
+pub trait StoreBackend:
+    SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Leases + Approvals + InboxWakeups + SharedFolders + Send + Sync
+{
+}
 
 impl<T> StoreBackend for T where
-    T: SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Leases + Approvals + Send + Sync + ?Sized
+    T: SessionLog
+        + Routes
+        + Inbox
+        + Outbox
+        + UsageLedger
+        + Turns
+        + Claims
+        + Leases
+        + Approvals
+        + InboxWakeups
+        + SharedFolders
+        + Send
+        + Sync
+        + ?Sized
 {
 }

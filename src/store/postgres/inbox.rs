@@ -1,6 +1,7 @@
 //! The inbox in PostgreSQL: `INSERT … ON CONFLICT DO NOTHING` on the event id is what drops a
 //! platform's redelivery, and of replicas accepting one id at once exactly one inserts it (the
-//! primary key decides). Every state change is one conditional `UPDATE`, atomic on its own.
+//! primary key decides). Every state change is one conditional `UPDATE`, atomic on its own. An
+//! accepted row is announced on the inbox's channel (`wakeups`) as it commits.
 
 use super::PostgresStore;
 use crate::store::clock::{now_ms, to_time};
@@ -10,8 +11,18 @@ use deadpool_postgres::GenericClient;
 use std::time::Duration;
 use tokio_postgres::Row;
 
-const ACCEPT: &str = "INSERT INTO inbox (event_id, platform, payload, state, received_at, updated_at) VALUES ($1, $2, $3, 'accepted', $4, $4) \
-                      ON CONFLICT (event_id) DO NOTHING";
+/// Insert the event unless its id is stored, and only when it was inserted, announce it on the
+/// inbox's channel in the same statement: the notification goes out when the row is committed,
+/// never for a row that is not, and never for a redelivery. (A payload is at most 8000 bytes; a
+/// longer id is announced empty, which listeners read as "look at the inbox".)
+static ACCEPT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "WITH accepted AS (INSERT INTO inbox (event_id, platform, payload, state, received_at, updated_at) \
+         VALUES ($1, $2, $3, 'accepted', $4, $4) ON CONFLICT (event_id) DO NOTHING RETURNING event_id) \
+         SELECT pg_notify({}, CASE WHEN octet_length(event_id) < 4000 THEN event_id ELSE '' END) FROM accepted",
+        super::wakeups::CHANNEL
+    )
+});
 
 const COLUMNS: &str = "event_id, platform, payload, state, attempts, error, received_at";
 
@@ -79,8 +90,8 @@ impl Inbox for PostgresStore {
 /// Store one event as accepted; `false` when its id was already stored (or stored by another
 /// replica first: the primary key makes a concurrent insert wait for and see the winner).
 async fn accept(c: &impl GenericClient, event_id: &str, platform: &str, payload: &str, now: i64) -> Result<bool, StoreError> {
-    let statement = c.prepare_cached(ACCEPT).await?;
-    Ok(c.execute(&statement, &[&event_id, &platform, &payload, &now]).await? == 1)
+    let statement = c.prepare_cached(&ACCEPT).await?;
+    Ok(c.query(&statement, &[&event_id, &platform, &payload, &now]).await?.len() == 1)
 }
 
 /// One more attempt at the event starts (a finished event stays finished). On a connection or

@@ -14,6 +14,7 @@ mod agent_state;
 mod approvals;
 mod claims;
 mod copy;
+mod folders;
 mod inbox;
 mod leases;
 mod messages;
@@ -22,9 +23,10 @@ mod routes;
 mod schema;
 mod turns;
 mod usage;
+mod wakeups;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use copy::{CopiedTable, copy_sqlite_into};
 
@@ -50,8 +52,12 @@ pub struct PostgresStore {
 
 struct Inner {
     pool: Pool,
+    /// How to open a connection of its own, outside the pool (the inbox's LISTEN).
+    config: tokio_postgres::Config,
     /// Where the database is, without credentials: what errors and logs may name.
     database: String,
+    /// The runtime the pool's connections run on, which synchronous callers wait on.
+    runtime: tokio::runtime::Handle,
 }
 
 impl PostgresStore {
@@ -61,12 +67,12 @@ impl PostgresStore {
         let config: tokio_postgres::Config =
             options.url.parse().map_err(|e: tokio_postgres::Error| StoreError::BadDatabaseUrl(e.to_string()))?;
         let database = describe(&config);
-        let manager = Manager::from_config(config, tls()?, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(config.clone(), tls()?, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(options.pool_size.max(1))
             .build()
             .map_err(|e| StoreError::Unreachable { database: database.clone(), reason: e.to_string() })?;
-        let store = PostgresStore { inner: Arc::new(Inner { pool, database }) };
+        let store = PostgresStore { inner: Arc::new(Inner { pool, config, database, runtime: tokio::runtime::Handle::current() }) };
         let mut client = store.client().await?;
         schema::migrate(&mut client, &store.inner.database).await?;
         Ok(store)
@@ -75,6 +81,11 @@ impl PostgresStore {
     /// Where the database is, without credentials.
     pub fn database(&self) -> &str {
         &self.inner.database
+    }
+
+    /// The runtime the store was opened on.
+    fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.inner.runtime
     }
 
     /// A connection from the pool (opened when none is idle).

@@ -154,6 +154,21 @@ pub(super) const MIGRATIONS: &[&str] = &[
         updated_at BIGINT NOT NULL
     );
     "#,
+    // 2: the shared folders (`store::folders`): cron jobs and pairing, one row per document.
+    r#"
+    CREATE TABLE folders (
+        folder TEXT PRIMARY KEY
+    );
+    CREATE SEQUENCE document_revisions;
+    CREATE TABLE documents (
+        folder     TEXT NOT NULL,
+        name       TEXT NOT NULL,
+        body       BYTEA NOT NULL,
+        revision   BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (folder, name)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

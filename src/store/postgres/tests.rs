@@ -162,3 +162,73 @@ async fn copying_again_before_the_move_brings_only_what_is_new() {
     let contents: Vec<String> = target.messages(&route.session_id, None).await.unwrap().into_iter().map(|m| m.content).collect();
     assert_eq!(contents, ["one", "two"]);
 }
+
+/// The folder suite on PostgreSQL: two stores on one schema are two replicas.
+mod folders {
+    use crate::store::folders::{Folder, FolderKind, LockWait, SharedFolders, suite};
+    use std::sync::Arc;
+
+    async fn two() -> (Arc<dyn Folder>, Arc<dyn Folder>) {
+        let url = super::scratch_url().await;
+        let (one, other) = (super::open_at(&url).await, super::open_at(&url).await);
+        (one.shared_folder(FolderKind::Cron).unwrap(), other.shared_folder(FolderKind::Cron).unwrap())
+    }
+
+    async fn run(check: fn(Arc<dyn Folder>, Arc<dyn Folder>)) {
+        let (one, other) = two().await;
+        tokio::task::spawn_blocking(move || check(one, other)).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_change_is_seen_whole_elsewhere() {
+        run(suite::a_change_is_seen_whole_elsewhere).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn changes_under_the_lock_lose_nothing() {
+        run(suite::changes_under_the_lock_lose_nothing).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_held_lock_refuses_a_second_holder_until_dropped() {
+        run(suite::a_held_lock_refuses_a_second_holder_until_dropped).await;
+    }
+
+    /// A replica that dies mid-change (here: drops it) leaves nothing of it, and its lock is
+    /// free at once; a replica that cannot have the lock in time says so instead of waiting on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unfinished_change_leaves_nothing_and_a_bounded_wait_fails_clearly() {
+        run(|one, other| {
+            let mut lock = one.lock(LockWait::Forever).unwrap();
+            lock.write("jobs.json", b"half").unwrap();
+            let waited = other.lock(LockWait::AtMost(std::time::Duration::from_millis(200))).map(|_| ()).unwrap_err();
+            assert_eq!(waited.kind(), std::io::ErrorKind::TimedOut, "{waited}");
+            assert!(waited.to_string().contains("cron folder's lock"), "{waited}");
+            drop(lock);
+            assert_eq!(other.read("jobs.json").unwrap(), None, "rolled back");
+            let mut lock = other.lock(LockWait::AtMost(std::time::Duration::from_secs(5))).expect("free once the holder is gone");
+            lock.write("jobs.json", b"whole").unwrap();
+            lock.commit().unwrap();
+            assert_eq!(one.read("jobs.json").unwrap().as_deref(), Some(&b"whole"[..]));
+        })
+        .await;
+    }
+
+    /// Hostile names cannot reach outside their folder: another folder never sees them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_document_name_is_data_not_a_path_or_sql() {
+        let url = super::scratch_url().await;
+        let store = super::open_at(&url).await;
+        let (cron, pairing) = (store.shared_folder(FolderKind::Cron).unwrap(), store.shared_folder(FolderKind::Pairing).unwrap());
+        tokio::task::spawn_blocking(move || {
+            let hostile = "../pairing/telegram-approved.json'; DROP TABLE documents; --";
+            let mut lock = cron.lock(LockWait::Forever).unwrap();
+            lock.write(hostile, b"{\"1\":{}}").unwrap();
+            lock.commit().unwrap();
+            assert_eq!(cron.read(hostile).unwrap().as_deref(), Some(&b"{\"1\":{}}"[..]));
+            assert!(pairing.names().unwrap().is_empty(), "the pairing folder is untouched");
+        })
+        .await
+        .unwrap();
+    }
+}

@@ -20,6 +20,7 @@ mod schema;
 pub use schema::state_db;
 mod turns;
 mod usage;
+mod wakeups;
 mod writer;
 
 #[cfg(test)]
@@ -205,5 +206,13 @@ impl CachedStatements for Connection {
         F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     {
         self.prepare_cached(sql)?.query_row(params, row)
+    }
+}
+
+/// SQLite keeps no shared folder: the cron jobs and the pairing files stay in HERMES_HOME, in
+/// Hermes' own formats (`store::folders::FileFolder`).
+impl crate::store::folders::SharedFolders for SqliteStore {
+    fn shared_folder(&self, _kind: crate::store::folders::FolderKind) -> Option<std::sync::Arc<dyn crate::store::folders::Folder>> {
+        None
     }
 }

@@ -16,6 +16,7 @@ use crate::gateway::delivery::deliverer::Deliverer;
 use crate::gateway::delivery::reply::Finish;
 use crate::gateway::delivery::reply::{Reply, ReplyKey};
 use crate::store::Inbox;
+use crate::store::folders::Revision;
 use hermes_adapter::{ChatType, InboundEvent, PlatformAdapter, SessionSource};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -40,33 +41,11 @@ pub(crate) struct Pairing {
     approved: Mutex<HashMap<String, ApprovedCache>>,
 }
 
-/// One platform's approved ids, as of one version of its file.
+/// One platform's approved ids, as of one revision of its document.
 #[derive(Debug)]
 struct ApprovedCache {
-    version: Option<FileVersion>,
+    revision: Option<Revision>,
     ids: HashSet<String>,
-}
-
-/// What tells one version of a file from the next: every write renames a new file into place, so
-/// the inode changes; size and modification time guard against a reused inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileVersion {
-    inode: u64,
-    len: u64,
-    mtime: i64,
-    mtime_nsec: i64,
-}
-
-impl FileVersion {
-    /// `None` when the file does not exist.
-    fn of(path: &std::path::Path) -> std::io::Result<Option<Self>> {
-        use std::os::unix::fs::MetadataExt;
-        match std::fs::metadata(path) {
-            Ok(m) => Ok(Some(Self { inode: m.ino(), len: m.size(), mtime: m.mtime(), mtime_nsec: m.mtime_nsec() })),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
 }
 
 impl Pairing {
@@ -100,30 +79,30 @@ impl Pairing {
         self.store.approved().is_ok_and(|users| !users.is_empty())
     }
 
-    /// Whether `user_id` is approved on `platform`. The file is looked at on every call (one
-    /// `stat`) and read again only when it changed.
+    /// Whether `user_id` is approved on `platform`. The document's revision is looked at on
+    /// every call (one `stat`, or one indexed query in a shared store) and the document read
+    /// again only when it changed.
     pub(crate) fn is_approved(&self, platform: &str, user_id: &str) -> bool {
-        let Ok(path) = self.store.approved_path(platform) else { return false };
-        let version = match FileVersion::of(&path) {
-            Ok(v) => v,
+        let revision = match self.store.approved_revision(platform) {
+            Ok(revision) => revision,
             Err(e) => {
-                tracing::warn!(file = %path.display(), error = %e, "cannot read the approved pairing users; treating none as approved");
+                tracing::warn!(error = %e, "cannot read the approved pairing users; treating none as approved");
                 return false;
             }
         };
         let mut cache = self.approved.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let entry = cache.entry(platform.to_string()).or_insert(ApprovedCache { version: None, ids: HashSet::new() });
-        if entry.version != version {
-            // Read after the stat: a write in between leaves a newer file than the recorded
-            // version, so the next call reads it again; never an older one.
-            entry.ids = match version {
+        let entry = cache.entry(platform.to_string()).or_insert(ApprovedCache { revision: None, ids: HashSet::new() });
+        if entry.revision != revision {
+            // Read after the revision: a write in between leaves a newer document than the one
+            // recorded, so the next call reads it again; never an older one.
+            entry.ids = match revision {
                 None => HashSet::new(),
                 Some(_) => self.store.approved_ids(platform).unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "cannot read the approved pairing users; treating none as approved");
                     HashSet::new()
                 }),
             };
-            entry.version = version;
+            entry.revision = revision;
         }
         entry.ids.contains(user_id)
     }
@@ -168,7 +147,7 @@ impl Pairing {
         let (platform, code) = (platform.to_string(), code.to_string());
         tokio::task::spawn_blocking(move || store.approve(&platform, &code, store::now()))
             .await
-            .map_err(|e| PairingError::Io { path: self.store.dir().to_path_buf(), source: std::io::Error::other(e) })?
+            .map_err(|e| PairingError::Io { path: self.store.location(), source: std::io::Error::other(e) })?
     }
 }
 

@@ -10,17 +10,22 @@
 //! - `_rate_limits.json`: when each user last asked for a code (`<platform>:<id>`), failed
 //!   approvals (`_failures:<platform>`) and lockouts (`_lockout:<platform>`, until when).
 //!
-//! Every change is a read-modify-write under an exclusive advisory lock on `.lock`, so an approval
-//! from the CLI and a code issued by the gateway never lose each other's update. Files are
-//! replaced atomically and are owner-only (0600, directory 0700); a reader that only looks (the
-//! gateway's approved-user check) needs no lock, since a file is always whole.
+//! Every change is a read-modify-write under the folder's lock (an exclusive advisory lock on
+//! `.lock`), so an approval from the CLI and a code issued by the gateway never lose each other's
+//! update. Files are replaced atomically and are owner-only (0600, directory 0700); a reader that
+//! only looks (the gateway's approved-user check) needs no lock, since a file is always whole.
+//!
+//! With a shared store (PostgreSQL) the same documents are rows of its pairing folder
+//! (`store::folders`), changed in one transaction each, so every replica and the CLI see one set
+//! of codes, approvals and limits.
 
+use crate::store::folders::{FileFolder, Folder, FolderLock, LockWait, Revision};
 use rand::TryRngCore;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashSet};
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Codes avoid characters that read alike (0/O, 1/I); 32 symbols, so one random byte modulo 32
 /// picks each without bias.
@@ -127,15 +132,10 @@ type Pending = BTreeMap<String, PendingEntry>;
 type Approved = BTreeMap<String, ApprovedEntry>;
 type Limits = BTreeMap<String, f64>;
 
-/// The files of one HERMES_HOME's pairing directory.
+/// The pairing documents: HERMES_HOME's pairing directory, or a shared store's folder.
 #[derive(Debug, Clone)]
 pub(crate) struct PairingStore {
-    dir: PathBuf,
-}
-
-/// Held while a change is made; the lock is released when the file closes.
-struct Locked {
-    _file: File,
+    folder: Arc<dyn Folder>,
 }
 
 /// Now, in Unix seconds (the files' time unit, as in Hermes).
@@ -148,26 +148,47 @@ pub(crate) fn normalize_code(code: &str) -> String {
     code.trim().trim_matches('`').trim().to_ascii_uppercase()
 }
 
+fn pending_name(platform: &str) -> String {
+    format!("{platform}{PENDING_SUFFIX}")
+}
+
+/// The document of `platform`'s approved users.
+fn approved_name(platform: &str) -> Result<String, PairingError> {
+    Ok(format!("{}{APPROVED_SUFFIX}", platform_name(platform)?))
+}
+
 impl PairingStore {
+    /// The pairing directory `dir` of a HERMES_HOME.
+    #[cfg(test)]
     pub(crate) fn new(dir: PathBuf) -> Self {
-        Self { dir }
+        Self::in_folder(Arc::new(Self::file_folder(dir)))
     }
 
-    pub(crate) fn dir(&self) -> &Path {
-        &self.dir
+    /// The pairing directory `dir` as a folder, with Hermes' lock file.
+    pub(crate) fn file_folder(dir: PathBuf) -> FileFolder {
+        FileFolder::new(dir, LOCK_FILE)
     }
 
-    /// The file of `platform`'s approved users (its metadata tells when it changed).
-    pub(crate) fn approved_path(&self, platform: &str) -> Result<PathBuf, PairingError> {
-        Ok(self.dir.join(format!("{}{APPROVED_SUFFIX}", platform_name(platform)?)))
+    /// The pairing documents in `folder`.
+    pub(crate) fn in_folder(folder: Arc<dyn Folder>) -> Self {
+        Self { folder }
     }
 
-    fn pending_path(&self, platform: &str) -> PathBuf {
-        self.dir.join(format!("{platform}{PENDING_SUFFIX}"))
+    /// The directory of a file folder (the tests look at the files themselves).
+    #[cfg(test)]
+    pub(crate) fn dir(&self) -> PathBuf {
+        self.folder.locate("")
     }
 
-    fn limits_path(&self) -> PathBuf {
-        self.dir.join(RATE_LIMITS_FILE)
+    /// Where the pairing documents are, for people.
+    pub(crate) fn location(&self) -> PathBuf {
+        self.folder.locate("")
+    }
+
+    /// The revision of `platform`'s approved users (`None`: nobody was ever approved there).
+    pub(crate) fn approved_revision(&self, platform: &str) -> Result<Option<Revision>, PairingError> {
+        let name = approved_name(platform)?;
+        self.folder.revision(&name).map_err(|source| self.io(&name, source))
     }
 
     /// Give `user_id` a code on `platform`, unless they asked within the rate-limit window (then
@@ -175,29 +196,30 @@ impl PairingStore {
     /// rate-limit window too). A new code replaces the user's older one.
     pub(crate) fn request_code(&self, platform: &str, user_id: &str, user_name: &str, now: f64) -> Result<CodeRequest, PairingError> {
         let platform = platform_name(platform)?;
-        let _lock = self.lock()?;
-        let mut limits: Limits = self.load(&self.limits_path())?;
-        let asked_key = format!("{platform}:{user_id}");
-        if limits.get(&asked_key).is_some_and(|at| now - at < RATE_LIMIT_SECS) {
-            return Ok(CodeRequest::Silent);
-        }
-        let pending_path = self.pending_path(&platform);
-        let mut pending = self.load_pending(&pending_path)?;
-        pending.retain(|_, e| !expired(e, now) && e.user_id != user_id);
-        prune_limits(&mut limits, now);
-        limits.insert(asked_key, now);
-        let outcome = if lockout_until(&limits, &platform).is_some_and(|until| now < until) || pending.len() >= MAX_PENDING {
-            CodeRequest::TooMany
-        } else {
-            let code = random_code()?;
-            let salt = hex::encode(random_bytes::<16>()?);
-            let entry = PendingEntry { salt, user_id: user_id.to_string(), user_name: clean_name(user_name), created_at: now };
-            pending.insert(hash_code(&entry.salt, &code), entry);
-            CodeRequest::Issued(code)
-        };
-        self.save(&pending_path, &pending)?;
-        self.save(&self.limits_path(), &limits)?;
-        Ok(outcome)
+        self.change(|docs| {
+            let mut limits: Limits = docs.load(RATE_LIMITS_FILE)?;
+            let asked_key = format!("{platform}:{user_id}");
+            if limits.get(&asked_key).is_some_and(|at| now - at < RATE_LIMIT_SECS) {
+                return Ok(CodeRequest::Silent);
+            }
+            let pending_name = pending_name(&platform);
+            let mut pending = docs.load_pending(&pending_name)?;
+            pending.retain(|_, e| !expired(e, now) && e.user_id != user_id);
+            prune_limits(&mut limits, now);
+            limits.insert(asked_key, now);
+            let outcome = if lockout_until(&limits, &platform).is_some_and(|until| now < until) || pending.len() >= MAX_PENDING {
+                CodeRequest::TooMany
+            } else {
+                let code = random_code()?;
+                let salt = hex::encode(random_bytes::<16>()?);
+                let entry = PendingEntry { salt, user_id: user_id.to_string(), user_name: clean_name(user_name), created_at: now };
+                pending.insert(hash_code(&entry.salt, &code), entry);
+                CodeRequest::Issued(code)
+            };
+            docs.save(&pending_name, &pending)?;
+            docs.save(RATE_LIMITS_FILE, &limits)?;
+            Ok(outcome)
+        })
     }
 
     /// Approve the user who was sent `code` on `platform`. A wrong or expired code counts as a
@@ -206,54 +228,57 @@ impl PairingStore {
     pub(crate) fn approve(&self, platform: &str, code: &str, now: f64) -> Result<ApprovedUser, PairingError> {
         let platform = platform_name(platform)?;
         let code = normalize_code(code);
-        let _lock = self.lock()?;
-        let mut limits: Limits = self.load(&self.limits_path())?;
-        if let Some(until) = lockout_until(&limits, &platform).filter(|until| now < *until) {
-            return Err(PairingError::LockedOut { platform, minutes: ((until - now) / 60.0).ceil() as u64 });
-        }
-        let pending_path = self.pending_path(&platform);
-        let mut pending = self.load_pending(&pending_path)?;
-        let found = pending.iter().find(|(hash, e)| hash_code(&e.salt, &code) == **hash).map(|(hash, e)| (hash.clone(), e.clone()));
-        let found_expired = found.as_ref().is_some_and(|(_, e)| expired(e, now));
-        pending.retain(|_, e| !expired(e, now));
-        let entry = match found {
-            Some((hash, entry)) if !found_expired => {
-                pending.remove(&hash);
-                entry
+        self.change(|docs| {
+            let mut limits: Limits = docs.load(RATE_LIMITS_FILE)?;
+            if let Some(until) = lockout_until(&limits, &platform).filter(|until| now < *until) {
+                return Err(PairingError::LockedOut { platform: platform.clone(), minutes: ((until - now) / 60.0).ceil() as u64 });
             }
-            _ => {
-                let attempts_left = record_failure(&mut limits, &platform, now);
-                self.save(&pending_path, &pending)?;
-                self.save(&self.limits_path(), &limits)?;
-                return Err(if found_expired {
-                    PairingError::Expired { platform, code, attempts_left }
-                } else {
-                    PairingError::WrongCode { platform, code, attempts_left }
-                });
-            }
-        };
-        let approved_path = self.approved_path(&platform)?;
-        let mut approved: Approved = self.load(&approved_path)?;
-        approved.insert(entry.user_id.clone(), ApprovedEntry { user_name: entry.user_name.clone(), approved_at: now });
-        // Approved before the code is consumed: a crash in between leaves a harmless stale code.
-        self.save(&approved_path, &approved)?;
-        self.save(&pending_path, &pending)?;
-        limits.remove(&failures_key(&platform));
-        self.save(&self.limits_path(), &limits)?;
-        Ok(ApprovedUser { platform, user_id: entry.user_id, user_name: entry.user_name, approved_at: now })
+            let pending_name = pending_name(&platform);
+            let mut pending = docs.load_pending(&pending_name)?;
+            let found = pending.iter().find(|(hash, e)| hash_code(&e.salt, &code) == **hash).map(|(hash, e)| (hash.clone(), e.clone()));
+            let found_expired = found.as_ref().is_some_and(|(_, e)| expired(e, now));
+            pending.retain(|_, e| !expired(e, now));
+            let entry = match found {
+                Some((hash, entry)) if !found_expired => {
+                    pending.remove(&hash);
+                    entry
+                }
+                _ => {
+                    // Saved although the approval fails: the failure counts.
+                    let attempts_left = record_failure(&mut limits, &platform, now);
+                    docs.save(&pending_name, &pending)?;
+                    docs.save(RATE_LIMITS_FILE, &limits)?;
+                    let (platform, code) = (platform.clone(), code.clone());
+                    return Err(if found_expired {
+                        PairingError::Expired { platform, code, attempts_left }
+                    } else {
+                        PairingError::WrongCode { platform, code, attempts_left }
+                    });
+                }
+            };
+            let approved_name = approved_name(&platform)?;
+            let mut approved: Approved = docs.load(&approved_name)?;
+            approved.insert(entry.user_id.clone(), ApprovedEntry { user_name: entry.user_name.clone(), approved_at: now });
+            // Approved before the code is consumed: a crash in between leaves a harmless stale code.
+            docs.save(&approved_name, &approved)?;
+            docs.save(&pending_name, &pending)?;
+            limits.remove(&failures_key(&platform));
+            docs.save(RATE_LIMITS_FILE, &limits)?;
+            Ok(ApprovedUser { platform: platform.clone(), user_id: entry.user_id, user_name: entry.user_name, approved_at: now })
+        })
     }
 
     /// Take `user_id`'s approval on `platform` away; false when they were not approved.
     pub(crate) fn revoke(&self, platform: &str, user_id: &str) -> Result<bool, PairingError> {
-        let platform = platform_name(platform)?;
-        let _lock = self.lock()?;
-        let path = self.approved_path(&platform)?;
-        let mut approved: Approved = self.load(&path)?;
-        if approved.remove(user_id).is_none() {
-            return Ok(false);
-        }
-        self.save(&path, &approved)?;
-        Ok(true)
+        let name = approved_name(platform)?;
+        self.change(|docs| {
+            let mut approved: Approved = docs.load(&name)?;
+            if approved.remove(user_id).is_none() {
+                return Ok(false);
+            }
+            docs.save(&name, &approved)?;
+            Ok(true)
+        })
     }
 
     /// Drop every pending code (of one platform, or of all); returns how many were dropped.
@@ -262,24 +287,26 @@ impl PairingStore {
             Some(p) => vec![platform_name(p)?],
             None => self.platforms_with(PENDING_SUFFIX)?,
         };
-        let _lock = self.lock()?;
-        let mut dropped = 0;
-        for platform in platforms {
-            let path = self.pending_path(&platform);
-            let pending = self.load_pending(&path)?;
-            if !pending.is_empty() {
-                dropped += pending.len();
-                self.save(&path, &Pending::new())?;
+        self.change(|docs| {
+            let mut dropped = 0;
+            for platform in platforms {
+                let name = pending_name(&platform);
+                let pending = docs.load_pending(&name)?;
+                if !pending.is_empty() {
+                    dropped += pending.len();
+                    docs.save(&name, &Pending::new())?;
+                }
             }
-        }
-        Ok(dropped)
+            Ok(dropped)
+        })
     }
 
     /// Every code not yet expired, oldest first.
     pub(crate) fn pending(&self, now: f64) -> Result<Vec<PendingRequest>, PairingError> {
         let mut out = Vec::new();
         for platform in self.platforms_with(PENDING_SUFFIX)? {
-            for entry in self.load_pending(&self.pending_path(&platform))?.into_values().filter(|e| !expired(e, now)) {
+            let name = pending_name(&platform);
+            for entry in pending_only(&name, self.load(&name)?).into_values().filter(|e| !expired(e, now)) {
                 out.push(PendingRequest {
                     platform: platform.clone(),
                     user_id: entry.user_id,
@@ -296,7 +323,7 @@ impl PairingStore {
     pub(crate) fn approved(&self) -> Result<Vec<ApprovedUser>, PairingError> {
         let mut out = Vec::new();
         for platform in self.platforms_with(APPROVED_SUFFIX)? {
-            let approved: Approved = self.load(&self.approved_path(&platform)?)?;
+            let approved: Approved = self.load(&approved_name(&platform)?)?;
             out.extend(approved.into_iter().map(|(user_id, e)| ApprovedUser {
                 platform: platform.clone(),
                 user_id,
@@ -309,13 +336,13 @@ impl PairingStore {
 
     /// The ids approved on `platform`.
     pub(crate) fn approved_ids(&self, platform: &str) -> Result<HashSet<String>, PairingError> {
-        let approved: Approved = self.load(&self.approved_path(platform)?)?;
+        let approved: Approved = self.load(&approved_name(platform)?)?;
         Ok(approved.into_keys().collect())
     }
 
     /// The platforms whose approvals are locked now, and until when.
     pub(crate) fn lockouts(&self, now: f64) -> Result<Vec<(String, f64)>, PairingError> {
-        let limits: Limits = self.load(&self.limits_path())?;
+        let limits: Limits = self.load(RATE_LIMITS_FILE)?;
         Ok(limits
             .into_iter()
             .filter_map(|(key, until)| Some((key.strip_prefix("_lockout:")?.to_string(), until)))
@@ -323,67 +350,75 @@ impl PairingStore {
             .collect())
     }
 
-    /// The platforms that have a file ending in `suffix`, sorted.
+    /// The platforms that have a document ending in `suffix`, sorted.
     fn platforms_with(&self, suffix: &str) -> Result<Vec<String>, PairingError> {
-        let entries = match std::fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(source) => return Err(PairingError::Io { path: self.dir.clone(), source }),
-        };
-        let mut out: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(suffix)).map(str::to_string))
-            .filter(|p| platform_name(p).is_ok())
-            .collect();
-        out.sort();
-        Ok(out)
+        let names = self.folder.names().map_err(|source| self.io("", source))?;
+        Ok(names.iter().filter_map(|n| n.strip_suffix(suffix)).filter(|p| platform_name(p).is_ok()).map(str::to_string).collect())
     }
 
-    /// Create the private directory and take the store's lock, waiting for another writer (the
-    /// CLI or the gateway) to finish.
-    fn lock(&self) -> Result<Locked, PairingError> {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| PairingError::Io { path, source }
-        };
-        std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
-        std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700)).map_err(io(&self.dir))?;
-        let path = self.dir.join(LOCK_FILE);
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&path).map_err(io(&path))?;
-        file.lock().map_err(io(&path))?;
-        Ok(Locked { _file: file })
+    /// One change under the folder's lock, waiting for another writer (the CLI, the gateway,
+    /// another replica) to finish. What `change` saved is kept even when it fails: a refused
+    /// approval still counts as a failed attempt.
+    fn change<R>(&self, change: impl FnOnce(&mut Docs<'_>) -> Result<R, PairingError>) -> Result<R, PairingError> {
+        let mut lock = self.folder.lock(LockWait::Forever).map_err(|source| self.io("", source))?;
+        let outcome = change(&mut Docs { store: self, lock: lock.as_mut() });
+        lock.commit().map_err(|source| self.io("", source))?;
+        outcome
     }
 
-    /// A missing or empty file is an empty map.
-    fn load<T: DeserializeOwned + Default>(&self, path: &Path) -> Result<T, PairingError> {
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
-            Err(source) => return Err(PairingError::Io { path: path.to_path_buf(), source }),
-        };
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(T::default());
+    /// A document read without the lock (a document is always whole).
+    fn load<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, PairingError> {
+        let bytes = self.folder.read(name).map_err(|source| self.io(name, source))?;
+        self.decode(name, bytes)
+    }
+
+    /// A missing or empty document is an empty map.
+    fn decode<T: DeserializeOwned + Default>(&self, name: &str, bytes: Option<Vec<u8>>) -> Result<T, PairingError> {
+        match bytes {
+            Some(bytes) if !bytes.iter().all(u8::is_ascii_whitespace) => {
+                serde_json::from_slice(&bytes).map_err(|source| PairingError::Corrupt { path: self.folder.locate(name), source })
+            }
+            _ => Ok(T::default()),
         }
-        serde_json::from_slice(&bytes).map_err(|source| PairingError::Corrupt { path: path.to_path_buf(), source })
     }
 
-    /// Pending codes; entries that are not salted hashes (Hermes kept codes in plain text) are
-    /// dropped, since accepting them would make a code readable on disk approvable.
-    fn load_pending(&self, path: &Path) -> Result<Pending, PairingError> {
-        let raw: BTreeMap<String, serde_json::Value> = self.load(path)?;
-        let total = raw.len();
-        let pending: Pending = raw.into_iter().filter_map(|(k, v)| Some((k, serde_json::from_value(v).ok()?))).collect();
-        if pending.len() < total {
-            tracing::warn!(file = %path.display(), dropped = total - pending.len(), "pending pairing codes in an old, unhashed format were dropped");
-        }
-        Ok(pending)
+    fn io(&self, name: &str, source: std::io::Error) -> PairingError {
+        PairingError::Io { path: self.folder.locate(name), source }
+    }
+}
+
+/// The documents as one change under the lock sees them.
+struct Docs<'a> {
+    store: &'a PairingStore,
+    lock: &'a mut dyn FolderLock,
+}
+
+impl Docs<'_> {
+    fn load<T: DeserializeOwned + Default>(&mut self, name: &str) -> Result<T, PairingError> {
+        let bytes = self.lock.read(name).map_err(|source| self.store.io(name, source))?;
+        self.store.decode(name, bytes)
     }
 
-    fn save<T: Serialize>(&self, path: &Path, value: &T) -> Result<(), PairingError> {
-        let bytes = serde_json::to_vec_pretty(value).map_err(|source| PairingError::Corrupt { path: path.to_path_buf(), source })?;
-        crate::fs_atomic::write_private(path, &bytes).map_err(|source| PairingError::Io { path: path.to_path_buf(), source })
+    fn load_pending(&mut self, name: &str) -> Result<Pending, PairingError> {
+        Ok(pending_only(name, self.load(name)?))
     }
+
+    fn save<T: Serialize>(&mut self, name: &str, value: &T) -> Result<(), PairingError> {
+        let path = || self.store.folder.locate(name);
+        let bytes = serde_json::to_vec_pretty(value).map_err(|source| PairingError::Corrupt { path: path(), source })?;
+        self.lock.write(name, &bytes).map_err(|source| PairingError::Io { path: path(), source })
+    }
+}
+
+/// Pending codes; entries that are not salted hashes (Hermes kept codes in plain text) are
+/// dropped, since accepting them would make a code readable on disk approvable.
+fn pending_only(name: &str, raw: BTreeMap<String, serde_json::Value>) -> Pending {
+    let total = raw.len();
+    let pending: Pending = raw.into_iter().filter_map(|(k, v)| Some((k, serde_json::from_value(v).ok()?))).collect();
+    if pending.len() < total {
+        tracing::warn!(document = name, dropped = total - pending.len(), "pending pairing codes in an old, unhashed format were dropped");
+    }
+    pending
 }
 
 /// Platform names become file names: lower-case letters, digits and `_` only.

@@ -1,0 +1,89 @@
+//! Cron across replicas sharing a real PostgreSQL: three whole processes, one job every minute
+//! for five minutes, the leader killed half-way. The job is created and paused by `hermes cron`
+//! on the shell (into the shared store), whichever replica leads runs each occurrence, and each
+//! is run once and delivered once to the Telegram home channel.
+
+use crate::peer::ChatPeer;
+use crate::support::{Gateway, Setup, eventually, scratch_database};
+use crate::telegram::TelegramPeer;
+use hermes_fakes::FakeLlm;
+use std::time::{Duration, Instant};
+
+const TTL_SECS: u64 = 3;
+/// A group the bot is in, made the Telegram home channel.
+const HOME_GROUP: i64 = -100_778;
+/// Hermes' cron instruction starts every scheduled run's prompt.
+const CRON_MARK: &str = "You are running as a scheduled cron job";
+const PROMPT: &str = "count the replicas";
+
+fn replica(llm: &FakeLlm, peer: &TelegramPeer, url: &str, name: &str) -> Setup {
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("WEBHOOK_ENABLED", "false");
+    setup.set("DATABASE_URL", url);
+    setup.set("TELEGRAM_HOME_CHANNEL", &HOME_GROUP.to_string());
+    let platforms = peer.configure(&mut setup);
+    setup.write_config(&format!("platforms:\n{platforms}\nstore:\n  lease_ttl_seconds: {TTL_SECS}\n  replica: {name}\n"));
+    setup
+}
+
+fn runs(llm: &FakeLlm) -> usize {
+    llm.requests().iter().filter(|r| r.last_user_text().is_some_and(|t| t.contains(CRON_MARK) && t.contains(PROMPT))).count()
+}
+
+/// The cron sessions in the shared store: one per occurrence (`cron_<job>_<time>`), and the
+/// questions asked in them.
+async fn stored_occurrences(url: &str) -> (i64, i64) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
+    let driver = tokio::spawn(connection);
+    let sessions: i64 =
+        client.query_one("SELECT count(DISTINCT session_key) FROM sessions WHERE platform = 'cron'", &[]).await.unwrap().get(0);
+    let questions: i64 = client
+        .query_one(
+            "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.platform = 'cron' AND m.role = 'user'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    drop(client);
+    let _ = driver.await;
+    (sessions, questions)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_one_job_every_minute_for_five_minutes_each_occurrence_run_and_delivered_once() {
+    let llm = FakeLlm::start().await;
+    let peer = TelegramPeer::start().await;
+    peer.fake.group(HOME_GROUP, "ops", false);
+    let url = scratch_database().await;
+    let setups: Vec<Setup> = ["replica-a", "replica-b", "replica-c"].iter().map(|name| replica(&llm, &peer, &url, name)).collect();
+    let (status, out, err) = setups[1].run(&["cron", "create", "* * * * *", PROMPT, "--name", "replicas", "--deliver", "telegram"]);
+    assert!(status.success(), "the shell adds the job to the shared store: {out}{err}");
+    let mut leader = setups[0].start().await;
+    let mut standbys: Vec<Gateway> = setups[1..].iter().map(Setup::spawn).collect();
+
+    // Half-way, just after an occurrence ran (runs take a moment with the instant model), the
+    // leader is killed: a standby takes the lead and the ticks go on from there.
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(150)).await;
+    let to_half_minute = 30 - (chrono::Utc::now().timestamp() % 60);
+    tokio::time::sleep(Duration::from_secs(to_half_minute.rem_euclid(60) as u64)).await;
+    assert!(!leader.signal(libc::SIGKILL).await.success());
+    tokio::time::sleep(Duration::from_secs(300).saturating_sub(started.elapsed())).await;
+
+    let (status, out, err) = setups[2].run(&["cron", "pause", "replicas"]);
+    assert!(status.success(), "{out}{err}");
+    // The last occurrence may still be delivering: wait until what ran has reached the chat.
+    let delivered = || peer.fake.sent_to(HOME_GROUP).iter().filter(|m| m.text.starts_with("Cronjob Response: replicas")).count();
+    let caught_up = eventually(Duration::from_secs(30), || delivered() >= runs(&llm)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let logs: String = standbys.iter().map(Gateway::log_text).collect::<Vec<_>>().join("\n----\n");
+    let ran = runs(&llm);
+    assert!(caught_up, "every run delivered: {ran} runs, {} delivered\n{logs}", delivered());
+    assert!(ran >= 4, "five minutes hold at least four occurrences; ran {ran}\n{}\n{logs}", leader.log_text());
+    assert_eq!(delivered(), ran, "each run delivered once");
+    assert_eq!(stored_occurrences(&url).await, (ran as i64, ran as i64), "one session and one question per occurrence");
+    for standby in &mut standbys {
+        standby.signal(libc::SIGTERM).await;
+    }
+}
