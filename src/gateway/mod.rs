@@ -184,7 +184,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         board.lead_under(held.clock());
     }
     board.expect_adapters(adapters.len());
-    let (inbox, router) = open_intake(&wiring).await?;
+    let (inbox, router) = open_intake(&wiring, leading.is_some()).await?;
 
     let adapters_stop = CancellationToken::new();
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
@@ -263,10 +263,16 @@ fn build_adapters(
 
 /// The inbox and the router behind it. Approvals left open by the last run are denied before the
 /// router starts, and its unfinished messages are replayed once it runs.
-async fn open_intake(wiring: &wiring::Wiring) -> Result<(Arc<intake::inbox::Inbox>, JoinHandle<()>), GatewayError> {
+/// `follows`: this replica leads others, whose accepted events it routes too.
+async fn open_intake(wiring: &wiring::Wiring, follows: bool) -> Result<(Arc<intake::inbox::Inbox>, JoinHandle<()>), GatewayError> {
     let store = wiring.store.clone();
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
-    let inbox = Arc::new(intake::inbox::Inbox::new(store.clone(), router_tx));
+    let inbox = if follows {
+        intake::inbox::Inbox::following(store.clone(), router_tx)
+    } else {
+        intake::inbox::Inbox::new(store.clone(), router_tx)
+    };
+    let inbox = Arc::new(inbox);
     turn::approvals::deny_left_open(store.as_ref(), wiring.turns().deliverer.clone()).await;
     let router = session::router::spawn(wiring.routing(), router_rx);
     inbox.replay_unfinished().await?;

@@ -80,12 +80,27 @@ mod tests {
         std::iter::from_fn(|| rx.try_recv().ok()).map(|e| e.event_id).collect()
     }
 
+    /// Alone on its store, a gateway remembers no routed id: nothing would ever forget them, and
+    /// months of messages would pile up in memory.
+    #[tokio::test]
+    async fn a_gateway_alone_on_its_store_keeps_no_routed_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: crate::store::Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let inbox = Inbox::new(store, tx);
+        for i in 0..50 {
+            assert_eq!(inbox.accept(event(&format!("e{i}"))).await.unwrap(), AcceptOutcome::Accepted);
+        }
+        assert_eq!(routed_now(&mut rx).len(), 50, "every event routed");
+        assert!((0..50).all(|i| !inbox.has_routed(&format!("e{i}"))), "and none remembered");
+    }
+
     #[tokio::test]
     async fn every_event_is_routed_once_whether_accepted_here_or_found_in_the_store() {
         let dir = tempfile::tempdir().unwrap();
         let store: crate::store::Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let inbox = Inbox::new(store.clone(), tx);
+        let inbox = Inbox::following(store.clone(), tx);
 
         assert_eq!(inbox.accept(event("here")).await.unwrap(), AcceptOutcome::Accepted);
         // Another replica's accept: only the store knows it.
@@ -119,7 +134,7 @@ mod tests {
     #[cfg(feature = "postgres")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_event_accepted_on_a_standby_wakes_the_leader_which_routes_it_once() {
-        let url = scratch_url().await;
+        let url = crate::store::postgres_tests::scratch_url().await;
         let open = || async {
             let options = crate::store::PostgresOptions { url: url.clone(), pool_size: 4 };
             let store: crate::store::Store = Arc::new(crate::store::PostgresStore::connect(&options).await.unwrap());
@@ -127,7 +142,7 @@ mod tests {
         };
         let (leader_store, standby_store) = (open().await, open().await);
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let leader = Arc::new(Inbox::new(leader_store.clone(), tx));
+        let leader = Arc::new(Inbox::following(leader_store.clone(), tx));
         let follower = spawn(leader.clone(), leader_store.clone(), Duration::from_secs(3600));
         let standby = Inbox::storing_only(standby_store);
 
@@ -145,20 +160,5 @@ mod tests {
         assert_eq!(standby.accept(event("fourth")).await.unwrap(), AcceptOutcome::Accepted);
         assert_eq!(rx.recv().await.map(|e| e.event_id).as_deref(), Some("fourth"), "no repeat in between");
         follower.abort();
-    }
-
-    /// A fresh schema of its own on the test server (`HERMES_TEST_POSTGRES_URL`).
-    #[cfg(feature = "postgres")]
-    async fn scratch_url() -> String {
-        let server = std::env::var("HERMES_TEST_POSTGRES_URL")
-            .expect("HERMES_TEST_POSTGRES_URL is not set: run the tests under tests/peers/run.sh (it starts PostgreSQL)");
-        let schema = format!("follow_{}", uuid::Uuid::new_v4().simple());
-        let (client, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
-        let driver = tokio::spawn(connection);
-        client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("a scratch schema");
-        drop(client);
-        let _ = driver.await;
-        let separator = if server.contains('?') { '&' } else { '?' };
-        format!("{server}{separator}options=-c%20search_path%3D{schema}&sslmode=disable")
     }
 }

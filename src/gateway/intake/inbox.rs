@@ -24,20 +24,30 @@ pub(crate) struct Inbox {
     rows: Arc<dyn store::Inbox>,
     /// `None` on a standby: it stores, and the replica that leads routes.
     router: Option<mpsc::UnboundedSender<InboundEvent>>,
-    /// The ids handed to the router whose rows were unfinished when last looked at.
+    /// The ids handed to the router whose rows were unfinished when last looked at; kept only
+    /// by a leader that also routes other replicas' rows (`tracks`), whose follower forgets the
+    /// finished ones. Alone on a store, nothing else routes, and nothing would forget them.
     routed: Mutex<HashSet<String>>,
+    tracks: bool,
     accepting: AtomicBool,
 }
 
 impl Inbox {
+    /// The inbox of a gateway alone on its store.
     pub(crate) fn new(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
-        Self { rows, router: Some(router), routed: Mutex::new(HashSet::new()), accepting: AtomicBool::new(true) }
+        Self { rows, router: Some(router), routed: Mutex::new(HashSet::new()), tracks: false, accepting: AtomicBool::new(true) }
+    }
+
+    /// The inbox of the replica that leads: it also routes the rows other replicas accept (see
+    /// `intake::follow`, which must run beside it), each once.
+    pub(crate) fn following(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
+        Self { tracks: true, ..Self::new(rows, router) }
     }
 
     /// A standby's inbox: it stores what its adapters accept and routes nothing; the store
     /// announces each new row to the replica that leads.
     pub(crate) fn storing_only(rows: Arc<dyn store::Inbox>) -> Self {
-        Self { rows, router: None, routed: Mutex::new(HashSet::new()), accepting: AtomicBool::new(true) }
+        Self { rows, router: None, routed: Mutex::new(HashSet::new()), tracks: false, accepting: AtomicBool::new(true) }
     }
 
     fn routed(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
@@ -58,7 +68,7 @@ impl Inbox {
     /// Hand `event` to the router unless it already went; `true` when it went now.
     fn route(&self, event: InboundEvent) -> bool {
         let Some(router) = &self.router else { return false };
-        if !self.routed().insert(event.event_id.clone()) {
+        if self.tracks && !self.routed().insert(event.event_id.clone()) {
             return false;
         }
         if router.send(event).is_err() {
