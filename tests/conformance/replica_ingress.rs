@@ -93,7 +93,8 @@ fn prompt_counts(llm: &FakeLlm) -> HashMap<String, usize> {
 }
 
 /// A real nginx in front of `ports`, round-robin, trying the next upstream on a refused or
-/// timed-out connection; stopped (by its pid) when dropped.
+/// timed-out connection; one process (no master forking workers that a kill would orphan, still
+/// holding the port), stopped by its pid when dropped.
 struct Nginx {
     child: Child,
     port: u16,
@@ -119,7 +120,7 @@ impl Nginx {
         let d = dir.path().display();
         let upstreams: String = ports.iter().map(|p| format!("    server 127.0.0.1:{p};\n")).collect();
         let config = format!(
-            "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
+            "master_process off;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
              http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
              upstream hermes {{\n{upstreams}  }}\n\
              server {{\n    listen 127.0.0.1:{port};\n    location / {{\n      proxy_pass http://hermes;\n\

@@ -119,18 +119,28 @@ impl ClusterHealth {
                 error.as_deref().unwrap_or("no answer")
             ),
         };
-        let mut lines = vec![format!("replica: {} ({store})", self.replica)];
+        let mut lines = vec![format!("replica: {} ({store})", shown(&self.replica))];
         for lease in self.leases.iter().filter(|l| l.name.starts_with("connection:")) {
-            let connection = lease.name.trim_start_matches("connection:");
+            let connection = shown(lease.name.trim_start_matches("connection:"));
             let mine = if lease.holder == self.replica { " (this replica)" } else { "" };
+            let holder = shown(&lease.holder);
             lines.push(if lease.expires_at > now {
-                format!("  {connection}: held by {}{mine} since {}", lease.holder, lease.since.format("%Y-%m-%d %H:%M:%S UTC"))
+                format!("  {connection}: held by {holder}{mine} since {}", lease.since.format("%Y-%m-%d %H:%M:%S UTC"))
             } else {
-                format!("  {connection}: free (last held by {}{mine})", lease.holder)
+                format!("  {connection}: free (last held by {holder}{mine})")
             });
         }
         lines
     }
+}
+
+/// A name read from the shared store (any replica, or anyone with access to the database, wrote
+/// it), as it may be printed in a terminal or a chat: no control characters (no escape sequence
+/// repaints the operator's terminal, no newline fakes a line), no code marks, at most 80 characters.
+pub(crate) fn shown(name: &str) -> String {
+    const MAX: usize = 80;
+    let clean: String = name.chars().map(|c| if c.is_control() || c == '`' { '?' } else { c }).take(MAX + 1).collect();
+    if clean.chars().count() > MAX { format!("{}…", clean.chars().take(MAX).collect::<String>()) } else { clean }
 }
 
 /// One connection lease as operators see it.
@@ -454,6 +464,28 @@ impl Slot {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hostile_names_from_the_shared_store_print_on_one_line_without_escapes() {
+        let now = chrono::Utc::now();
+        let lease = |holder: &str| super::LeaseHealth {
+            name: "connection:telegram\nreplica: forged".into(),
+            holder: holder.into(),
+            since: now,
+            expires_at: now + chrono::Duration::seconds(30),
+        };
+        let cluster = super::ClusterHealth {
+            replica: "me".into(),
+            store_reachable: true,
+            store_error: None,
+            leases: vec![lease("evil\u{1b}[2J\u{1b}[31m`x`"), lease(&"long".repeat(100))],
+        };
+        let lines = cluster.lines(now);
+        assert_eq!(lines.len(), 3, "one line per lease, none forged: {lines:?}");
+        assert!(lines.iter().all(|l| !l.chars().any(|c| c.is_control()) && !l.contains('`')), "{lines:?}");
+        assert!(lines[1].contains("held by evil?[2J?[31m?x?"), "{lines:?}");
+        assert!(lines[2].chars().count() < 200 && lines[2].contains('…'), "a long name is cut: {lines:?}");
+    }
+
     use super::*;
 
     /// A board with one adapter `tg` whose liveness timeout is `limit`, connected.

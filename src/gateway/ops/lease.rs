@@ -48,6 +48,7 @@ impl std::fmt::Display for Standby {
         match self {
             Standby::HeldBy { name, holder, until } => {
                 let what = if name == LEADER_LEASE { "leads" } else { "holds the connection" };
+                let holder = crate::gateway::ops::health::shown(holder);
                 write!(f, "standby: {holder} {what} (lease until {} UTC)", until.format("%H:%M:%S"))
             }
             Standby::StoreUnreachable(why) => write!(f, "standby: the store does not answer ({why})"),
