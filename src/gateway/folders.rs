@@ -49,6 +49,7 @@ pub(crate) async fn shared_store(config: &Config, home: &Home) -> Result<Option<
     }
 }
 
+#[cfg(feature = "postgres")]
 /// What copying one document into a shared store did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CopiedDocument {
@@ -58,6 +59,7 @@ pub(crate) struct CopiedDocument {
     pub copied: bool,
 }
 
+#[cfg(feature = "postgres")]
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FolderCopyError {
     #[error("cannot copy {}: {source}", path.display())]
@@ -69,6 +71,7 @@ pub(crate) enum FolderCopyError {
     Conflict { path: std::path::PathBuf },
 }
 
+#[cfg(feature = "postgres")]
 /// Copy HERMES_HOME's cron jobs (`cron/jobs.json`, as Hermes or hermes wrote it) and pairing
 /// documents into `store`'s shared folders, idempotently: a document already there the same is
 /// left, a different one is a conflict. The ticker's markers and the runs' outputs stay local.
@@ -94,6 +97,7 @@ pub(crate) fn copy_home_folders(
     Ok(copied)
 }
 
+#[cfg(feature = "postgres")]
 fn copy_document(to: &dyn Folder, kind: FolderKind, name: &str, bytes: &[u8]) -> Result<CopiedDocument, FolderCopyError> {
     let io = |source| FolderCopyError::Io { path: to.locate(name), source };
     let mut lock = to.lock(crate::store::folders::LockWait::Forever).map_err(io)?;

@@ -27,6 +27,7 @@ pub use routes::{Conversation, RouteEntry, Routes, SessionRow};
 pub use session_log::{LoggedMessage, MessageRow, NewMessage, SearchHit, SearchScope, SessionLog, Undone};
 pub use turns::{HistoryUpdate, KnownHistory, OpenedTurn, TurnContext, TurnOpening, Turns};
 pub use usage::{CallUsage, UsageLedger, UsageTotals};
+#[cfg(feature = "postgres")]
 pub(in crate::store) use wakeups::Ringer;
 pub use wakeups::{Heard, InboxBell, InboxWakeups};
 
