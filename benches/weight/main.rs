@@ -126,6 +126,10 @@ async fn check(options: &Options) -> Result<ExitCode, String> {
     if let Some(first_poll) = telegram.first_get_updates {
         println!("spawn → first getUpdates: {:.0} ms", ms(first_poll));
     }
+    // The split says where to look when VmRSS is over: RssFile is code paged in (the hot-code
+    // order), RssAnon is heap and stacks.
+    let idle = &telegram.idle;
+    println!("idle: RssAnon {} kB, RssFile {} kB, Pss {} kB", idle.rss_anon, idle.rss_file, idle.pss);
     let verdicts = [
         Verdict {
             key: budgets::STRIPPED_KEY,
