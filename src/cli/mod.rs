@@ -150,7 +150,6 @@ pub(crate) fn report(outcome: Result<String, impl std::fmt::Display>) -> ExitCod
     }
 }
 
-/// Print a configuration error the way every command does, and give exit code 78.
 /// A multi-threaded runtime for one command: a shared store's folders are waited on from the
 /// command's own thread while a worker runs the database connections.
 pub(crate) fn command_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
@@ -160,6 +159,7 @@ pub(crate) fn command_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
     })
 }
 
+/// Print a configuration error the way every command does, and give exit code 78.
 pub(crate) fn config_failure(err: &ConfigError) -> ExitCode {
     eprintln!("hermes: {err}");
     eprintln!("hermes: fix the setting above (config.yaml, .env or the environment) and try again.");

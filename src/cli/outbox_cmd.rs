@@ -47,12 +47,9 @@ pub(super) fn run(cli: &Cli, command: &OutboxCommand) -> ExitCode {
         Ok(r) => r,
         Err(e) => return config_failure(&e),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("hermes: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let runtime = match super::command_runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
     };
     let window = resolved.loaded.config.delivery.retry_window();
     let location = crate::gateway::store_location(&resolved.loaded.config, &resolved.home);

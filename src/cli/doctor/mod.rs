@@ -39,12 +39,9 @@ pub(super) fn run(cli: &Cli, health_only: bool) -> ExitCode {
     if health_only {
         return health::run(&resolved.loaded.config, &resolved.home);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("hermes: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let runtime = match crate::cli::command_runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
     };
     let mut report = Report::new();
     let config = &resolved.loaded.config;
