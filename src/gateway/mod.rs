@@ -160,9 +160,13 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let folders = folders::Folders::of(&home, Some(&store));
     let auth = intake::access::authorization(&config, &folders, &adapters, &platform_names);
     let wiring = wire(&config, &home, store, folders, &adapters, auth.clone())?;
+    // Before standing by, so a standby answers /health and says on /readyz that it is not ready.
+    let admin_stop = CancellationToken::new();
+    let mut listeners = start_admin(&config, &wiring, &admin_stop).await?;
     // With a shared store, one replica leads; the others wait here until it is gone.
     let leading = match ops::lease::leader_leases(&config, &wiring.store) {
         Some(leases) => {
+            wiring.health.stand_by();
             // Meanwhile its ingress-only adapters take events in for the leader.
             let parts = ops::standby_ingress::IngressParts {
                 directory: wiring.directory.clone(),
@@ -174,7 +178,10 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
             ingress.stop().await;
             match held? {
                 Some(held) => Some(held),
-                None => return Ok(ExitReason::Stopped),
+                None => {
+                    admin_stop.cancel();
+                    return Ok(ExitReason::Stopped);
+                }
             }
         }
         None => None,
@@ -200,9 +207,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let mcp_stop = CancellationToken::new();
     wiring.mcp.start(mcp_stop.clone());
 
-    let admin_stop = CancellationToken::new();
+    listeners.extend(start_mcp_serve(&config, &wiring, &admin_stop).await?);
     let mut status = ops::status_file::StatusFile::new(chrono::Utc::now());
-    status.listeners = start_listeners(&config, &wiring, &admin_stop).await?.into();
+    status.listeners = listeners.into();
     let status_path = home.status_file();
     let chores = Chores {
         status: status.clone(),
@@ -548,9 +555,9 @@ fn supervise_adapters(
     supervisors
 }
 
-/// Start the admin listener when `gateway.admin_port` is set, and the MCP server when
-/// `mcp_serve` has a key; returns the listeners the status file names.
-async fn start_listeners(
+/// Start the admin listener when `gateway.admin_port` is set; returns it as the status file
+/// names it.
+async fn start_admin(
     config: &Config,
     wiring: &wiring::Wiring,
     stop: &CancellationToken,
@@ -566,6 +573,17 @@ async fn start_listeners(
         tracing::info!(%bound, "admin listener ready (/health, /readyz, /metrics)");
         listeners.insert("admin".into(), serde_json::json!(bound.to_string()));
     }
+    Ok(listeners)
+}
+
+/// Start the MCP server when `mcp_serve` has a key (on the leader only: its tools run turns);
+/// returns it as the status file names it.
+async fn start_mcp_serve(
+    config: &Config,
+    wiring: &wiring::Wiring,
+    stop: &CancellationToken,
+) -> Result<serde_json::Map<String, serde_json::Value>, GatewayError> {
+    let mut listeners = serde_json::Map::new();
     if let Some(listen) = config.mcp_serve.listen() {
         let addr = SocketAddr::new(listen.host, listen.port);
         let bound = mcp_serve::serve(addr, listen.key, wiring.mcp_serve_handles(), stop.clone())

@@ -14,7 +14,7 @@ mod postgres;
 mod sqlite;
 
 #[cfg(test)]
-mod suite;
+pub(crate) mod suite;
 /// Scratch schemas on the test PostgreSQL, for tests outside the store.
 #[cfg(all(test, feature = "postgres"))]
 pub(crate) use postgres::tests as postgres_tests;
@@ -81,6 +81,10 @@ pub enum StoreError {
     NotCommitted(String),
     #[error("the session store is closed")]
     Closed,
+    /// A replica whose tenure as leader is over writes nothing a turn produced: the replica that
+    /// leads now replays the turn.
+    #[error("this replica no longer leads; the write is left to the replica that does")]
+    NotLeading,
     #[cfg(feature = "postgres")]
     #[error("PostgreSQL store error: {0}")]
     Postgres(#[from] tokio_postgres::Error),

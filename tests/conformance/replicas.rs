@@ -52,6 +52,20 @@ async fn every_answer_once(peer: &TelegramPeer, expected: &[String], logs: &str)
     assert_eq!(peer.fake.pending_updates(), 0, "every update was confirmed to Telegram");
 }
 
+/// The events whose answer the shared history holds more than once (a woken replica appending
+/// what the new leader stored too).
+async fn answers_stored_twice(url: &str) -> Vec<(String, i64)> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
+    let driver = tokio::spawn(connection);
+    let rows = client
+        .query("SELECT event_id, count(*) FROM messages WHERE role = 'assistant' GROUP BY event_id HAVING count(*) > 1", &[])
+        .await
+        .expect("the history reads");
+    drop(client);
+    let _ = driver.await;
+    rows.iter().map(|row| (row.get::<_, Option<String>>(0).unwrap_or_default(), row.get(1))).collect()
+}
+
 /// Whichever of `standbys` answers `/health` first: the new leader, and how long it took.
 async fn new_leader(standbys: &mut [(Setup, Gateway)], since: Instant) -> (usize, Duration) {
     let client = reqwest::Client::new();
@@ -119,6 +133,8 @@ async fn a_leader_frozen_for_twice_the_lease_wakes_up_sends_nothing_and_steps_do
         peer.dm(user, &format!("before-{user}")).await;
         expected.push(format!("echo: before-{user}"));
     }
+    // Frozen with the model's answers on their way: on waking, its turns have answers to store.
+    assert!(eventually(Duration::from_secs(20), || llm.request_count() >= 10).await, "{}", leader.log_text());
     let pid = leader.pid().expect("the leader runs") as libc::pid_t;
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
@@ -138,4 +154,5 @@ async fn a_leader_frozen_for_twice_the_lease_wakes_up_sends_nothing_and_steps_do
     assert!(leader.log_text().contains("lost the lead"), "{}", leader.log_text());
     every_answer_once(&peer, &expected, &standby.log_text()).await;
     assert!(peer.fake.sent().len() >= sent_before_waking);
+    assert_eq!(answers_stored_twice(&url).await, Vec::new(), "the woken replica appended no answer the new leader stored too");
 }

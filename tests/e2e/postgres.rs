@@ -128,17 +128,32 @@ async fn migrate_without_a_database_or_a_home_store_says_what_to_do() {
 
 /// One replica of a cluster: its own home, the shared database, a short lease.
 fn replica(llm: &FakeLlm, url: &str, name: &str) -> Setup {
+    replica_with(llm, url, name, "")
+}
+
+/// A replica with more configuration (`extra`: whole YAML sections).
+fn replica_with(llm: &FakeLlm, url: &str, name: &str, extra: &str) -> Setup {
     let mut setup = Setup::new(&llm.base_url());
     setup.set("DATABASE_URL", url);
-    setup.write_config(&format!("store:\n  lease_ttl_seconds: 3\n  replica: {name}\n"));
+    setup.write_config(&format!("store:\n  lease_ttl_seconds: 3\n  replica: {name}\n{extra}"));
     setup
+}
+
+/// `GET http://127.0.0.1:{port}{path}`: the status and the JSON body (`Null` when unreachable).
+async fn admin_get(port: u16, path: &str) -> (u16, serde_json::Value) {
+    match reqwest::get(format!("http://127.0.0.1:{port}{path}")).await {
+        Ok(response) => (response.status().as_u16(), response.json().await.unwrap_or_default()),
+        Err(_) => (0, serde_json::Value::Null),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_replica_leads_and_a_standby_takes_over_within_the_lease_when_the_leader_is_killed() {
     let llm = FakeLlm::start().await;
     let url = scratch_database().await;
-    let (first, second) = (replica(&llm, &url, "replica-a"), replica(&llm, &url, "replica-b"));
+    let admin_port = crate::support::free_port();
+    let first = replica(&llm, &url, "replica-a");
+    let second = replica_with(&llm, &url, "replica-b", &format!("gateway:\n  admin_port: {admin_port}\n"));
     let mut leader = first.start().await;
     let mut standby = second.spawn();
     let standing_by = crate::support::eventually(Duration::from_secs(10), || {
@@ -146,7 +161,11 @@ async fn one_replica_leads_and_a_standby_takes_over_within_the_lease_when_the_le
     })
     .await;
     assert!(standing_by, "the second replica stands by and says for whom:\n{}", standby.log_text());
-    assert!(reqwest::get(second.api("/health")).await.is_err(), "a standby serves nothing");
+    assert!(reqwest::get(second.api("/health")).await.is_err(), "a standby serves no chat API");
+    let (status, health) = admin_get(admin_port, "/health").await;
+    assert_eq!((status, health["gateway"].as_str()), (200, Some("standby")), "a standby is alive: {health}");
+    let (status, ready) = admin_get(admin_port, "/readyz").await;
+    assert_eq!((status, ready["status"].as_str()), (503, Some("not_ready")), "a standby takes no work: {ready}");
 
     assert_eq!(say(&first, "my name is Ada").await, "echo: my name is Ada");
     let asked = llm.request_count();
@@ -155,6 +174,14 @@ async fn one_replica_leads_and_a_standby_takes_over_within_the_lease_when_the_le
     standby.wait_healthy(&second.api(""), Duration::from_secs(15)).await;
     let took = killed.elapsed();
     assert!(took < Duration::from_secs(3 + 5), "taken over within the 3 s lease (and a start): {took:?}");
+    let mut readyz = admin_get(admin_port, "/readyz").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while readyz.0 != 200 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        readyz = admin_get(admin_port, "/readyz").await;
+    }
+    let (status, body) = readyz;
+    assert_eq!((status, body["gateway"].as_str()), (200, Some("running")), "the same listener, ready once leading: {body}");
 
     assert_eq!(say(&second, "what is my name?").await, "echo: what is my name?");
     let requests = llm.requests();

@@ -1,5 +1,6 @@
 //! The loopback admin listener: `/health` (the process is alive), `/readyz` (every enabled adapter
-//! is connected and making progress, and the gateway is neither starting nor draining; see
+//! is connected and making progress, and the gateway is neither starting, standing by for
+//! another replica's lead (its `/health` says `"gateway": "standby"`) nor draining; see
 //! [`crate::gateway::ops::health`] for how progress is judged) and `/metrics` (Prometheus text, see
 //! [`crate::observe::metrics`]). Both bodies list the MCP servers (`mcp`: name, state, tools, last
 //! error) apart from the adapters: a server that is down does not make the gateway unready.

@@ -229,6 +229,8 @@ pub struct HealthBoard {
     /// With a shared store: the tenure this replica leads under. Nothing is sent once it is
     /// over; unset (one machine), this replica always leads.
     leading: OnceLock<Arc<crate::gateway::ops::lease::TenureClock>>,
+    /// Waiting for another replica's lead: alive, never ready.
+    standing_by: AtomicBool,
 }
 
 impl HealthBoard {
@@ -239,6 +241,13 @@ impl HealthBoard {
     /// From now on, sends need `tenure` to be valid (`ops::lease`).
     pub(crate) fn lead_under(&self, tenure: Arc<crate::gateway::ops::lease::TenureClock>) {
         let _ = self.leading.set(tenure);
+        self.standing_by.store(false, Ordering::Release);
+    }
+
+    /// This replica waits for the lead ([`Self::lead_under`] ends it): `/health` answers,
+    /// `/readyz` says not ready, so a load balancer or orchestrator sends it no work.
+    pub(crate) fn stand_by(&self) {
+        self.standing_by.store(true, Ordering::Release);
     }
 
     /// Whether this replica may act as the leader now: it has no shared store, or its tenure is
@@ -370,6 +379,7 @@ impl HealthBoard {
         let all_connected =
             adapters.iter().all(|a| matches!(a.state, AdapterState::Connected | AdapterState::Paused | AdapterState::Standby));
         let draining = self.is_draining();
+        let standing_by = self.standing_by.load(Ordering::Acquire);
         let starting = adapters.len() < self.expected.load(Ordering::Acquire);
         let cluster = self.cluster.lock().ok().and_then(|c| c.clone());
         // A replica cut off from its shared store holds no connection and takes no work.
@@ -378,6 +388,8 @@ impl HealthBoard {
         HealthSnapshot {
             gateway: if draining {
                 "draining"
+            } else if standing_by {
+                "standby"
             } else if starting {
                 "starting"
             } else if all_connected {
@@ -385,7 +397,7 @@ impl HealthBoard {
             } else {
                 "degraded"
             },
-            ready: all_connected && !draining && !starting && store_reachable,
+            ready: all_connected && !draining && !starting && !standing_by && store_reachable,
             adapters,
             mcp: self.mcp_servers().iter().map(McpServerHealth::from).collect(),
             cluster,
@@ -497,6 +509,19 @@ mod tests {
         board.set_liveness_timeout("tg", Some(limit));
         reporter.mark_connected();
         (board, reporter)
+    }
+
+    #[test]
+    fn a_standby_is_alive_but_not_ready_until_it_leads() {
+        let (board, _reporter) = connected(Duration::from_secs(60));
+        board.stand_by();
+        let snap = board.snapshot();
+        assert_eq!((snap.gateway, snap.ready), ("standby", false), "{snap:?}");
+        let lost = tokio_util::sync::CancellationToken::new();
+        let tenure = Arc::new(crate::gateway::ops::lease::TenureClock::new(tokio::time::Instant::now(), Duration::from_secs(10), lost));
+        board.lead_under(tenure);
+        let snap = board.snapshot();
+        assert_eq!((snap.gateway, snap.ready), ("running", true), "{snap:?}");
     }
 
     #[test]

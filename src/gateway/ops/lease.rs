@@ -9,9 +9,10 @@
 //! standby could take the lease: two replicas never read one connection at the same time,
 //! whatever the network does. Several leases spread over several replicas: a replica that holds
 //! more waits longer before taking a free one. What the connection has read is recorded in
-//! [`cursors`] fenced by the tenure.
+//! [`cursors`] fenced by the tenure, and what a turn writes in [`leader_writes`].
 
 mod cursors;
+pub(crate) mod leader_writes;
 
 use crate::gateway::ops::health::{ClusterHealth, HealthBoard, LeaseHealth};
 use crate::store::{Lease, Leases};

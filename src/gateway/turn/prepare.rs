@@ -50,6 +50,11 @@ pub(super) async fn prepare(
     let opening = opening(models, session_key, event, perceived, &fence);
     let opened = match sessions.turns.turn_open(opening, cached.as_ref().map(|h| h.known.clone())).await {
         Ok(opened) => opened,
+        Err(crate::store::StoreError::NotLeading) => {
+            // Nothing to the user either: the replica that leads now runs this turn.
+            tracing::warn!(event_id = %event.event_id, "not leading any more: the turn is left to the replica that leads");
+            return Err(TurnEnd::Aborted);
+        }
         Err(e) => {
             tracing::error!(error = %e, "could not store the user's message");
             answer.fail(&TurnError::MessageNotStored).await;

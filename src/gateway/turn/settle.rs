@@ -14,7 +14,7 @@ use crate::gateway::delivery::reply::Finish;
 use crate::gateway::delivery::spoken::{Voice, VoiceMode};
 use crate::gateway::turn::limits::TurnLimits;
 use crate::observe::secret_forms::SecretScrubber;
-use crate::store::{CallUsage, Inbox, RouteEntry, Routes, Turns};
+use crate::store::{CallUsage, Inbox, RouteEntry, Routes, StoreError, Turns};
 use hermes_adapter::{Capabilities, InboundEvent};
 
 const EMPTY_ANSWER: &str = "⚠️ The model returned an empty response. Try again or rephrase your message.";
@@ -82,8 +82,15 @@ pub(super) async fn settle(
         .as_ref()
         .ok()
         .map(|o| new_message(session_id, &turn.event.event_id, &ChatMessage::assistant(o.text.clone()), Some(&o.finish_reason)));
-    if let Err(e) = records.turns.turn_record(session_id, stored.into_iter().collect(), unrecorded).await {
-        tracing::error!(error = %e, "could not store the answer and the turn's usage");
+    match records.turns.turn_record(session_id, stored.into_iter().collect(), unrecorded).await {
+        Ok(()) => {}
+        Err(StoreError::NotLeading) => {
+            // The replica that leads now replays the event; an answer from here would be a
+            // second one (or, under the answer's key, take the place of the leader's).
+            tracing::warn!(event_id = %turn.event.event_id, "not leading any more: the answer is left to the replica that leads");
+            return TurnEnd::Aborted;
+        }
+        Err(e) => tracing::error!(error = %e, "could not store the answer and the turn's usage"),
     }
     match outcome {
         Ok(o) => {

@@ -39,6 +39,7 @@ use crate::gateway::intake::auth::AuthPolicy;
 use crate::gateway::intake::directory::StoreDirectory;
 use crate::gateway::intake::session_key::KeyPolicy;
 use crate::gateway::ops::health::HealthBoard;
+use crate::gateway::ops::lease::leader_writes::LeaderWrites;
 use crate::gateway::session::actor::ActorHandles;
 use crate::gateway::session::decide::Behaviour;
 use crate::gateway::session::router::Routing;
@@ -129,7 +130,9 @@ impl Wiring {
         };
         health.watch_mcp(mcp.clone());
         let behaviour = Behaviour::from_config(&config);
-        let actors = Arc::new(ActorHandles { turns, inbox: store.clone(), commands, clarify, approvals: approvals.board, behaviour });
+        // The turns' writes are the leader's alone (`ops::lease::leader_writes`).
+        let inbox = LeaderWrites::new(store.clone(), health.clone());
+        let actors = Arc::new(ActorHandles { turns, inbox, commands, clarify, approvals: approvals.board, behaviour });
         let key_policy = KeyPolicy {
             group_sessions_per_user: config.gateway.group_sessions_per_user,
             thread_sessions_per_user: config.gateway.thread_sessions_per_user,
@@ -143,7 +146,7 @@ impl Wiring {
         Routing {
             auth: self.actors.turns.auth.clone(),
             key_policy: self.key_policy,
-            inbox: self.store.clone(),
+            inbox: LeaderWrites::new(self.store.clone(), self.health.clone()),
             actors: self.actors.clone(),
         }
     }
@@ -245,7 +248,7 @@ impl Ground {
         );
         let compactor = Compactor::new(config.compression.clone(), agent.clone(), self.models.clone(), self.store.clone());
         Arc::new(Sessions {
-            turns: self.store.clone(),
+            turns: self.leader_writes(),
             log: self.store.clone(),
             routes: self.store.clone(),
             history: HistoryCache::new(history_bytes),
@@ -254,11 +257,16 @@ impl Ground {
         })
     }
 
+    /// The store as a turn writes to it: only while this replica leads (`ops::lease::leader_writes`).
+    fn leader_writes(&self) -> Arc<LeaderWrites> {
+        LeaderWrites::new(self.store.clone(), self.health.clone())
+    }
+
     /// Step 6, first part: what every turn runs with.
     fn turns(&self, sessions: Arc<Sessions>, tools: Arc<ToolAccess>, agent: Arc<Agent>, auth: Arc<AuthPolicy>) -> TurnHandles {
         TurnHandles {
             sessions,
-            inbox: self.store.clone(),
+            inbox: self.leader_writes(),
             models: self.models.clone(),
             deliverer: self.deliverer.clone(),
             tools,
