@@ -160,13 +160,20 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let folders = folders::Folders::of(&home, Some(&store));
     let auth = intake::access::authorization(&config, &folders, &adapters, &platform_names);
     let wiring = wire(&config, &home, store, folders, &adapters, auth.clone())?;
+    let board = wiring.health.clone();
+    // Said before the admin listener opens, so its /readyz never reads ready too early: the
+    // gateway is starting until every adapter has registered, or a standby until it leads.
+    board.expect_adapters(adapters.len());
+    let leader_leases = ops::lease::leader_leases(&config, &wiring.store);
+    if leader_leases.is_some() {
+        board.stand_by();
+    }
     // Before standing by, so a standby answers /health and says on /readyz that it is not ready.
     let admin_stop = CancellationToken::new();
     let mut listeners = start_admin(&config, &wiring, &admin_stop).await?;
     // With a shared store, one replica leads; the others wait here until it is gone.
-    let leading = match ops::lease::leader_leases(&config, &wiring.store) {
+    let leading = match leader_leases {
         Some(leases) => {
-            wiring.health.stand_by();
             // Meanwhile its ingress-only adapters take events in for the leader.
             let parts = ops::standby_ingress::IngressParts {
                 directory: wiring.directory.clone(),
@@ -186,11 +193,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         }
         None => None,
     };
-    let board = wiring.health.clone();
     if let Some(held) = &leading {
         board.lead_under(held.clock());
     }
-    board.expect_adapters(adapters.len());
     let (inbox, router) = open_intake(&wiring, leading.is_some()).await?;
 
     let adapters_stop = CancellationToken::new();

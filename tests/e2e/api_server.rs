@@ -249,6 +249,8 @@ async fn requests_a_web_page_can_make_are_refused_before_the_model_runs() {
     assert_eq!(llm.request_count(), 0, "no turn reached the model");
 
     // A program (no Origin, JSON, loopback Host) is served.
-    assert_eq!(chat(&setup, body, None).await.status(), 200);
+    let served = chat(&setup, body, None).await;
+    let status = served.status();
+    assert_eq!(status, 200, "{}", served.text().await.unwrap_or_default());
     assert_eq!(llm.request_count(), 1);
 }
