@@ -110,6 +110,8 @@ impl Wiring {
         let tools = ground.tools(&agent, &paths, &tool_settings, guard);
         let sessions = ground.sessions(&agent, paths, tool_settings.per_user_profiles, history_bytes);
         let turns = ground.turns(sessions, tools, agent, auth.clone());
+        // The turns' writes are the leader's alone (`ops::lease::leader_writes`).
+        let inbox = ground.leader_writes();
         let Ground { config, home, store, models, approvals, health, clarify, homes, jobs, .. } = ground;
         let cron = crate::gateway::cron::ticker::CronParts::build(&config, &home, &turns, jobs, homes, CancellationToken::new());
         let commands = CommandHandles {
@@ -130,8 +132,6 @@ impl Wiring {
         };
         health.watch_mcp(mcp.clone());
         let behaviour = Behaviour::from_config(&config);
-        // The turns' writes are the leader's alone (`ops::lease::leader_writes`).
-        let inbox = LeaderWrites::new(store.clone(), health.clone());
         let actors = Arc::new(ActorHandles { turns, inbox, commands, clarify, approvals: approvals.board, behaviour });
         let key_policy = KeyPolicy {
             group_sessions_per_user: config.gateway.group_sessions_per_user,
@@ -146,7 +146,7 @@ impl Wiring {
         Routing {
             auth: self.actors.turns.auth.clone(),
             key_policy: self.key_policy,
-            inbox: LeaderWrites::new(self.store.clone(), self.health.clone()),
+            inbox: self.actors.inbox.clone(),
             actors: self.actors.clone(),
         }
     }
