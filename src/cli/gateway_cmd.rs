@@ -128,7 +128,7 @@ fn run_gateway(resolved: super::Resolved, replace: bool) -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     match outcome {
         Ok(ExitReason::Stopped) => ExitCode::SUCCESS,
-        Ok(ExitReason::RestartRequested | ExitReason::LeadershipLost) => ExitCode::from(EXIT_RESTART),
+        Ok(ExitReason::RestartRequested | ExitReason::LeaseLost) => ExitCode::from(EXIT_RESTART),
         Err(GatewayError::Config(message)) => {
             tracing::error!("{message}");
             eprintln!("hermes: invalid configuration: {message}");

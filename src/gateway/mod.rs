@@ -62,10 +62,11 @@ pub enum ExitReason {
     Stopped,
     /// SIGUSR1 or `/restart`: exit 75 so the service manager starts us again.
     RestartRequested,
-    /// With a store shared by replicas: this replica stopped leading (it could not renew its
-    /// lease, so another may lead now). It stops at once, without draining, and exits 75: it
-    /// comes back as a standby, and the new leader replays what was left unfinished.
-    LeadershipLost,
+    /// With a store shared by replicas: this replica lost a platform's lease (it could not renew
+    /// it, so another may serve the platform now). It stops at once, without draining, and exits
+    /// 75: it comes back as a new replica, and the platform's new holder replays what was left
+    /// unfinished.
+    LeaseLost,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -162,49 +163,27 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let wiring = wire(&config, &home, store, folders, &adapters, auth.clone())?;
     let board = wiring.health.clone();
     // Said before the admin listener opens, so its /readyz never reads ready too early: the
-    // gateway is starting until every adapter has registered, or a standby until it leads.
+    // gateway is starting until every adapter has registered.
     board.expect_adapters(adapters.len());
-    let leader_leases = ops::lease::leader_leases(&config, &wiring.store);
-    if leader_leases.is_some() {
-        board.stand_by();
+    // With a shared store, each platform is served by the replica holding its lease; every
+    // replica runs everything else (the cron ticker's lock and claims keep its runs single).
+    let leases = ops::lease::replica_leases(&config, &wiring.store);
+    if leases.is_some() {
+        board.tenures().share(take_over(&wiring));
     }
-    // Before standing by, so a standby answers /health and says on /readyz that it is not ready.
     let admin_stop = CancellationToken::new();
     let mut listeners = start_admin(&config, &wiring, &admin_stop).await?;
-    // With a shared store, one replica leads; the others wait here until it is gone.
-    let leading = match leader_leases {
-        Some(leases) => {
-            // Meanwhile its ingress-only adapters take events in for the leader.
-            let parts = ops::standby_ingress::IngressParts {
-                directory: wiring.directory.clone(),
-                senders: auth.clone(),
-                policy: supervisor_policy(&config),
-            };
-            let ingress = ops::standby_ingress::start(&adapters, &wiring.store, parts);
-            let held = ops::lease::stand_by_until_leading(&leases, &options.shutdown, &home.status_file()).await;
-            ingress.stop().await;
-            match held? {
-                Some(held) => Some(held),
-                None => {
-                    admin_stop.cancel();
-                    return Ok(ExitReason::Stopped);
-                }
-            }
-        }
-        None => None,
-    };
-    if let Some(held) = &leading {
-        board.lead_under(held.clock());
-    }
-    let (inbox, router) = open_intake(&wiring, leading.is_some()).await?;
+    let (inbox, router) = open_intake(&wiring, leases.is_some()).await?;
 
     let adapters_stop = CancellationToken::new();
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
     let locks = options.credential_lock_dir.clone().map(|dir| ops::supervisor::CredentialLocks { dir, home: home.root().to_path_buf() });
-    let leases = connection_leases(&config, &wiring.store);
     let cluster_watch = leases.clone().map(|leases| ops::lease::watch_cluster(leases, wiring.health.clone()));
-    // What standbys accept lands in the shared inbox: the leader routes it when woken.
-    let inbox_follower = leading.as_ref().map(|_| intake::follow::spawn(inbox.clone(), wiring.store.clone(), intake::follow::POLL_EVERY));
+    // What other replicas accept lands in the shared inbox: routed here when woken, for the
+    // platforms served here.
+    let inbox_follower = leases
+        .as_ref()
+        .map(|_| intake::follow::spawn(inbox.clone(), wiring.store.clone(), intake::follow::POLL_EVERY, board.tenures().taken()));
     let guards = AdapterGuards { locks, leases };
     let (supervisors, notifier, notifying) = start_adapters(&adapters, &contexts, guards, &wiring, &config);
     let ticking = wiring.cron.start();
@@ -231,12 +210,12 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
 
     let reason = tokio::select! {
         reason = wait_for_signal(&options.shutdown, &wiring.actors.commands.restart) => reason?,
-        () = ops::lease::lost_leadership(leading.as_ref()) => ExitReason::LeadershipLost,
+        () = board.tenures().lost() => ExitReason::LeaseLost,
     };
-    if reason == ExitReason::LeadershipLost {
-        // Another replica may lead already and replay what is unfinished here: stop at once,
-        // as a crash would, rather than finish turns it will run too.
-        tracing::error!("this replica lost the lead (its lease could not be renewed); stopping now to come back as a standby");
+    if reason == ExitReason::LeaseLost {
+        // Another replica may serve the platform already and replay what is unfinished here:
+        // stop at once, as a crash would, rather than finish turns it will run too.
+        tracing::error!("this replica lost a platform's lease (it could not be renewed); stopping now to come back as a new replica");
         return Ok(reason);
     }
     notifier.stopping(&format!("{}; finishing running turns", exit_label(reason)));
@@ -250,10 +229,6 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     write_final_status(status, &status_path, &wiring, reason);
     if let Err(e) = std::fs::write(&marker, b"") {
         tracing::warn!(error = %e, "cannot write the clean-shutdown marker");
-    }
-    if let Some(held) = leading {
-        // A standby leads at once instead of waiting for the lease to expire.
-        held.release().await;
     }
     tracing::info!("gateway stopped");
     Ok(reason)
@@ -273,40 +248,44 @@ fn build_adapters(
     Ok(adapters)
 }
 
-/// The inbox and the router behind it. Approvals left open by the last run are denied before the
-/// router starts, and its unfinished messages are replayed once it runs.
-/// `follows`: this replica leads others, whose accepted events it routes too.
-async fn open_intake(wiring: &wiring::Wiring, follows: bool) -> Result<(Arc<intake::inbox::Inbox>, JoinHandle<()>), GatewayError> {
+/// The inbox and the router behind it. Alone on its store, the approvals left open by the last
+/// run are denied before the router starts, and its unfinished messages are replayed once it
+/// runs; with a `shared` store both happen per platform as this replica takes it over
+/// ([`take_over`], `intake::follow`).
+async fn open_intake(wiring: &wiring::Wiring, shared: bool) -> Result<(Arc<intake::inbox::Inbox>, JoinHandle<()>), GatewayError> {
     let store = wiring.store.clone();
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
-    let inbox = if follows {
-        intake::inbox::Inbox::following(store.clone(), router_tx)
+    let inbox = if shared {
+        intake::inbox::Inbox::shared(store.clone(), router_tx, wiring.health.tenures().clone())
     } else {
         intake::inbox::Inbox::new(store.clone(), router_tx)
     };
     let inbox = Arc::new(inbox);
-    turn::approvals::deny_left_open(store.as_ref(), wiring.turns().deliverer.clone()).await;
+    if !shared {
+        turn::approvals::deny_left_open(store.as_ref(), wiring.turns().deliverer.clone(), None).await;
+    }
     let router = session::router::spawn(wiring.routing(), router_rx);
-    inbox.replay_unfinished().await?;
+    if !shared {
+        inbox.replay_unfinished().await?;
+    }
     Ok((inbox, router))
 }
 
+/// What this replica does on taking a platform over from another, before serving it: the
+/// approvals its last holder left open are denied, and their chats told.
+fn take_over(wiring: &wiring::Wiring) -> ops::lease::tenures::OnTaken {
+    let (store, deliverer) = (wiring.store.clone(), wiring.turns().deliverer.clone());
+    Box::new(move |platform| {
+        let (store, deliverer) = (store.clone(), deliverer.clone());
+        Box::pin(async move { turn::approvals::deny_left_open(store.as_ref(), deliverer, Some(&platform)).await })
+    })
+}
+
 /// What keeps one connection from being held twice: machine-wide credential locks, and with a
-/// shared store, connection leases across replicas.
+/// shared store, leases across replicas (which also say where each platform is served).
 struct AdapterGuards {
     locks: Option<ops::supervisor::CredentialLocks>,
     leases: Option<ops::lease::ConnectionLeases>,
-}
-
-/// With a store shared by replicas, the leases that keep each platform connection in one of them.
-fn connection_leases(config: &Config, store: &Store) -> Option<ops::lease::ConnectionLeases> {
-    if config.store.backend() != crate::config::StoreBackendName::Postgres {
-        return None;
-    }
-    let ttl = Duration::from_secs(config.store.lease_ttl_seconds.unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS));
-    let replica = ops::lease::replica_name(config);
-    tracing::info!(replica = %replica, ttl_secs = ttl.as_secs(), "platform connections are leased through the shared store");
-    Some(ops::lease::ConnectionLeases::new(store.clone(), replica, ttl))
 }
 
 /// The adapters' supervisors, and the service manager's notifier with its watchdog task.
@@ -385,7 +364,7 @@ fn exit_label(reason: ExitReason) -> &'static str {
     match reason {
         ExitReason::Stopped => "signal",
         ExitReason::RestartRequested => "restart_requested",
-        ExitReason::LeadershipLost => "leadership_lost",
+        ExitReason::LeaseLost => "lease_lost",
     }
 }
 
@@ -547,13 +526,22 @@ fn supervise_adapters(
     let mut supervisors = Vec::new();
     for adapter in adapters {
         let (inbox, directory, senders) = (contexts.inbox.clone(), contexts.directory.clone(), contexts.senders.clone());
+        let mut leases = guards.leases.clone();
+        if adapter.takes_events_on_any_replica()
+            && let Some(leases) = leases.take()
+        {
+            // A listener every replica runs (behind a load balancer): its lease only says where
+            // its events are routed.
+            let platform = adapter.platform().to_string();
+            supervisors.push(ops::lease::own(leases, platform, board.tenures().clone(), contexts.stop.clone()));
+        }
         let supervised = Supervised {
             adapter: adapter.clone(),
             make_context: Box::new(move |health, run_stop| {
                 AdapterContext::new(inbox.clone(), directory.clone(), health, run_stop).with_sender_policy(senders.clone())
             }),
             credential_locks: guards.locks.clone(),
-            leases: guards.leases.clone(),
+            leases,
         };
         supervisors.push(ops::supervisor::spawn(supervised, board.clone(), policy, links, contexts.stop.clone()));
     }
@@ -581,8 +569,7 @@ async fn start_admin(
     Ok(listeners)
 }
 
-/// Start the MCP server when `mcp_serve` has a key (on the leader only: its tools run turns);
-/// returns it as the status file names it.
+/// Start the MCP server when `mcp_serve` has a key; returns it as the status file names it.
 async fn start_mcp_serve(
     config: &Config,
     wiring: &wiring::Wiring,

@@ -81,10 +81,10 @@ pub enum StoreError {
     NotCommitted(String),
     #[error("the session store is closed")]
     Closed,
-    /// A replica whose tenure as leader is over writes nothing a turn produced: the replica that
-    /// leads now replays the turn.
-    #[error("this replica no longer leads; the write is left to the replica that does")]
-    NotLeading,
+    /// A replica that lost a platform's tenure writes nothing a turn produced: the platform's
+    /// new holder replays the turn.
+    #[error("this replica lost a platform's lease; the write is left to the replica that holds it")]
+    LeaseLost,
     #[cfg(feature = "postgres")]
     #[error("PostgreSQL store error: {0}")]
     Postgres(#[from] tokio_postgres::Error),

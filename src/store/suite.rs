@@ -54,6 +54,7 @@ macro_rules! store_suite {
             of_concurrent_lease_takers_one_wins,
             an_open_approval_closes_once,
             approvals_left_open_by_a_crash_are_closed_oldest_first,
+            a_platform_taken_over_closes_only_its_own_approvals,
         );
     };
     (@each $open:path; $($name:ident),* $(,)?) => {
@@ -774,7 +775,7 @@ pub(crate) async fn an_open_approval_closes_once(store: Store) {
     assert!(store.approval_close("a1", "approved").await.unwrap());
     assert!(!store.approval_close("a1", "denied").await.unwrap(), "an answered approval stays answered");
     assert!(!store.approval_close("nope", "denied").await.unwrap());
-    assert!(store.approval_close_orphans("denied_by_restart").await.unwrap().is_empty(), "nothing is left open");
+    assert!(store.approval_close_orphans("denied_by_restart", None).await.unwrap().is_empty(), "nothing is left open");
 }
 
 pub(crate) async fn approvals_left_open_by_a_crash_are_closed_oldest_first(store: Store) {
@@ -782,11 +783,21 @@ pub(crate) async fn approvals_left_open_by_a_crash_are_closed_oldest_first(store
     store.approval_open(&pending("old", "k1", 60)).await.unwrap();
     store.approval_open(&pending("done", "k1", 90)).await.unwrap();
     store.approval_close("done", "approved").await.unwrap();
-    let orphans = store.approval_close_orphans("denied_by_restart").await.unwrap();
+    let orphans = store.approval_close_orphans("denied_by_restart", None).await.unwrap();
     let ids: Vec<&str> = orphans.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(ids, ["old", "new"]);
     assert_eq!(orphans[0].target.thread_id.as_deref(), Some("7"), "the chat to tell is kept whole");
     assert_eq!(orphans[0].command, "rm -rf /srv/old");
-    assert!(store.approval_close_orphans("denied_by_restart").await.unwrap().is_empty(), "each is reported once");
+    assert!(store.approval_close_orphans("denied_by_restart", None).await.unwrap().is_empty(), "each is reported once");
     assert!(!store.approval_close("new", "approved").await.unwrap(), "a restart's denial is final");
+}
+
+pub(crate) async fn a_platform_taken_over_closes_only_its_own_approvals(store: Store) {
+    store.approval_open(&pending("tg", "k1", 5)).await.unwrap();
+    let mut on_discord = pending("dc", "k2", 5);
+    on_discord.target.platform = Platform::new("discord");
+    store.approval_open(&on_discord).await.unwrap();
+    let orphans = store.approval_close_orphans("denied_by_restart", Some("discord")).await.unwrap();
+    assert_eq!(orphans.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), ["dc"]);
+    assert!(store.approval_close("tg", "approved").await.unwrap(), "another platform's approval still waits for its answer");
 }

@@ -1,7 +1,8 @@
 //! Cron across replicas sharing a real PostgreSQL: three whole processes, one job every minute
-//! for five minutes, the leader killed half-way. The job is created and paused by `hermes cron`
-//! on the shell (into the shared store), whichever replica leads runs each occurrence, and each
-//! is run once and delivered once to the Telegram home channel.
+//! for five minutes, the first replica (holding Telegram) killed half-way. The job is created and
+//! paused by `hermes cron` on the shell (into the shared store), every replica ticks, whichever
+//! wins the minute's lock runs the occurrence, and each is run once and delivered once to the
+//! Telegram home channel, by whichever replica holds Telegram then.
 
 use crate::peer::ChatPeer;
 use crate::support::{Gateway, Setup, eventually, scratch_database};
@@ -59,16 +60,16 @@ async fn three_replicas_one_job_every_minute_for_five_minutes_each_occurrence_ru
     let setups: Vec<Setup> = ["replica-a", "replica-b", "replica-c"].iter().map(|name| replica(&llm, &peer, &url, name)).collect();
     let (status, out, err) = setups[1].run(&["cron", "create", "* * * * *", PROMPT, "--name", "replicas", "--deliver", "telegram"]);
     assert!(status.success(), "the shell adds the job to the shared store: {out}{err}");
-    let mut leader = setups[0].start().await;
-    let mut standbys: Vec<Gateway> = setups[1..].iter().map(Setup::spawn).collect();
+    let mut first = setups[0].start().await;
+    let mut others: Vec<Gateway> = setups[1..].iter().map(Setup::spawn).collect();
 
     // Half-way, just after an occurrence ran (runs take a moment with the instant model), the
-    // leader is killed: a standby takes the lead and the ticks go on from there.
+    // first replica is killed: another takes Telegram over, and the ticks go on.
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(150)).await;
     let to_half_minute = 30 - (chrono::Utc::now().timestamp() % 60);
     tokio::time::sleep(Duration::from_secs(to_half_minute.rem_euclid(60) as u64)).await;
-    assert!(!leader.signal(libc::SIGKILL).await.success());
+    assert!(!first.signal(libc::SIGKILL).await.success());
     tokio::time::sleep(Duration::from_secs(300).saturating_sub(started.elapsed())).await;
 
     let (status, out, err) = setups[2].run(&["cron", "pause", "replicas"]);
@@ -77,13 +78,13 @@ async fn three_replicas_one_job_every_minute_for_five_minutes_each_occurrence_ru
     let delivered = || peer.fake.sent_to(HOME_GROUP).iter().filter(|m| m.text.starts_with("Cronjob Response: replicas")).count();
     let caught_up = eventually(Duration::from_secs(30), || delivered() >= runs(&llm)).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let logs: String = standbys.iter().map(Gateway::log_text).collect::<Vec<_>>().join("\n----\n");
+    let logs: String = others.iter().map(Gateway::log_text).collect::<Vec<_>>().join("\n----\n");
     let ran = runs(&llm);
     assert!(caught_up, "every run delivered: {ran} runs, {} delivered\n{logs}", delivered());
-    assert!(ran >= 4, "five minutes hold at least four occurrences; ran {ran}\n{}\n{logs}", leader.log_text());
+    assert!(ran >= 4, "five minutes hold at least four occurrences; ran {ran}\n{}\n{logs}", first.log_text());
     assert_eq!(delivered(), ran, "each run delivered once");
     assert_eq!(stored_occurrences(&url).await, (ran as i64, ran as i64), "one session and one question per occurrence");
-    for standby in &mut standbys {
-        standby.signal(libc::SIGTERM).await;
+    for other in &mut others {
+        other.signal(libc::SIGTERM).await;
     }
 }

@@ -1,7 +1,8 @@
 //! Webhook ingress on every replica: three whole processes on one real PostgreSQL, each with the
 //! webhook listener on its own port, behind a real nginx that spreads deliveries round-robin.
-//! Standbys take deliveries in too (they store them in the shared inbox and wake the leader);
-//! the leader runs every turn. Each delivery is processed once, however many replicas saw it.
+//! Every replica takes deliveries in; the one holding the webhook platform's lease runs every
+//! turn (the others store them in the shared inbox and wake it). Each delivery is processed
+//! once, however many replicas saw it.
 
 use crate::support::{Gateway, Setup, eventually, free_port, not_run, scratch_database, unfenced};
 use futures::StreamExt;
@@ -28,17 +29,18 @@ fn replica(llm: &FakeLlm, receiver: &Receiver, url: &str, name: &str) -> Setup {
     setup
 }
 
-/// A leader (answering on its API port) and two standbys (answering on their webhook ports).
+/// The first replica (serving the API server and the webhook turns) and two more (answering on
+/// their webhook ports).
 async fn three_replicas(llm: &FakeLlm, receiver: &Receiver, url: &str) -> Vec<(Setup, Gateway)> {
     let first = replica(llm, receiver, url, "replica-a");
-    let leader = first.start().await;
-    let mut replicas = vec![(first, leader)];
+    let holder = first.start().await;
+    let mut replicas = vec![(first, holder)];
     for name in ["replica-b", "replica-c"] {
         let setup = replica(llm, receiver, url, name);
         let gateway = setup.spawn();
         let health = setup.webhook("/health");
         let up = eventually(Duration::from_secs(30), || std::net::TcpStream::connect(("127.0.0.1", setup.webhook_port)).is_ok()).await;
-        assert!(up, "the standby {name} takes webhooks in ({health}):\n{}", gateway.log_text());
+        assert!(up, "the replica {name} takes webhooks in ({health}):\n{}", gateway.log_text());
         replicas.push((setup, gateway));
     }
     replicas
@@ -215,7 +217,7 @@ async fn three_replicas_behind_nginx_500_signed_deliveries_10_percent_twice_each
     assert!(prompted.is_empty(), "the model saw a delivery twice: {prompted:?}");
     assert_eq!(llm.request_count(), DELIVERIES, "the model saw each delivery once");
 
-    // Every replica took its share in, standbys included; only the leader ran turns.
+    // Every replica took its share in; only the webhook platform's holder ran turns.
     let accepted: Vec<usize> = replicas.iter().map(|(_, g)| g.log_text().matches("webhook delivery accepted").count()).collect();
     assert_eq!(accepted.iter().sum::<usize>(), DELIVERIES, "{accepted:?}");
     assert!(accepted.iter().all(|n| *n > 0), "nginx spread the deliveries over all three replicas: {accepted:?}");
@@ -226,30 +228,30 @@ async fn three_replicas_behind_nginx_500_signed_deliveries_10_percent_twice_each
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_delivery_to_a_standby_is_answered_by_the_leader_and_a_repeat_to_the_leader_is_a_duplicate() {
+async fn a_delivery_to_another_replica_is_answered_by_the_holder_and_a_repeat_to_the_holder_is_a_duplicate() {
     let llm = FakeLlm::start().await;
     llm.set_default(Reply::Echo);
     let receiver = Receiver::start().await;
     let url = scratch_database().await;
-    let leader_setup = replica(&llm, &receiver, &url, "replica-a");
-    let leader = leader_setup.start().await;
-    let standby_setup = replica(&llm, &receiver, &url, "replica-b");
-    let standby = standby_setup.spawn();
-    let up = eventually(Duration::from_secs(30), || std::net::TcpStream::connect(("127.0.0.1", standby_setup.webhook_port)).is_ok()).await;
-    assert!(up, "the standby takes webhooks in:\n{}", standby.log_text());
-    let standby_api = reqwest::get(standby_setup.api("/health")).await;
-    assert!(standby_api.is_err(), "the API server (a synchronous answer) runs on the leader only");
+    let holder_setup = replica(&llm, &receiver, &url, "replica-a");
+    let holder = holder_setup.start().await;
+    let other_setup = replica(&llm, &receiver, &url, "replica-b");
+    let other = other_setup.spawn();
+    let up = eventually(Duration::from_secs(30), || std::net::TcpStream::connect(("127.0.0.1", other_setup.webhook_port)).is_ok()).await;
+    assert!(up, "the other replica takes webhooks in:\n{}", other.log_text());
+    let other_api = reqwest::get(other_setup.api("/health")).await;
+    assert!(other_api.is_err(), "the API server (a synchronous answer) runs on its holder only");
 
     let client = reqwest::Client::new();
     let started = Instant::now();
-    let (status, json) = deliver(&client, &standby_setup.webhook(""), &body(1)).await;
-    assert_eq!(status, 202, "the standby stored the delivery: {json}");
+    let (status, json) = deliver(&client, &other_setup.webhook(""), &body(1)).await;
+    assert_eq!(status, 202, "the other replica stored the delivery: {json}");
     let answered = receiver.wait_for(1, Duration::from_secs(30)).await;
-    assert!(answered, "the leader ran it:\n{}\n----\n{}", leader.log_text(), standby.log_text());
-    println!("delivery to a standby answered by the leader after {:?}", started.elapsed());
+    assert!(answered, "the holder ran it:\n{}\n----\n{}", holder.log_text(), other.log_text());
+    println!("delivery to another replica answered by the holder after {:?}", started.elapsed());
     assert_eq!(unfenced(receiver.received()[0].body["text"].as_str().unwrap_or_default()), answer(1));
 
-    let (status, json) = deliver(&client, &leader_setup.webhook(""), &body(1)).await;
+    let (status, json) = deliver(&client, &holder_setup.webhook(""), &body(1)).await;
     assert_eq!((status, json["status"].as_str()), (200, Some("duplicate")), "the shared inbox knows it: {json}");
-    assert_eq!(standby.log_text().matches("webhook delivery accepted").count(), 1);
+    assert_eq!(other.log_text().matches("webhook delivery accepted").count(), 1);
 }

@@ -93,8 +93,16 @@ fn switch(health: &HealthBoard, controls: &PlatformControls, event: &InboundEven
         );
     }
     let state = health.snapshot().adapters.into_iter().find(|s| s.platform == name);
-    if let Some(status) = state.filter(|s| matches!(s.state, AdapterState::Parked | AdapterState::Stopped)) {
-        return format!("{} — there is nothing to {}: fix the cause and restart the gateway.", describe(&status), action(paused));
+    if let Some(status) = state.as_ref().filter(|s| matches!(s.state, AdapterState::Parked | AdapterState::Stopped)) {
+        return format!("{} — there is nothing to {}: fix the cause and restart the gateway.", describe(status), action(paused));
+    }
+    if let Some(status) = state.filter(|s| paused && s.state == AdapterState::Standby) {
+        // The switch is this replica's: flipped here, it would leave the serving replica running.
+        return format!(
+            "⚠️ Not pausing {name}: another replica serves it ({}). Pause it there, from a chat on a platform that replica \
+             serves, or stop that replica.",
+            redact_patterns(status.detail.as_deref().unwrap_or("standby"))
+        );
     }
     match controls.set_paused(name, paused) {
         Ok(true) if paused => {
@@ -188,7 +196,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn refuses_its_own_platform_unknown_names_parked_adapters_and_bad_usage() {
+    async fn refuses_its_own_platform_unknown_names_parked_adapters_one_served_elsewhere_and_bad_usage() {
         let (_dir, wiring) = rig().await;
         let (handles, boss) = (&wiring.actors.commands, from("boss"));
         let own = ask(handles, &boss, "pause chat");
@@ -196,6 +204,10 @@ mod tests {
         assert!(!handles.platforms.is_paused("chat"));
         let unknown = ask(handles, &boss, "pause telegram");
         assert_eq!(unknown, "No platform named `telegram` runs here. Known: chat, discord, email.");
+        wiring.health.set("discord", AdapterState::Standby, Some("standby: replica-b holds the connection".into()), 0);
+        let elsewhere = ask(handles, &boss, "pause discord");
+        assert!(elsewhere.starts_with("⚠️ Not pausing discord: another replica serves it (standby: replica-b"), "{elsewhere}");
+        assert!(!handles.platforms.is_paused("discord"), "a switch here would not stop the replica serving it");
         let parked = ask(handles, &boss, "pause email");
         assert!(parked.contains("email — parked") && parked.contains("nothing to pause"), "{parked}");
         assert!(!handles.platforms.is_paused("email"));

@@ -222,6 +222,8 @@ impl Courier {
     /// Start a worker for every lane with parts on their way (those a restart left), then keep
     /// looking for lanes nobody works (a part resent from the shell) until the process ends.
     pub async fn run_sweeper(self: Arc<Self>) {
+        // A platform taken over from another replica may have parts queued: swept at once.
+        let mut taken = self.health.as_ref().map(|h| h.tenures().taken());
         loop {
             match self.outbox.outbox_busy_lanes().await {
                 Ok(lanes) => {
@@ -233,7 +235,19 @@ impl Courier {
                 }
                 Err(e) => tracing::warn!(error = %e, "could not look for queued messages"),
             }
-            tokio::time::sleep(SWEEP_EVERY).await;
+            match taken.as_mut() {
+                Some(taken) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(SWEEP_EVERY) => {}
+                        changed = taken.changed() => {
+                            if changed.is_err() {
+                                tokio::time::sleep(SWEEP_EVERY).await;
+                            }
+                        }
+                    }
+                }
+                None => tokio::time::sleep(SWEEP_EVERY).await,
+            }
         }
     }
 
@@ -259,6 +273,13 @@ impl Courier {
                 board.lanes.remove(&lane);
                 return;
             };
+            if !self.serves(&head.platform) {
+                // Another replica holds the platform: its courier delivers the lane (woken by its
+                // sweep), and this one neither sends, nor gives up, nor dead-letters anything.
+                self.lane_blocked(&lane, "served by another replica");
+                self.board().lanes.remove(&lane);
+                return;
+            }
             if let Some(wait) = self.step(&lane, head).await {
                 if wait >= QUEUED_AFTER {
                     self.lane_blocked(&lane, "waiting");
@@ -388,7 +409,7 @@ impl Courier {
                 self.record(&head.key, AttemptEnd::Closed { reason: reason.clone() }).await;
                 self.settle_waiters(&head.key, Outcome::GivenUp { reason });
             }
-            Attempted::NotLeading => self.lane_blocked(lane, "not leading"),
+            Attempted::NotServing => self.lane_blocked(lane, "the platform is served by another replica now"),
         }
     }
 
@@ -419,11 +440,11 @@ impl Courier {
                 error: format!("the outbox could not record the attempt: {e}"),
             };
         }
-        if self.health.as_ref().is_some_and(|h| !h.leads()) {
-            // The lead was lost while the attempt was recorded: a
-            // replica that no longer leads sends nothing, and the recorded attempt reads as cut
-            // off to whoever takes the part over (looked up, or resent once, marked).
-            return Attempted::NotLeading;
+        if !self.serves(adapter.platform().as_str()) {
+            // The platform's tenure ended while the attempt was recorded: a replica that no
+            // longer serves it sends nothing, and the recorded attempt reads as cut off to
+            // whoever takes the part over (looked up, or resent once, marked).
+            return Attempted::NotServing;
         }
         let _sending = metrics::global().sending();
         let fallbacks = Fallbacks { body, prefixed: !prefix.is_empty(), dialect };
@@ -444,6 +465,11 @@ impl Courier {
             prefix.push_str("\n\n");
         }
         prefix
+    }
+
+    /// Whether this replica serves `platform` (with a shared store, holds its lease).
+    fn serves(&self, platform: &str) -> bool {
+        self.health.as_ref().is_none_or(|h| h.tenures().serves(platform))
     }
 
     fn can_send(&self, platform: &str) -> bool {
@@ -547,9 +573,9 @@ enum Attempted {
     Ambiguous(String),
     Refused(String),
     Gone(String),
-    /// Not sent: this replica stopped leading (another may handle the part now). Nothing more is
-    /// written about it from here.
-    NotLeading,
+    /// Not sent: this replica no longer serves the platform (another may handle the part now).
+    /// Nothing more is written about it from here.
+    NotServing,
 }
 
 /// Where a cut-off send stands once the platform was asked about it.

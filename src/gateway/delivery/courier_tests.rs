@@ -147,7 +147,7 @@ async fn a_transient_failure_is_retried_until_the_part_is_delivered_once() {
 }
 
 #[tokio::test]
-async fn a_replica_whose_lead_lapsed_sends_nothing_and_leaves_the_part_to_the_new_leader() {
+async fn a_replica_whose_tenure_lapsed_sends_nothing_and_leaves_the_part_to_the_new_holder() {
     use crate::gateway::ops::health::HealthBoard;
     use crate::gateway::ops::lease::TenureClock;
     let dir = tempfile::tempdir().unwrap();
@@ -159,15 +159,17 @@ async fn a_replica_whose_lead_lapsed_sends_nothing_and_leaves_the_part_to_the_ne
     // Renewed, then frozen past its bound (a SIGSTOP): the tenure is over on the local clock,
     // before any renewal could say so.
     let renewed = tokio::time::Instant::now();
-    board.lead_under(Arc::new(TenureClock::new(renewed, Duration::from_millis(100), tokio_util::sync::CancellationToken::new())));
+    board.tenures().share(Box::new(|_| Box::pin(async {})));
+    let clock = TenureClock::new(renewed, Duration::from_millis(100), tokio_util::sync::CancellationToken::new());
+    board.tenures().take(chat.platform().as_str(), Arc::new(clock)).await;
     tokio::time::sleep(Duration::from_millis(150)).await;
     let courier = Arc::new(Courier::new(adapters, store.clone(), Some(board), RetryPolicy::default()));
     let outcomes = courier.dispatch(vec![row("c1", "t1:0", "hello", true)], Duration::from_millis(500)).await;
     assert!(matches!(outcomes[0], Outcome::Queued), "{outcomes:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(chat.arrived("c1").is_empty(), "nothing is sent by a replica that no longer leads");
+    assert!(chat.arrived("c1").is_empty(), "nothing is sent by a replica that no longer serves the platform");
     let stored = store.outbox_get("t1:0").await.unwrap().unwrap();
-    assert_eq!((stored.state.as_str(), stored.attempts), ("pending", 0), "the part waits, untouched, for the leader");
+    assert_eq!((stored.state.as_str(), stored.attempts), ("pending", 0), "the part waits, untouched, for the new holder");
 }
 
 #[tokio::test]

@@ -1,35 +1,47 @@
-//! Following the shared inbox: with a store shared by replicas, events accepted by a standby
-//! (webhook deliveries a load balancer sent there) land in the inbox without passing this
-//! replica's router. The replica that leads rings on each one (`store::InboxWakeups`, LISTEN /
-//! NOTIFY in PostgreSQL) and routes the rows it has not routed yet; a slow poll catches any
-//! wake-up that was lost (the listening connection dropped, the store restarted).
+//! Following the shared inbox: with a store shared by replicas, events accepted by another
+//! replica (webhook deliveries a load balancer sent there, a connection read there) land in the
+//! inbox without passing this replica's router. Every replica rings on each one
+//! (`store::InboxWakeups`, LISTEN / NOTIFY in PostgreSQL) and routes the rows of the platforms it
+//! serves that it has not routed yet; so does taking a platform over (what its last holder left
+//! unfinished is replayed here); a slow poll catches any wake-up that was lost (the listening
+//! connection dropped, the store restarted).
 
 use super::inbox::Inbox;
 use crate::store::{Heard, InboxBell, InboxWakeups};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// How often the inbox is read even when nothing rang: the safety net, not the way in.
 pub(crate) const POLL_EVERY: Duration = Duration::from_secs(5);
 
-/// Route rows as they are announced by the store's bell, and every `poll_every` in any case.
-/// A bell that cannot be had (the store refused the listening connection) is asked for again at
-/// each poll; until then the poll alone routes.
-pub(crate) fn spawn(inbox: Arc<Inbox>, wakeups: Arc<dyn InboxWakeups>, poll_every: Duration) -> JoinHandle<()> {
+/// Route rows as they are announced by the store's bell, when `taken` says a platform was taken
+/// over, and every `poll_every` in any case. A bell that cannot be had (the store refused the
+/// listening connection) is asked for again at each poll; until then the poll alone routes.
+pub(crate) fn spawn(
+    inbox: Arc<Inbox>,
+    wakeups: Arc<dyn InboxWakeups>,
+    poll_every: Duration,
+    mut taken: watch::Receiver<u64>,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut poll = tokio::time::interval(poll_every);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut bell: Option<InboxBell> = None;
         loop {
             let Some(ringing) = &bell else {
-                poll.tick().await;
+                tokio::select! {
+                    _ = poll.tick() => {}
+                    _ = taken.changed() => {}
+                }
                 bell = listen(wakeups.as_ref()).await;
                 route_new(&inbox).await;
                 continue;
             };
             let look = tokio::select! {
                 heard = ringing.heard() => news_in(&inbox, &heard),
+                changed = taken.changed() => changed.is_ok(),
                 _ = poll.tick() => true,
             };
             if look {
@@ -66,6 +78,8 @@ fn news_in(inbox: &Inbox, heard: &Heard) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::ops::lease::TenureClock;
+    use crate::gateway::ops::lease::tenures::Tenures;
     use crate::store::SqliteStore;
     use hermes_adapter::{AcceptOutcome, ChatType, InboundEvent, InboundSink, Platform, SessionSource};
     use tokio::sync::mpsc;
@@ -74,6 +88,17 @@ mod tests {
         let mut source = SessionSource::new(Platform::new("webhook"), "c1", ChatType::Dm);
         source.user_id = Some("u1".into());
         InboundEvent::text(id, source, "deploy finished")
+    }
+
+    /// A replica's tenures, serving `platforms` (for as long as the test runs).
+    async fn serving(platforms: &[&str]) -> Arc<Tenures> {
+        let tenures = Arc::new(Tenures::default());
+        tenures.share(Box::new(|_| Box::pin(async {})));
+        for platform in platforms {
+            let clock = TenureClock::new(tokio::time::Instant::now(), Duration::from_secs(3600), Default::default());
+            tenures.take(platform, Arc::new(clock)).await;
+        }
+        tenures
     }
 
     fn routed_now(rx: &mut mpsc::UnboundedReceiver<InboundEvent>) -> Vec<String> {
@@ -100,7 +125,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store: crate::store::Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let inbox = Inbox::following(store.clone(), tx);
+        let inbox = Inbox::shared(store.clone(), tx, serving(&["webhook"]).await);
 
         assert_eq!(inbox.accept(event("here")).await.unwrap(), AcceptOutcome::Accepted);
         // Another replica's accept: only the store knows it.
@@ -119,46 +144,62 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_standby_inbox_stores_and_routes_nothing() {
+    async fn a_platform_served_elsewhere_is_stored_here_and_routed_once_it_is_taken_over() {
         let dir = tempfile::tempdir().unwrap();
         let store: crate::store::Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
-        let standby = Inbox::storing_only(store.clone());
-        assert_eq!(standby.accept(event("e1")).await.unwrap(), AcceptOutcome::Accepted);
-        assert_eq!(standby.accept(event("e1")).await.unwrap(), AcceptOutcome::Duplicate);
-        assert!(!standby.has_routed("e1"));
-        assert!(store.inbox_get("e1").await.unwrap().is_some(), "stored for the leader");
+        let tenures = serving(&["telegram"]).await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let inbox = Inbox::shared(store.clone(), tx, tenures.clone());
+        assert_eq!(inbox.accept(event("e1")).await.unwrap(), AcceptOutcome::Accepted);
+        assert_eq!(inbox.accept(event("e1")).await.unwrap(), AcceptOutcome::Duplicate);
+        assert!(routed_now(&mut rx).is_empty() && !inbox.has_routed("e1"), "webhook is another replica's to route");
+        assert!(store.inbox_get("e1").await.unwrap().is_some(), "stored for the replica serving it");
+        assert_eq!(inbox.route_unfinished().await.unwrap(), 0, "nor does reading the inbox route it");
+
+        // The holder died: this replica takes webhook over and replays what waits.
+        let taken = tenures.taken();
+        tenures
+            .take("webhook", Arc::new(TenureClock::new(tokio::time::Instant::now(), Duration::from_secs(3600), Default::default())))
+            .await;
+        assert!(taken.has_changed().unwrap());
+        assert_eq!(inbox.route_unfinished().await.unwrap(), 1);
+        assert_eq!(routed_now(&mut rx), vec!["e1".to_string()]);
     }
 
-    /// With PostgreSQL: a standby's accept reaches the leader's router by the wake-up alone (the
-    /// poll is an hour away), once, and a redelivery to the standby never reaches it.
+    /// With PostgreSQL: an accept by a replica that does not serve the platform reaches the
+    /// serving replica's router by the wake-up alone (the poll is an hour away), once, and a
+    /// redelivery to the other never reaches it.
     #[cfg(feature = "postgres")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_event_accepted_on_a_standby_wakes_the_leader_which_routes_it_once() {
+    async fn an_event_accepted_elsewhere_wakes_the_replica_serving_it_which_routes_it_once() {
         let url = crate::store::postgres_tests::scratch_url().await;
         let open = || async {
             let options = crate::store::PostgresOptions { url: url.clone(), pool_size: 4 };
             let store: crate::store::Store = Arc::new(crate::store::PostgresStore::connect(&options).await.unwrap());
             store
         };
-        let (leader_store, standby_store) = (open().await, open().await);
+        let (serving_store, other_store) = (open().await, open().await);
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let leader = Arc::new(Inbox::following(leader_store.clone(), tx));
-        let follower = spawn(leader.clone(), leader_store.clone(), Duration::from_secs(3600));
-        let standby = Inbox::storing_only(standby_store);
+        let serving_webhook = serving(&["webhook"]).await;
+        let webhook_holder = Arc::new(Inbox::shared(serving_store.clone(), tx, serving_webhook.clone()));
+        let follower = spawn(webhook_holder.clone(), serving_store.clone(), Duration::from_secs(3600), serving_webhook.taken());
+        let (other_tx, mut other_rx) = mpsc::unbounded_channel();
+        let other = Inbox::shared(other_store, other_tx, serving(&["telegram"]).await);
 
         for id in ["first", "second"] {
             let started = tokio::time::Instant::now();
-            assert_eq!(standby.accept(event(id)).await.unwrap(), AcceptOutcome::Accepted);
+            assert_eq!(other.accept(event(id)).await.unwrap(), AcceptOutcome::Accepted);
             let routed = tokio::time::timeout(Duration::from_secs(60), rx.recv()).await.expect("woken, not left to the poll");
             assert_eq!(routed.map(|e| e.event_id).as_deref(), Some(id));
-            println!("{id}: routed by the leader {:?} after the standby accepted it", started.elapsed());
-            assert_eq!(standby.accept(event(id)).await.unwrap(), AcceptOutcome::Duplicate);
+            println!("{id}: routed by the serving replica {:?} after the other accepted it", started.elapsed());
+            assert_eq!(other.accept(event(id)).await.unwrap(), AcceptOutcome::Duplicate);
         }
-        // The leader's own accept rings too, and still goes once.
-        assert_eq!(leader.accept(event("third")).await.unwrap(), AcceptOutcome::Accepted);
+        // The serving replica's own accept rings too, and still goes once.
+        assert_eq!(webhook_holder.accept(event("third")).await.unwrap(), AcceptOutcome::Accepted);
         assert_eq!(rx.recv().await.map(|e| e.event_id).as_deref(), Some("third"));
-        assert_eq!(standby.accept(event("fourth")).await.unwrap(), AcceptOutcome::Accepted);
+        assert_eq!(other.accept(event("fourth")).await.unwrap(), AcceptOutcome::Accepted);
         assert_eq!(rx.recv().await.map(|e| e.event_id).as_deref(), Some("fourth"), "no repeat in between");
+        assert!(routed_now(&mut other_rx).is_empty(), "the other replica routed none of it");
         follower.abort();
     }
 }

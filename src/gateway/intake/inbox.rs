@@ -2,12 +2,15 @@
 //! id) before the adapter acknowledges the platform, then handed to the router. On start the
 //! events accepted but not finished before a crash are replayed.
 //!
-//! With a store shared by replicas, a standby's inbox only stores (the store wakes the leader),
-//! and the leader also routes rows other replicas accepted ([`Inbox::route_unfinished`], run by
-//! `intake::follow`). Every event goes to the router through one gate that remembers the ids it
-//! let through until their rows are finished, so an event is routed once however many ways it
-//! arrives (accepted here, heard from another replica, found by a poll).
+//! With a store shared by replicas, an event is routed only in the replica serving its platform
+//! (`ops::lease::tenures`); elsewhere it is only stored, and the store wakes the others. The
+//! serving replica also routes the rows other replicas accepted, or a dead holder left
+//! unfinished ([`Inbox::route_unfinished`], run by `intake::follow`). Every event goes to the
+//! router through one gate that remembers the ids it let through until their rows are finished,
+//! so an event is routed once however many ways it arrives (accepted here, heard from another
+//! replica, found by a poll).
 
+use crate::gateway::ops::lease::tenures::Tenures;
 use crate::store;
 use async_trait::async_trait;
 use hermes_adapter::{AcceptError, AcceptOutcome, InboundEvent, InboundSink};
@@ -22,32 +25,31 @@ pub(crate) const CRASHES_BEFORE_PARKING: i64 = 3;
 pub(crate) struct Inbox {
     /// The stored rows: the only store concern the inbox touches.
     rows: Arc<dyn store::Inbox>,
-    /// `None` on a standby: it stores, and the replica that leads routes.
-    router: Option<mpsc::UnboundedSender<InboundEvent>>,
+    router: mpsc::UnboundedSender<InboundEvent>,
     /// The ids handed to the router whose rows were unfinished when last looked at; kept only
-    /// by a leader that also routes other replicas' rows (`tracks`), whose follower forgets the
-    /// finished ones. Alone on a store, nothing else routes, and nothing would forget them.
+    /// with a shared store, where the follower forgets the finished ones. Alone on a store,
+    /// nothing else routes, and nothing would forget them.
     routed: Mutex<HashSet<String>>,
-    tracks: bool,
+    /// With a shared store, the platforms this replica serves; `None` alone.
+    serving: Option<Arc<Tenures>>,
     accepting: AtomicBool,
 }
 
 impl Inbox {
     /// The inbox of a gateway alone on its store.
     pub(crate) fn new(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
-        Self { rows, router: Some(router), routed: Mutex::new(HashSet::new()), tracks: false, accepting: AtomicBool::new(true) }
+        Self { rows, router, routed: Mutex::new(HashSet::new()), serving: None, accepting: AtomicBool::new(true) }
     }
 
-    /// The inbox of the replica that leads: it also routes the rows other replicas accept (see
-    /// `intake::follow`, which must run beside it), each once.
-    pub(crate) fn following(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
-        Self { tracks: true, ..Self::new(rows, router) }
+    /// The inbox of a replica: it routes the events of the platforms it serves, its own and those
+    /// other replicas accepted (see `intake::follow`, which must run beside it), each once.
+    pub(crate) fn shared(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>, serving: Arc<Tenures>) -> Self {
+        Self { serving: Some(serving), ..Self::new(rows, router) }
     }
 
-    /// A standby's inbox: it stores what its adapters accept and routes nothing; the store
-    /// announces each new row to the replica that leads.
-    pub(crate) fn storing_only(rows: Arc<dyn store::Inbox>) -> Self {
-        Self { rows, router: None, routed: Mutex::new(HashSet::new()), tracks: false, accepting: AtomicBool::new(true) }
+    /// Whether this replica routes `platform`'s events.
+    fn serves(&self, platform: &str) -> bool {
+        self.serving.as_ref().is_none_or(|tenures| tenures.serves(platform))
     }
 
     fn routed(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
@@ -67,11 +69,14 @@ impl Inbox {
 
     /// Hand `event` to the router unless it already went; `true` when it went now.
     fn route(&self, event: InboundEvent) -> bool {
-        let Some(router) = &self.router else { return false };
-        if self.tracks && !self.routed().insert(event.event_id.clone()) {
+        if !self.serves(event.source.platform.as_str()) {
+            // Another replica's to route: the store rings there.
             return false;
         }
-        if router.send(event).is_err() {
+        if self.serving.is_some() && !self.routed().insert(event.event_id.clone()) {
+            return false;
+        }
+        if self.router.send(event).is_err() {
             // The router is gone (shutting down); the row stays and is replayed on the next start.
             tracing::warn!("router stopped; the event stays in the inbox for the next start");
             return false;
@@ -89,8 +94,8 @@ impl Inbox {
         Ok(replayed)
     }
 
-    /// Route every unfinished row not routed yet, oldest first (accepted by another replica,
-    /// or left by a replica that led before), and forget the routed ids whose rows are finished.
+    /// Route every unfinished row of a platform served here not routed yet, oldest first
+    /// (accepted by another replica, or left by the platform's last holder), and forget the routed ids whose rows are finished.
     /// Returns how many went to the router now.
     pub(crate) async fn route_unfinished(&self) -> Result<usize, store::StoreError> {
         // Only ids routed before the rows are read may be forgotten: one routed meanwhile may
@@ -100,7 +105,7 @@ impl Inbox {
         let unfinished: HashSet<&str> = rows.iter().map(|row| row.event_id.as_str()).collect();
         self.routed().retain(|id| !known_before.contains(id) || unfinished.contains(id.as_str()));
         let mut replayed = 0;
-        for row in rows.iter().filter(|row| !known_before.contains(&row.event_id)) {
+        for row in rows.iter().filter(|row| !known_before.contains(&row.event_id) && self.serves(&row.platform)) {
             if self.has_routed(&row.event_id) {
                 // Accepted here while the rows were read: already on its way.
                 continue;

@@ -10,6 +10,7 @@
 //! only once it has stayed up for that timeout: a Bot API that answers `getMe` but hangs every
 //! `getUpdates` would otherwise look ready after each reconnect.
 
+use crate::gateway::ops::lease::tenures::Tenures;
 use crate::mcp::{McpHub, ServerStatus};
 use chrono::{DateTime, Utc};
 use hermes_adapter::HealthReporter;
@@ -226,11 +227,9 @@ pub struct HealthBoard {
     mcp: McpSource,
     /// This replica's view of a shared store, when it has one.
     cluster: Mutex<Option<ClusterHealth>>,
-    /// With a shared store: the tenure this replica leads under. Nothing is sent once it is
-    /// over; unset (one machine), this replica always leads.
-    leading: OnceLock<Arc<crate::gateway::ops::lease::TenureClock>>,
-    /// Waiting for another replica's lead: alive, never ready.
-    standing_by: AtomicBool,
+    /// The platforms this replica serves: with a shared store, only those it holds the lease
+    /// of; alone, every one.
+    tenures: Arc<Tenures>,
 }
 
 impl HealthBoard {
@@ -238,22 +237,9 @@ impl HealthBoard {
         Self::default()
     }
 
-    /// From now on, sends need `tenure` to be valid (`ops::lease`).
-    pub(crate) fn lead_under(&self, tenure: Arc<crate::gateway::ops::lease::TenureClock>) {
-        let _ = self.leading.set(tenure);
-        self.standing_by.store(false, Ordering::Release);
-    }
-
-    /// This replica waits for the lead ([`Self::lead_under`] ends it): `/health` answers,
-    /// `/readyz` says not ready, so a load balancer or orchestrator sends it no work.
-    pub(crate) fn stand_by(&self) {
-        self.standing_by.store(true, Ordering::Release);
-    }
-
-    /// Whether this replica may act as the leader now: it has no shared store, or its tenure is
-    /// valid on the local clock.
-    pub(crate) fn leads(&self) -> bool {
-        self.leading.get().is_none_or(|tenure| tenure.valid())
+    /// Which platforms this replica serves (`ops::lease::tenures`).
+    pub(crate) fn tenures(&self) -> &Arc<Tenures> {
+        &self.tenures
     }
 
     /// Record this replica's latest view of the shared store (`ops::lease::watch_cluster`).
@@ -346,13 +332,13 @@ impl HealthBoard {
         self.slots.lock().ok().and_then(|s| s.get(platform).map(|slot| slot.delays.clone())).unwrap_or_default()
     }
 
-    /// Whether sends to `platform` are worth attempting: this replica leads (see [`Self::leads`]),
-    /// and its adapter is connected, degraded (its
+    /// Whether sends to `platform` are worth attempting: this replica serves it (see
+    /// [`Tenures::serves`]), and its adapter is connected, degraded (its
     /// receiving side is unwell; sending may still work) or stopped for shutdown (the answers of
     /// draining turns still go out). Starting, backing off, parked or paused: its parts wait. A
     /// platform not on the board (a gateway without supervisors, in tests) is assumed up.
     pub fn accepts_sends(&self, platform: &str) -> bool {
-        if !self.leads() {
+        if !self.tenures.serves(platform) {
             return false;
         }
         let Ok(slots) = self.slots.lock() else { return true };
@@ -379,7 +365,6 @@ impl HealthBoard {
         let all_connected =
             adapters.iter().all(|a| matches!(a.state, AdapterState::Connected | AdapterState::Paused | AdapterState::Standby));
         let draining = self.is_draining();
-        let standing_by = self.standing_by.load(Ordering::Acquire);
         let starting = adapters.len() < self.expected.load(Ordering::Acquire);
         let cluster = self.cluster.lock().ok().and_then(|c| c.clone());
         // A replica cut off from its shared store holds no connection and takes no work.
@@ -388,8 +373,6 @@ impl HealthBoard {
         HealthSnapshot {
             gateway: if draining {
                 "draining"
-            } else if standing_by {
-                "standby"
             } else if starting {
                 "starting"
             } else if all_connected {
@@ -397,7 +380,7 @@ impl HealthBoard {
             } else {
                 "degraded"
             },
-            ready: all_connected && !draining && !starting && !standing_by && store_reachable,
+            ready: all_connected && !draining && !starting && store_reachable,
             adapters,
             mcp: self.mcp_servers().iter().map(McpServerHealth::from).collect(),
             cluster,
@@ -511,17 +494,22 @@ mod tests {
         (board, reporter)
     }
 
-    #[test]
-    fn a_standby_is_alive_but_not_ready_until_it_leads() {
+    #[tokio::test]
+    async fn a_replica_standing_by_for_a_platform_is_ready_and_sends_only_for_those_it_serves() {
         let (board, _reporter) = connected(Duration::from_secs(60));
-        board.stand_by();
+        board.tenures().share(Box::new(|_| Box::pin(async {})));
+        board.register("discord", HealthReporter::new());
+        board.set("discord", AdapterState::Standby, Some("standby: replica-b holds the connection".into()), 0);
         let snap = board.snapshot();
-        assert_eq!((snap.gateway, snap.ready), ("standby", false), "{snap:?}");
+        assert_eq!((snap.gateway, snap.ready), ("running", true), "another replica serves discord: no fault here {snap:?}");
+        assert!(!board.accepts_sends("tg"), "connected, but not this replica's to serve yet");
         let lost = tokio_util::sync::CancellationToken::new();
-        let tenure = Arc::new(crate::gateway::ops::lease::TenureClock::new(tokio::time::Instant::now(), Duration::from_secs(10), lost));
-        board.lead_under(tenure);
-        let snap = board.snapshot();
-        assert_eq!((snap.gateway, snap.ready), ("running", true), "{snap:?}");
+        let tenure =
+            Arc::new(crate::gateway::ops::lease::TenureClock::new(tokio::time::Instant::now(), Duration::from_secs(10), lost.clone()));
+        board.tenures().take("tg", tenure).await;
+        assert!(board.accepts_sends("tg"));
+        lost.cancel();
+        assert!(!board.accepts_sends("tg"), "the tenure is over: nothing more is sent");
     }
 
     #[test]

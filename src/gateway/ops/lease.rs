@@ -1,22 +1,27 @@
-//! Connection leases: with a store that several replicas share, a platform connection only one
-//! process may hold (Telegram long polling, Discord's gateway, Slack Socket Mode, Matrix sync,
-//! IMAP IDLE: every adapter with a credential) runs only in the replica holding its lease
-//! (`store::Leases`). The others stand by and take it over when it expires.
+//! Connection leases: with a store shared by replicas, a platform connection only one process
+//! may hold (Telegram long polling, Discord's gateway, Slack Socket Mode, Matrix sync, IMAP IDLE:
+//! every adapter with a credential) runs only in the replica holding its lease
+//! (`store::Leases`). The others stand by and take it over when it expires. A platform without
+//! one (a listener: the webhook routes, the API server) has a lease too, `platform:<name>`, which
+//! says where its turns run. The platforms a replica holds are its [`tenures`]: their events are
+//! routed, their turns run and their messages sent there, so the work spreads over the replicas.
 //!
 //! The holder renews every third of the TTL. A rejected renewal (another replica has it now) ends
 //! the tenure at once; a renewal that cannot reach the store is retried until two thirds of the
 //! TTL have passed since the last one that did, and the tenure is then given up, before any
-//! standby could take the lease: two replicas never read one connection at the same time,
+//! standby could take it: two replicas never read one connection at the same time,
 //! whatever the network does. Several leases spread over several replicas: a replica that holds
-//! more waits longer before taking a free one. What the connection has read is recorded in
-//! [`cursors`] fenced by the tenure, and what a turn writes in [`leader_writes`].
+//! more waits longer before taking a free one, and takes one at a time. What the connection has
+//! read is recorded in [`cursors`] fenced by the tenure, and what a turn writes in
+//! [`fenced_writes`].
 
 mod cursors;
-pub(crate) mod leader_writes;
+pub(crate) mod fenced_writes;
+pub(crate) mod tenures;
 
 use crate::gateway::ops::health::{ClusterHealth, HealthBoard, LeaseHealth};
 use crate::store::{Lease, Leases};
-use hermes_adapter::CredentialId;
+use hermes_adapter::{CredentialId, PlatformAdapter};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -33,6 +38,8 @@ pub(crate) struct ConnectionLeases {
     pub ttl: Duration,
     /// How many leases this replica holds now: a free lease goes first to the replica with fewest.
     held: Arc<AtomicUsize>,
+    /// One attempt at a time, so the count above is current when the next one is deferred by it.
+    trying: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Why a replica does not hold a lease yet, for the health board.
@@ -48,7 +55,7 @@ impl std::fmt::Display for Standby {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Standby::HeldBy { name, holder, until } => {
-                let what = if name == LEADER_LEASE { "leads" } else { "holds the connection" };
+                let what = if name.starts_with(LISTENER_PREFIX) { "serves it" } else { "holds the connection" };
                 let holder = crate::gateway::ops::health::shown(holder);
                 write!(f, "standby: {holder} {what} (lease until {} UTC)", until.format("%H:%M:%S"))
             }
@@ -82,6 +89,11 @@ impl TenureClock {
         !self.lost.is_cancelled() && renewed.elapsed() < self.bound
     }
 
+    /// Resolves once the tenure is over: lost, or given back.
+    pub(crate) async fn over(&self) {
+        self.lost.cancelled().await;
+    }
+
     /// A renewal sent `asked` succeeded.
     fn renewed(&self, asked: Instant) {
         if let Ok(mut at) = self.renewed.lock() {
@@ -102,7 +114,7 @@ pub(crate) struct HeldLease {
 
 impl ConnectionLeases {
     pub(crate) fn new(leases: Arc<dyn Leases>, holder: String, ttl: Duration) -> ConnectionLeases {
-        ConnectionLeases { leases, holder, ttl, held: Arc::new(AtomicUsize::new(0)) }
+        ConnectionLeases { leases, holder, ttl, held: Arc::new(AtomicUsize::new(0)), trying: Arc::default() }
     }
 
     /// The lease name of a connection made with `credential`: one lease per account, whatever
@@ -111,10 +123,24 @@ impl ConnectionLeases {
         format!("connection:{}", credential.file_stem())
     }
 
+    /// The lease `adapter` is served under: its connection's, or for a listener without a
+    /// credential, its platform's (`platform:<name>`).
+    pub(crate) fn lease_of(adapter: &dyn PlatformAdapter) -> String {
+        match adapter.credential() {
+            Some(credential) => Self::name_for(&credential),
+            None => format!("{LISTENER_PREFIX}{}", adapter.platform()),
+        }
+    }
+
     /// Wait until this replica holds `name` (`None` when `stop` is cancelled first). `standby`
     /// hears each reason it does not yet.
     pub(crate) async fn acquire(&self, name: &str, stop: &CancellationToken, mut standby: impl FnMut(Standby)) -> Option<HeldLease> {
         loop {
+            // One attempt at a time in this replica, so the count deferring it is current.
+            let trying = tokio::select! {
+                trying = self.trying.lock() => trying,
+                () = stop.cancelled() => return None,
+            };
             // The more this replica holds, the later it tries: of several replicas seeing a lease
             // free, the one holding fewest takes it.
             let defer = self.ttl / 6 * self.held.load(Ordering::Relaxed) as u32;
@@ -124,8 +150,14 @@ impl ConnectionLeases {
             let asked = Instant::now();
             match self.leases.lease_acquire(name, &self.holder, self.ttl).await {
                 Ok(Some(lease)) => return Some(self.hold(lease, asked)),
-                Ok(None) => standby(self.current_holder(name).await),
-                Err(e) => standby(Standby::StoreUnreachable(e.to_string())),
+                Ok(None) => {
+                    drop(trying);
+                    standby(self.current_holder(name).await);
+                }
+                Err(e) => {
+                    drop(trying);
+                    standby(Standby::StoreUnreachable(e.to_string()));
+                }
             }
             if !pause(self.ttl / 3, stop).await {
                 return None;
@@ -263,62 +295,44 @@ impl From<Lease> for LeaseHealth {
     }
 }
 
-/// The lease a replica holds to lead: run the router, the turns, the cron ticker and the
-/// adapters. One leader at a time keeps every turn in one process until sessions are shared
-/// between replicas; the others stand by and take over within the TTL.
-pub(crate) const LEADER_LEASE: &str = "gateway:leader";
+/// The lease names of listeners: `platform:<name>`.
+const LISTENER_PREFIX: &str = "platform:";
 
-/// With a store shared by replicas, the leases this replica leads under (a holder of its own, so
-/// leading does not count against taking connections).
-pub(crate) fn leader_leases(config: &crate::config::Config, store: &crate::store::Store) -> Option<ConnectionLeases> {
+/// With a store shared by replicas, the leases this replica serves platforms under.
+pub(crate) fn replica_leases(config: &crate::config::Config, store: &crate::store::Store) -> Option<ConnectionLeases> {
     if config.store.backend() != crate::config::StoreBackendName::Postgres {
         return None;
     }
     let ttl = Duration::from_secs(config.store.lease_ttl_seconds.unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS));
-    Some(ConnectionLeases::new(store.clone(), replica_name(config), ttl))
+    let replica = replica_name(config);
+    tracing::info!(replica = %replica, ttl_secs = ttl.as_secs(), "platforms are leased through the shared store");
+    Some(ConnectionLeases::new(store.clone(), replica, ttl))
+}
+
+/// Hold `platform`'s lease `name` for as long as the gateway runs (`stop`), waiting as a
+/// standby while another replica does, for a listener any replica runs: its adapter takes
+/// events in everywhere, and the tenure says where they are routed.
+pub(crate) fn own(leases: ConnectionLeases, platform: String, tenures: Arc<tenures::Tenures>, stop: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let name = format!("{LISTENER_PREFIX}{platform}");
+        let say = |why: Standby| tracing::debug!(platform = %platform, "{why}");
+        let Some(held) = leases.acquire(&name, &stop, say).await else { return };
+        tenures.take(&platform, held.clock()).await;
+        tokio::select! {
+            // Lost: `Tenures` stops the gateway.
+            () = held.lost() => {}
+            () = stop.cancelled() => {
+                tenures.give_back(&platform);
+                held.release().await;
+            }
+        }
+    })
 }
 
 /// This replica's name: `store.replica`, or one made up once per process.
 pub(crate) fn replica_name(config: &crate::config::Config) -> String {
     static MADE_UP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     config.store.replica.clone().unwrap_or_else(|| MADE_UP.get_or_init(default_replica_name).clone())
-}
-
-/// Wait, as a standby, until this replica leads (`None`: stopped first, by SIGTERM, SIGINT or
-/// `shutdown`). The status file says it stands by, and for whom.
-pub(crate) async fn stand_by_until_leading(
-    leases: &ConnectionLeases,
-    shutdown: &CancellationToken,
-    status_path: &std::path::Path,
-) -> Result<Option<HeldLease>, crate::gateway::GatewayError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let io = |e: std::io::Error| crate::gateway::GatewayError::Io(format!("cannot install signal handlers: {e}"));
-    let (mut term, mut int) = (signal(SignalKind::terminate()).map_err(io)?, signal(SignalKind::interrupt()).map_err(io)?);
-    let stop = shutdown.child_token();
-    let mut status = crate::gateway::ops::status_file::StatusFile::new(chrono::Utc::now());
-    let say = move |why: Standby| {
-        tracing::info!(replica = %leases.holder, "{why}");
-        status.gateway_state = format!("standby ({})", why.to_string().trim_start_matches("standby: "));
-        status.updated_at = chrono::Utc::now();
-        if let Err(e) = status.write(status_path) {
-            tracing::warn!(error = %e, "cannot write the status file");
-        }
-    };
-    let lead = leases.acquire(LEADER_LEASE, &stop, say);
-    tokio::pin!(lead);
-    Ok(tokio::select! {
-        held = &mut lead => held,
-        _ = term.recv() => None,
-        _ = int.recv() => None,
-    })
-}
-
-/// Resolves when this replica stops leading; never when it leads alone (no shared store).
-pub(crate) async fn lost_leadership(leading: Option<&HeldLease>) {
-    match leading {
-        Some(held) => held.lost().await,
-        None => std::future::pending().await,
-    }
 }
 
 /// This replica's name when none is configured: the host, the process and a random part, so a

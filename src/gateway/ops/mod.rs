@@ -3,7 +3,7 @@
 //! [`backoff`], parking), [`instance_lock`] and [`credential_lock`] (one gateway per home, one
 //! per bot token), [`health`], the [`admin`] listener, the [`status_file`], [`notify`] (what
 //! systemd sees), periodic [`chores`], the [`media_sweep`], [`heap_trim`], the
-//! [`process_guard`], and the [`standby_ingress`] a replica runs while another leads.
+//! [`process_guard`], and the [`lease`]s that say which replica serves which platform.
 
 pub(crate) mod adapters;
 pub(crate) mod admin;
@@ -17,6 +17,5 @@ pub(crate) mod lease;
 pub(crate) mod media_sweep;
 pub(crate) mod notify;
 pub(crate) mod process_guard;
-pub(crate) mod standby_ingress;
 pub(crate) mod status_file;
 pub(crate) mod supervisor;

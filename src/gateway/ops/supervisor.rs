@@ -257,10 +257,10 @@ impl Supervisor {
                 return;
             }
             let (end, connected_for) = self.run_adapter().await;
-            if !matches!(end, RunEnd::Returned(Err(AdapterError::Retryable { .. }))) || self.stop.is_cancelled() {
-                // Whoever runs the connection next (a standby, or this replica after a resume)
-                // need not wait out the TTL. A retryable failure keeps it: the backoff is short
-                // and the renewals go on.
+            if matches!(end, RunEnd::Returned(Err(AdapterError::Fatal { .. }))) || self.stop.is_cancelled() {
+                // Whoever serves the platform next need not wait out the TTL. Any other end keeps
+                // the lease (renewals go on): the platform's turns still run here, and a pause or
+                // a reconnect must not hand them to another replica halfway.
                 self.release_lease().await;
             }
             if self.stop.is_cancelled() {
@@ -273,6 +273,7 @@ impl Supervisor {
                     continue;
                 }
                 RunEnd::LeaseLost => {
+                    // The gateway stops at once (`Tenures::lost`); until then this stands by.
                     self.lease = None;
                     continue;
                 }
@@ -295,27 +296,31 @@ impl Supervisor {
         self.board.set(&self.platform, state, detail, self.backoff.attempt());
     }
 
-    /// With connection leases, hold this adapter's (waiting as a standby while another replica
-    /// does); `false` when the gateway stops first. Without leases, or for an adapter without a
-    /// credential (a listener: any replica serves it), there is nothing to hold.
+    /// With leases, hold this adapter's (waiting as a standby while another replica does), and
+    /// serve its platform under it; `false` when the gateway stops first. Without leases there is
+    /// nothing to hold.
     async fn hold_lease(&mut self) -> bool {
-        let (Some(leases), Some(credential)) = (&self.supervised.leases, self.supervised.adapter.credential()) else {
+        let Some(leases) = &self.supervised.leases else {
             return true;
         };
         if self.lease.as_ref().is_some_and(|held| !held.is_lost()) {
             return true;
         }
-        let name = ConnectionLeases::name_for(&credential);
+        let name = ConnectionLeases::lease_of(self.supervised.adapter.as_ref());
         let (board, platform) = (self.board.clone(), self.platform.clone());
         let attempt = self.backoff.attempt();
         let held =
             leases.acquire(&name, &self.stop, |why| board.set(&platform, AdapterState::Standby, Some(why.to_string()), attempt)).await;
+        if let Some(held) = &held {
+            self.board.tenures().take(&self.platform, held.clock()).await;
+        }
         self.lease = held;
         self.lease.is_some()
     }
 
     async fn release_lease(&mut self) {
         if let Some(held) = self.lease.take() {
+            self.board.tenures().give_back(&self.platform);
             held.release().await;
         }
     }

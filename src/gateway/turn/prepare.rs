@@ -50,9 +50,9 @@ pub(super) async fn prepare(
     let opening = opening(models, session_key, event, perceived, &fence);
     let opened = match sessions.turns.turn_open(opening, cached.as_ref().map(|h| h.known.clone())).await {
         Ok(opened) => opened,
-        Err(crate::store::StoreError::NotLeading) => {
-            // Nothing to the user either: the replica that leads now runs this turn.
-            tracing::warn!(event_id = %event.event_id, "not leading any more: the turn is left to the replica that leads");
+        Err(crate::store::StoreError::LeaseLost) => {
+            // Nothing to the user either: the platform's new holder runs this turn.
+            tracing::warn!(event_id = %event.event_id, "this replica lost a lease: the turn is left to the platform's new holder");
             return Err(TurnEnd::Aborted);
         }
         Err(e) => {

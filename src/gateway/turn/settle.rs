@@ -84,10 +84,10 @@ pub(super) async fn settle(
         .map(|o| new_message(session_id, &turn.event.event_id, &ChatMessage::assistant(o.text.clone()), Some(&o.finish_reason)));
     match records.turns.turn_record(session_id, stored.into_iter().collect(), unrecorded).await {
         Ok(()) => {}
-        Err(StoreError::NotLeading) => {
-            // The replica that leads now replays the event; an answer from here would be a
-            // second one (or, under the answer's key, take the place of the leader's).
-            tracing::warn!(event_id = %turn.event.event_id, "not leading any more: the answer is left to the replica that leads");
+        Err(StoreError::LeaseLost) => {
+            // The platform's new holder replays the event; an answer from here would be a
+            // second one (or, under the answer's key, take the place of the new holder's).
+            tracing::warn!(event_id = %turn.event.event_id, "this replica lost a lease: the answer is left to the platform's new holder");
             return TurnEnd::Aborted;
         }
         Err(e) => tracing::error!(error = %e, "could not store the answer and the turn's usage"),

@@ -39,7 +39,7 @@ use crate::gateway::intake::auth::AuthPolicy;
 use crate::gateway::intake::directory::StoreDirectory;
 use crate::gateway::intake::session_key::KeyPolicy;
 use crate::gateway::ops::health::HealthBoard;
-use crate::gateway::ops::lease::leader_writes::LeaderWrites;
+use crate::gateway::ops::lease::fenced_writes::FencedWrites;
 use crate::gateway::session::actor::ActorHandles;
 use crate::gateway::session::decide::Behaviour;
 use crate::gateway::session::router::Routing;
@@ -110,8 +110,8 @@ impl Wiring {
         let tools = ground.tools(&agent, &paths, &tool_settings, guard);
         let sessions = ground.sessions(&agent, paths, tool_settings.per_user_profiles, history_bytes);
         let turns = ground.turns(sessions, tools, agent, auth.clone());
-        // The turns' writes are the leader's alone (`ops::lease::leader_writes`).
-        let inbox = ground.leader_writes();
+        // The turns' writes are fenced by this replica's tenures (`ops::lease::fenced_writes`).
+        let inbox = ground.fenced_writes();
         let Ground { config, home, store, models, approvals, health, clarify, homes, jobs, .. } = ground;
         let cron = crate::gateway::cron::ticker::CronParts::build(&config, &home, &turns, jobs, homes, CancellationToken::new());
         let commands = CommandHandles {
@@ -248,7 +248,7 @@ impl Ground {
         );
         let compactor = Compactor::new(config.compression.clone(), agent.clone(), self.models.clone(), self.store.clone());
         Arc::new(Sessions {
-            turns: self.leader_writes(),
+            turns: self.fenced_writes(),
             log: self.store.clone(),
             routes: self.store.clone(),
             history: HistoryCache::new(history_bytes),
@@ -257,16 +257,16 @@ impl Ground {
         })
     }
 
-    /// The store as a turn writes to it: only while this replica leads (`ops::lease::leader_writes`).
-    fn leader_writes(&self) -> Arc<LeaderWrites> {
-        LeaderWrites::new(self.store.clone(), self.health.clone())
+    /// The store as a turn writes to it: only while this replica's tenures hold (`ops::lease::fenced_writes`).
+    fn fenced_writes(&self) -> Arc<FencedWrites> {
+        FencedWrites::new(self.store.clone(), self.health.tenures().clone())
     }
 
     /// Step 6, first part: what every turn runs with.
     fn turns(&self, sessions: Arc<Sessions>, tools: Arc<ToolAccess>, agent: Arc<Agent>, auth: Arc<AuthPolicy>) -> TurnHandles {
         TurnHandles {
             sessions,
-            inbox: self.leader_writes(),
+            inbox: self.fenced_writes(),
             models: self.models.clone(),
             deliverer: self.deliverer.clone(),
             tools,

@@ -29,7 +29,8 @@ pub trait Approvals: Send + Sync {
     /// `timed_out`, …). `false` when it was not open.
     async fn approval_close(&self, id: &str, outcome: &str) -> Result<bool, StoreError>;
 
-    /// Close every approval still open with `outcome` and return them, oldest first: called at
-    /// start, when no turn can be waiting for any of them.
-    async fn approval_close_orphans(&self, outcome: &str) -> Result<Vec<PendingApproval>, StoreError>;
+    /// Close every approval still open with `outcome` (only those prompted on `platform`, when
+    /// given) and return them, oldest first: called at start, or when a replica takes a platform
+    /// over, when no turn can be waiting for any of them.
+    async fn approval_close_orphans(&self, outcome: &str, platform: Option<&str>) -> Result<Vec<PendingApproval>, StoreError>;
 }

@@ -45,7 +45,7 @@ impl Approvals for PostgresStore {
         Ok(client.execute(&statement, &[&id, &outcome, &now_ms()]).await? == 1)
     }
 
-    async fn approval_close_orphans(&self, outcome: &str) -> Result<Vec<PendingApproval>, StoreError> {
+    async fn approval_close_orphans(&self, outcome: &str, platform: Option<&str>) -> Result<Vec<PendingApproval>, StoreError> {
         // One statement closes and returns the same rows, so an approval closed in between by
         // someone else is neither closed twice nor reported. `RETURNING` has no order: sorted
         // after (by id where two share a millisecond; SQLite breaks that tie by insertion order).
@@ -53,12 +53,13 @@ impl Approvals for PostgresStore {
         let statement = client
             .prepare_cached(
                 "WITH closed AS (
-                     UPDATE approvals SET outcome = $1, closed_at = $2 WHERE outcome IS NULL
+                     UPDATE approvals SET outcome = $1, closed_at = $2
+                     WHERE outcome IS NULL AND ($3::text IS NULL OR platform = $3)
                      RETURNING id, session_key, platform, chat_id, thread_id, command, created_at)
                  SELECT * FROM closed ORDER BY created_at, id",
             )
             .await?;
-        client.query(&statement, &[&outcome, &now_ms()]).await?.iter().map(row_to_pending).collect()
+        client.query(&statement, &[&outcome, &now_ms(), &platform]).await?.iter().map(row_to_pending).collect()
     }
 }
 

@@ -42,15 +42,16 @@ impl Approvals for SqliteStore {
         .await
     }
 
-    async fn approval_close_orphans(&self, outcome: &str) -> Result<Vec<PendingApproval>, StoreError> {
+    async fn approval_close_orphans(&self, outcome: &str, platform: Option<&str>) -> Result<Vec<PendingApproval>, StoreError> {
         let outcome = outcome.to_string();
+        let platform = platform.map(str::to_string);
         self.write(move |c| {
             let open = {
                 let mut stmt = c.prepare_cached(
                     "SELECT id, session_key, platform, chat_id, thread_id, command, created_at FROM approvals
-                     WHERE outcome IS NULL ORDER BY created_at, rowid",
+                     WHERE outcome IS NULL AND (?1 IS NULL OR platform = ?1) ORDER BY created_at, rowid",
                 )?;
-                let rows = stmt.query_map([], |r| {
+                let rows = stmt.query_map(params![platform], |r| {
                     Ok(PendingApproval {
                         id: r.get(0)?,
                         session_key: r.get(1)?,
@@ -61,7 +62,10 @@ impl Approvals for SqliteStore {
                 })?;
                 rows.collect::<Result<Vec<_>, _>>()?
             };
-            c.run("UPDATE approvals SET outcome = ?1, closed_at = ?2 WHERE outcome IS NULL", params![outcome, now_ms()])?;
+            c.run(
+                "UPDATE approvals SET outcome = ?1, closed_at = ?2 WHERE outcome IS NULL AND (?3 IS NULL OR platform = ?3)",
+                params![outcome, now_ms(), platform],
+            )?;
             Ok(open)
         })
         .await

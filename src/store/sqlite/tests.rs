@@ -125,7 +125,7 @@ async fn a_database_from_before_claims_and_approvals_is_upgraded_in_place() {
     assert_eq!(store.outbox_get("old:0").await.unwrap().unwrap().state, "sending", "the old outbox row is kept");
     assert!(store.outbox_busy_lanes().await.unwrap().is_empty(), "and not mistaken for a queued part");
     assert!(store.claim_take("job", "a", Duration::from_secs(60)).await.unwrap(), "the new table is there");
-    assert!(store.approval_close_orphans("denied_by_restart").await.unwrap().is_empty(), "and the approvals table");
+    assert!(store.approval_close_orphans("denied_by_restart", None).await.unwrap().is_empty(), "and the approvals table");
     drop(store);
     let c = rusqlite::Connection::open(&path).unwrap();
     let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();

@@ -317,11 +317,12 @@ impl Drop for Waiting<'_> {
     }
 }
 
-/// Approvals a crash left open: nobody waits for them now, so each is closed as denied — before
-/// any replayed turn can open a new one — and its chat is told in the background (once: the
+/// Approvals a crash left open (of `platform`'s chats, when a replica takes it over; all of them
+/// alone on a store): nobody waits for them now, so each is closed as denied — before any
+/// replayed turn can open a new one — and its chat is told in the background (once: the
 /// notice's outbox key is the approval's), so a platform that is down does not hold up start.
-pub(crate) async fn deny_left_open(approvals: &dyn Approvals, deliverer: Arc<Deliverer>) {
-    let orphans = match approvals.approval_close_orphans("denied_by_restart").await {
+pub(crate) async fn deny_left_open(approvals: &dyn Approvals, deliverer: Arc<Deliverer>, platform: Option<&str>) {
+    let orphans = match approvals.approval_close_orphans("denied_by_restart", platform).await {
         Ok(orphans) => orphans,
         Err(e) => {
             tracing::error!(error = %e, "could not read approvals left open by the last run");

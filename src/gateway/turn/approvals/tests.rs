@@ -23,7 +23,7 @@ async fn decide(yaml: &str, platform: &str, interactive: bool, command: &str) ->
     let context = gateway.turns().tools.context(scope, "turn-1", Arc::new(Fence::default()), CancellationToken::new());
     let request = CommandRequest { command, workdir: Path::new(&context.paths.workdir), sandboxed: true, leave_sandbox: None };
     let decision = context.approval.check_command(&context.scope, &request, &context.cancel).await;
-    assert!(gateway.store.approval_close_orphans("test").await.unwrap().is_empty(), "nothing was put to a person");
+    assert!(gateway.store.approval_close_orphans("test", None).await.unwrap().is_empty(), "nothing was put to a person");
     let sent = chat.sent.lock().unwrap().clone();
     (decision, sent, dir)
 }
@@ -72,8 +72,8 @@ async fn approvals_a_restart_left_open_are_denied_and_their_chat_is_told() {
         created_at: chrono::Utc::now(),
     };
     gateway.store.approval_open(&pending).await.unwrap();
-    super::deny_left_open(gateway.store.as_ref(), gateway.turns().deliverer.clone()).await;
-    assert!(gateway.store.approval_close_orphans("test").await.unwrap().is_empty(), "closed before start goes on");
+    super::deny_left_open(gateway.store.as_ref(), gateway.turns().deliverer.clone(), None).await;
+    assert!(gateway.store.approval_close_orphans("test", None).await.unwrap().is_empty(), "closed before start goes on");
     // The chat is told in the background.
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
     while chat.sent.lock().unwrap().is_empty() && tokio::time::Instant::now() < deadline {
@@ -148,7 +148,7 @@ async fn an_untrusted_tool_call_is_put_to_the_chat_and_runs_only_once_approved()
     let decision = check_tool_call(&gateway, tool_scope("chat", true)).await.await.unwrap();
     assert_eq!(decision, ToolCallDecision::Allow);
     assert_eq!(chat.sent.lock().unwrap().len(), 2, "no third prompt");
-    assert!(gateway.store.approval_close_orphans("test").await.unwrap().is_empty(), "every approval was closed");
+    assert!(gateway.store.approval_close_orphans("test", None).await.unwrap().is_empty(), "every approval was closed");
     let allowlist = std::fs::read_to_string(_dir.path().join("config.yaml")).unwrap_or_default();
     assert!(!allowlist.contains("mcp__fs__write_file"), "a tool call never reaches command_allowlist");
 }
