@@ -203,6 +203,7 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
         router,
         notifying,
         cluster_watch,
+        shared: inbox_follower.is_some(),
         inbox_follower,
     };
     let side_tasks = spawn_side_tasks(&wiring, &config, chores);
@@ -317,19 +318,24 @@ struct Chores {
     cluster_watch: Option<JoinHandle<()>>,
     /// With a store shared by replicas: routes what other replicas accepted (`intake::follow`).
     inbox_follower: Option<JoinHandle<()>>,
+    /// The store is shared by replicas: the courier listens for parts they queue.
+    shared: bool,
 }
 
 /// Start the periodic chores and the courier's sweeper; returns every side task in the order
 /// they are stopped.
 fn spawn_side_tasks(wiring: &wiring::Wiring, config: &Config, chores: Chores) -> Vec<JoinHandle<()>> {
-    let Chores { status, status_path, media_cache, media_limits, router, notifying, cluster_watch, inbox_follower } = chores;
+    let Chores { status, status_path, media_cache, media_limits, router, notifying, cluster_watch, inbox_follower, shared } = chores;
     let store = wiring.store.clone();
     let status_task = ops::chores::spawn_status_writer(status, status_path, wiring.status_sources());
     let housekeeping = ops::chores::spawn_inbox_pruning(store.clone(), store.clone());
     let media_sweeper = ops::media_sweep::spawn(media_cache, media_limits);
     let heap_trimmer = ops::heap_trim::spawn(std::time::Duration::from_secs(config.gateway.memory.trim_heap_every_secs));
-    // Resumes what the last run left queued, and notices parts resent from the shell.
-    let courier = tokio::spawn(wiring.turns().deliverer.courier().clone().run_sweeper());
+    // Resumes what the last run left queued, and notices parts resent from the shell (or, with a
+    // shared store, queued by another replica).
+    let outbox_bell = shared.then(|| store.clone() as Arc<dyn crate::store::Wakeups>);
+    let courier =
+        tokio::spawn(delivery::sweeper::run(wiring.turns().deliverer.courier().clone(), outbox_bell, delivery::sweeper::SWEEP_EVERY));
     let mut side_tasks = vec![status_task, housekeeping, media_sweeper, router, courier];
     side_tasks.extend(heap_trimmer);
     side_tasks.extend(cluster_watch);

@@ -20,10 +20,10 @@ pub(crate) mod suite;
 pub(crate) use postgres::tests as postgres_tests;
 
 pub use backend::{
-    Approvals, AttemptEnd, CallUsage, Claims, Conversation, DeadLetter, Heard, HistoryUpdate, Inbox, InboxBell, InboxRow, InboxState,
-    InboxWakeups, KnownHistory, LaneHead, Lease, Leases, LoggedMessage, MessageRow, NewMessage, NewOutboxRow, OpenedTurn, Outbox,
-    OutboxRow, PendingApproval, QueueSummary, Queued, RouteEntry, Routes, SearchHit, SearchScope, SessionLog, SessionRow, StoreBackend,
-    TurnContext, TurnOpening, Turns, Undone, UsageLedger, UsageTotals,
+    Approvals, AttemptEnd, Bell, CallUsage, Claims, Conversation, DeadLetter, Heard, HistoryUpdate, Inbox, InboxRow, InboxState,
+    KnownHistory, LaneHead, Lease, Leases, LoggedMessage, MessageRow, NewMessage, NewOutboxRow, OpenedTurn, Outbox, OutboxRow,
+    PendingApproval, QueueSummary, Queued, RouteEntry, Routes, SearchHit, SearchScope, SessionLog, SessionRow, StoreBackend, TurnContext,
+    TurnOpening, Turns, Undone, UsageLedger, UsageTotals, Wakeups,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{CopiedTable, PostgresOptions, PostgresStore, copy_sqlite_into};

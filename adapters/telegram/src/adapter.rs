@@ -247,6 +247,13 @@ impl PlatformAdapter for TelegramAdapter {
         }
     }
 
+    /// In webhook mode every replica behind the load balancer listens: a delivery is stored by
+    /// whichever one Telegram reached (and `setWebhook` with the same URL is the same call from
+    /// each).
+    fn takes_events_on_any_replica(&self) -> bool {
+        matches!(self.settings.mode, Mode::Webhook(_))
+    }
+
     async fn probe(&self) -> Result<Option<String>, AdapterError> {
         self.identify_for_probe().await
     }

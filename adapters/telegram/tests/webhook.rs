@@ -77,10 +77,12 @@ async fn webhook_mode_leases_nothing_and_polling_mode_leases_the_token() {
     let fake = FakeTelegram::start().await.unwrap();
     let media = tempfile::tempdir().unwrap();
     let mut settings = support::settings(&fake, &media);
-    assert!(TelegramAdapter::new(settings.clone()).unwrap().credential().is_some());
+    let polling = TelegramAdapter::new(settings.clone()).unwrap();
+    assert!(polling.credential().is_some() && !polling.takes_events_on_any_replica(), "one replica polls");
     settings.mode = Mode::Webhook(webhook_settings());
     let adapter = TelegramAdapter::new(settings).unwrap();
     assert!(adapter.credential().is_none(), "any replica may serve a webhook");
+    assert!(adapter.takes_events_on_any_replica(), "every replica behind the load balancer takes deliveries");
     assert!(adapter.liveness_timeout().is_none(), "a quiet webhook is not a stuck one");
 }
 

@@ -47,8 +47,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(300);
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 /// How often a lane whose adapter is down looks again.
 const ADAPTER_POLL: Duration = Duration::from_secs(1);
-/// How often the outbox is swept for lanes nobody works (a resend from the shell, a lost wake-up).
-const SWEEP_EVERY: Duration = Duration::from_secs(15);
 /// What a chat is told when an answer could not be delivered within the window.
 pub const UNDELIVERED_NOTICE: &str = "⚠️ An answer could not be delivered in time and was given up. Your request was processed; \
      ask again, or an admin can resend it (/undelivered).";
@@ -219,36 +217,30 @@ impl Courier {
         });
     }
 
-    /// Start a worker for every lane with parts on their way (those a restart left), then keep
-    /// looking for lanes nobody works (a part resent from the shell) until the process ends.
-    pub async fn run_sweeper(self: Arc<Self>) {
-        // A platform taken over from another replica may have parts queued: swept at once.
-        let mut taken = self.health.as_ref().map(|h| h.tenures().taken());
-        loop {
-            match self.outbox.outbox_busy_lanes().await {
-                Ok(lanes) => {
-                    for lane in lanes {
-                        if !self.board().lanes.contains_key(&lane) {
-                            self.wake(&lane);
-                        }
-                    }
+    /// Start a worker for every lane with parts on their way that nobody works (those a restart
+    /// left, a part resent from the shell, one queued by another replica): what the
+    /// [`super::sweeper`] runs.
+    pub(crate) async fn sweep(self: &Arc<Self>) {
+        match self.outbox.outbox_busy_lanes().await {
+            Ok(lanes) => {
+                for lane in lanes {
+                    self.wake_idle(&lane);
                 }
-                Err(e) => tracing::warn!(error = %e, "could not look for queued messages"),
             }
-            match taken.as_mut() {
-                Some(taken) => {
-                    tokio::select! {
-                        () = tokio::time::sleep(SWEEP_EVERY) => {}
-                        changed = taken.changed() => {
-                            if changed.is_err() {
-                                tokio::time::sleep(SWEEP_EVERY).await;
-                            }
-                        }
-                    }
-                }
-                None => tokio::time::sleep(SWEEP_EVERY).await,
-            }
+            Err(e) => tracing::warn!(error = %e, "could not look for queued messages"),
         }
+    }
+
+    /// Start a worker for `lane` unless one works it.
+    pub(crate) fn wake_idle(self: &Arc<Self>, lane: &str) {
+        if !self.board().lanes.contains_key(lane) {
+            self.wake(lane);
+        }
+    }
+
+    /// Changes each time this replica takes a platform over (none alone on a store).
+    pub(crate) fn platforms_taken(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.health.as_ref().map(|h| h.tenures().taken())
     }
 
     /// The lane's worker: deliver its head until the lane is empty.

@@ -208,7 +208,8 @@ async fn a_send_cut_off_by_a_restart_is_resent_once_marked_and_a_second_cut_off_
     rig.store.outbox_enqueue(vec![row("c1", "k:0", "the answer", true)]).await.unwrap();
     rig.store.outbox_begin_attempt("k:0", false).await.unwrap();
     rig.store.outbox_enqueue(vec![row("c1", "k:1", "the rest", false)]).await.unwrap();
-    let sweeper = tokio::spawn(rig.courier.clone().run_sweeper());
+    let sweeper =
+        tokio::spawn(crate::gateway::delivery::sweeper::run(rig.courier.clone(), None, crate::gateway::delivery::sweeper::SWEEP_EVERY));
     assert!(eventually(|| rig.chat.arrived("c1").len() == 2).await, "{:?}", rig.chat.arrived("c1"));
     assert_eq!(rig.chat.arrived("c1"), [format!("{RESEND_MARK}the answer"), "the rest".to_string()], "marked once, the rest plain");
 
@@ -301,4 +302,44 @@ fn late_notes_read_as_a_person_would_say_them() {
         late_note(Duration::from_secs(3 * 3600), "discord", Some("Discord was rate limiting the bot")),
         "⏱ Delivered 3 h late: Discord was rate limiting the bot."
     );
+}
+
+/// With PostgreSQL: a part another replica queues for a platform served here is sent at once,
+/// woken by the store (the sweep is an hour away); one for a platform served elsewhere is left
+/// untouched, for the replica serving it.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_part_another_replica_queues_is_sent_by_the_replica_serving_its_platform_without_waiting_for_a_sweep() {
+    use crate::gateway::ops::health::HealthBoard;
+    use crate::gateway::ops::lease::TenureClock;
+    let url = crate::store::postgres_tests::scratch_url().await;
+    let open = || async {
+        let options = crate::store::PostgresOptions { url: url.clone(), pool_size: 4 };
+        let store: Store = Arc::new(crate::store::PostgresStore::connect(&options).await.unwrap());
+        store
+    };
+    let (here, there) = (open().await, open().await);
+    let chat = Scripted::new();
+    let adapters: HashMap<String, Arc<dyn PlatformAdapter>> =
+        HashMap::from([("chat".to_string(), chat.clone() as Arc<dyn PlatformAdapter>)]);
+    let board = Arc::new(HealthBoard::new());
+    board.tenures().share(Box::new(|_| Box::pin(async {})));
+    let clock = TenureClock::new(tokio::time::Instant::now(), Duration::from_secs(3600), tokio_util::sync::CancellationToken::new());
+    board.tenures().take("chat", Arc::new(clock)).await;
+    let courier = Arc::new(Courier::new(adapters, here.clone(), Some(board), RetryPolicy::default()));
+    let bell: Arc<dyn crate::store::Wakeups> = here.clone();
+    let sweeper = tokio::spawn(crate::gateway::delivery::sweeper::run(courier, Some(bell), Duration::from_secs(3600)));
+
+    there.outbox_enqueue(vec![row("c1", "first:0", "first", true)]).await.unwrap();
+    assert!(eventually(|| chat.arrived("c1") == ["first"]).await, "the sweep at start or the bell");
+    // The start's sweep is over: only the bell can bring the next part.
+    there.outbox_enqueue(vec![row("c1", "second:0", "second", true)]).await.unwrap();
+    let mut elsewhere = row("c9", "other:0", "for a platform served elsewhere", true);
+    (elsewhere.platform, elsewhere.lane) = ("other".into(), lane_of("other", "c9"));
+    there.outbox_enqueue(vec![elsewhere]).await.unwrap();
+    assert!(eventually(|| chat.arrived("c1") == ["first", "second"]).await, "woken by the store, not left to the sweep");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let untouched = here.outbox_get("other:0").await.unwrap().unwrap();
+    assert_eq!((untouched.state.as_str(), untouched.attempts), ("pending", 0), "neither sent nor given up here");
+    sweeper.abort();
 }

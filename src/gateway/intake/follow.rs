@@ -1,13 +1,13 @@
 //! Following the shared inbox: with a store shared by replicas, events accepted by another
 //! replica (webhook deliveries a load balancer sent there, a connection read there) land in the
 //! inbox without passing this replica's router. Every replica rings on each one
-//! (`store::InboxWakeups`, LISTEN / NOTIFY in PostgreSQL) and routes the rows of the platforms it
+//! (`store::Wakeups`, LISTEN / NOTIFY in PostgreSQL) and routes the rows of the platforms it
 //! serves that it has not routed yet; so does taking a platform over (what its last holder left
 //! unfinished is replayed here); a slow poll catches any wake-up that was lost (the listening
 //! connection dropped, the store restarted).
 
 use super::inbox::Inbox;
-use crate::store::{Heard, InboxBell, InboxWakeups};
+use crate::store::{Bell, Heard, Wakeups};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -19,16 +19,11 @@ pub(crate) const POLL_EVERY: Duration = Duration::from_secs(5);
 /// Route rows as they are announced by the store's bell, when `taken` says a platform was taken
 /// over, and every `poll_every` in any case. A bell that cannot be had (the store refused the
 /// listening connection) is asked for again at each poll; until then the poll alone routes.
-pub(crate) fn spawn(
-    inbox: Arc<Inbox>,
-    wakeups: Arc<dyn InboxWakeups>,
-    poll_every: Duration,
-    mut taken: watch::Receiver<u64>,
-) -> JoinHandle<()> {
+pub(crate) fn spawn(inbox: Arc<Inbox>, wakeups: Arc<dyn Wakeups>, poll_every: Duration, mut taken: watch::Receiver<u64>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut poll = tokio::time::interval(poll_every);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut bell: Option<InboxBell> = None;
+        let mut bell: Option<Bell> = None;
         loop {
             let Some(ringing) = &bell else {
                 tokio::select! {
@@ -51,7 +46,7 @@ pub(crate) fn spawn(
     })
 }
 
-async fn listen(wakeups: &dyn InboxWakeups) -> Option<InboxBell> {
+async fn listen(wakeups: &dyn Wakeups) -> Option<Bell> {
     match wakeups.inbox_listen().await {
         Ok(bell) => Some(bell),
         Err(e) => {
@@ -72,7 +67,7 @@ async fn route_new(inbox: &Inbox) {
 /// Whether what rang may hold an event this replica has not routed: its own accepts ring too,
 /// and need no read of the inbox.
 fn news_in(inbox: &Inbox, heard: &Heard) -> bool {
-    heard.maybe_missed || heard.event_ids.iter().any(|id| !inbox.has_routed(id))
+    heard.maybe_missed || heard.ids.iter().any(|id| !inbox.has_routed(id))
 }
 
 #[cfg(test)]

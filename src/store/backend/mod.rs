@@ -29,12 +29,12 @@ pub use turns::{HistoryUpdate, KnownHistory, OpenedTurn, TurnContext, TurnOpenin
 pub use usage::{CallUsage, UsageLedger, UsageTotals};
 #[cfg(feature = "postgres")]
 pub(in crate::store) use wakeups::Ringer;
-pub use wakeups::{Heard, InboxBell, InboxWakeups};
+pub use wakeups::{Bell, Heard, Wakeups};
 
 /// Every concern at once: what the gateway holds. Implemented for anything that implements
 /// all of them, so a backend never implements it by hand.
 pub trait StoreBackend:
-    SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Leases + Approvals + InboxWakeups + SharedFolders + Send + Sync
+    SessionLog + Routes + Inbox + Outbox + UsageLedger + Turns + Claims + Leases + Approvals + Wakeups + SharedFolders + Send + Sync
 {
 }
 
@@ -48,7 +48,7 @@ impl<T> StoreBackend for T where
         + Claims
         + Leases
         + Approvals
-        + InboxWakeups
+        + Wakeups
         + SharedFolders
         + Send
         + Sync

@@ -1,34 +1,40 @@
-//! Inbox wake-ups: with a store that several replicas share, an event accepted by any of them
-//! rings a bell in the replica that runs the turns, so it routes the new row at once instead of
-//! finding it at its next poll. SQLite is one process's file: its bell never rings.
+//! Wake-ups: with a store that several replicas share, an event accepted by any of them rings a
+//! bell in the replica serving its platform, so it routes the new row at once instead of finding
+//! it at its next poll; a part queued in the outbox by any of them (a cron delivery, a message
+//! sent to another platform) rings the couriers, so the replica serving its platform sends it at
+//! once. SQLite is one process's file: its bells never ring.
 //!
 //! A wake-up is a hint, never the record: the rows are. A bell that may have missed rings (its
 //! connection to the store dropped, or too many rang at once) says so, and the listener then
-//! reads the inbox instead of trusting the ids it heard.
+//! reads the rows instead of trusting the ids it heard.
 
 use crate::store::StoreError;
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::Notify;
 
-/// Event ids kept between two reads of the bell; past this many it only says "maybe missed",
+/// Ids kept between two reads of the bell; past this many it only says "maybe missed",
 /// so a listener that falls behind holds a bounded list.
 const MOST_HEARD: usize = 4096;
 
 #[async_trait]
-pub trait InboxWakeups: Send + Sync {
-    /// A bell that rings whenever an event is accepted into the inbox, by this replica or any
-    /// other; it stays connected (reconnecting as needed) until it is dropped.
-    async fn inbox_listen(&self) -> Result<InboxBell, StoreError>;
+pub trait Wakeups: Send + Sync {
+    /// A bell that rings with the id of every event accepted into the inbox, by this replica or
+    /// any other; it stays connected (reconnecting as needed) until it is dropped.
+    async fn inbox_listen(&self) -> Result<Bell, StoreError>;
+
+    /// A bell that rings with the lane of every part queued in the outbox, by this replica or
+    /// any other; it stays connected (reconnecting as needed) until it is dropped.
+    async fn outbox_listen(&self) -> Result<Bell, StoreError>;
 }
 
 /// What rang since the bell was last read.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Heard {
-    /// The ids of the events accepted, in the order they rang.
-    pub event_ids: Vec<String>,
+    /// What rang, in order: the ids of the events accepted, or the lanes of the parts queued.
+    pub ids: Vec<String>,
     /// Some may have rung unheard (the listening connection was lost and made again, or too many
-    /// rang at once): read the inbox rather than trust `event_ids`.
+    /// rang at once): read the rows rather than trust `ids`.
     pub maybe_missed: bool,
 }
 
@@ -37,8 +43,8 @@ struct Shared {
     rang: Notify,
 }
 
-/// The listening end: [`InboxBell::heard`] waits for the next ring.
-pub struct InboxBell {
+/// The listening end: [`Bell::heard`] waits for the next ring.
+pub struct Bell {
     shared: Arc<Shared>,
 }
 
@@ -47,12 +53,12 @@ pub(in crate::store) struct Ringer {
     shared: Weak<Shared>,
 }
 
-impl InboxBell {
+impl Bell {
     /// A bell and the ringer that rings it.
-    pub(in crate::store) fn pair() -> (InboxBell, Ringer) {
+    pub(in crate::store) fn pair() -> (Bell, Ringer) {
         let shared = Arc::new(Shared { heard: Mutex::new(Heard::default()), rang: Notify::new() });
         let ringer = Ringer { shared: Arc::downgrade(&shared) };
-        (InboxBell { shared }, ringer)
+        (Bell { shared }, ringer)
     }
 
     /// Waits until something rang, and takes what did. Cancel-safe: what rings while nobody
@@ -61,7 +67,7 @@ impl InboxBell {
         loop {
             let rang = self.shared.rang.notified();
             let taken = std::mem::take(&mut *self.shared.heard.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
-            if !taken.event_ids.is_empty() || taken.maybe_missed {
+            if !taken.ids.is_empty() || taken.maybe_missed {
                 return taken;
             }
             rang.await;
@@ -70,19 +76,20 @@ impl InboxBell {
 }
 
 impl Ringer {
-    /// `event_id` was accepted; `false` once the bell is gone (the listener should stop).
+    /// `id` rang (an empty one: something did, unnamed); `false` once the bell is gone (the
+    /// listener should stop).
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // only a shared store rings
-    pub(in crate::store) fn ring(&self, event_id: &str) -> bool {
+    pub(in crate::store) fn ring(&self, id: &str) -> bool {
         self.update(|heard| {
-            if event_id.is_empty() || heard.event_ids.len() >= MOST_HEARD {
+            if id.is_empty() || heard.ids.len() >= MOST_HEARD {
                 heard.maybe_missed = true;
             } else {
-                heard.event_ids.push(event_id.to_string());
+                heard.ids.push(id.to_string());
             }
         })
     }
 
-    /// Events may have been accepted unheard; `false` once the bell is gone.
+    /// Something may have rung unheard; `false` once the bell is gone.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // only a shared store rings
     pub(in crate::store) fn missed(&self) -> bool {
         self.update(|heard| heard.maybe_missed = true)
@@ -108,11 +115,11 @@ mod tests {
 
     #[tokio::test]
     async fn what_rings_while_nobody_waits_is_heard_next_and_only_once() {
-        let (bell, ringer) = InboxBell::pair();
+        let (bell, ringer) = Bell::pair();
         assert!(ringer.ring("a") && ringer.ring("b"));
-        assert_eq!(bell.heard().await, Heard { event_ids: vec!["a".into(), "b".into()], maybe_missed: false });
+        assert_eq!(bell.heard().await, Heard { ids: vec!["a".into(), "b".into()], maybe_missed: false });
         assert!(ringer.missed());
-        assert_eq!(bell.heard().await, Heard { event_ids: vec![], maybe_missed: true });
+        assert_eq!(bell.heard().await, Heard { ids: vec![], maybe_missed: true });
         let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), bell.heard()).await;
         assert!(waiting.is_err(), "nothing rang since: it waits");
         drop(bell);
@@ -121,12 +128,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_flood_is_heard_as_maybe_missed_not_as_an_endless_list() {
-        let (bell, ringer) = InboxBell::pair();
+        let (bell, ringer) = Bell::pair();
         for i in 0..MOST_HEARD + 10 {
             ringer.ring(&i.to_string());
         }
         let heard = bell.heard().await;
-        assert_eq!(heard.event_ids.len(), MOST_HEARD);
+        assert_eq!(heard.ids.len(), MOST_HEARD);
         assert!(heard.maybe_missed);
     }
 }

@@ -20,7 +20,7 @@ static ACCEPT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         "WITH accepted AS (INSERT INTO inbox (event_id, platform, payload, state, received_at, updated_at) \
          VALUES ($1, $2, $3, 'accepted', $4, $4) ON CONFLICT (event_id) DO NOTHING RETURNING event_id) \
          SELECT pg_notify({}, CASE WHEN octet_length(event_id) < 4000 THEN event_id ELSE '' END) FROM accepted",
-        super::wakeups::CHANNEL
+        super::wakeups::INBOX_CHANNEL
     )
 });
 

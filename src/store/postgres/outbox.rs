@@ -116,7 +116,12 @@ impl Outbox for PostgresStore {
             )
             .await?;
         let requeued = client.query_opt(&statement, &[&id, &now_ms(), &deadline_ms]).await?;
-        Ok(requeued.map(|r| r.try_get::<_, Option<String>>(0)).transpose()?.flatten())
+        let lane = requeued.map(|r| r.try_get::<_, Option<String>>(0)).transpose()?.flatten();
+        if let Some(lane) = &lane {
+            // Resent from the shell: the replica serving its platform sends it at once.
+            announce(&client, lane).await?;
+        }
+        Ok(lane)
     }
 
     async fn outbox_drop(&self, id: i64) -> Result<bool, StoreError> {
@@ -177,6 +182,7 @@ async fn enqueue_one(tx: &Transaction<'_>, row: &NewOutboxRow) -> Result<Queued,
             &row.lead,
         ];
         if tx.execute(&insert, &params).await? == 1 {
+            announce(tx, &row.lane).await?;
             return Ok(Queued::New);
         }
         if let Some(found) = tx.query_opt(&known, &[&row.key]).await? {
@@ -184,6 +190,17 @@ async fn enqueue_one(tx: &Transaction<'_>, row: &NewOutboxRow) -> Result<Queued,
         }
     }
     Err(StoreError::NotCommitted(format!("outbox key {:?} kept colliding with a row that vanished", row.key)))
+}
+
+/// Ring the couriers with `lane` (delivered when the transaction commits, never for a part that
+/// is not; an overlong lane rings unnamed, which listeners read as "look at the outbox").
+async fn announce(c: &impl GenericClient, lane: &str) -> Result<(), StoreError> {
+    static NOTIFY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!("SELECT pg_notify({}, CASE WHEN octet_length($1::text) < 4000 THEN $1::text ELSE '' END)", super::wakeups::OUTBOX_CHANNEL)
+    });
+    let statement = c.prepare_cached(&NOTIFY).await?;
+    c.query_one(&statement, &[&lane]).await?;
+    Ok(())
 }
 
 /// An attempt ended in a failure that may pass: the part waits in `state` until `at`.

@@ -1,25 +1,29 @@
-//! Inbox wake-ups in PostgreSQL: `LISTEN` on the inbox's channel, over a connection of its own
-//! (not from the pool: a pooled connection is handed to others between calls, and a listener
-//! must keep its session). Accepting a row notifies the channel in the same statement
-//! (`inbox.rs`), so a wake-up arrives only once its row is committed and visible.
+//! Wake-ups in PostgreSQL: `LISTEN` on the inbox's or the outbox's channel, over a connection of
+//! its own (not from the pool: a pooled connection is handed to others between calls, and a
+//! listener must keep its session). Accepting an event notifies the inbox's channel in the same
+//! statement (`inbox.rs`), queueing a part the outbox's in the same transaction (`outbox.rs`), so
+//! a wake-up arrives only once its row is committed and visible.
 //!
-//! The channel is named after the schema (a database may hold several hermes schemas, tests do),
-//! computed by the server from `current_schema()` on both sides, so the two always agree.
+//! The channels are named after the schema (a database may hold several hermes schemas, tests
+//! do), computed by the server from `current_schema()` on both sides, so the two always agree.
 //! A lost connection is made again after a pause; each (re)connection rings "maybe missed",
-//! since rows accepted while nobody listened were announced to no one.
+//! since rows added while nobody listened were announced to no one.
 
 use super::{PostgresStore, tls};
 use crate::store::backend::Ringer;
-use crate::store::{InboxBell, InboxWakeups, StoreError};
+use crate::store::{Bell, StoreError, Wakeups};
 use async_trait::async_trait;
 use futures::StreamExt;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_postgres::AsyncMessage;
 
-/// The SQL expression naming the channel: `hermes_inbox_` and a digest of the schema, shorter
-/// than PostgreSQL's 63-byte limit on identifiers whatever the schema is called.
-pub(super) const CHANNEL: &str = "'hermes_inbox_' || left(md5(current_schema()), 16)";
+/// The SQL expression naming the inbox's channel: `hermes_inbox_` and a digest of the schema,
+/// shorter than PostgreSQL's 63-byte limit on identifiers whatever the schema is called.
+pub(super) const INBOX_CHANNEL: &str = "'hermes_inbox_' || left(md5(current_schema()), 16)";
+
+/// The outbox's channel, named the same way.
+pub(super) const OUTBOX_CHANNEL: &str = "'hermes_outbox_' || left(md5(current_schema()), 16)";
 
 /// Pause before making a lost listening connection again.
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
@@ -28,24 +32,36 @@ const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 const CHECK_BELL_EVERY: Duration = Duration::from_secs(5);
 
 #[async_trait]
-impl InboxWakeups for PostgresStore {
-    async fn inbox_listen(&self) -> Result<InboxBell, StoreError> {
-        let (bell, ringer) = InboxBell::pair();
+impl Wakeups for PostgresStore {
+    async fn inbox_listen(&self) -> Result<Bell, StoreError> {
+        self.listen_on(INBOX_CHANNEL, "inbox").await
+    }
+
+    async fn outbox_listen(&self) -> Result<Bell, StoreError> {
+        self.listen_on(OUTBOX_CHANNEL, "outbox").await
+    }
+}
+
+impl PostgresStore {
+    /// A bell rung by every notification on `channel` (an SQL expression), `what` naming it in
+    /// the logs.
+    async fn listen_on(&self, channel: &'static str, what: &'static str) -> Result<Bell, StoreError> {
+        let (bell, ringer) = Bell::pair();
         // The first connection is made here, so a caller hears at once when it cannot listen.
-        let listening = listen(&self.inner.config).await?;
+        let listening = listen(&self.inner.config, channel).await?;
         let config = self.inner.config.clone();
         tokio::spawn(async move {
             let mut listening = Some(listening);
             while !ringer.is_gone() {
                 let ended = match listening.take() {
                     Some(listening) => listening.relay(&ringer).await,
-                    None => match listen(&config).await {
+                    None => match listen(&config, channel).await {
                         Ok(listening) => listening.relay(&ringer).await,
                         Err(e) => Err(e),
                     },
                 };
                 if let Err(e) = ended {
-                    tracing::warn!(error = %e, "the inbox's listening connection to PostgreSQL was lost; listening again shortly");
+                    tracing::warn!(error = %e, "the {what}'s listening connection to PostgreSQL was lost; listening again shortly");
                 }
                 tokio::time::sleep(RECONNECT_AFTER).await;
             }
@@ -62,15 +78,16 @@ struct Listening<S, T> {
     connection: tokio_postgres::Connection<S, T>,
 }
 
-/// Connect and `LISTEN` on the inbox's channel.
+/// Connect and `LISTEN` on `channel` (an SQL expression naming it).
 async fn listen(
     config: &tokio_postgres::Config,
+    channel: &str,
 ) -> Result<Listening<tokio_postgres::Socket, impl AsyncRead + AsyncWrite + Unpin + Send + 'static>, StoreError> {
     let (client, mut connection) = config.connect(tls()?).await?;
     {
         // The connection must be driven while the client's requests wait for their answers.
         let setup = async {
-            let channel: String = client.query_one(format!("SELECT {CHANNEL}").as_str(), &[]).await?.try_get(0)?;
+            let channel: String = client.query_one(format!("SELECT {channel}").as_str(), &[]).await?.try_get(0)?;
             client.batch_execute(&format!("LISTEN \"{channel}\"")).await
         };
         tokio::pin!(setup);
@@ -136,7 +153,7 @@ mod tests {
         PostgresStore::connect(&PostgresOptions { url: url.to_string(), pool_size: 2 }).await.expect("the store connects")
     }
 
-    async fn next(bell: &InboxBell) -> Heard {
+    async fn next(bell: &Bell) -> Heard {
         tokio::time::timeout(Duration::from_secs(60), bell.heard()).await.expect("the bell rang")
     }
 
@@ -146,7 +163,7 @@ mod tests {
         let (listener, other) = (open(&url).await, open(&url).await);
         let elsewhere = open(&scratch_url().await).await;
         let bell = listener.inbox_listen().await.unwrap();
-        assert_eq!(next(&bell).await, Heard { event_ids: vec![], maybe_missed: true }, "listening began: read the inbox once");
+        assert_eq!(next(&bell).await, Heard { ids: vec![], maybe_missed: true }, "listening began: read the inbox once");
 
         assert!(other.inbox_accept("e1", "webhook", "{}").await.unwrap());
         assert!(!other.inbox_accept("e1", "webhook", "{}").await.unwrap(), "a redelivery");
@@ -154,8 +171,39 @@ mod tests {
         assert!(other.inbox_accept_all(vec![("e2".into(), "webhook".into(), "{}".into())]).await.unwrap()[0]);
         let mut heard = Vec::new();
         while heard.len() < 2 {
-            heard.extend(next(&bell).await.event_ids);
+            heard.extend(next(&bell).await.ids);
         }
         assert_eq!(heard, vec!["e1".to_string(), "e2".to_string()], "each new row once; no redelivery, no other schema");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_part_queued_by_another_replica_rings_the_couriers_with_its_lane_once() {
+        use crate::store::Outbox;
+        use crate::store::suite::part;
+        let url = scratch_url().await;
+        let (listener, other) = (open(&url).await, open(&url).await);
+        let elsewhere = open(&scratch_url().await).await;
+        let bell = listener.outbox_listen().await.unwrap();
+        assert_eq!(next(&bell).await, Heard { ids: vec![], maybe_missed: true }, "listening began: sweep once");
+
+        other.outbox_enqueue(vec![part("k1", "telegram:42")]).await.unwrap();
+        other.outbox_enqueue(vec![part("k1", "telegram:42")]).await.unwrap();
+        elsewhere.outbox_enqueue(vec![part("x1", "telegram:7")]).await.unwrap();
+        other.outbox_enqueue(vec![part("k2", "discord:9"), part("k3", "discord:9")]).await.unwrap();
+        let mut heard = Vec::new();
+        while heard.len() < 2 {
+            heard.extend(next(&bell).await.ids);
+        }
+        // Two parts of one lane in one transaction ring once (PostgreSQL folds identical
+        // notifications of a transaction): one wake-up starts the lane's worker for both.
+        assert_eq!(heard, ["telegram:42", "discord:9"], "each new lane once; no repeat of a key, no other schema");
+        let inbox_bell = listener.inbox_listen().await.unwrap();
+        assert_eq!(next(&inbox_bell).await, Heard { ids: vec![], maybe_missed: true });
+        other.outbox_enqueue(vec![part("k4", "telegram:42")]).await.unwrap();
+        assert_eq!(next(&bell).await.ids, ["telegram:42"]);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), inbox_bell.heard()).await.is_err(),
+            "the inbox's listeners hear nothing of the outbox"
+        );
     }
 }

@@ -1,15 +1,24 @@
-//! Inbox wake-ups in SQLite: the file belongs to one gateway process, which routes what it
-//! accepts itself, so nothing else can accept an event behind its back: the bell never rings.
+//! Wake-ups in SQLite: the file belongs to one gateway process, which routes what it accepts and
+//! sends what it queues itself, so nothing else can add a row behind its back: the bells never
+//! ring.
 
 use super::SqliteStore;
-use crate::store::{InboxBell, InboxWakeups, StoreError};
+use crate::store::{Bell, StoreError, Wakeups};
 use async_trait::async_trait;
 
 #[async_trait]
-impl InboxWakeups for SqliteStore {
-    async fn inbox_listen(&self) -> Result<InboxBell, StoreError> {
-        // The ringer is dropped at once: nobody will ever ring.
-        let (bell, _ringer) = InboxBell::pair();
-        Ok(bell)
+impl Wakeups for SqliteStore {
+    async fn inbox_listen(&self) -> Result<Bell, StoreError> {
+        Ok(silent())
     }
+
+    async fn outbox_listen(&self) -> Result<Bell, StoreError> {
+        Ok(silent())
+    }
+}
+
+/// A bell whose ringer is dropped at once: nobody will ever ring it.
+fn silent() -> Bell {
+    let (bell, _ringer) = Bell::pair();
+    bell
 }
