@@ -189,7 +189,7 @@ async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, c
             Ok(if report.skipped {
                 "tick skipped: another process (the gateway, or another tick) holds the tick lock".into()
             } else {
-                format!("tick done here (no gateway is running): {} run(s){}", report.started, handoff::waiting_note(waiting))
+                format!("tick done here (no gateway is running): {} run(s){waiting}", report.started)
             })
         }
     }
@@ -210,7 +210,7 @@ async fn run_now(home: &crate::config::Home, config: Config, jobs: &CronJobs, re
     }
     let (_, waiting) = tick(home, config).await?;
     let after = handoff::after_run(jobs, &before).await?;
-    Ok(format!("ran '{}' here (no gateway is running): {after}{}", job.name, handoff::waiting_note(waiting)))
+    Ok(format!("ran '{}' here (no gateway is running): {after}{waiting}", job.name))
 }
 
 /// Touch the ticker's wake document (off the runtime's threads: the folder may be shared).
@@ -231,8 +231,10 @@ async fn list(jobs: &CronJobs, all: bool) -> Result<String, CronCliError> {
 
 /// One tick in this process, with the gateway's agent and adapters (built, not connected);
 /// waits for the runs it began. Also says how many parts wait in the outbox afterwards (those a
-/// platform would not take from here, for the gateway to send).
-async fn tick(home: &crate::config::Home, config: Config) -> Result<(TickReport, u64), CronCliError> {
+/// platform would not take from here, for the gateway to send; with a store shared by replicas,
+/// all of them, for the replica serving their platform).
+async fn tick(home: &crate::config::Home, config: Config) -> Result<(TickReport, String), CronCliError> {
+    let shared = config.store.backend() == crate::config::StoreBackendName::Postgres;
     let wiring = gateway::headless(home, config, &crate::registry::Registry::builtin()).await?;
     let ticker = &wiring.cron.ticker;
     let markers = Markers::new(&home.cron_dir());
@@ -251,7 +253,7 @@ async fn tick(home: &crate::config::Home, config: Config) -> Result<(TickReport,
             0
         }
     };
-    Ok((report, waiting))
+    Ok((report, handoff::waiting_note(waiting, shared)))
 }
 
 async fn status(home: &crate::config::Home, jobs: &CronJobs) -> Result<String, CronCliError> {

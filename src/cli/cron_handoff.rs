@@ -103,10 +103,14 @@ fn outcome(seen: &Seen) -> String {
     }
 }
 
-/// A note on the parts waiting in the outbox: they go out when the gateway starts.
-pub(super) fn waiting_note(waiting: u64) -> String {
+/// A note on the parts waiting in the outbox: they go out when the gateway starts, or with a
+/// `shared` store, from the replica serving their platform.
+pub(super) fn waiting_note(waiting: u64, shared: bool) -> String {
     match waiting {
         0 => String::new(),
+        n if shared => format!(
+            "\n{n} message(s) wait in the outbox for the replica serving their platform, which delivers them, once (`hermes outbox list`)"
+        ),
         n => format!(
             "\n{n} message(s) wait in the outbox for a platform this shell cannot send to; the gateway delivers them, once, when it starts (`hermes outbox list`)"
         ),

@@ -417,7 +417,8 @@ fn wire(
 }
 
 /// The gateway's handles without its adapters receiving: what `hermes cron tick` and
-/// `hermes cron run` run jobs with (the adapters only send). No instance lock is taken, so this
+/// `hermes cron run` run jobs with (the adapters only send, and with a store shared by replicas
+/// not even that: the replicas do). No instance lock is taken, so this
 /// works beside a running gateway; the cron locks keep the two from running an occurrence twice.
 pub(crate) async fn headless(home: &Home, config: Config, registry: &crate::registry::Registry) -> Result<wiring::Wiring, GatewayError> {
     home.ensure_dirs().map_err(|e| GatewayError::Io(format!("cannot create HERMES_HOME {}: {e}", home.root().display())))?;
@@ -428,7 +429,14 @@ pub(crate) async fn headless(home: &Home, config: Config, registry: &crate::regi
     let auth = Arc::new(intake::access::auth_policy(&config, &platform_names));
     let store: Store = store_location(&config, home).open().await?;
     let folders = folders::Folders::of(home, Some(&store));
-    wire(&config, home, store, folders, &adapters, auth)
+    let wiring = wire(&config, home, store, folders, &adapters, auth)?;
+    if config.store.backend() == crate::config::StoreBackendName::Postgres {
+        // With a store shared by replicas, this process serves no platform: what it queues is
+        // sent by the replica serving it (woken at once), never also from here, where nothing
+        // would fence a second copy.
+        wiring.health.tenures().share(Box::new(|_| Box::pin(async {})));
+    }
+    Ok(wiring)
 }
 
 /// What runs beside the turns once the gateway is up, stopped in this order at shutdown.

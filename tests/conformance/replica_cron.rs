@@ -88,3 +88,29 @@ async fn three_replicas_one_job_every_minute_for_five_minutes_each_occurrence_ru
         other.signal(libc::SIGTERM).await;
     }
 }
+
+/// `hermes cron run` on a machine with the shared store and no gateway of its own runs the job
+/// there, and leaves the delivery to the replica serving Telegram (woken by the store): the
+/// answer arrives once, never also from the shell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_run_beside_the_replicas_is_delivered_once_by_the_replica_serving_the_platform() {
+    let llm = FakeLlm::start().await;
+    let peer = TelegramPeer::start().await;
+    peer.fake.group(HOME_GROUP, "ops", false);
+    let url = scratch_database().await;
+    let replica = replica(&llm, &peer, &url, "replica-a");
+    let mut gateway = replica.start().await;
+    let shell = self::replica(&llm, &peer, &url, "a-laptop");
+    let (status, out, err) = shell.run(&["cron", "create", "every 1h", PROMPT, "--name", "by-hand", "--deliver", "telegram"]);
+    assert!(status.success(), "{out}{err}");
+    for round in 1..=3 {
+        let (status, out, err) = shell.run(&["cron", "run", "by-hand"]);
+        assert!(status.success() && out.contains("no gateway is running") && out.contains("it ran"), "{out}{err}");
+        let delivered = || peer.fake.sent_to(HOME_GROUP).iter().filter(|m| m.text.starts_with("Cronjob Response: by-hand")).count();
+        let arrived = eventually(Duration::from_secs(30), || delivered() >= round).await;
+        assert!(arrived, "the replica delivered run {round}:\n{}", gateway.log_text());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(delivered(), round, "each run delivered once");
+    }
+    gateway.signal(libc::SIGTERM).await;
+}

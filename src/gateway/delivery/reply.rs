@@ -98,7 +98,14 @@ impl fmt::Display for ReplyKey {
             ReplyKey::Undelivered { lane, minute } => write!(f, "undelivered:{lane}:{minute}"),
             ReplyKey::CronDelivery { job_id, at, target } => {
                 let thread = target.thread_id.as_deref().unwrap_or("");
-                write!(f, "cron:{job_id}:{}:{}:{}:{thread}", at.timestamp(), target.platform, target.chat_id)
+                // A scheduled occurrence falls on a whole second and keeps the key it always had;
+                // a run by hand happens at any instant, and two of them in one second are two
+                // occurrences, so its milliseconds are part of its key.
+                let when = match at.timestamp_subsec_millis() {
+                    0 => at.timestamp().to_string(),
+                    millis => format!("{}.{millis:03}", at.timestamp()),
+                };
+                write!(f, "cron:{job_id}:{when}:{}:{}:{thread}", target.platform, target.chat_id)
             }
             ReplyKey::SendMessage { turn_id, call_id } => write!(f, "{turn_id}:send_message:{call_id}"),
             ReplyKey::McpSend(key) => write!(f, "mcp_send:{key}"),
@@ -232,6 +239,18 @@ mod tests {
             assert_eq!(key.to_string(), stored);
             assert_eq!(key.part(0).strip_suffix(":0"), Some(stored));
         }
+    }
+
+    /// Two runs by hand within one second are two occurrences: neither delivery may be taken for
+    /// the other's (the second would be dropped as already sent).
+    #[test]
+    fn two_runs_by_hand_in_one_second_have_two_keys() {
+        let target = ChatTarget::parse("matrix:!room:example.org").expect("a valid target");
+        let first = chrono::DateTime::from_timestamp(1_700_000_000, 120_000_000).expect("a valid timestamp");
+        let second = chrono::DateTime::from_timestamp(1_700_000_000, 870_000_000).expect("a valid timestamp");
+        let key = |at| ReplyKey::cron_delivery(&Occurrence { job_id: "j1".into(), at }, &target).to_string();
+        assert_ne!(key(first), key(second));
+        assert_eq!(key(first), "cron:j1:1700000000.120:matrix:!room:example.org:");
     }
 
     /// Moved from `cron::delivery`: a key names the occurrence and the target, nothing else.
