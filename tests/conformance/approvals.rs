@@ -193,11 +193,16 @@ async fn two_pending_approvals_resolve_oldest_first_and_approve_all_clears_the_r
     let texts: Vec<String> = prompts(&run).into_iter().map(|p| p.text).collect();
     let shows = |place: &str| texts.iter().filter(|t| t.contains(place)).count() == 1;
     assert!(shows("(1/3)") && shows("(2/3)") && shows("(3/3)"), "prompts show their place: {texts:#?}");
+    // The oldest is the one whose prompt says 1/3: the three tool calls ask at once, so which
+    // command that is depends on which asked first.
+    let oldest_prompt = texts.iter().find(|t| t.contains("(1/3)")).expect("a 1/3 prompt");
+    let victims = [&first, &second, &third];
+    let oldest = *victims.iter().find(|v| oldest_prompt.contains(&v.display().to_string())).expect("the 1/3 prompt names a command");
     run.peer.fake.dm(&owner(), "/approve");
     run.wait_text(&dm(), "✅ Command approved. The agent is resuming...").await;
-    wait_for(&run, "the oldest to run", || !exists(&first)).await;
+    wait_for(&run, "the oldest to run", || !exists(oldest)).await;
     settle().await;
-    assert!(exists(&second) && exists(&third), "only the oldest was approved");
+    assert!(victims.iter().filter(|v| exists(v)).count() == 2, "only the oldest was approved");
     run.peer.fake.dm(&owner(), "/approve all");
     run.wait_text(&dm(), "✅ 2 commands approved. The agent is resuming...").await;
     run.wait(&dm(), "the agent's answer", |p| p.iter().any(|m| m.text.contains("all three handled"))).await;
