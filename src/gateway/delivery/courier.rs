@@ -266,8 +266,9 @@ impl Courier {
                 return;
             };
             if !self.serves(&head.platform) {
-                // Another replica holds the platform: its courier delivers the lane (woken by its
-                // sweep), and this one neither sends, nor gives up, nor dead-letters anything.
+                // Another replica holds the platform: its courier delivers the lane (woken by the
+                // outbox's bell or its sweep), and this one neither sends, nor gives up, nor
+                // dead-letters anything.
                 self.lane_blocked(&lane, "served by another replica");
                 self.board().lanes.remove(&lane);
                 return;

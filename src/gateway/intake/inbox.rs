@@ -95,7 +95,8 @@ impl Inbox {
     }
 
     /// Route every unfinished row of a platform served here not routed yet, oldest first
-    /// (accepted by another replica, or left by the platform's last holder), and forget the routed ids whose rows are finished.
+    /// (accepted by another replica, or left by the platform's last holder), and forget the
+    /// routed ids whose rows are finished.
     /// Returns how many went to the router now.
     pub(crate) async fn route_unfinished(&self) -> Result<usize, store::StoreError> {
         // Only ids routed before the rows are read may be forgotten: one routed meanwhile may
