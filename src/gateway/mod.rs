@@ -546,8 +546,7 @@ fn supervise_adapters(
         {
             // A listener every replica runs (behind a load balancer): its lease only says where
             // its events are routed.
-            let platform = adapter.platform().to_string();
-            supervisors.push(ops::lease::own(leases, platform, board.tenures().clone(), contexts.stop.clone()));
+            supervisors.push(ops::lease::own(leases, adapter.as_ref(), board.tenures().clone(), contexts.stop.clone()));
         }
         let supervised = Supervised {
             adapter: adapter.clone(),

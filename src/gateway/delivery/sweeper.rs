@@ -1,8 +1,8 @@
 //! The courier's sweeper: starts a worker for every outbox lane with parts on their way that
-//! nobody works: at start (what the last run left), every [`SWEEP_EVERY`] in the gateway (a part resent from
-//! the shell, a wake-up lost), when this replica takes a platform over (its last holder's parts),
-//! and, with a store shared by replicas, as soon as another replica queues a part (a cron
-//! delivery, a message sent to a platform served here), which the store announces
+//! nobody works: at start (what the last run left), every [`SWEEP_EVERY`] in the gateway (a part
+//! resent from the shell, a wake-up lost), when this replica takes a platform over (its last
+//! holder's parts), and, with a store shared by replicas, as soon as another replica queues a
+//! part (a cron delivery, a message sent to a platform served here), which the store announces
 //! (`store::Wakeups::outbox_listen`).
 
 use super::courier::Courier;

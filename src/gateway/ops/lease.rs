@@ -309,12 +309,17 @@ pub(crate) fn replica_leases(config: &crate::config::Config, store: &crate::stor
     Some(ConnectionLeases::new(store.clone(), replica, ttl))
 }
 
-/// Hold `platform`'s lease `name` for as long as the gateway runs (`stop`), waiting as a
-/// standby while another replica does, for a listener any replica runs: its adapter takes
-/// events in everywhere, and the tenure says where they are routed.
-pub(crate) fn own(leases: ConnectionLeases, platform: String, tenures: Arc<tenures::Tenures>, stop: CancellationToken) -> JoinHandle<()> {
+/// Hold `adapter`'s lease ([`ConnectionLeases::lease_of`]) for as long as the gateway runs
+/// (`stop`), waiting as a standby while another replica does, for a listener any replica runs:
+/// its adapter takes events in everywhere, and the tenure says where they are routed.
+pub(crate) fn own(
+    leases: ConnectionLeases,
+    adapter: &dyn PlatformAdapter,
+    tenures: Arc<tenures::Tenures>,
+    stop: CancellationToken,
+) -> JoinHandle<()> {
+    let (name, platform) = (ConnectionLeases::lease_of(adapter), adapter.platform().to_string());
     tokio::spawn(async move {
-        let name = format!("{LISTENER_PREFIX}{platform}");
         let say = |why: Standby| tracing::debug!(platform = %platform, "{why}");
         let Some(held) = leases.acquire(&name, &stop, say).await else { return };
         tenures.take(&platform, held.clock()).await;
