@@ -190,10 +190,17 @@ async fn three_replicas_behind_nginx_500_signed_deliveries_10_percent_twice_each
     });
     let results: Vec<_> = sends.buffer_unordered(16).collect().await;
     let sent_in = started.elapsed();
+    let logs = || replicas.iter().map(|(_, g)| g.log_text()).collect::<Vec<_>>().join("\n----\n");
     for (i, (status, json), again) in &results {
-        assert_eq!(*status, 202, "delivery {i} accepted: {json}");
+        assert_eq!(*status, 202, "delivery {i} accepted: {json}\nnginx: {}\n{}", nginx.errors(), logs());
         if let Some((status, json)) = again {
-            assert_eq!((*status, json["status"].as_str()), (200, Some("duplicate")), "delivery {i} sent again: {json}");
+            assert_eq!(
+                (*status, json["status"].as_str()),
+                (200, Some("duplicate")),
+                "delivery {i} sent again: {json}\nnginx: {}\n{}",
+                nginx.errors(),
+                logs()
+            );
         }
     }
 
@@ -203,7 +210,6 @@ async fn three_replicas_behind_nginx_500_signed_deliveries_10_percent_twice_each
         expected.iter().all(|a| counts.contains_key(a))
     })
     .await;
-    let logs = || replicas.iter().map(|(_, g)| g.log_text()).collect::<Vec<_>>().join("\n----\n");
     let counts = answer_counts(&receiver);
     let missing: Vec<&String> = expected.iter().filter(|a| !counts.contains_key(*a)).collect();
     assert!(all, "{} answers missing: {:?}…\n{}", missing.len(), missing.iter().take(5).collect::<Vec<_>>(), logs());

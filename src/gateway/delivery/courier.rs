@@ -433,10 +433,12 @@ impl Courier {
                 error: format!("the outbox could not record the attempt: {e}"),
             };
         }
-        if !self.serves(adapter.platform().as_str()) {
+        if !self.serves_after_lapse(adapter.platform().as_str()).await {
             // The platform's tenure ended while the attempt was recorded: a replica that no
             // longer serves it sends nothing, and the recorded attempt reads as cut off to
-            // whoever takes the part over (looked up, or resent once, marked).
+            // whoever takes the part over (looked up, or resent once, marked). A tenure only
+            // late to be renewed is waited out instead: the part was not sent, and must not
+            // read as cut off.
             return Attempted::NotServing;
         }
         let _sending = metrics::global().sending();
@@ -463,6 +465,14 @@ impl Courier {
     /// Whether this replica serves `platform` (with a shared store, holds its lease).
     fn serves(&self, platform: &str) -> bool {
         self.health.as_ref().is_none_or(|h| h.tenures().serves(platform))
+    }
+
+    /// [`Self::serves`], waiting out a tenure's late renewal (`Tenures::serves_after_lapse`).
+    async fn serves_after_lapse(&self, platform: &str) -> bool {
+        match &self.health {
+            Some(health) => health.tenures().serves_after_lapse(platform).await,
+            None => true,
+        }
     }
 
     fn can_send(&self, platform: &str) -> bool {

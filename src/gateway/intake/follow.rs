@@ -64,10 +64,14 @@ async fn route_new(inbox: &Inbox) {
     }
 }
 
-/// Whether what rang may hold an event this replica has not routed: its own accepts ring too,
-/// and need no read of the inbox.
+/// Whether what rang may hold an event this replica should route and has not: events of
+/// platforms served elsewhere, and its own accepts (they ring too), need no read of the inbox.
 fn news_in(inbox: &Inbox, heard: &Heard) -> bool {
-    heard.maybe_missed || heard.ids.iter().any(|id| !inbox.has_routed(id))
+    heard.maybe_missed
+        || heard.accepted().any(|accepted| match accepted {
+            Some((platform, event_id)) => inbox.serves(platform) && !inbox.has_routed(event_id),
+            None => true,
+        })
 }
 
 #[cfg(test)]
@@ -159,6 +163,23 @@ mod tests {
         assert!(taken.has_changed().unwrap());
         assert_eq!(inbox.route_unfinished().await.unwrap(), 1);
         assert_eq!(routed_now(&mut rx), vec!["e1".to_string()]);
+    }
+
+    /// A ring for a platform served elsewhere reads nothing; one for a platform served here reads
+    /// the inbox unless the event was routed here already; one naming nothing always reads.
+    #[tokio::test]
+    async fn only_a_ring_for_a_platform_served_here_and_not_yet_routed_reads_the_inbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: crate::store::Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let inbox = Inbox::shared(store, tx, serving(&["webhook"]).await);
+        assert_eq!(inbox.accept(event("mine")).await.unwrap(), AcceptOutcome::Accepted);
+        let rang = |ids: &[&str]| Heard { ids: ids.iter().map(|id| id.to_string()).collect(), maybe_missed: false };
+        assert!(!news_in(&inbox, &rang(&["telegram\tupdate-1", "discord\tmsg-2"])), "served elsewhere");
+        assert!(!news_in(&inbox, &rang(&["webhook\tmine"])), "accepted and routed here");
+        assert!(news_in(&inbox, &rang(&["telegram\tupdate-1", "webhook\ttheirs"])), "accepted by another replica");
+        assert!(news_in(&inbox, &rang(&["unnamed"])), "a ring naming no platform");
+        assert!(news_in(&inbox, &Heard { ids: vec![], maybe_missed: true }), "rings may have been missed");
     }
 
     /// With PostgreSQL: an accept by a replica that does not serve the platform reaches the

@@ -48,7 +48,7 @@ impl Inbox {
     }
 
     /// Whether this replica routes `platform`'s events.
-    fn serves(&self, platform: &str) -> bool {
+    pub(crate) fn serves(&self, platform: &str) -> bool {
         self.serving.as_ref().is_none_or(|tenures| tenures.serves(platform))
     }
 

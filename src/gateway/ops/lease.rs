@@ -85,8 +85,17 @@ impl TenureClock {
     }
 
     pub(crate) fn valid(&self) -> bool {
-        let renewed = self.renewed.lock().map(|at| *at).unwrap_or_else(|poisoned| *poisoned.into_inner());
-        !self.lost.is_cancelled() && renewed.elapsed() < self.bound
+        !self.lost.is_cancelled() && self.last_renewed().elapsed() < self.bound
+    }
+
+    /// When the last renewal (or the acquisition) that succeeded was asked for.
+    fn last_renewed(&self) -> Instant {
+        self.renewed.lock().map(|at| *at).unwrap_or_else(|poisoned| *poisoned.into_inner())
+    }
+
+    /// Whether the tenure is over: lost, or given back.
+    pub(crate) fn is_over(&self) -> bool {
+        self.lost.is_cancelled()
     }
 
     /// Resolves once the tenure is over: lost, or given back.
@@ -223,24 +232,37 @@ impl Drop for HeldLease {
 
 /// Renew every third of the TTL until a renewal is refused, or none has succeeded for two thirds
 /// of it; then cancel `lost`.
+///
+/// Woken late (the process was starved of CPU or frozen), the tenure's clock has run out: nothing
+/// is sent or written under it from then on. The store then decides: the renewal succeeds only
+/// while the lease has not expired, under this tenure's token (which every acquisition changes),
+/// so a success proves no other replica held it meanwhile and the tenure goes on; a refusal ends
+/// it. Each renewal is given the bound to answer, so a lapse is always settled within it.
 async fn keep_renewing(owner: ConnectionLeases, name: String, token: i64, clock: Arc<TenureClock>) {
     let every = owner.ttl / 3;
     let give_up_after = owner.ttl * 2 / 3;
-    let mut renewed = Instant::now();
+    // From the acquisition, not from when this task first runs: a starved runtime may start it late.
+    let mut renewed = clock.last_renewed();
     let mut failing = false;
     loop {
         // After a failure, retry soon: the tenure must be renewed or given up within the bound.
         let wait = if failing { every / 5 } else { every };
         tokio::time::sleep(wait.min(give_up_after.saturating_sub(renewed.elapsed())).max(Duration::from_millis(10))).await;
         failing = false;
-        if !clock.valid() {
-            // Woken past the bound (the process was frozen): the tenure may be another's now.
-            tracing::warn!(lease = %name, token, "the lease went unrenewed past its bound (was the process paused?); stopping");
-            break;
+        let late = !clock.valid();
+        if late {
+            tracing::warn!(lease = %name, token, "the lease went unrenewed past its bound (was the process paused or starved?); nothing is sent under it until the store confirms it");
         }
         let asked = Instant::now();
-        match owner.leases.lease_renew(&name, &owner.holder, token, owner.ttl).await {
+        let renewal = match tokio::time::timeout(give_up_after, owner.leases.lease_renew(&name, &owner.holder, token, owner.ttl)).await {
+            Ok(answer) => answer.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("no answer within {} ms", give_up_after.as_millis())),
+        };
+        match renewal {
             Ok(true) => {
+                if late {
+                    tracing::info!(lease = %name, token, "the store confirmed the lease: still this replica's");
+                }
                 renewed = asked;
                 clock.renewed(asked);
             }
@@ -504,6 +526,43 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         started.elapsed()
+    }
+
+    /// A lease held by `replica-a` on a fresh store, and the store.
+    async fn held_alone(dir: &tempfile::TempDir, ttl: Duration) -> (Arc<SqliteStore>, HeldLease) {
+        let store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+        let leases = ConnectionLeases::new(store.clone(), "replica-a".into(), ttl);
+        let held = leases.acquire("platform:webhook", &CancellationToken::new(), |_| {}).await.expect("nobody else holds it");
+        (store, held)
+    }
+
+    /// Starved of CPU past its bound but not past the TTL (the one thread of this runtime is
+    /// blocked), the holder sends nothing meanwhile, then asks the store, which confirms the
+    /// lease under the same token: it goes on rather than stopping a gateway that is still the
+    /// only holder.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_holder_starved_past_its_bound_goes_on_once_the_store_confirms_the_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        let ttl = Duration::from_secs(3);
+        let (store, held) = held_alone(&dir, ttl).await;
+        let clock = held.clock();
+        std::thread::sleep(Duration::from_millis(2300));
+        assert!(!clock.valid(), "past its bound: nothing is sent or written under it");
+        within(Duration::from_secs(2), || clock.valid()).await;
+        assert!(!held.is_lost());
+        let lease = store.leases().await.unwrap().into_iter().find(|l| l.name == "platform:webhook").unwrap();
+        assert_eq!((lease.holder.as_str(), lease.token), ("replica-a", held.token), "the same tenure, confirmed");
+    }
+
+    /// Starved past the TTL, the lease has expired in the store: the renewal is refused (another
+    /// replica may have taken it) and the tenure ends.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_holder_starved_past_the_ttl_ends_its_tenure() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, held) = held_alone(&dir, Duration::from_secs(1)).await;
+        std::thread::sleep(Duration::from_millis(1300));
+        tokio::time::timeout(Duration::from_secs(2), held.lost()).await.expect("the tenure ends");
+        assert!(!held.clock().valid());
     }
 
     #[tokio::test]

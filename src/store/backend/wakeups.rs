@@ -19,8 +19,9 @@ const MOST_HEARD: usize = 4096;
 
 #[async_trait]
 pub trait Wakeups: Send + Sync {
-    /// A bell that rings with the id of every event accepted into the inbox, by this replica or
-    /// any other; it stays connected (reconnecting as needed) until it is dropped.
+    /// A bell that rings with the platform and the id of every event accepted into the inbox
+    /// ([`Heard::accepted`]), by this replica or any other; it stays connected (reconnecting as
+    /// needed) until it is dropped.
     async fn inbox_listen(&self) -> Result<Bell, StoreError>;
 
     /// A bell that rings with the lane of every part queued in the outbox, by this replica or
@@ -36,6 +37,18 @@ pub struct Heard {
     /// Some may have rung unheard (the listening connection was lost and made again, or too many
     /// rang at once): read the rows rather than trust `ids`.
     pub maybe_missed: bool,
+}
+
+/// Between the platform and the event id in an inbox bell's ring.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // only a shared store rings
+pub(in crate::store) const ACCEPTED_SEPARATOR: char = '\t';
+
+impl Heard {
+    /// For an inbox bell: each event accepted, as its platform and id; `None` for a ring that
+    /// names none (read the inbox to know).
+    pub fn accepted(&self) -> impl Iterator<Item = Option<(&str, &str)>> + '_ {
+        self.ids.iter().map(|ring| ring.split_once(ACCEPTED_SEPARATOR))
+    }
 }
 
 struct Shared {

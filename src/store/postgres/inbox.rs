@@ -13,13 +13,15 @@ use tokio_postgres::Row;
 
 /// Insert the event unless its id is stored, and only when it was inserted, announce it on the
 /// inbox's channel in the same statement: the notification goes out when the row is committed,
-/// never for a row that is not, and never for a redelivery. (A payload is at most 8000 bytes; a
-/// longer id is announced empty, which listeners read as "look at the inbox".)
+/// never for a row that is not, and never for a redelivery. It names the platform and the id
+/// (`$5` the separator, [`crate::store::Heard::accepted`] reads them), so a replica that does
+/// not serve the platform need not read the inbox. (A payload is at most 8000 bytes; a longer
+/// one is announced empty, which listeners read as "look at the inbox".)
 static ACCEPT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "WITH accepted AS (INSERT INTO inbox (event_id, platform, payload, state, received_at, updated_at) \
-         VALUES ($1, $2, $3, 'accepted', $4, $4) ON CONFLICT (event_id) DO NOTHING RETURNING event_id) \
-         SELECT pg_notify({}, CASE WHEN octet_length(event_id) < 4000 THEN event_id ELSE '' END) FROM accepted",
+         VALUES ($1, $2, $3, 'accepted', $4, $4) ON CONFLICT (event_id) DO NOTHING RETURNING platform || $5::text || event_id AS ring) \
+         SELECT pg_notify({}, CASE WHEN octet_length(ring) < 4000 THEN ring ELSE '' END) FROM accepted",
         super::wakeups::INBOX_CHANNEL
     )
 });
@@ -91,7 +93,8 @@ impl Inbox for PostgresStore {
 /// replica first: the primary key makes a concurrent insert wait for and see the winner).
 async fn accept(c: &impl GenericClient, event_id: &str, platform: &str, payload: &str, now: i64) -> Result<bool, StoreError> {
     let statement = c.prepare_cached(&ACCEPT).await?;
-    Ok(c.query(&statement, &[&event_id, &platform, &payload, &now]).await?.len() == 1)
+    let separator = crate::store::backend::ACCEPTED_SEPARATOR.to_string();
+    Ok(c.query(&statement, &[&event_id, &platform, &payload, &now, &separator]).await?.len() == 1)
 }
 
 /// One more attempt at the event starts (a finished event stays finished). On a connection or

@@ -173,7 +173,9 @@ mod tests {
         while heard.len() < 2 {
             heard.extend(next(&bell).await.ids);
         }
-        assert_eq!(heard, vec!["e1".to_string(), "e2".to_string()], "each new row once; no redelivery, no other schema");
+        assert_eq!(heard, vec!["webhook\te1".to_string(), "webhook\te2".to_string()], "each new row once; no redelivery, no other schema");
+        let rung = Heard { ids: heard, maybe_missed: false };
+        assert_eq!(rung.accepted().collect::<Vec<_>>(), [Some(("webhook", "e1")), Some(("webhook", "e2"))], "each names its platform");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,9 +4,11 @@
 //! answer to the shared history and close the event's inbox row, so the history would hold the
 //! answer twice (the new holder replays the turn) or, worse, the row would read done before the
 //! new holder replayed it, and the answer its courier refused to send would be lost. Here each
-//! such write is refused with [`StoreError::LeaseLost`] once [`Tenures::intact`] says no, as the
-//! courier refuses a send; the turn then ends without a word, and the row stays unfinished for
-//! the new holder. One machine (no tenure) is always intact: nothing changes there.
+//! such write is refused with [`StoreError::LeaseLost`] once a tenure is lost, as the courier
+//! refuses a send; the turn then ends without a word, and the row stays unfinished for the new
+//! holder. A write meeting a renewal that is only late waits for it
+//! ([`Tenures::intact_after_lapse`]). One machine (no tenure) is always intact: nothing changes
+//! there.
 //!
 //! Reads and accepting events are left through: any replica may read, and accepting into the
 //! shared inbox is what every replica does for the platforms it does not serve.
@@ -30,15 +32,17 @@ impl FencedWrites {
         Arc::new(FencedWrites { store, tenures })
     }
 
-    fn intact(&self) -> Result<(), StoreError> {
-        if self.tenures.intact() { Ok(()) } else { Err(StoreError::LeaseLost) }
+    /// Waits out a late renewal (see [`Tenures::intact_after_lapse`]): refused only once a
+    /// tenure is lost, when the gateway stops too.
+    async fn intact(&self) -> Result<(), StoreError> {
+        if self.tenures.intact_after_lapse().await { Ok(()) } else { Err(StoreError::LeaseLost) }
     }
 }
 
 #[async_trait]
 impl Turns for FencedWrites {
     async fn turn_open(&self, opening: TurnOpening, known: Option<KnownHistory>) -> Result<OpenedTurn, StoreError> {
-        self.intact()?;
+        self.intact().await?;
         self.store.turn_open(opening, known).await
     }
 
@@ -47,7 +51,7 @@ impl Turns for FencedWrites {
     }
 
     async fn turn_record(&self, session_id: &str, messages: Vec<NewMessage>, calls: Vec<CallUsage>) -> Result<(), StoreError> {
-        self.intact()?;
+        self.intact().await?;
         self.store.turn_record(session_id, messages, calls).await
     }
 }
@@ -63,13 +67,13 @@ impl Inbox for FencedWrites {
     }
 
     async fn inbox_mark_processing(&self, event_id: &str) -> Result<(), StoreError> {
-        self.intact()?;
+        self.intact().await?;
         self.store.inbox_mark_processing(event_id).await
     }
 
     /// Every mark (done, failed, parked) comes through here.
     async fn inbox_set_state(&self, event_id: &str, state: InboxState, error: Option<&str>) -> Result<(), StoreError> {
-        self.intact()?;
+        self.intact().await?;
         self.store.inbox_set_state(event_id, state, error).await
     }
 

@@ -4,13 +4,15 @@
 //! replica at a time, and different platforms' leases spread over the replicas. The supervisors
 //! (and [`super::own`] for listeners any replica runs) record each tenure here; the inbox asks
 //! [`Tenures::serves`] before routing, the courier before sending, and the fenced writes ask
-//! [`Tenures::intact`] before a turn writes.
+//! [`Tenures::intact_after_lapse`] before a turn writes.
 //!
-//! A tenure given back (the gateway stops, the adapter is parked) leaves the map. A tenure lost
-//! (a renewal refused, or none for two thirds of the TTL: another replica may hold it now) stays,
-//! invalid, so every turn write is refused from then on, and [`Tenures::lost`] tells the gateway
-//! to stop at once and come back as a new replica: its turns of that platform are the new
-//! holder's to replay. Alone on its store, a gateway serves every platform and holds no tenure.
+//! A tenure whose renewal is late (none succeeded for two thirds of the TTL) has lapsed: nothing
+//! is routed or sent under it, and turn writes wait, until the store confirms or refuses it. A
+//! tenure given back (the gateway stops, the adapter is parked) leaves the map. A tenure lost
+//! (a renewal refused or unanswered: another replica may hold it now) stays, invalid, so every
+//! turn write is refused from then on, and [`Tenures::lost`] tells the gateway to stop at once
+//! and come back as a new replica: its turns of that platform are the new holder's to replay.
+//! Alone on its store, a gateway serves every platform and holds no tenure.
 
 use super::TenureClock;
 use futures::future::BoxFuture;
@@ -23,6 +25,9 @@ use tokio_util::sync::CancellationToken;
 /// What runs when this replica takes a platform over, before its events are routed here: the
 /// gateway closes the approvals the last holder left open.
 pub(crate) type OnTaken = Box<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// How often a write held back by a lapsed tenure looks again whether it was renewed.
+const LAPSE_LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// This replica's tenures, by platform.
 pub(crate) struct Tenures {
@@ -110,8 +115,63 @@ impl Tenures {
     }
 
     /// Whether every tenure this replica holds is still valid: a turn may write.
-    pub(crate) fn intact(&self) -> bool {
+    fn intact(&self) -> bool {
         !self.lost.is_cancelled() && self.held().values().all(|clock| clock.valid())
+    }
+
+    /// Whether a turn may write, waiting out a lapse. A tenure whose renewal is late (the
+    /// process starved of CPU, the store slow to answer) is invalid but not yet lost: the
+    /// renewal in flight settles it, within the bound (`keep_renewing` gives up on one that long
+    /// unanswered, and the tenure is lost). A renewal is conditional on the lease's token, which
+    /// every acquisition changes, so one that succeeds proves no other replica held the
+    /// platform meanwhile, and what was held back may be written. Refusing at once instead
+    /// would end turns this replica still serves, their events routed here and never run again.
+    /// `true` once every tenure is current again; `false` once one is lost (the gateway stops,
+    /// and the next holder replays the refused turns).
+    pub(crate) async fn intact_after_lapse(&self) -> bool {
+        self.after_lapse(|tenures| tenures.intact(), |held| held.values().any(|clock| clock.is_over()), "turn writes").await
+    }
+
+    /// Whether this replica serves `platform`, waiting out a lapse of its tenure as
+    /// [`Self::intact_after_lapse`] does: for a send already recorded as begun, which goes
+    /// once the tenure is confirmed, and is left to the platform's next holder once it is lost.
+    /// Refusing at a mere lapse would leave the part recorded as cut off, and resent marked as
+    /// a possible repeat though it was never sent.
+    pub(crate) async fn serves_after_lapse(&self, platform: &str) -> bool {
+        if !self.is_shared() {
+            return true;
+        }
+        if !self.held().contains_key(platform) {
+            return false;
+        }
+        let over = |held: &HashMap<String, Arc<TenureClock>>| held.get(platform).is_none_or(|clock| clock.is_over());
+        self.after_lapse(|tenures| tenures.serves(platform), over, "a send").await
+    }
+
+    /// Wait until `current` holds (`true`) or `over` does, or a tenure is lost (`false`).
+    async fn after_lapse(
+        &self,
+        current: impl Fn(&Self) -> bool,
+        over: impl Fn(&HashMap<String, Arc<TenureClock>>) -> bool,
+        what: &str,
+    ) -> bool {
+        if current(self) {
+            return true;
+        }
+        let waiting = tokio::time::Instant::now();
+        loop {
+            if self.lost.is_cancelled() || over(&self.held()) {
+                return false;
+            }
+            if current(self) {
+                tracing::info!(waited = ?waiting.elapsed(), "a lease renewal came back late but accepted; {what} held back meanwhile go on");
+                return true;
+            }
+            tokio::select! {
+                () = self.lost.cancelled() => return false,
+                () = tokio::time::sleep(LAPSE_LOOK_EVERY) => {}
+            }
+        }
     }
 
     /// The platforms served here now, sorted.
@@ -183,5 +243,81 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(1), tenures.lost()).await.expect("the gateway is told to stop");
         assert!(!tenures.serves("telegram"));
         assert!(!tenures.intact(), "no turn writes once one tenure is lost");
+    }
+
+    /// A tenure on a 2 s bound, renewed (by the request sent) now, lost when the token is
+    /// cancelled.
+    async fn holding_webhook() -> (Arc<Tenures>, Arc<TenureClock>, CancellationToken) {
+        let tenures = Arc::new(Tenures::default());
+        tenures.share(Box::new(|_| Box::pin(async {})));
+        let lost = CancellationToken::new();
+        let clock = Arc::new(TenureClock::new(Instant::now(), Duration::from_secs(2), lost.clone()));
+        tenures.take("webhook", clock.clone()).await;
+        (tenures, clock, lost)
+    }
+
+    /// A starved replica's renewal comes back late but accepted (no other replica took the
+    /// platform): the turns it held back write then, and nothing stops. Refused instead, their
+    /// events would stay routed here, never run.
+    #[tokio::test(start_paused = true)]
+    async fn a_late_renewal_holds_turn_writes_back_until_it_is_answered() {
+        let (tenures, clock, _lost) = holding_webhook().await;
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        assert!(!tenures.intact() && !tenures.serves("webhook"), "past its bound: nothing is sent or routed meanwhile");
+        let waiting = tokio::spawn({
+            let tenures = tenures.clone();
+            async move { tenures.intact_after_lapse().await }
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!waiting.is_finished(), "the write waits for the renewal's answer");
+        // The renewal asked for 300 ms ago is accepted now.
+        clock.renewed(Instant::now() - Duration::from_millis(300));
+        assert!(waiting.await.unwrap(), "renewed: the write goes");
+        assert!(tenures.serves("webhook"));
+        let stopped = tokio::time::timeout(Duration::from_secs(10), tenures.lost()).await;
+        assert!(stopped.is_err(), "a late renewal is not a lost lease");
+    }
+
+    /// A send begun under a lapsed tenure goes once the renewal is confirmed; for a platform
+    /// not held, or once the tenure is lost, it is refused.
+    #[tokio::test(start_paused = true)]
+    async fn a_send_begun_in_a_lapse_goes_once_the_renewal_is_confirmed() {
+        let (tenures, clock, lost) = holding_webhook().await;
+        assert!(!tenures.serves_after_lapse("telegram").await, "not held here");
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let waiting = tokio::spawn({
+            let tenures = tenures.clone();
+            async move { tenures.serves_after_lapse("webhook").await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "the send waits for the renewal's answer");
+        clock.renewed(Instant::now());
+        assert!(waiting.await.unwrap(), "confirmed: it goes");
+
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let waiting = tokio::spawn({
+            let tenures = tenures.clone();
+            async move { tenures.serves_after_lapse("webhook").await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        lost.cancel();
+        assert!(!waiting.await.unwrap(), "lost: left to the next holder");
+    }
+
+    /// A tenure lost while a write waits (the renewal was refused: another replica holds it)
+    /// refuses the write at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_renewal_refused_while_a_write_waits_refuses_it() {
+        let (tenures, _clock, lost) = holding_webhook().await;
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let waiting = tokio::spawn({
+            let tenures = tenures.clone();
+            async move { tenures.intact_after_lapse().await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let refused_at = Instant::now();
+        lost.cancel();
+        assert!(!waiting.await.unwrap());
+        assert!(refused_at.elapsed() < Duration::from_millis(100), "{:?}", refused_at.elapsed());
     }
 }
