@@ -265,10 +265,11 @@ impl Courier {
                 board.lanes.remove(&lane);
                 return;
             };
-            if !self.serves(&head.platform) {
+            if !self.serves_after_lapse(&head.platform).await {
                 // Another replica holds the platform: its courier delivers the lane (woken by the
                 // outbox's bell or its sweep), and this one neither sends, nor gives up, nor
-                // dead-letters anything.
+                // dead-letters anything. (A tenure only late to be renewed is waited out: left
+                // now, the lane would wait for the next sweep once it is confirmed.)
                 self.lane_blocked(&lane, "served by another replica");
                 self.board().lanes.remove(&lane);
                 return;
@@ -462,12 +463,8 @@ impl Courier {
         prefix
     }
 
-    /// Whether this replica serves `platform` (with a shared store, holds its lease).
-    fn serves(&self, platform: &str) -> bool {
-        self.health.as_ref().is_none_or(|h| h.tenures().serves(platform))
-    }
-
-    /// [`Self::serves`], waiting out a tenure's late renewal (`Tenures::serves_after_lapse`).
+    /// Whether this replica serves `platform` (with a shared store, holds its lease), waiting
+    /// out a tenure's late renewal (`Tenures::serves_after_lapse`).
     async fn serves_after_lapse(&self, platform: &str) -> bool {
         match &self.health {
             Some(health) => health.tenures().serves_after_lapse(platform).await,

@@ -28,7 +28,6 @@ pub use session_log::{LoggedMessage, MessageRow, NewMessage, SearchHit, SearchSc
 pub use turns::{HistoryUpdate, KnownHistory, OpenedTurn, TurnContext, TurnOpening, Turns};
 pub use usage::{CallUsage, UsageLedger, UsageTotals};
 #[cfg(feature = "postgres")]
-#[cfg_attr(not(feature = "postgres"), allow(unused_imports))] // only a shared store rings
 pub(in crate::store) use wakeups::{ACCEPTED_SEPARATOR, Ringer};
 pub use wakeups::{Bell, Heard, Wakeups};
 

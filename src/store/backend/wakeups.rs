@@ -39,8 +39,8 @@ pub struct Heard {
     pub maybe_missed: bool,
 }
 
-/// Between the platform and the event id in an inbox bell's ring.
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // only a shared store rings
+/// Between the platform and the event id in an inbox bell's ring (a ring from an older
+/// replica names the id alone: [`Heard::accepted`] reads it as naming nothing).
 pub(in crate::store) const ACCEPTED_SEPARATOR: char = '\t';
 
 impl Heard {
