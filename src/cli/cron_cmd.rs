@@ -234,8 +234,8 @@ async fn list(jobs: &CronJobs, all: bool) -> Result<String, CronCliError> {
 /// platform would not take from here, for the gateway to send; with a store shared by replicas,
 /// all of them, for the replica serving their platform).
 async fn tick(home: &crate::config::Home, config: Config) -> Result<(TickReport, String), CronCliError> {
-    let shared = config.store.backend() == crate::config::StoreBackendName::Postgres;
     let wiring = gateway::headless(home, config, &crate::registry::Registry::builtin()).await?;
+    let shared = wiring.health.tenures().is_shared();
     let ticker = &wiring.cron.ticker;
     let markers = Markers::new(&home.cron_dir());
     let report = match ticker.tick(Utc::now()).await {

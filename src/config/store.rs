@@ -73,6 +73,12 @@ impl StoreConfig {
         self.backend.unwrap_or_default()
     }
 
+    /// Whether replicas of this gateway may share the store (PostgreSQL): its platforms are
+    /// then leased, and served only under a tenure.
+    pub fn shared_by_replicas(&self) -> bool {
+        self.backend() == StoreBackendName::Postgres
+    }
+
     /// The first problem, naming its key: PostgreSQL chosen without a URL, a URL of another
     /// database, a pool of no connections, or PostgreSQL in a build without it.
     pub(crate) fn check(&self) -> Result<(), ConfigError> {

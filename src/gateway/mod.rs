@@ -430,7 +430,7 @@ pub(crate) async fn headless(home: &Home, config: Config, registry: &crate::regi
     let store: Store = store_location(&config, home).open().await?;
     let folders = folders::Folders::of(home, Some(&store));
     let wiring = wire(&config, home, store, folders, &adapters, auth)?;
-    if config.store.backend() == crate::config::StoreBackendName::Postgres {
+    if config.store.shared_by_replicas() {
         // With a store shared by replicas, this process serves no platform: what it queues is
         // sent by the replica serving it (woken at once), never also from here, where nothing
         // would fence a second copy.

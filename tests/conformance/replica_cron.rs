@@ -27,6 +27,14 @@ fn replica(llm: &FakeLlm, peer: &TelegramPeer, url: &str, name: &str) -> Setup {
     setup
 }
 
+/// The model, fake Telegram with the home group, and a fresh database for the replicas.
+async fn peers() -> (FakeLlm, TelegramPeer, String) {
+    let llm = FakeLlm::start().await;
+    let peer = TelegramPeer::start().await;
+    peer.fake.group(HOME_GROUP, "ops", false);
+    (llm, peer, scratch_database().await)
+}
+
 fn runs(llm: &FakeLlm) -> usize {
     llm.requests().iter().filter(|r| r.last_user_text().is_some_and(|t| t.contains(CRON_MARK) && t.contains(PROMPT))).count()
 }
@@ -53,10 +61,7 @@ async fn stored_occurrences(url: &str) -> (i64, i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_one_job_every_minute_for_five_minutes_each_occurrence_run_and_delivered_once() {
-    let llm = FakeLlm::start().await;
-    let peer = TelegramPeer::start().await;
-    peer.fake.group(HOME_GROUP, "ops", false);
-    let url = scratch_database().await;
+    let (llm, peer, url) = peers().await;
     let setups: Vec<Setup> = ["replica-a", "replica-b", "replica-c"].iter().map(|name| replica(&llm, &peer, &url, name)).collect();
     let (status, out, err) = setups[1].run(&["cron", "create", "* * * * *", PROMPT, "--name", "replicas", "--deliver", "telegram"]);
     assert!(status.success(), "the shell adds the job to the shared store: {out}{err}");
@@ -94,10 +99,7 @@ async fn three_replicas_one_job_every_minute_for_five_minutes_each_occurrence_ru
 /// answer arrives once, never also from the shell.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shell_run_beside_the_replicas_is_delivered_once_by_the_replica_serving_the_platform() {
-    let llm = FakeLlm::start().await;
-    let peer = TelegramPeer::start().await;
-    peer.fake.group(HOME_GROUP, "ops", false);
-    let url = scratch_database().await;
+    let (llm, peer, url) = peers().await;
     let replica = replica(&llm, &peer, &url, "replica-a");
     let mut gateway = replica.start().await;
     let shell = self::replica(&llm, &peer, &url, "a-laptop");

@@ -322,7 +322,7 @@ const LISTENER_PREFIX: &str = "platform:";
 
 /// With a store shared by replicas, the leases this replica serves platforms under.
 pub(crate) fn replica_leases(config: &crate::config::Config, store: &crate::store::Store) -> Option<ConnectionLeases> {
-    if config.store.backend() != crate::config::StoreBackendName::Postgres {
+    if !config.store.shared_by_replicas() {
         return None;
     }
     let ttl = Duration::from_secs(config.store.lease_ttl_seconds.unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS));
