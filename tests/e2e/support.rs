@@ -1,9 +1,11 @@
 //! Running the real `hermes` binary for a test: a temporary HERMES_HOME, free loopback ports, the
 //! environment a user would set, and helpers to wait for it, signal it and read its log.
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,9 +13,20 @@ pub(crate) const API_KEY: &str = "e2e-api-key-0123456789";
 pub(crate) const WEBHOOK_SECRET: &str = "e2e-webhook-secret-0123";
 pub(crate) const LLM_KEY: &str = "sk-e2e-provider-key-0123456789";
 
-/// A port nobody listens on right now.
+/// A port nobody listens on right now, and never handed to another test of this process.
+///
+/// The kernel may give a port whose probe listener was dropped to the next `bind(0)`: two
+/// concurrent tests would then start gateways on one address, the second one's listener would
+/// fail to bind, and its deliveries would reach the first test's gateway (both use the same
+/// route secrets), failing both tests in a way that looks like lost or doubled events.
 pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port");
+        if HANDED_OUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(port) {
+            return port;
+        }
+    }
 }
 
 /// A HERMES_HOME with its config, and the environment the gateway runs with.
