@@ -31,8 +31,9 @@ pub(crate) struct EmailPeer {
     /// Unique to this peer: users are `<prefix>u<n>@example.test`.
     prefix: String,
     created: Mutex<Vec<u32>>,
-    /// The gateway's HERMES_HOME, to know when the adapter has taken its place in the mailbox.
-    home: Mutex<Option<PathBuf>>,
+    /// Every gateway's HERMES_HOME configured for this mailbox (replicas share one), to know
+    /// when an adapter has taken its place in the mailbox.
+    homes: Mutex<Vec<PathBuf>>,
     /// (from, subject, message id, body) of the last mail sent, for a redelivery.
     last: Mutex<Option<(String, String, String, String)>>,
 }
@@ -57,11 +58,12 @@ impl EmailPeer {
 
     /// Mail sent before the adapter's first look at the mailbox is old mail it never answers:
     /// wait until it has recorded where the mailbox stood.
+    /// With replicas, the one holding the mailbox is the one that recorded it.
     async fn adapter_ready(&self) {
-        let home = self.home.lock().unwrap().clone().expect("configure() ran");
-        let cursor = home.join("platforms/email/cursor.json");
+        let homes = self.homes.lock().unwrap().clone();
+        assert!(!homes.is_empty(), "configure() ran");
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !cursor.exists() {
+        while !homes.iter().any(|home| home.join("platforms/email/cursor.json").exists()) {
             assert!(Instant::now() < deadline, "the email adapter never connected to the mailbox");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -183,13 +185,13 @@ impl ChatPeer for EmailPeer {
         let mail = email::peer();
         let bot = mail.account("bot");
         let prefix = format!("s{:08x}", rand::random::<u32>());
-        EmailPeer { mail, bot, prefix, created: Mutex::new(Vec::new()), home: Mutex::new(None), last: Mutex::new(None) }
+        EmailPeer { mail, bot, prefix, created: Mutex::new(Vec::new()), homes: Mutex::new(Vec::new()), last: Mutex::new(None) }
     }
 
     fn configure(&self, setup: &mut Setup) -> String {
         let allowed = (1..=50).map(|n| self.address(n)).collect::<Vec<_>>().join(",");
         self.mail.configure(setup, &self.bot, &allowed);
-        *self.home.lock().unwrap() = Some(setup.home.path().to_path_buf());
+        self.homes.lock().unwrap().push(setup.home.path().to_path_buf());
         "  email:\n    enabled: true\n".to_string()
     }
 
@@ -280,9 +282,8 @@ impl ChatPeer for EmailPeer {
     /// apart), so what counts is what the adapter kept: the bytes of the files in the gateway's
     /// media cache.
     fn media_bytes_served(&self) -> u64 {
-        let home = self.home.lock().unwrap().clone().expect("configure() ran");
         let mut total = 0;
-        let mut folders = vec![home.join("cache")];
+        let mut folders: Vec<PathBuf> = self.homes.lock().unwrap().iter().map(|home| home.join("cache")).collect();
         while let Some(folder) = folders.pop() {
             for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
                 match entry.metadata() {

@@ -52,6 +52,8 @@ mod peer;
 #[cfg(feature = "postgres")]
 mod replica_cron;
 #[cfg(feature = "postgres")]
+mod replica_failover;
+#[cfg(feature = "postgres")]
 mod replica_ingress;
 #[cfg(feature = "postgres")]
 mod replicas;
@@ -162,6 +164,30 @@ mod pairing_conformance {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn matrix() {
         suite::a_stranger_pairs::<crate::matrix_peer::MatrixPeer>().await;
+    }
+}
+
+/// A connection only one replica may hold, taken over when its holder dies (issue 38), on each
+/// platform with one; Telegram's is `replicas`' 300-message test.
+#[cfg(feature = "postgres")]
+mod replica_failover_conformance {
+    use super::replica_failover::holder_killed_the_standby_answers_everything_once as failover;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn discord() {
+        failover::<crate::discord::DiscordPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slack() {
+        failover::<crate::slack::SlackPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn matrix() {
+        failover::<crate::matrix_peer::MatrixPeer>().await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn email() {
+        failover::<crate::email_peer::EmailPeer>().await;
     }
 }
 

@@ -130,6 +130,7 @@ fn intents() -> GatewayIntents {
 
 pub async fn run(adapter: &DiscordAdapter, ctx: AdapterContext) -> Result<(), AdapterError> {
     preflight(adapter).await?;
+    backfill::restore(adapter, &ctx).await;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut client = ClientBuilder::new_with_http(adapter.gateway_http(), intents())
         .event_handler(Handler { tx })
@@ -397,7 +398,8 @@ impl Loop {
                 {
                     crate::media::fetch_all(&adapter.settings, &adapter.client, message, &mut event.attachments).await;
                 }
-                accept(ctx, *event).await?
+                accept(ctx, *event).await?;
+                backfill::persist(adapter, ctx).await?;
             }
             Inbound::Command { event, interaction_id, token } => {
                 // "Thinking…" first: Discord gives 3 s, and the answer is written into this

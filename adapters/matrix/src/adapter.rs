@@ -48,13 +48,14 @@ pub struct MatrixAdapter {
     pacer: Pacer<String>,
 }
 
-/// A Matrix transaction id from a message's idempotency key: the same key always gives the same
-/// id, so the homeserver recognises a resend (see [`crate::errors`]). Hashed because keys may
-/// hold characters a URL path segment must not.
-/// How long after a send its transaction id is relied on to deduplicate a resend (Synapse keeps
-/// them about 30 minutes; a margin below that).
+/// How long after a send its transaction id is relied on to deduplicate a resend of a file from
+/// the same device (Synapse keeps them about 30 minutes; a margin below that).
 const TXN_MEMORY: Duration = Duration::from_secs(20 * 60);
 
+/// A Matrix transaction id from a message's idempotency key: the same key always gives the same
+/// id, so the homeserver recognises a resend (see [`crate::errors`]), and a lookup from another
+/// device finds the message by it ([`crate::lookup`]). Hashed because keys may hold characters
+/// a URL path segment must not.
 pub(crate) fn txn_id(idempotency_key: &str) -> OwnedTransactionId {
     let digest = Sha256::digest(idempotency_key.as_bytes());
     OwnedTransactionId::from(format!("hermes-{}", &hex::encode(digest)[..40]))
@@ -291,12 +292,20 @@ impl PlatformAdapter for MatrixAdapter {
         Some(self.settings.sync_timeout * 3 + self.settings.request_timeout)
     }
 
-    /// Every event is sent under a transaction id made from its idempotency key, and the
-    /// homeserver answers a repeated transaction id of the same device with the event it already
-    /// made (Synapse remembers them for about half an hour): within [`TXN_MEMORY`] a resend is
-    /// deduplicated; later it cannot tell.
-    async fn find_sent(&self, _msg: &OutboundMessage, since: Duration) -> Result<Lookup, SendError> {
-        Ok(if since < TXN_MEMORY { Lookup::ResendIsDeduplicated } else { Lookup::CannotTell })
+    /// A message carries its transaction id in its content, and is looked for in the room's
+    /// newest events ([`crate::lookup`]): the replica asking may be another device than the one
+    /// that sent it, whose transaction ids the homeserver does not deduplicate. A file's content
+    /// is matrix-sdk's and carries no mark: the homeserver answers a repeated transaction id of
+    /// the same device with the event it already made (for about half an hour, [`TXN_MEMORY`]),
+    /// and past that, or from another replica's device, nothing can tell.
+    async fn find_sent(&self, msg: &OutboundMessage, since: Duration) -> Result<Lookup, SendError> {
+        if msg.file.is_some() {
+            return Ok(if since < TXN_MEMORY { Lookup::ResendIsDeduplicated } else { Lookup::CannotTell });
+        }
+        let room = self.room(&msg.target)?;
+        let client = self.client()?;
+        let me = client.user_id().ok_or_else(|| SendError::Transient("not logged in to the homeserver yet".to_string()))?;
+        crate::lookup::find(&room, me.as_str(), txn_id(&msg.idempotency_key).as_str(), since).await
     }
 
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
@@ -311,11 +320,13 @@ impl PlatformAdapter for MatrixAdapter {
         let choices = reactions::choices(&msg.buttons);
         let text =
             if msg.buttons.is_empty() { msg.text.clone() } else { format!("{}{}", msg.text, reactions::legend(&msg.buttons, &choices)) };
-        let content = text_content(&text, thread, msg.reply_to.as_deref(), self.settings.link_previews);
+        let txn = txn_id(&msg.idempotency_key);
+        let mut content = text_content(&text, thread, msg.reply_to.as_deref(), self.settings.link_previews);
+        content[crate::lookup::MARK_KEY] = json!(txn.as_str());
         self.pace(&room).await;
         let sent = room
             .send_raw("m.room.message", content)
-            .with_transaction_id(&txn_id(&msg.idempotency_key))
+            .with_transaction_id(&txn)
             .await
             .map_err(|e| self.note_rate_limit(&room, classify(&e)))?;
         let event_id = sent.response.event_id.to_string();

@@ -31,6 +31,7 @@ pub(crate) mod errors;
 pub(crate) mod gaps;
 pub(crate) mod inbound;
 pub(crate) mod login;
+pub(crate) mod lookup;
 pub(crate) mod media;
 pub(crate) mod position;
 mod probe;

@@ -5,6 +5,11 @@
 //! recorded in the shared cursor first and only then in the file, so a holder whose lease is
 //! over ([`CursorWrite::Fenced`]) moves neither and stops syncing. Without a shared store the
 //! file is the cursor, as it always was.
+//!
+//! A shared token this replica's file does not hold was reached by another replica's sync: this
+//! replica's matrix-sdk store lacks what came before it (the rooms' members, so a DM would look
+//! like a room and go unanswered), and its first sync asks for the rooms' full state
+//! ([`Resume::taken_over`]).
 
 use crate::state::StateDir;
 use hermes_adapter::{AdapterError, CursorWrite, Cursors};
@@ -12,14 +17,24 @@ use hermes_adapter::{AdapterError, CursorWrite, Cursors};
 /// The cursor's name in the gateway's store.
 pub(crate) const CURSOR: &str = "next_batch";
 
-/// The token to resume from: the shared one when there is one, else the file's.
-pub(crate) async fn resume(state: &StateDir, cursors: &Cursors) -> Result<Option<String>, AdapterError> {
+/// Where the sync resumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resume {
+    /// The shared token when there is one, else the file's; `None` on the very first start.
+    pub token: Option<String>,
+    /// The token is another replica's: this replica's store missed what it synced.
+    pub taken_over: bool,
+}
+
+/// Where to resume: the shared token when there is one, else the file's.
+pub(crate) async fn resume(state: &StateDir, cursors: &Cursors) -> Result<Resume, AdapterError> {
     let shared =
         cursors.load(CURSOR).await.map_err(|e| AdapterError::retryable("cursor", format!("could not read the sync token: {e}")))?;
-    match shared.filter(|token| !token.trim().is_empty()) {
-        Some(token) => Ok(Some(token)),
-        None => state.sync_token().map_err(|e| AdapterError::retryable("state", format!("could not read the sync token: {e}"))),
-    }
+    let own = state.sync_token().map_err(|e| AdapterError::retryable("state", format!("could not read the sync token: {e}")))?;
+    Ok(match shared.filter(|token| !token.trim().is_empty()) {
+        Some(token) => Resume { taken_over: own.as_ref() != Some(&token), token: Some(token) },
+        None => Resume { token: own, taken_over: false },
+    })
 }
 
 /// Record `token` once every event before it is in the inbox: the shared cursor first, then the
@@ -55,7 +70,7 @@ mod tests {
         shared.fence();
         assert_eq!(record(&state, &cursors, "s11_1").await.unwrap(), CursorWrite::Fenced);
         assert_eq!(state.sync_token().unwrap().as_deref(), Some("s10_1"), "the file stays");
-        assert_eq!(resume(&state, &cursors).await.unwrap().as_deref(), Some("s10_1"), "the shared token stays");
+        assert_eq!(resume(&state, &cursors).await.unwrap().token.as_deref(), Some("s10_1"), "the shared token stays");
     }
 
     #[tokio::test]
@@ -64,9 +79,14 @@ mod tests {
         state.save_sync_token("s3_1").unwrap();
         let shared = MemoryCursors::new();
         let cursors = Cursors::shared(shared.clone());
-        assert_eq!(resume(&state, &cursors).await.unwrap().as_deref(), Some("s3_1"), "nothing shared yet: the file");
+        let own = Resume { token: Some("s3_1".into()), taken_over: false };
+        assert_eq!(resume(&state, &cursors).await.unwrap(), own, "nothing shared yet: the file");
         shared.put(CURSOR, "s40_7");
-        assert_eq!(resume(&state, &cursors).await.unwrap().as_deref(), Some("s40_7"));
+        let taken = Resume { token: Some("s40_7".into()), taken_over: true };
+        assert_eq!(resume(&state, &cursors).await.unwrap(), taken, "another replica's token: its rooms' state is asked for");
+        record(&state, &cursors, "s41_7").await.unwrap();
+        let own = Resume { token: Some("s41_7".into()), taken_over: false };
+        assert_eq!(resume(&state, &cursors).await.unwrap(), own, "this replica's own token: its store holds the rooms");
     }
 
     #[tokio::test]
@@ -76,7 +96,7 @@ mod tests {
         record(&state, &cursors, "s1_1").await.unwrap();
         let error = record(&state, &cursors, &"s".repeat(100_000)).await.unwrap_err().to_string();
         assert!(error.contains("cursor `next_batch` refused: the value is 100000 bytes"), "{error}");
-        assert_eq!(resume(&state, &cursors).await.unwrap().as_deref(), Some("s1_1"));
+        assert_eq!(resume(&state, &cursors).await.unwrap().token.as_deref(), Some("s1_1"));
         assert_eq!(state.sync_token().unwrap().as_deref(), Some("s1_1"));
     }
 
@@ -84,6 +104,6 @@ mod tests {
     async fn on_one_machine_the_file_is_the_cursor() {
         let (_dir, state) = state();
         assert_eq!(record(&state, &Cursors::local(), "s5_2").await.unwrap(), CursorWrite::Saved);
-        assert_eq!(resume(&state, &Cursors::local()).await.unwrap().as_deref(), Some("s5_2"));
+        assert_eq!(resume(&state, &Cursors::local()).await.unwrap().token.as_deref(), Some("s5_2"));
     }
 }

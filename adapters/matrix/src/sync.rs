@@ -107,8 +107,12 @@ pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<
     let mut keys = client.encryption().room_keys_received_stream().await.map(Box::pin);
     // The first sync retries every waiting message: their keys may have come in an earlier run.
     let mut retry_every_waiting = !memory.waiting.is_empty();
-    let mut token = crate::position::resume(&adapter.state, ctx.cursors()).await?;
-    tracing::info!(user = %me.user_id, resume = token.is_some(), "Matrix connected");
+    let resumed = crate::position::resume(&adapter.state, ctx.cursors()).await?;
+    let mut token = resumed.token;
+    // Taken over from another replica: the rooms' members come with the first sync, so a DM is
+    // known as one (the timeline still starts at the token).
+    let mut full_state = resumed.taken_over;
+    tracing::info!(user = %me.user_id, resume = token.is_some(), taken_over = full_state, "Matrix connected");
     let mut failures = 0u32;
     loop {
         let mut settings = SyncSettings::new();
@@ -116,7 +120,7 @@ pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<
             settings = settings.filter(filter);
         }
         settings = match &token {
-            Some(token) => settings.token(token.clone()).timeout(adapter.settings.sync_timeout),
+            Some(token) => settings.token(token.clone()).timeout(adapter.settings.sync_timeout).full_state(full_state),
             // The first sync only learns where "now" is.
             None => settings.timeout(Duration::ZERO),
         };
@@ -156,6 +160,7 @@ pub(crate) async fn run(adapter: &MatrixAdapter, ctx: AdapterContext) -> Result<
             ctx.health.set_degraded(None);
         }
         failures = 0;
+        full_state = false;
         ctx.health.mark_connected();
         handle_invites(&client, &ctx, &response, &me).await;
         let arrived = keys_arrived(&mut keys, |k| (k.room_id.to_string(), k.session_id.clone()));

@@ -7,7 +7,7 @@
 
 mod support;
 
-use hermes_adapter::{Button, ChatTarget, ChatType, MessageKind, OutboundMessage, Platform, PlatformAdapter, SendError};
+use hermes_adapter::{Button, ChatTarget, ChatType, Lookup, MessageKind, OutboundMessage, Platform, PlatformAdapter, SendError};
 use matrix_sdk::ruma::OwnedRoomId;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -147,6 +147,29 @@ async fn an_encrypted_room_is_read_and_answered_encrypted() {
     let (reply, encrypted) = alice.wait_for(&room_id, &account.user_id, |e| e["content"]["body"] == "a secret answer").await;
     assert!(encrypted, "the answer was encrypted: {reply}");
     assert!(bot.adapter.capabilities().supports_buttons);
+    bot.stop().await;
+}
+
+/// A replica taking a cut-off send over is logged in as another device, whose resend the
+/// homeserver would not deduplicate: it looks the message up in the room instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_device_of_the_bot_finds_a_sent_message_and_knows_an_unsent_one_is_not_there() {
+    let account = BotAccount::new().await;
+    let alice = Person::new("alice").await;
+    let bot = Bot::start(account.settings(), &[alice.id()]).await;
+    let room_id = dm_with(&alice, &account, false).await;
+    let sent = answer(&room_id, None, "sent before the takeover", "turn-7:0");
+    let receipt = bot.adapter.send(&sent).await.unwrap();
+
+    let other_home = tempfile::tempdir().unwrap();
+    let replica = Bot::start(account.settings_in(other_home.path()), &[alice.id()]).await;
+    let since = Duration::from_secs(5);
+    assert_eq!(replica.adapter.find_sent(&sent, since).await.unwrap(), Lookup::Found(receipt), "found from the other device");
+    let unsent = answer(&room_id, None, "never sent", "turn-7:1");
+    assert_eq!(replica.adapter.find_sent(&unsent, since).await.unwrap(), Lookup::NotThere);
+    let copies = alice.recent(&room_id).await.into_iter().filter(|(e, _)| e["content"]["body"] == "sent before the takeover").count();
+    assert_eq!(copies, 1, "looking sends nothing");
+    replica.stop().await;
     bot.stop().await;
 }
 

@@ -234,12 +234,18 @@ impl BotAccount {
     }
 
     pub fn settings(&self) -> MatrixSettings {
+        self.settings_in(self.home.path())
+    }
+
+    /// The account's settings with its state under another home: another replica of the bot,
+    /// which logs in as another device.
+    pub fn settings_in(&self, home: &Path) -> MatrixSettings {
         let (url, _) = synapse();
         let mut settings = MatrixSettings::new(
             url.parse().unwrap(),
             Login::Password(self.password.clone()),
-            self.state_dir(),
-            self.home.path().join("cache"),
+            home.join("platforms").join("matrix"),
+            home.join("cache"),
         );
         settings.user_id = Some(self.user_id.clone());
         settings.commands = vec!["status".into(), "approve".into(), "deny".into()];
