@@ -16,6 +16,7 @@ macro_rules! store_suite {
             inbox_drops_redelivery_and_replays_unfinished,
             inbox_marks_never_revive_a_finished_event,
             poisoned_events_are_listed_newest_first,
+            unfinished_events_are_read_for_the_platforms_asked,
             pruning_keeps_unfinished_and_recent_events,
             concurrent_accepts_of_one_event_store_it_once,
             a_batch_of_events_is_stored_in_one_write_and_redeliveries_in_it_are_recognised,
@@ -154,6 +155,21 @@ pub(crate) async fn poisoned_events_are_listed_newest_first(store: Store) {
     assert_eq!(store.inbox_unfinished().await.unwrap().iter().map(|r| r.event_id.as_str()).collect::<Vec<_>>(), ["b"]);
     assert_eq!(store.inbox_prune(Duration::ZERO).await.unwrap(), 0);
     assert_eq!(store.inbox_poisoned(10).await.unwrap().len(), 2);
+}
+
+/// A replica reads only the unfinished rows of the platforms it serves, oldest first.
+pub(crate) async fn unfinished_events_are_read_for_the_platforms_asked(store: Store) {
+    for (id, platform) in [("t1", "telegram"), ("w1", "webhook"), ("d1", "discord"), ("t2", "telegram"), ("done", "telegram")] {
+        store.inbox_accept(id, platform, "{}").await.unwrap();
+    }
+    store.inbox_mark_processing("t2").await.unwrap();
+    store.inbox_mark_done("done").await.unwrap();
+    let ids = |rows: Vec<InboxRow>| rows.into_iter().map(|r| r.event_id).collect::<Vec<_>>();
+    let of = |platforms: &[&str]| platforms.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(store.inbox_unfinished_of(&of(&["telegram"])).await.unwrap()), ["t1", "t2"]);
+    assert_eq!(ids(store.inbox_unfinished_of(&of(&["webhook", "telegram"])).await.unwrap()), ["t1", "w1", "t2"]);
+    assert!(store.inbox_unfinished_of(&of(&["slack"])).await.unwrap().is_empty());
+    assert!(store.inbox_unfinished_of(&[]).await.unwrap().is_empty(), "serving nothing, nothing is read");
 }
 
 pub(crate) async fn pruning_keeps_unfinished_and_recent_events(store: Store) {

@@ -56,6 +56,8 @@ mod replica_failover;
 #[cfg(feature = "postgres")]
 mod replica_ingress;
 #[cfg(feature = "postgres")]
+mod replica_telegram_webhook;
+#[cfg(feature = "postgres")]
 mod replicas;
 mod slack;
 mod slack_scenarios;

@@ -97,7 +97,7 @@ fn prompt_counts(llm: &FakeLlm) -> HashMap<String, usize> {
 /// A real nginx in front of `ports`, round-robin, trying the next upstream on a refused or
 /// timed-out connection; one process (no master forking workers that a kill would orphan, still
 /// holding the port), stopped by its pid when dropped.
-struct Nginx {
+pub(crate) struct Nginx {
     child: Child,
     port: u16,
     dir: tempfile::TempDir,
@@ -105,7 +105,7 @@ struct Nginx {
 
 impl Nginx {
     /// The nginx binary: `HERMES_TEST_NGINX`, else Debian's `/usr/sbin/nginx`, else on PATH.
-    fn binary() -> Option<PathBuf> {
+    pub(crate) fn binary() -> Option<PathBuf> {
         if let Some(path) = std::env::var_os("HERMES_TEST_NGINX") {
             return Some(PathBuf::from(path));
         }
@@ -116,7 +116,7 @@ impl Nginx {
         std::env::var_os("PATH")?.to_str()?.split(':').map(|dir| Path::new(dir).join("nginx")).find(|p| p.exists())
     }
 
-    async fn start(binary: &Path, ports: &[u16]) -> Nginx {
+    pub(crate) async fn start(binary: &Path, ports: &[u16]) -> Nginx {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let d = dir.path().display();
@@ -145,11 +145,11 @@ impl Nginx {
         nginx
     }
 
-    fn base(&self) -> String {
+    pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn errors(&self) -> String {
+    pub(crate) fn errors(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default()
     }
 }

@@ -160,7 +160,7 @@ async fn a_holder_frozen_for_twice_the_lease_wakes_up_sends_nothing_and_steps_do
 }
 
 /// Which replica holds each live lease, by lease name (none before a replica made the table).
-async fn holders(url: &str) -> HashMap<String, String> {
+pub(crate) async fn holders(url: &str) -> HashMap<String, String> {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
     let driver = tokio::spawn(connection);
     let rows = client
@@ -173,7 +173,7 @@ async fn holders(url: &str) -> HashMap<String, String> {
 }
 
 /// Waits until the live leases satisfy `done`; the last ones seen.
-async fn leases_until(url: &str, timeout: Duration, done: impl Fn(&HashMap<String, String>) -> bool) -> HashMap<String, String> {
+pub(crate) async fn leases_until(url: &str, timeout: Duration, done: impl Fn(&HashMap<String, String>) -> bool) -> HashMap<String, String> {
     let deadline = Instant::now() + timeout;
     loop {
         let now = holders(url).await;

@@ -165,6 +165,35 @@ mod tests {
         assert_eq!(routed_now(&mut rx), vec!["e1".to_string()]);
     }
 
+    /// Reading the inbox forgets an id only when its platform was read: a platform whose tenure
+    /// is late to be renewed is not read meanwhile, and its running turns must not be routed
+    /// again once it is.
+    #[tokio::test(start_paused = true)]
+    async fn an_event_of_a_platform_not_read_now_stays_remembered_and_is_never_routed_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: crate::store::Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+        let tenures = Arc::new(Tenures::default());
+        tenures.share(Box::new(|_| Box::pin(async {})));
+        let clock = Arc::new(TenureClock::new(tokio::time::Instant::now(), Duration::from_secs(10), Default::default()));
+        tenures.take("webhook", clock.clone()).await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let inbox = Inbox::shared(store.clone(), tx, tenures.clone());
+        assert_eq!(inbox.accept(event("running")).await.unwrap(), AcceptOutcome::Accepted);
+        assert_eq!(routed_now(&mut rx), vec!["running".to_string()]);
+
+        // The renewal is late: webhook's rows are not read, and the running turn's id stays.
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert!(!tenures.serves("webhook"));
+        assert_eq!(inbox.route_unfinished().await.unwrap(), 0);
+        assert!(inbox.has_routed("running"), "remembered while its platform was not read");
+
+        // Renewed: the row is still unfinished (the turn runs), and it is not routed again.
+        clock.renewed(tokio::time::Instant::now());
+        assert!(tenures.serves("webhook"));
+        assert_eq!(inbox.route_unfinished().await.unwrap(), 0);
+        assert!(routed_now(&mut rx).is_empty(), "routed once");
+    }
+
     /// A ring for a platform served elsewhere reads nothing; one for a platform served here reads
     /// the inbox unless the event was routed here already; one naming nothing always reads.
     #[tokio::test]

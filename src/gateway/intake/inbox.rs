@@ -14,7 +14,7 @@ use crate::gateway::ops::lease::tenures::Tenures;
 use crate::store;
 use async_trait::async_trait;
 use hermes_adapter::{AcceptError, AcceptOutcome, InboundEvent, InboundSink};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -26,10 +26,10 @@ pub(crate) struct Inbox {
     /// The stored rows: the only store concern the inbox touches.
     rows: Arc<dyn store::Inbox>,
     router: mpsc::UnboundedSender<InboundEvent>,
-    /// The ids handed to the router whose rows were unfinished when last looked at; kept only
-    /// with a shared store, where the follower forgets the finished ones. Alone on a store,
-    /// nothing else routes, and nothing would forget them.
-    routed: Mutex<HashSet<String>>,
+    /// The ids handed to the router whose rows were unfinished when last looked at, with their
+    /// platform; kept only with a shared store, where the follower forgets the finished ones.
+    /// Alone on a store, nothing else routes, and nothing would forget them.
+    routed: Mutex<HashMap<String, String>>,
     /// With a shared store, the platforms this replica serves; `None` alone.
     serving: Option<Arc<Tenures>>,
     accepting: AtomicBool,
@@ -38,7 +38,7 @@ pub(crate) struct Inbox {
 impl Inbox {
     /// The inbox of a gateway alone on its store.
     pub(crate) fn new(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
-        Self { rows, router, routed: Mutex::new(HashSet::new()), serving: None, accepting: AtomicBool::new(true) }
+        Self { rows, router, routed: Mutex::new(HashMap::new()), serving: None, accepting: AtomicBool::new(true) }
     }
 
     /// The inbox of a replica: it routes the events of the platforms it serves, its own and those
@@ -52,14 +52,14 @@ impl Inbox {
         self.serving.as_ref().is_none_or(|tenures| tenures.serves(platform))
     }
 
-    fn routed(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn routed(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         // The set is only inserted into and filtered: a panic elsewhere cannot leave it half made.
         self.routed.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Whether `event_id` went to the router and may still be running.
     pub(crate) fn has_routed(&self, event_id: &str) -> bool {
-        self.routed().contains(event_id)
+        self.routed().contains_key(event_id)
     }
 
     /// Refuse new events from now on (drain); adapters then answer "try later" and do not ack.
@@ -73,7 +73,7 @@ impl Inbox {
             // Another replica's to route: the store rings there.
             return false;
         }
-        if self.serving.is_some() && !self.routed().insert(event.event_id.clone()) {
+        if self.serving.is_some() && self.routed().insert(event.event_id.clone(), event.source.platform.as_str().to_string()).is_some() {
             return false;
         }
         if self.router.send(event).is_err() {
@@ -101,10 +101,21 @@ impl Inbox {
     pub(crate) async fn route_unfinished(&self) -> Result<usize, store::StoreError> {
         // Only ids routed before the rows are read may be forgotten: one routed meanwhile may
         // have been stored after the read, and would look finished.
-        let known_before: HashSet<String> = self.routed().clone();
-        let rows = self.rows.inbox_unfinished().await?;
+        let known_before: HashSet<String> = self.routed().keys().cloned().collect();
+        // Only the served platforms' rows are read: the others' are routed where they are
+        // served, and a replica serving few platforms of a busy cluster reads few rows. `None`:
+        // alone on the store, every row.
+        let read: Option<Vec<String>> = self.serving.as_ref().map(|tenures| tenures.platforms());
+        let rows = match &read {
+            Some(platforms) => self.rows.inbox_unfinished_of(platforms).await?,
+            None => self.rows.inbox_unfinished().await?,
+        };
         let unfinished: HashSet<&str> = rows.iter().map(|row| row.event_id.as_str()).collect();
-        self.routed().retain(|id| !known_before.contains(id) || unfinished.contains(id.as_str()));
+        // An id is forgotten only when its platform's rows were read and its row was not among
+        // the unfinished: a platform not read now (its tenure late to be renewed, or given back)
+        // may still be running its turns here.
+        let was_read = |platform: &str| read.as_ref().is_none_or(|platforms| platforms.iter().any(|p| p == platform));
+        self.routed().retain(|id, platform| !known_before.contains(id) || !was_read(platform) || unfinished.contains(id.as_str()));
         let mut replayed = 0;
         for row in rows.iter().filter(|row| !known_before.contains(&row.event_id) && self.serves(&row.platform)) {
             if self.has_routed(&row.event_id) {

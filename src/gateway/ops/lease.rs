@@ -104,7 +104,7 @@ impl TenureClock {
     }
 
     /// A renewal sent `asked` succeeded.
-    fn renewed(&self, asked: Instant) {
+    pub(crate) fn renewed(&self, asked: Instant) {
         if let Ok(mut at) = self.renewed.lock() {
             *at = asked;
         }

@@ -94,6 +94,14 @@ pub trait Inbox: Send + Sync {
     /// must replay.
     async fn inbox_unfinished(&self) -> Result<Vec<InboxRow>, StoreError>;
 
+    /// [`Self::inbox_unfinished`], of `platforms` only: what a replica serving them routes. A
+    /// store replicas share filters where the rows are; the default reads them all.
+    async fn inbox_unfinished_of(&self, platforms: &[String]) -> Result<Vec<InboxRow>, StoreError> {
+        let mut rows = self.inbox_unfinished().await?;
+        rows.retain(|row| platforms.contains(&row.platform));
+        Ok(rows)
+    }
+
     async fn inbox_get(&self, event_id: &str) -> Result<Option<InboxRow>, StoreError>;
 
     /// Forget finished (done or failed) events last updated `keep` ago or earlier; returns how

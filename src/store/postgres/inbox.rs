@@ -75,6 +75,15 @@ impl Inbox for PostgresStore {
         client.query(&statement, &[]).await?.iter().map(row_to_inbox).collect()
     }
 
+    async fn inbox_unfinished_of(&self, platforms: &[String]) -> Result<Vec<InboxRow>, StoreError> {
+        let client = self.client().await?;
+        let sql = format!(
+            "SELECT {COLUMNS} FROM inbox WHERE state IN ('accepted', 'processing') AND platform = ANY($1) ORDER BY received_at, id"
+        );
+        let statement = client.prepare_cached(&sql).await?;
+        client.query(&statement, &[&platforms]).await?.iter().map(row_to_inbox).collect()
+    }
+
     async fn inbox_get(&self, event_id: &str) -> Result<Option<InboxRow>, StoreError> {
         let client = self.client().await?;
         let statement = client.prepare_cached(&format!("SELECT {COLUMNS} FROM inbox WHERE event_id = $1")).await?;

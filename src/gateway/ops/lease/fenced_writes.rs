@@ -85,6 +85,10 @@ impl Inbox for FencedWrites {
         self.store.inbox_unfinished().await
     }
 
+    async fn inbox_unfinished_of(&self, platforms: &[String]) -> Result<Vec<InboxRow>, StoreError> {
+        self.store.inbox_unfinished_of(platforms).await
+    }
+
     async fn inbox_get(&self, event_id: &str) -> Result<Option<InboxRow>, StoreError> {
         self.store.inbox_get(event_id).await
     }

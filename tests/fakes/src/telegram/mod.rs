@@ -325,6 +325,13 @@ impl FakeTelegram {
         self.shared.with(|s| webhook::info(s))
     }
 
+    /// Reach webhook URLs starting with `public` (the bot's public HTTPS address) at `reach`
+    /// instead (`http://127.0.0.1:PORT`, a load balancer in front of the bot's replicas), as DNS
+    /// and TLS termination do for a real bot.
+    pub fn route_webhook(&self, public: &str, reach: &str) {
+        self.shared.with(|s| s.webhook.route = Some((public.to_string(), reach.to_string())));
+    }
+
     /// Webhook POSTs made so far (each try of each update), with the status each got (0: no
     /// answer).
     pub fn webhook_posts(&self) -> Vec<(i64, u16)> {
@@ -334,7 +341,7 @@ impl FakeTelegram {
     /// POST `update` to the webhook as someone else could, with `secret` as the secret token (or
     /// none): the status answered, 0 when nothing answered. Not queued, not retried.
     pub async fn forge_webhook_post(&self, update: Value, secret: Option<&str>) -> u16 {
-        let url = self.shared.with(|s| s.webhook_url.clone());
+        let url = self.shared.with(|s| webhook::reached_at(s));
         webhook::post(&url, secret, &update).await
     }
 

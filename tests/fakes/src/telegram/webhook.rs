@@ -28,6 +28,10 @@ const SECRET_HEADER: &str = "X-Telegram-Bot-Api-Secret-Token";
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Hook {
     pub secret_token: Option<String>,
+    /// The network between Telegram and the bot, as a test sets it: a webhook URL starting with
+    /// the first string is reached at the second instead (what DNS and a load balancer
+    /// terminating TLS do for a real bot's public HTTPS address).
+    pub route: Option<(String, String)>,
     /// (unix time, message) of the most recent failed POST, as `getWebhookInfo` reports it.
     pub last_error: Option<(i64, String)>,
     /// Every POST made: (update_id, status; 0 when nothing answered).
@@ -109,7 +113,15 @@ fn next(s: &mut State) -> Option<Next> {
         Some(update) => (update.clone(), true),
         None => (s.pending.front()?.1.clone(), false),
     };
-    Some(Next { url: s.webhook_url.clone(), secret: s.webhook.secret_token.clone(), update, redelivery })
+    Some(Next { url: reached_at(s), secret: s.webhook.secret_token.clone(), update, redelivery })
+}
+
+/// Where a POST to the webhook URL arrives (see [`Hook::route`]).
+pub(crate) fn reached_at(s: &State) -> String {
+    match &s.webhook.route {
+        Some((public, reach)) if s.webhook_url.starts_with(public.as_str()) => format!("{reach}{}", &s.webhook_url[public.len()..]),
+        _ => s.webhook_url.clone(),
+    }
 }
 
 /// A delivered update is forgotten, as a confirmed offset forgets it when polling.
