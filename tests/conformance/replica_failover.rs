@@ -9,14 +9,14 @@ use crate::support::{Gateway, Setup, scratch_database};
 use hermes_fakes::{FakeLlm, Reply};
 use std::time::{Duration, Instant};
 
-/// The replicas' lease: short, so the takeover comes quickly.
-const TTL_SECS: u64 = 3;
+/// The replicas' lease: short, so a test sees its takeovers quickly.
+pub(crate) const TTL_SECS: u64 = 3;
 /// Users writing at once, and the rounds each writes.
 const USERS: u32 = 4;
 const ROUNDS: u32 = 6;
 
 /// One replica of the bot: its own home, the shared database, the peer's account.
-fn replica<P: ChatPeer>(llm: &FakeLlm, peer: &P, url: &str, name: &str) -> Setup {
+pub(crate) fn replica<P: ChatPeer>(llm: &FakeLlm, peer: &P, url: &str, name: &str) -> Setup {
     let mut setup = Setup::new(&llm.base_url());
     setup.set("WEBHOOK_ENABLED", "false");
     setup.set("DATABASE_URL", url);

@@ -6,26 +6,12 @@
 
 use crate::outages::read_answer;
 use crate::peer::ChatPeer;
+use crate::replica_failover::{TTL_SECS, replica};
 use crate::support::{Gateway, Setup, eventually, scratch_database};
 use crate::telegram::TelegramPeer;
 use hermes_fakes::{FakeLlm, Reply};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-/// The replicas' lease: short, so a test sees several takeovers.
-const TTL_SECS: u64 = 3;
-
-/// One replica: its own home, the shared database and the shared bot.
-fn replica(llm: &FakeLlm, peer: &TelegramPeer, url: &str, name: &str) -> Setup {
-    let mut setup = Setup::new(&llm.base_url());
-    setup.set("WEBHOOK_ENABLED", "false");
-    setup.set("DATABASE_URL", url);
-    let platforms = peer.configure(&mut setup);
-    setup.write_config(&format!(
-        "platforms:\n{platforms}\ndisplay:\n  busy_input_mode: queue\nstore:\n  lease_ttl_seconds: {TTL_SECS}\n  replica: {name}\n"
-    ));
-    setup
-}
 
 /// How many times each answer reached its chat, however it was marked.
 fn answer_counts(peer: &TelegramPeer) -> HashMap<String, usize> {

@@ -53,7 +53,7 @@ impl Inbox {
     }
 
     fn routed(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        // The set is only inserted into and filtered: a panic elsewhere cannot leave it half made.
+        // The map is only inserted into and filtered: a panic elsewhere cannot leave it half made.
         self.routed.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
