@@ -28,6 +28,12 @@ use std::time::Duration;
 
 use super::cron_handoff as handoff;
 
+/// How long `hermes cron run` run here tries again for a tick lock another process holds (its
+/// tick takes moments; the job it made due must not wait for the next minute).
+const LOCK_PATIENCE: Duration = Duration::from_secs(30);
+/// Between those tries.
+const LOCK_RETRY: Duration = Duration::from_millis(250);
+
 /// Why a `hermes cron` subcommand failed (printed after "hermes: ", exit 1).
 #[derive(Debug, thiserror::Error)]
 pub(super) enum CronCliError {
@@ -185,7 +191,7 @@ async fn dispatch(home: &crate::config::Home, config: Config, jobs: &CronJobs, c
                 request_tick(jobs).await.map_err(CronCliError::WakeTicker)?;
                 return Ok(format!("handed to the running gateway (PID {pid}): it ticks now and runs what is due"));
             }
-            let (report, waiting) = tick(home, config).await?;
+            let (report, waiting) = tick(home, config, Duration::ZERO).await?;
             Ok(if report.skipped {
                 "tick skipped: another process (the gateway, or another tick) holds the tick lock".into()
             } else {
@@ -208,7 +214,7 @@ async fn run_now(home: &crate::config::Home, config: Config, jobs: &CronJobs, re
         let taken = format!("'{}' handed to the running gateway (PID {pid}), which delivers through its connected adapters", job.name);
         return handoff::follow(jobs, &before, &taken).await;
     }
-    let (_, waiting) = tick(home, config).await?;
+    let (_, waiting) = tick(home, config, LOCK_PATIENCE).await?;
     let after = handoff::after_run(jobs, &before).await?;
     Ok(format!("ran '{}' here (no gateway is running): {after}{waiting}", job.name))
 }
@@ -233,16 +239,24 @@ async fn list(jobs: &CronJobs, all: bool) -> Result<String, CronCliError> {
 /// waits for the runs it began. Also says how many parts wait in the outbox afterwards (those a
 /// platform would not take from here, for the gateway to send; with a store shared by replicas,
 /// all of them, for the replica serving their platform).
-async fn tick(home: &crate::config::Home, config: Config) -> Result<(TickReport, String), CronCliError> {
+///
+/// `lock_patience`: how long a tick that finds the tick lock held tries again. Another process
+/// (a replica's ticker, another shell) holds it only for its own tick; a job made due by
+/// `hermes cron run` after that tick read the jobs would otherwise wait for the next minute.
+async fn tick(home: &crate::config::Home, config: Config, lock_patience: Duration) -> Result<(TickReport, String), CronCliError> {
     let wiring = gateway::headless(home, config, &crate::registry::Registry::builtin()).await?;
     let shared = wiring.health.tenures().is_shared();
     let ticker = &wiring.cron.ticker;
     let markers = Markers::new(&home.cron_dir());
-    let report = match ticker.tick(Utc::now()).await {
-        Ok(r) => r,
-        Err(e) => {
-            markers.failure(Utc::now(), &e.to_string());
-            return Err(CronCliError::Tick(e));
+    let patient_until = std::time::Instant::now() + lock_patience;
+    let report = loop {
+        match ticker.tick(Utc::now()).await {
+            Ok(r) if r.skipped && std::time::Instant::now() < patient_until => tokio::time::sleep(LOCK_RETRY).await,
+            Ok(r) => break r,
+            Err(e) => {
+                markers.failure(Utc::now(), &e.to_string());
+                return Err(CronCliError::Tick(e));
+            }
         }
     };
     ticker.wait_for_runs().await;

@@ -76,12 +76,23 @@ pub(super) async fn follow(jobs: &CronJobs, before: &Job, taken: &str) -> Result
     }
 }
 
-/// What the run made here left in the job record.
+/// What the run made here left in the job record. A run another process holds the job's claim
+/// for (a replica's ticker took it while this one waited for the tick lock) is followed to its
+/// record, for at most [`FOLLOW_FOR`].
 pub(super) async fn after_run(jobs: &CronJobs, before: &Job) -> Result<String, CronCliError> {
-    match look(jobs, before).await? {
-        Seen::Refused(why) => Err(CronCliError::PausedForOwner { name: before.name.clone(), why }),
-        Seen::Pending { .. } => Ok("it did not run here (another process holds the tick lock, or runs it now)".into()),
-        seen => Ok(outcome(&seen)),
+    let deadline = Instant::now() + FOLLOW_FOR;
+    loop {
+        match look(jobs, before).await? {
+            Seen::Refused(why) => return Err(CronCliError::PausedForOwner { name: before.name.clone(), why }),
+            Seen::Pending { started: true } if Instant::now() < deadline => tokio::time::sleep(FOLLOW_POLL).await,
+            Seen::Pending { started: true } => {
+                return Ok(format!("another process runs it; still running after {} s (see `hermes cron list`)", FOLLOW_FOR.as_secs()));
+            }
+            Seen::Pending { started: false } => {
+                return Ok("it did not run here (another process held the tick lock throughout); it stays due for the next tick".into());
+            }
+            seen => return Ok(outcome(&seen)),
+        }
     }
 }
 
