@@ -170,10 +170,14 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let leases = ops::lease::replica_leases(&config, &wiring.store);
     if leases.is_some() {
         board.tenures().share(take_over(&wiring));
+        for adapter in adapters.iter().filter(|adapter| adapter.answers_on_the_request().is_some()) {
+            // Every replica runs it and answers the requests it took: no lease says where.
+            board.tenures().serve_where_accepted(adapter.platform().as_str());
+        }
     }
     let admin_stop = CancellationToken::new();
     let mut listeners = start_admin(&config, &wiring, &admin_stop).await?;
-    let (inbox, router) = open_intake(&wiring, leases.is_some()).await?;
+    let (inbox, router) = open_intake(&wiring, &config, leases.is_some()).await?;
 
     let adapters_stop = CancellationToken::new();
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
@@ -253,13 +257,22 @@ fn build_adapters(
 /// run are denied before the router starts, and its unfinished messages are replayed once it
 /// runs; with a `shared` store both happen per platform as this replica takes it over
 /// ([`take_over`], `intake::follow`).
-async fn open_intake(wiring: &wiring::Wiring, shared: bool) -> Result<(Arc<intake::inbox::Inbox>, JoinHandle<()>), GatewayError> {
+async fn open_intake(
+    wiring: &wiring::Wiring,
+    config: &Config,
+    shared: bool,
+) -> Result<(Arc<intake::inbox::Inbox>, JoinHandle<()>), GatewayError> {
     let store = wiring.store.clone();
     let (router_tx, router_rx) = tokio::sync::mpsc::unbounded_channel();
-    let inbox = if shared {
-        intake::inbox::Inbox::shared(store.clone(), router_tx, wiring.health.tenures().clone())
-    } else {
+    let tenures = wiring.health.tenures();
+    let inbox = if !shared {
         intake::inbox::Inbox::new(store.clone(), router_tx)
+    } else if tenures.served_where_accepted().is_empty() {
+        intake::inbox::Inbox::shared(store.clone(), router_tx, tenures.clone())
+    } else {
+        let (holder, ttl) = (ops::lease::replica_name(config), ops::lease::lease_ttl(config));
+        let claims = intake::accepted_here::AcceptedHere::start(store.clone(), holder, ttl, tenures);
+        intake::inbox::Inbox::shared(store.clone(), router_tx, tenures.clone()).with_accepted_here(claims)
     };
     let inbox = Arc::new(inbox);
     if !shared {
@@ -541,7 +554,10 @@ fn supervise_adapters(
     for adapter in adapters {
         let (inbox, directory, senders) = (contexts.inbox.clone(), contexts.directory.clone(), contexts.senders.clone());
         let mut leases = guards.leases.clone();
-        if adapter.takes_events_on_any_replica()
+        if adapter.answers_on_the_request().is_some() {
+            // Served where its events are accepted (see `run`): no lease.
+            leases = None;
+        } else if adapter.takes_events_on_any_replica()
             && let Some(leases) = leases.take()
         {
             // A listener every replica runs (behind a load balancer): its lease only says where

@@ -50,6 +50,8 @@ mod pacing;
 mod pairing;
 mod peer;
 #[cfg(feature = "postgres")]
+mod replica_api;
+#[cfg(feature = "postgres")]
 mod replica_cron;
 #[cfg(feature = "postgres")]
 mod replica_failover;

@@ -280,7 +280,9 @@ impl ChatPeer for MatrixPeer {
     const PARSES_FORMATTING: bool = false;
     const DIALECT: hermes_adapter::MarkdownDialect = hermes_adapter::MarkdownDialect::Markdown;
     const UNIT: hermes_adapter::LengthUnit = hermes_adapter::LengthUnit::Chars;
-    const STREAM_WAIT: Duration = Duration::from_secs(60);
+    /// Edits are paced at one a second, and Synapse shares two cores with the release build in
+    /// CI: a 10,000-character answer once took longer than 60 s there (31 s alone).
+    const STREAM_WAIT: Duration = Duration::from_secs(120);
 
     async fn start() -> Self {
         let (url, secret) = synapse();

@@ -52,7 +52,7 @@ async fn received(admin: u16) -> u64 {
 /// allowed is one marked as such: a send cut off by the kill, which Telegram cannot be asked about
 /// (the Bot API has no idempotency key and no history), is resent once by the new holder with
 /// the "possible repeat" mark. Returns the answers resent so.
-async fn every_answer_once_or_marked(peer: &TelegramPeer, expected: &[String], logs: &str) -> Vec<String> {
+pub(crate) async fn every_answer_once_or_marked(peer: &TelegramPeer, expected: &[String], logs: &str) -> Vec<String> {
     let copies = || {
         let mut copies: HashMap<String, (usize, usize)> = HashMap::new();
         for (answer, marked, _) in peer.fake.sent().iter().filter_map(|m| read_answer(&m.text)) {

@@ -1,15 +1,18 @@
 //! Replicas sharing a real PostgreSQL, as whole processes against the fake Telegram (which
 //! enforces its limits): one replica holds the connection and runs its turns, the others stand
 //! by for it; a holder killed or frozen mid-traffic is replaced within the lease, and every
-//! message is still answered exactly once. Two platforms spread over two replicas, each served
-//! where its lease is held, and one takes both over when the other dies.
+//! message is still answered exactly once. Two platforms (Telegram and the webhook routes) spread
+//! over two replicas, each served where its lease is held, and one takes both over when the
+//! other dies.
 
 use crate::outages::read_answer;
 use crate::peer::ChatPeer;
 use crate::replica_failover::{TTL_SECS, replica};
-use crate::support::{Gateway, Setup, eventually, scratch_database};
+use crate::replica_ingress::{ROUTE_SECRET, answer, body, deliver};
+use crate::replica_telegram_webhook::every_answer_once_or_marked;
+use crate::support::{Gateway, Setup, eventually, scratch_database, unfenced};
 use crate::telegram::TelegramPeer;
-use hermes_fakes::{FakeLlm, Reply};
+use hermes_fakes::{FakeLlm, Receiver, Reply};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -53,19 +56,28 @@ async fn answers_stored_twice(url: &str) -> Vec<(String, i64)> {
     rows.iter().map(|row| (row.get::<_, Option<String>>(0).unwrap_or_default(), row.get(1))).collect()
 }
 
-/// Whichever of `standbys` answers the API server's `/health` first (it takes the API server over
-/// with the connection: the first replica held both), and how long it took.
-async fn new_holder(standbys: &mut [(Setup, Gateway)], since: Instant) -> (usize, Duration) {
-    let client = reqwest::Client::new();
-    loop {
-        for (i, (setup, _)) in standbys.iter().enumerate() {
-            if client.get(setup.api("/health")).send().await.is_ok_and(|r| r.status().is_success()) {
-                return (i, since.elapsed());
-            }
-        }
-        assert!(since.elapsed() < Duration::from_secs(30), "no standby took over");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// Which replica holds the Telegram connection's lease once it is no longer `old`, and how long
+/// after `since` that was seen.
+async fn new_holder(url: &str, old: &str, since: Instant) -> (String, Duration) {
+    let taken = |leases: &HashMap<String, String>| telegram_holder(leases).is_some_and(|holder| holder != old);
+    let leases = leases_until(url, Duration::from_secs(30), taken).await;
+    let holder = telegram_holder(&leases).filter(|holder| holder != old);
+    (holder.unwrap_or_else(|| panic!("no standby took the connection over: {leases:?}")), since.elapsed())
+}
+
+/// Start `setup` (named `replica-a`) and wait until it holds the Telegram connection: the API
+/// server answering says nothing of it, every replica runs that.
+async fn start_holding(setup: &Setup, url: &str) -> Gateway {
+    let gateway = setup.start().await;
+    let held = |leases: &HashMap<String, String>| telegram_holder(leases).as_deref() == Some("replica-a");
+    let leases = leases_until(url, Duration::from_secs(30), held).await;
+    assert!(held(&leases), "the first replica holds the connection: {leases:?}\n{}", gateway.log_text());
+    gateway
+}
+
+/// The holder of the Telegram connection's lease, among `leases`.
+fn telegram_holder(leases: &HashMap<String, String>) -> Option<String> {
+    leases.iter().find(|(name, _)| name.starts_with("connection:")).map(|(_, holder)| holder.clone())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,8 +87,8 @@ async fn three_replicas_300_messages_the_holder_killed_mid_way_every_message_ans
     let peer = TelegramPeer::start().await;
     let url = scratch_database().await;
     let first = replica(&llm, &peer, &url, "replica-a");
-    let mut holder = first.start().await;
-    let mut standbys: Vec<(Setup, Gateway)> = ["replica-b", "replica-c"]
+    let mut holder = start_holding(&first, &url).await;
+    let standbys: Vec<(Setup, Gateway)> = ["replica-b", "replica-c"]
         .into_iter()
         .map(|name| {
             let setup = replica(&llm, &peer, &url, name);
@@ -98,10 +110,12 @@ async fn three_replicas_300_messages_the_holder_killed_mid_way_every_message_ans
             killed = Some(Instant::now());
         }
     }
-    let (which, took) = new_holder(&mut standbys, killed.expect("killed mid-way")).await;
-    assert!(took < Duration::from_secs(TTL_SECS + 5), "a standby took over within the {TTL_SECS} s lease (and its start): {took:?}");
-    let logs = standbys[which].1.log_text();
-    every_answer_once(&peer, &expected, &logs).await;
+    let (which, took) = new_holder(&url, "replica-a", killed.expect("killed mid-way")).await;
+    assert!(took < Duration::from_secs(TTL_SECS + 5), "a standby took over within the {TTL_SECS} s lease: {took:?}");
+    let logs = standbys.iter().map(|(_, g)| g.log_text()).collect::<Vec<_>>().join("\n----\n");
+    // A send the kill cut off cannot be looked up on Telegram: it may come once more, marked.
+    let resent = every_answer_once_or_marked(&peer, &expected, &format!("new holder {which}:\n{logs}")).await;
+    println!("300 messages, holder killed: taken over by {which} in {took:?}; resent marked: {resent:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -112,9 +126,9 @@ async fn a_holder_frozen_for_twice_the_lease_wakes_up_sends_nothing_and_steps_do
     let peer = TelegramPeer::start().await;
     let url = scratch_database().await;
     let first = replica(&llm, &peer, &url, "replica-a");
-    let mut holder = first.start().await;
+    let mut holder = start_holding(&first, &url).await;
     let second = replica(&llm, &peer, &url, "replica-b");
-    let mut standby = second.spawn();
+    let standby = second.spawn();
 
     let mut expected = Vec::new();
     for user in 1..=10 {
@@ -131,8 +145,8 @@ async fn a_holder_frozen_for_twice_the_lease_wakes_up_sends_nothing_and_steps_do
         peer.dm(user, &format!("during-{user}")).await;
         expected.push(format!("echo: during-{user}"));
     }
-    standby.wait_healthy(&second.api(""), Duration::from_secs(20)).await;
-    let took = frozen.elapsed();
+    let (taken_by, took) = new_holder(&url, "replica-a", frozen).await;
+    assert_eq!(taken_by, "replica-b", "{}", standby.log_text());
     tokio::time::sleep(Duration::from_secs(2 * TTL_SECS).saturating_sub(took)).await;
     let sent_before_waking = peer.fake.sent().len();
     // SAFETY: as above.
@@ -170,22 +184,21 @@ pub(crate) async fn leases_until(url: &str, timeout: Duration, done: impl Fn(&Ha
     }
 }
 
-/// One chat completion through `setup`'s API server: the status, and the answer when 200.
-async fn ask_api(setup: &Setup, text: &str) -> Result<String, String> {
-    let response = reqwest::Client::new()
-        .post(setup.api("/v1/chat/completions"))
-        .bearer_auth(crate::support::API_KEY)
-        .header("X-Hermes-Session-Id", "conv-spread")
-        .json(&serde_json::json!({"model": "hermes-agent", "messages": [{"role": "user", "content": text}]}))
-        .send()
-        .await
-        .map_err(|e| format!("unreachable: {e}"))?;
-    let status = response.status();
-    let body: serde_json::Value = response.json().await.map_err(|e| format!("{status}: {e}"))?;
-    match body["choices"][0]["message"]["content"].as_str() {
-        Some(answer) if status.is_success() => Ok(answer.to_string()),
-        _ => Err(format!("{status}: {body}")),
-    }
+/// A replica serving Telegram (`peer`) and the webhook route `deploy` (answering to `receiver`).
+fn spread_replica(llm: &FakeLlm, peer: &TelegramPeer, receiver: &Receiver, url: &str, name: &str) -> Setup {
+    let mut setup = Setup::new(&llm.base_url());
+    setup.set("DATABASE_URL", url);
+    let telegram = peer.configure(&mut setup);
+    setup.write_config(&format!(
+        "platforms:\n{telegram}  webhook:\n    rate_limit_per_minute: 0\n    routes:\n      deploy:\n        secret: {ROUTE_SECRET}\n        prompt: \"Deploy of {{service.name}} finished: {{status}}\"\n        deliver: {}\nstore:\n  lease_ttl_seconds: {TTL_SECS}\n  replica: {name}\n",
+        receiver.url("/answers")
+    ));
+    setup
+}
+
+/// How many times `text` reached the webhook route's callback.
+fn delivered(receiver: &Receiver, text: &str) -> usize {
+    receiver.received().iter().filter(|r| unfenced(r.body["text"].as_str().unwrap_or_default()) == text).count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,25 +206,29 @@ async fn two_platforms_spread_over_two_replicas_each_served_where_its_lease_is_a
     let llm = FakeLlm::start().await;
     llm.set_default(Reply::Echo);
     let peer = TelegramPeer::start().await;
+    let receiver = Receiver::start().await;
     let url = scratch_database().await;
-    let setups = [replica(&llm, &peer, &url, "replica-a"), replica(&llm, &peer, &url, "replica-b")];
+    let setups = [spread_replica(&llm, &peer, &receiver, &url, "replica-a"), spread_replica(&llm, &peer, &receiver, &url, "replica-b")];
     // Started together, as a deployment starts them: a replica holding a lease waits before it
     // takes another, so the other replica takes it.
     let mut gateways: Vec<Gateway> = setups.iter().map(Setup::spawn).collect();
-    let both_held = |leases: &HashMap<String, String>| leases.len() == 2;
+    let both_held = |leases: &HashMap<String, String>| leases.contains_key("platform:webhook") && telegram_holder(leases).is_some();
     let leases = leases_until(&url, Duration::from_secs(30), both_held).await;
     let logs = |gateways: &[Gateway]| gateways.iter().map(Gateway::log_text).collect::<Vec<_>>().join("\n----\n");
     assert!(both_held(&leases), "both platforms leased: {leases:?}\n{}", logs(&gateways));
-    let api_holder = leases.get("platform:api_server").cloned().unwrap_or_default();
-    let telegram_holder = leases.iter().find(|(name, _)| name.starts_with("connection:")).map(|(_, h)| h.clone()).unwrap_or_default();
-    assert_ne!(api_holder, telegram_holder, "the two platforms spread over the two replicas: {leases:?}");
-    let api = usize::from(api_holder == "replica-b");
-    let other = 1 - api;
+    let webhook_holder = leases.get("platform:webhook").cloned().unwrap_or_default();
+    let telegram = telegram_holder(&leases).unwrap_or_default();
+    assert_ne!(webhook_holder, telegram, "the two platforms spread over the two replicas: {leases:?}");
+    let webhook = usize::from(webhook_holder == "replica-b");
+    let other = 1 - webhook;
 
-    // Each platform is served where its lease is: the API server answers on its holder only...
-    gateways[api].wait_healthy(&setups[api].api(""), Duration::from_secs(20)).await;
-    assert_eq!(ask_api(&setups[api], "hello over the API").await, Ok("echo: hello over the API".to_string()));
-    assert!(ask_api(&setups[other], "anyone?").await.is_err_and(|e| e.starts_with("unreachable")), "one API server at a time");
+    // A delivery to the replica not serving the webhook routes is run by the one that does...
+    let client = reqwest::Client::new();
+    let up = eventually(Duration::from_secs(30), || std::net::TcpStream::connect(("127.0.0.1", setups[other].webhook_port)).is_ok()).await;
+    assert!(up, "{}", logs(&gateways));
+    let (status, json) = deliver(&client, &setups[other].webhook(""), &body(1)).await;
+    assert_eq!(status, 202, "{json}");
+    assert!(eventually(Duration::from_secs(30), || delivered(&receiver, &answer(1)) == 1).await, "{}", logs(&gateways));
     // ...and Telegram's turns run on its holder, each answered once.
     let mut expected = Vec::new();
     for user in 1..=5 {
@@ -220,21 +237,22 @@ async fn two_platforms_spread_over_two_replicas_each_served_where_its_lease_is_a
     }
     every_answer_once(&peer, &expected, &logs(&gateways)).await;
 
-    // The API server's holder dies: the survivor takes it over within the lease and serves both.
-    assert!(!gateways[api].signal(libc::SIGKILL).await.success());
+    // The webhook routes' holder dies: the survivor takes them over within the lease and serves both.
+    assert!(!gateways[webhook].signal(libc::SIGKILL).await.success());
     let killed = Instant::now();
-    gateways[other].wait_healthy(&setups[other].api(""), Duration::from_secs(20)).await;
-    let took = killed.elapsed();
-    assert!(took < Duration::from_secs(TTL_SECS + 5), "taken over within the {TTL_SECS} s lease: {took:?}");
     let survivor = if other == 0 { "replica-a" } else { "replica-b" };
-    let leases = leases_until(&url, Duration::from_secs(10), |l| l.values().all(|h| h == survivor) && l.len() == 2).await;
-    assert!(leases.values().all(|h| h == survivor), "{leases:?}");
-    let history = ask_api(&setups[other], "still there?").await;
-    assert_eq!(history, Ok("echo: still there?".to_string()));
+    let leases = leases_until(&url, Duration::from_secs(30), |l| l.len() == 2 && l.values().all(|h| h == survivor)).await;
+    let took = killed.elapsed();
+    assert!(leases.len() == 2 && leases.values().all(|h| h == survivor), "{leases:?}");
+    assert!(took < Duration::from_secs(TTL_SECS + 5), "taken over within the {TTL_SECS} s lease: {took:?}");
+    let (status, json) = deliver(&client, &setups[other].webhook(""), &body(2)).await;
+    assert_eq!(status, 202, "{json}");
+    assert!(eventually(Duration::from_secs(30), || delivered(&receiver, &answer(2)) == 1).await, "{}", gateways[other].log_text());
     for user in 1..=5 {
         peer.dm(user, &format!("after-{user}")).await;
         expected.push(format!("echo: after-{user}"));
     }
     every_answer_once(&peer, &expected, &gateways[other].log_text()).await;
-    println!("spread: api_server on {api_holder}, telegram on {telegram_holder}; taken over in {took:?}");
+    assert_eq!((delivered(&receiver, &answer(1)), delivered(&receiver, &answer(2))), (1, 1), "each delivery answered once");
+    println!("spread: webhook on {webhook_holder}, telegram on {telegram}; taken over in {took:?}");
 }

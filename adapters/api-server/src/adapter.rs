@@ -105,6 +105,17 @@ impl PlatformAdapter for ApiServerAdapter {
         Ok(SendReceipt::default())
     }
 
+    /// Every replica behind a load balancer takes requests, and answers those it took, for as
+    /// long as a request waits.
+    fn answers_on_the_request(&self) -> Option<std::time::Duration> {
+        Some(self.settings.request_timeout)
+    }
+
+    /// A part goes out where its request waits: another replica's request is its own to answer.
+    fn delivers_here(&self, message: &OutboundMessage) -> bool {
+        message.reply_to.as_deref().is_some_and(|request_id| self.pending.is_waiting(request_id))
+    }
+
     async fn stream(&self, _target: &ChatTarget, reply_to: Option<&str>, event: &StreamEvent) -> Result<(), SendError> {
         let request_id = reply_to.ok_or_else(|| SendError::Gone("the API server only streams to requests; reply_to is empty".into()))?;
         self.pending.stream(request_id, event)

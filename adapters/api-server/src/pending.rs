@@ -218,6 +218,11 @@ impl PendingReplies {
         delivered.map_err(|()| gone(request_id))
     }
 
+    /// Whether a client waits here for the answer to `request_id`.
+    pub(crate) fn is_waiting(&self, request_id: &str) -> bool {
+        self.lock().contains_key(request_id)
+    }
+
     fn forget(&self, request_id: &str) {
         self.lock().remove(request_id);
     }
@@ -397,6 +402,22 @@ mod tests {
         let mut no_reply_to = message("r", "x", true);
         no_reply_to.reply_to = None;
         assert!(matches!(replies.send(&no_reply_to), Err(SendError::Gone(_))));
+    }
+
+    /// A replica behind a load balancer delivers only the answers of requests waiting on it:
+    /// another replica's request, or one whose client left or got its answer, is not here.
+    #[test]
+    fn a_request_waits_here_from_its_registration_to_its_final_part() {
+        let replies = PendingReplies::default();
+        assert!(!replies.is_waiting("r"), "another replica's request");
+        let reply = replies.register("r".into(), ReplyMode::Whole);
+        assert!(replies.is_waiting("r"));
+        replies.send(&message("r", "answer", true)).unwrap();
+        assert!(!replies.is_waiting("r"), "answered");
+        drop(reply);
+        let left = replies.register("s".into(), ReplyMode::Stream);
+        drop(left);
+        assert!(!replies.is_waiting("s"), "the client left");
     }
 
     #[test]

@@ -141,9 +141,29 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     /// is stored (never waits for the turn on the same request), and holds no connection only
     /// one process may (no [`credential`](Self::credential)). Such a replica stores what it
     /// accepts and the leading replica runs the turns. A signed webhook listener qualifies; the
-    /// API server, which answers on the request, does not. `false` unless an adapter says so.
+    /// API server, which answers on the request, does not (see
+    /// [`answers_on_the_request`](Self::answers_on_the_request)). `false` unless an adapter says
+    /// so.
     fn takes_events_on_any_replica(&self) -> bool {
         false
+    }
+
+    /// For an adapter whose answers go back on the request that brought the event, held open by
+    /// the process that accepted it (the API server): how long a request waits for its answer,
+    /// after which no part is worth delivering. With a store shared by replicas, every replica
+    /// runs such an adapter behind a load balancer; an event's turn runs in the replica that
+    /// accepted it, and its parts are delivered only where their request waits
+    /// ([`delivers_here`](Self::delivers_here)). Such an adapter holds no connection only one
+    /// process may (no [`credential`](Self::credential)). `None` unless an adapter says so.
+    fn answers_on_the_request(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Whether this process can deliver `message`: for an adapter that
+    /// [answers on the request](Self::answers_on_the_request), whether the request it answers
+    /// waits here. `true` unless an adapter says otherwise.
+    fn delivers_here(&self, _message: &OutboundMessage) -> bool {
+        true
     }
 
     /// Who this adapter is on its platform, asked of the platform with the configured

@@ -274,6 +274,12 @@ impl Courier {
                 self.board().lanes.remove(&lane);
                 return;
             }
+            if self.waits_elsewhere(&head) {
+                // Its request is held open by another replica, whose courier delivers it.
+                self.lane_blocked(&lane, "its request waits on another replica");
+                self.board().lanes.remove(&lane);
+                return;
+            }
             if let Some(wait) = self.step(&lane, head).await {
                 if wait >= QUEUED_AFTER {
                     self.lane_blocked(&lane, "waiting");
@@ -461,6 +467,19 @@ impl Courier {
             prefix.push_str("\n\n");
         }
         prefix
+    }
+
+    /// Whether `head` answers a request another replica holds open (a platform that answers on
+    /// the request, with a store shared by replicas): that replica's courier delivers it. Once
+    /// past its deadline (the request stopped waiting, or died with its replica) it is given up
+    /// wherever it is found, like any part.
+    fn waits_elsewhere(&self, head: &LaneHead) -> bool {
+        let shared = self.health.as_ref().is_some_and(|health| health.tenures().is_shared());
+        let Some(adapter) = self.adapters.get(&head.platform).filter(|a| shared && a.answers_on_the_request().is_some()) else {
+            return false;
+        };
+        now_ms() < head.deadline
+            && serde_json::from_str::<OutboundMessage>(&head.message).is_ok_and(|message| !adapter.delivers_here(&message))
     }
 
     /// Whether this replica serves `platform` (with a shared store, holds its lease), waiting

@@ -20,6 +20,8 @@ struct Scripted {
     /// What the platform holds: (chat, text), in arrival order.
     arrived: Mutex<Vec<(String, String)>>,
     lookup: Mutex<Lookup>,
+    /// Set for a platform that answers on the request: the requests waiting here.
+    waiting: Mutex<Option<std::collections::HashSet<String>>>,
 }
 
 impl Scripted {
@@ -30,6 +32,7 @@ impl Scripted {
             script: Mutex::default(),
             arrived: Mutex::default(),
             lookup: Mutex::new(Lookup::CannotTell),
+            waiting: Mutex::new(None),
         })
     }
 
@@ -64,6 +67,13 @@ impl PlatformAdapter for Scripted {
     }
     async fn find_sent(&self, _msg: &OutboundMessage, _since: Duration) -> Result<Lookup, SendError> {
         Ok(self.lookup.lock().unwrap().clone())
+    }
+    fn answers_on_the_request(&self) -> Option<Duration> {
+        self.waiting.lock().unwrap().as_ref().map(|_| Duration::from_secs(300))
+    }
+    fn delivers_here(&self, message: &OutboundMessage) -> bool {
+        let waiting = self.waiting.lock().unwrap();
+        waiting.as_ref().is_none_or(|waiting| message.reply_to.as_ref().is_some_and(|r| waiting.contains(r)))
     }
 }
 
@@ -342,4 +352,49 @@ async fn a_part_another_replica_queues_is_sent_by_the_replica_serving_its_platfo
     let untouched = here.outbox_get("other:0").await.unwrap().unwrap();
     assert_eq!((untouched.state.as_str(), untouched.attempts), ("pending", 0), "neither sent nor given up here");
     sweeper.abort();
+}
+
+/// With replicas, a platform that answers on the request (the API server) has each request's
+/// parts delivered by the replica its client waits on: a part of another replica's request is
+/// left untouched for that replica, without holding up a request waiting here in the same
+/// conversation; once its request stopped waiting (past its deadline) it is given up here.
+#[tokio::test]
+async fn a_part_whose_request_waits_on_another_replica_is_left_to_it_and_holds_up_no_other_request() {
+    use crate::gateway::delivery::outbound::queue_rows;
+    use crate::gateway::ops::health::HealthBoard;
+    let dir = tempfile::tempdir().unwrap();
+    let store: Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+    let chat = Scripted::new();
+    *chat.waiting.lock().unwrap() = Some(["here".to_string()].into());
+    let adapters: HashMap<String, Arc<dyn PlatformAdapter>> =
+        HashMap::from([("chat".to_string(), chat.clone() as Arc<dyn PlatformAdapter>)]);
+    let board = Arc::new(HealthBoard::new());
+    board.tenures().share(Box::new(|_| Box::pin(async {})));
+    board.tenures().serve_where_accepted("chat");
+    let courier = Arc::new(Courier::new(adapters, store.clone(), Some(board), RetryPolicy::default()));
+    let target = ChatTarget { platform: Platform::new("chat"), chat_id: "conversation".into(), thread_id: None };
+    let answer = |request: &str| {
+        let mut message =
+            serde_json::from_str::<OutboundMessage>(&row("conversation", request, &format!("answer to {request}"), true).message).unwrap();
+        message.reply_to = Some(request.to_string());
+        message.idempotency_key = format!("{request}:0");
+        message
+    };
+    let elsewhere = queue_rows(&target, vec![answer("elsewhere")], Duration::from_secs(60), false, true);
+    let here = queue_rows(&target, vec![answer("here")], Duration::from_secs(60), false, true);
+    assert_ne!(elsewhere[0].lane, here[0].lane, "each request is a lane of its own");
+    let queued = courier.dispatch(elsewhere, Duration::from_millis(300)).await;
+    assert!(matches!(queued[0], Outcome::Queued), "{queued:?}");
+    let delivered = courier.dispatch(here, Duration::from_secs(5)).await;
+    assert!(matches!(delivered[0], Outcome::Delivered { .. }), "the request waiting here is answered: {delivered:?}");
+    assert_eq!(chat.arrived("conversation"), ["answer to here"]);
+    let left = store.outbox_get("elsewhere:0").await.unwrap().unwrap();
+    assert_eq!((left.state.as_str(), left.attempts), ("pending", 0), "left untouched for the replica its client waits on");
+
+    // Its request stopped waiting long ago (its replica died): given up where found.
+    let mut stale = queue_rows(&target, vec![answer("gone")], Duration::from_secs(60), false, true);
+    stale[0].deadline_ms = now_ms() - 1;
+    let given_up = courier.dispatch(stale, Duration::from_secs(5)).await;
+    assert!(matches!(given_up[0], Outcome::GivenUp { .. }), "{given_up:?}");
+    assert_eq!(chat.arrived("conversation"), ["answer to here"], "nothing sent for it");
 }

@@ -69,8 +69,13 @@ impl Deliverer {
         let caps = adapter.capabilities();
         let reply = outbound::with_attachments(&self.files, reply, caps.supports_files);
         let messages = plan(&reply, caps, key);
-        let window = terms.expiry.unwrap_or(self.courier.policy().window);
-        let rows = outbound::queue_rows(&reply.target, messages, window, terms.expiry.is_none());
+        let mut window = terms.expiry.unwrap_or(self.courier.policy().window);
+        let request_waits = adapter.answers_on_the_request();
+        if let Some(waits) = request_waits {
+            // Nobody receives an answer after its request stopped waiting.
+            window = window.min(waits);
+        }
+        let rows = outbound::queue_rows(&reply.target, messages, window, terms.expiry.is_none(), request_waits.is_some());
         outbound::summarize(&self.courier.dispatch(rows, terms.patience).await)
     }
 

@@ -57,21 +57,29 @@ impl Terms {
 }
 
 /// The outbox rows of one delivery's parts, in order; the first says how late it is, if late.
+/// `per_request`: the platform answers on the request, and each request's parts are a lane of
+/// their own, so a part whose request waits on another replica, or died with it, never holds up
+/// another request's.
 pub(super) fn queue_rows(
     target: &ChatTarget,
     messages: Vec<OutboundMessage>,
     window: Duration,
     notify_on_death: bool,
+    per_request: bool,
 ) -> Vec<NewOutboxRow> {
     let deadline_ms = chrono::Utc::now().timestamp_millis().saturating_add(window.as_millis().min(i64::MAX as u128) as i64);
     let target_json = serde_json::to_string(target).unwrap_or_default();
-    let lane = crate::gateway::delivery::courier::lane_of(target.platform.as_str(), &target.chat_id);
+    let chat_lane = crate::gateway::delivery::courier::lane_of(target.platform.as_str(), &target.chat_id);
+    let lane_of = |message: &OutboundMessage| match (&message.reply_to, per_request) {
+        (Some(request), true) => format!("{chat_lane}\u{1f}{request}"),
+        _ => chat_lane.clone(),
+    };
     messages
         .into_iter()
         .enumerate()
         .map(|(i, message)| NewOutboxRow {
             key: message.idempotency_key.clone(),
-            lane: lane.clone(),
+            lane: lane_of(&message),
             platform: target.platform.to_string(),
             target: target_json.clone(),
             // What an operator is shown: the text, or the file's path.

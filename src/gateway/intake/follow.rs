@@ -69,7 +69,7 @@ async fn route_new(inbox: &Inbox) {
 fn news_in(inbox: &Inbox, heard: &Heard) -> bool {
     heard.maybe_missed
         || heard.accepted().any(|accepted| match accepted {
-            Some((platform, event_id)) => inbox.serves(platform) && !inbox.has_routed(event_id),
+            Some((platform, event_id)) => inbox.follows(platform) && !inbox.has_routed(event_id),
             None => true,
         })
 }

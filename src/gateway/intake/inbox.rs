@@ -8,8 +8,11 @@
 //! unfinished ([`Inbox::route_unfinished`], run by `intake::follow`). Every event goes to the
 //! router through one gate that remembers the ids it let through until their rows are finished,
 //! so an event is routed once however many ways it arrives (accepted here, heard from another
-//! replica, found by a poll).
+//! replica, found by a poll). A platform served where its events are accepted (the API server,
+//! which answers on the request) is routed by the replica that accepted the event, and only
+//! there: no other replica reads its rows, so its ids need no remembering.
 
+use super::accepted_here::AcceptedHere;
 use crate::gateway::ops::lease::tenures::Tenures;
 use crate::store;
 use async_trait::async_trait;
@@ -32,13 +35,15 @@ pub(crate) struct Inbox {
     routed: Mutex<HashMap<String, String>>,
     /// With a shared store, the platforms this replica serves; `None` alone.
     serving: Option<Arc<Tenures>>,
+    /// With a shared store and a platform served where accepted, the events claimed here.
+    accepted_here: Option<Arc<AcceptedHere>>,
     accepting: AtomicBool,
 }
 
 impl Inbox {
     /// The inbox of a gateway alone on its store.
     pub(crate) fn new(rows: Arc<dyn store::Inbox>, router: mpsc::UnboundedSender<InboundEvent>) -> Self {
-        Self { rows, router, routed: Mutex::new(HashMap::new()), serving: None, accepting: AtomicBool::new(true) }
+        Self { rows, router, routed: Mutex::new(HashMap::new()), serving: None, accepted_here: None, accepting: AtomicBool::new(true) }
     }
 
     /// The inbox of a replica: it routes the events of the platforms it serves, its own and those
@@ -47,9 +52,26 @@ impl Inbox {
         Self { serving: Some(serving), ..Self::new(rows, router) }
     }
 
-    /// Whether this replica routes `platform`'s events.
+    /// The events of the platforms served where accepted are claimed for this replica through
+    /// `accepted_here` when stored, and what a dead replica left of them is adopted.
+    pub(crate) fn with_accepted_here(self, accepted_here: Arc<AcceptedHere>) -> Self {
+        Self { accepted_here: Some(accepted_here), ..self }
+    }
+
+    /// The claims of events served where accepted, when `platform` is such a platform here.
+    fn claims_for(&self, platform: &str) -> Option<&AcceptedHere> {
+        let where_accepted = self.serving.as_ref().is_some_and(|tenures| tenures.serves_where_accepted(platform));
+        self.accepted_here.as_deref().filter(|_| where_accepted)
+    }
+
+    /// Whether this replica routes the `platform` events it accepts.
     pub(crate) fn serves(&self, platform: &str) -> bool {
         self.serving.as_ref().is_none_or(|tenures| tenures.serves(platform))
+    }
+
+    /// Whether this replica routes `platform`'s events wherever they were accepted.
+    pub(crate) fn follows(&self, platform: &str) -> bool {
+        self.serving.as_ref().is_none_or(|tenures| tenures.follows(platform))
     }
 
     fn routed(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
@@ -73,7 +95,11 @@ impl Inbox {
             // Another replica's to route: the store rings there.
             return false;
         }
-        if self.serving.is_some() && self.routed().insert(event.event_id.clone(), event.source.platform.as_str().to_string()).is_some() {
+        // Remembered only where the follower may find the row too: an event served where it
+        // was accepted reaches the router from here alone.
+        let platform = event.source.platform.as_str();
+        if self.serving.is_some() && self.follows(platform) && self.routed().insert(event.event_id.clone(), platform.to_string()).is_some()
+        {
             return false;
         }
         if self.router.send(event).is_err() {
@@ -106,18 +132,26 @@ impl Inbox {
         // served, and a replica serving few platforms of a busy cluster reads few rows. `None`:
         // alone on the store, every row.
         let read: Option<Vec<String>> = self.serving.as_ref().map(|tenures| tenures.platforms());
-        let rows = match &read {
+        let mut rows = match &read {
             Some(platforms) => self.rows.inbox_unfinished_of(platforms).await?,
             None => self.rows.inbox_unfinished().await?,
         };
+        // Events answered where accepted: what a dead replica left, once its claims ran out.
+        let adopted = match (&self.accepted_here, &self.serving) {
+            (Some(here), Some(tenures)) => here.settle(self.rows.as_ref(), &tenures.served_where_accepted()).await?,
+            _ => Vec::new(),
+        };
+        let adopted_ids: HashSet<String> = adopted.iter().map(|row| row.event_id.clone()).collect();
         let unfinished: HashSet<&str> = rows.iter().map(|row| row.event_id.as_str()).collect();
         // An id is forgotten only when its platform's rows were read and its row was not among
         // the unfinished: a platform not read now (its tenure late to be renewed, or given back)
         // may still be running its turns here.
         let was_read = |platform: &str| read.as_ref().is_none_or(|platforms| platforms.iter().any(|p| p == platform));
         self.routed().retain(|id, platform| !known_before.contains(id) || !was_read(platform) || unfinished.contains(id.as_str()));
+        rows.extend(adopted);
         let mut replayed = 0;
-        for row in rows.iter().filter(|row| !known_before.contains(&row.event_id) && self.serves(&row.platform)) {
+        let ours = |row: &store::InboxRow| adopted_ids.contains(&row.event_id) || self.follows(&row.platform);
+        for row in rows.iter().filter(|row| !known_before.contains(&row.event_id) && ours(row)) {
             if self.has_routed(&row.event_id) {
                 // Accepted here while the rows were read: already on its way.
                 continue;
@@ -153,11 +187,18 @@ impl InboundSink for Inbox {
             return Err(AcceptError::ShuttingDown);
         }
         let payload = serde_json::to_string(&event).map_err(|e| AcceptError::Storage(e.to_string()))?;
-        let inserted = self
-            .rows
-            .inbox_accept(&event.event_id, event.source.platform.as_str(), &payload)
-            .await
-            .map_err(|e| AcceptError::Storage(e.to_string()))?;
+        let claims = self.claims_for(event.source.platform.as_str());
+        if let Some(claims) = claims
+            && !claims.claim(&event.event_id).await.map_err(|e| AcceptError::Storage(e.to_string()))?
+        {
+            tracing::debug!(event_id = %event.event_id, "the same event is being accepted elsewhere; duplicate");
+            return Ok(AcceptOutcome::Duplicate);
+        }
+        let inserted = self.rows.inbox_accept(&event.event_id, event.source.platform.as_str(), &payload).await;
+        if let Some(claims) = claims {
+            claims.stored(&event.event_id, matches!(inserted, Ok(true))).await;
+        }
+        let inserted = inserted.map_err(|e| AcceptError::Storage(e.to_string()))?;
         if !inserted {
             tracing::debug!(event_id = %event.event_id, "duplicate delivery ignored");
             return Ok(AcceptOutcome::Duplicate);
@@ -170,6 +211,14 @@ impl InboundSink for Inbox {
     async fn accept_all(&self, events: Vec<InboundEvent>) -> Result<Vec<AcceptOutcome>, AcceptError> {
         if !self.accepting.load(Ordering::Acquire) {
             return Err(AcceptError::ShuttingDown);
+        }
+        if events.iter().any(|event| self.claims_for(event.source.platform.as_str()).is_some()) {
+            // Claimed one by one before each is stored.
+            let mut outcomes = Vec::with_capacity(events.len());
+            for event in events {
+                outcomes.push(self.accept(event).await?);
+            }
+            return Ok(outcomes);
         }
         let rows = events
             .iter()

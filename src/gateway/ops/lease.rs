@@ -2,8 +2,9 @@
 //! may hold (Telegram long polling, Discord's gateway, Slack Socket Mode, Matrix sync, IMAP IDLE:
 //! every adapter with a credential) runs only in the replica holding its lease
 //! (`store::Leases`). The others stand by and take it over when it expires. A platform without
-//! one (a listener: the webhook routes, the API server) has a lease too, `platform:<name>`, which
-//! says where its turns run. The platforms a replica holds are its [`tenures`]: their events are
+//! one (a listener: the webhook routes) has a lease too, `platform:<name>`, which says where its
+//! turns run; one that answers on the request (the API server) has none, and runs its turns where
+//! each request landed, under [`session_claims`]. The platforms a replica holds are its [`tenures`]: their events are
 //! routed, their turns run and their messages sent there, so the work spreads over the replicas.
 //!
 //! The holder renews every third of the TTL. A rejected renewal (another replica has it now) ends
@@ -17,6 +18,7 @@
 
 mod cursors;
 pub(crate) mod fenced_writes;
+pub(crate) mod session_claims;
 pub(crate) mod tenures;
 
 use crate::gateway::ops::health::{ClusterHealth, HealthBoard, LeaseHealth};
@@ -91,6 +93,11 @@ impl TenureClock {
     /// When the last renewal (or the acquisition) that succeeded was asked for.
     fn last_renewed(&self) -> Instant {
         self.renewed.lock().map(|at| *at).unwrap_or_else(|poisoned| *poisoned.into_inner())
+    }
+
+    /// How long ago the last renewal that succeeded was asked for.
+    pub(crate) fn since_renewed(&self) -> Duration {
+        self.last_renewed().elapsed()
     }
 
     /// Whether the tenure is over: lost, or given back.
@@ -325,10 +332,28 @@ pub(crate) fn replica_leases(config: &crate::config::Config, store: &crate::stor
     if !config.store.shared_by_replicas() {
         return None;
     }
-    let ttl = Duration::from_secs(config.store.lease_ttl_seconds.unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS));
+    let ttl = lease_ttl(config);
     let replica = replica_name(config);
     tracing::info!(replica = %replica, ttl_secs = ttl.as_secs(), "platforms are leased through the shared store");
     Some(ConnectionLeases::new(store.clone(), replica, ttl))
+}
+
+/// The leases' time to live (`store.lease_ttl_seconds`).
+pub(crate) fn lease_ttl(config: &crate::config::Config) -> Duration {
+    Duration::from_secs(config.store.lease_ttl_seconds.unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS))
+}
+
+/// With a store shared by replicas, what this replica's turns take session claims with, for the
+/// platforms served where their events are accepted (`tenures`).
+pub(crate) fn replica_session_claims(
+    config: &crate::config::Config,
+    store: &crate::store::Store,
+    tenures: &Arc<tenures::Tenures>,
+) -> Option<Arc<session_claims::SessionClaims>> {
+    config
+        .store
+        .shared_by_replicas()
+        .then(|| session_claims::SessionClaims::new(store.clone(), replica_name(config), lease_ttl(config), tenures.clone()))
 }
 
 /// Hold `adapter`'s lease ([`ConnectionLeases::lease_of`]) for as long as the gateway runs

@@ -12,6 +12,7 @@ use crate::gateway::commands::{self, CommandContext, CommandHandles, CommandOutc
 use crate::gateway::delivery::deliverer::Deliverer;
 use crate::gateway::delivery::reply::Finish;
 use crate::gateway::delivery::reply::{Reply, ReplyKey};
+use crate::gateway::ops::lease::session_claims::SessionClaims;
 use crate::gateway::session::decide::{Action, Behaviour, Busy, Full, Input, SessionView, decide};
 use crate::gateway::turn::approvals::board::ApprovalBoard;
 use crate::gateway::turn::approvals::texts;
@@ -37,6 +38,9 @@ pub(crate) struct ActorHandles {
     /// Commands waiting for approval: a message meanwhile is queued, not an answer.
     pub approvals: Arc<ApprovalBoard>,
     pub behaviour: Behaviour,
+    /// With a store shared by replicas, the claims a turn of a platform served where accepted
+    /// runs under (one session's turns run one at a time across replicas).
+    pub session_claims: Option<Arc<SessionClaims>>,
 }
 
 /// An actor reporting that it is idle; `processed` lets the router check nothing is in flight.
@@ -353,15 +357,26 @@ impl SessionActor {
         let inbox = self.handles.inbox.clone();
         let key = self.session_key.clone();
         let done = done.clone();
+        let claims = self.handles.session_claims.clone();
         tokio::spawn(async move {
             let event_id = event.event_id.clone();
             let target = event.answer_target();
             let deliverer = turns.deliverer.clone();
+            // Another replica may run a turn of this session: this one waits for it. Stopped
+            // meanwhile, the turn does not run; its event stays unfinished.
+            let platform = event.source.platform.as_str();
+            let Ok(claim) = SessionClaims::hold_for(claims.as_ref(), platform, &key, &turns.limits.abort).await else {
+                let _ = done.send(event_id);
+                return;
+            };
             let turn = tokio::spawn(turn::run(turns, key, event, interrupt, started, steering, turn::TurnMode::default()));
             if let Err(crash) = turn.await
                 && crash.is_panic()
             {
                 crashed_turn(inbox.as_ref(), &deliverer, &event_id, &target, crash.into_panic()).await;
+            }
+            if let Some(claim) = claim {
+                claim.release().await;
             }
             // The actor may be gone during shutdown; nothing to tell then.
             let _ = done.send(event_id);

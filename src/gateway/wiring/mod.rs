@@ -132,7 +132,8 @@ impl Wiring {
         };
         health.watch_mcp(mcp.clone());
         let behaviour = Behaviour::from_config(&config);
-        let actors = Arc::new(ActorHandles { turns, inbox, commands, clarify, approvals: approvals.board, behaviour });
+        let session_claims = crate::gateway::ops::lease::replica_session_claims(&config, &store, health.tenures());
+        let actors = Arc::new(ActorHandles { turns, inbox, commands, clarify, approvals: approvals.board, behaviour, session_claims });
         let key_policy = KeyPolicy {
             group_sessions_per_user: config.gateway.group_sessions_per_user,
             thread_sessions_per_user: config.gateway.thread_sessions_per_user,

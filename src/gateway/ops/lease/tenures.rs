@@ -13,10 +13,18 @@
 //! turn write is refused from then on, and [`Tenures::lost`] tells the gateway to stop at once
 //! and come back as a new replica: its turns of that platform are the new holder's to replay.
 //! Alone on its store, a gateway serves every platform and holds no tenure.
+//!
+//! A platform whose answers go back on the request that brought them (the API server) is served
+//! by every replica, each for the events it accepted ([`Tenures::serve_where_accepted`]): no
+//! lease says where, and no replica routes another's rows while the replica that accepted them
+//! lives (`intake::accepted_here`). One session's turns still run one at a time, each under a
+//! claim on the session (`super::session_claims`). Those claims' clocks are held here beside the
+//! tenures' ([`Tenures::hold_claim`]): a claim lost fences the turns' writes, and stops the
+//! gateway, as a lost tenure does.
 
 use super::TenureClock;
 use futures::future::BoxFuture;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -33,6 +41,11 @@ const LAPSE_LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(2
 pub(crate) struct Tenures {
     shared: AtomicBool,
     held: Mutex<HashMap<String, Arc<TenureClock>>>,
+    /// Platforms served wherever their events are accepted, without a lease.
+    where_accepted: Mutex<HashSet<String>>,
+    /// The claims this replica holds (a running turn's session, the events accepted here), by
+    /// claim name.
+    claims: Mutex<HashMap<String, Arc<TenureClock>>>,
     /// Cancelled when a tenure ends without being given back.
     lost: CancellationToken,
     /// Bumped at each tenure taken: the inbox follower routes what waits for it.
@@ -51,6 +64,8 @@ impl Default for Tenures {
         Tenures {
             shared: AtomicBool::new(false),
             held: Mutex::new(HashMap::new()),
+            where_accepted: Mutex::new(HashSet::new()),
+            claims: Mutex::new(HashMap::new()),
             lost: CancellationToken::new(),
             taken: watch::Sender::new(0),
             on_taken: Mutex::new(None),
@@ -75,6 +90,57 @@ impl Tenures {
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TenureClock>>> {
         // Only inserted into and removed from: a panic elsewhere cannot leave it half made.
         self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn where_accepted(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        // Only inserted into: a panic elsewhere cannot leave it half made.
+        self.where_accepted.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn claims(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TenureClock>>> {
+        // Only inserted into and removed from: a panic elsewhere cannot leave it half made.
+        self.claims.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `platform`'s events are served by the replica that accepted them, on every replica, with
+    /// no lease: its answers go back on the request that brought the event, held open here.
+    pub(crate) fn serve_where_accepted(&self, platform: &str) {
+        self.where_accepted().insert(platform.to_string());
+    }
+
+    /// Whether `platform` is served where its events are accepted (no lease, no follower).
+    pub(crate) fn serves_where_accepted(&self, platform: &str) -> bool {
+        self.is_shared() && self.where_accepted().contains(platform)
+    }
+
+    /// The platforms served where their events are accepted, sorted (none alone on a store).
+    pub(crate) fn served_where_accepted(&self) -> Vec<String> {
+        if !self.is_shared() {
+            return Vec::new();
+        }
+        let mut platforms: Vec<String> = self.where_accepted().iter().cloned().collect();
+        platforms.sort();
+        platforms
+    }
+
+    /// This replica holds the claim `name` under `clock`: until [`Self::end_claim`], turn writes
+    /// need it valid, and its loss stops the gateway as a lost tenure does (another replica may
+    /// run what it claimed now).
+    pub(crate) fn hold_claim(self: &Arc<Self>, name: &str, clock: Arc<TenureClock>) {
+        self.claims().insert(name.to_string(), clock.clone());
+        let (tenures, name) = (self.clone(), name.to_string());
+        tokio::spawn(async move {
+            clock.over().await;
+            let still_held = tenures.claims().get(&name).is_some_and(|held| Arc::ptr_eq(held, &clock));
+            if still_held {
+                tenures.lose(&name);
+            }
+        });
+    }
+
+    /// The claim `name` is given back.
+    pub(crate) fn end_claim(&self, name: &str) {
+        self.claims().remove(name);
     }
 
     /// This replica holds `platform` under `clock` now: what it left to do is done first (see
@@ -103,20 +169,29 @@ impl Tenures {
         self.held().remove(platform);
     }
 
-    /// `platform`'s tenure ended without being given back: another replica may hold it.
-    pub(crate) fn lose(&self, platform: &str) {
-        tracing::error!(platform, "this replica lost its lease on the platform");
+    /// `name`'s tenure (a platform's, or a claim's) ended without being given back: another
+    /// replica may hold it.
+    pub(crate) fn lose(&self, name: &str) {
+        tracing::error!(lease = name, "this replica lost a lease or claim it held");
         self.lost.cancel();
     }
 
-    /// Whether this replica routes, runs and sends for `platform` now.
+    /// Whether this replica routes, runs and sends for `platform` now (for a platform served
+    /// where accepted: the events it accepted).
     pub(crate) fn serves(&self, platform: &str) -> bool {
+        self.follows(platform) || self.where_accepted().contains(platform)
+    }
+
+    /// Whether this replica routes every event of `platform`, wherever it was accepted: alone on
+    /// its store, or holding the platform's tenure.
+    pub(crate) fn follows(&self, platform: &str) -> bool {
         !self.is_shared() || self.held().get(platform).is_some_and(|clock| clock.valid())
     }
 
-    /// Whether every tenure this replica holds is still valid: a turn may write.
+    /// Whether every tenure and claim this replica holds is still valid: a turn may
+    /// write.
     fn intact(&self) -> bool {
-        !self.lost.is_cancelled() && self.held().values().all(|clock| clock.valid())
+        !self.lost.is_cancelled() && self.held().values().all(|clock| clock.valid()) && self.claims().values().all(|clock| clock.valid())
     }
 
     /// Whether a turn may write, waiting out a lapse. A tenure whose renewal is late (the
@@ -129,7 +204,10 @@ impl Tenures {
     /// `true` once every tenure is current again; `false` once one is lost (the gateway stops,
     /// and the next holder replays the refused turns).
     pub(crate) async fn intact_after_lapse(&self) -> bool {
-        self.after_lapse(|tenures| tenures.intact(), |held| held.values().any(|clock| clock.is_over()), "turn writes").await
+        let over = |held: &HashMap<String, Arc<TenureClock>>| {
+            held.values().any(|clock| clock.is_over()) || self.claims().values().any(|clock| clock.is_over())
+        };
+        self.after_lapse(|tenures| tenures.intact(), over, "turn writes").await
     }
 
     /// Whether this replica serves `platform`, waiting out a lapse of its tenure as
@@ -138,7 +216,7 @@ impl Tenures {
     /// Refusing at a mere lapse would leave the part recorded as cut off, and resent marked as
     /// a possible repeat though it was never sent.
     pub(crate) async fn serves_after_lapse(&self, platform: &str) -> bool {
-        if !self.is_shared() {
+        if !self.is_shared() || self.where_accepted().contains(platform) {
             return true;
         }
         if !self.held().contains_key(platform) {
@@ -174,7 +252,8 @@ impl Tenures {
         }
     }
 
-    /// The platforms served here now, sorted.
+    /// The platforms whose tenure this replica holds now (whose events it routes wherever they
+    /// were accepted), sorted.
     pub(crate) fn platforms(&self) -> Vec<String> {
         let mut held: Vec<String> = self.held().iter().filter(|(_, clock)| clock.valid()).map(|(p, _)| p.clone()).collect();
         held.sort();
