@@ -84,6 +84,13 @@ struct Rig {
     courier: Arc<Courier>,
 }
 
+/// A courier for `chat` over `store`, sending as `board` says this replica may.
+fn courier_for(chat: &Arc<Scripted>, store: &Store, board: Option<Arc<crate::gateway::ops::health::HealthBoard>>) -> Arc<Courier> {
+    let adapters: HashMap<String, Arc<dyn PlatformAdapter>> =
+        HashMap::from([("chat".to_string(), chat.clone() as Arc<dyn PlatformAdapter>)]);
+    Arc::new(Courier::new(adapters, store.clone(), board, RetryPolicy::default()))
+}
+
 async fn rig(policy: RetryPolicy) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let store: Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
@@ -163,8 +170,6 @@ async fn a_replica_whose_tenure_lapsed_sends_nothing_and_leaves_the_part_to_the_
     let dir = tempfile::tempdir().unwrap();
     let store: Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
     let chat = Scripted::new();
-    let adapters: HashMap<String, Arc<dyn PlatformAdapter>> =
-        HashMap::from([("chat".to_string(), chat.clone() as Arc<dyn PlatformAdapter>)]);
     let board = Arc::new(HealthBoard::new());
     // Renewed, then frozen past its bound (a SIGSTOP): the tenure is over on the local clock,
     // before any renewal could say so.
@@ -173,7 +178,7 @@ async fn a_replica_whose_tenure_lapsed_sends_nothing_and_leaves_the_part_to_the_
     let clock = TenureClock::new(renewed, Duration::from_millis(100), tokio_util::sync::CancellationToken::new());
     board.tenures().take(chat.platform().as_str(), Arc::new(clock)).await;
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let courier = Arc::new(Courier::new(adapters, store.clone(), Some(board), RetryPolicy::default()));
+    let courier = courier_for(&chat, &store, Some(board));
     let outcomes = courier.dispatch(vec![row("c1", "t1:0", "hello", true)], Duration::from_millis(500)).await;
     assert!(matches!(outcomes[0], Outcome::Queued), "{outcomes:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -366,12 +371,10 @@ async fn a_part_whose_request_waits_on_another_replica_is_left_to_it_and_holds_u
     let store: Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
     let chat = Scripted::new();
     *chat.waiting.lock().unwrap() = Some(["here".to_string()].into());
-    let adapters: HashMap<String, Arc<dyn PlatformAdapter>> =
-        HashMap::from([("chat".to_string(), chat.clone() as Arc<dyn PlatformAdapter>)]);
     let board = Arc::new(HealthBoard::new());
     board.tenures().share(Box::new(|_| Box::pin(async {})));
     board.tenures().serve_where_accepted("chat");
-    let courier = Arc::new(Courier::new(adapters, store.clone(), Some(board), RetryPolicy::default()));
+    let courier = courier_for(&chat, &store, Some(board));
     let target = ChatTarget { platform: Platform::new("chat"), chat_id: "conversation".into(), thread_id: None };
     let answer = |request: &str| {
         let mut message =

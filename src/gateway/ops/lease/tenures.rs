@@ -128,11 +128,16 @@ impl Tenures {
     /// run what it claimed now).
     pub(crate) fn hold_claim(self: &Arc<Self>, name: &str, clock: Arc<TenureClock>) {
         self.claims().insert(name.to_string(), clock.clone());
+        self.lose_when_over(name, clock, |tenures, name| tenures.claims().get(name).cloned());
+    }
+
+    /// Once `clock` is over, the gateway stops, unless `name` was given back first (`current`
+    /// no longer finds this very clock under it).
+    fn lose_when_over(self: &Arc<Self>, name: &str, clock: Arc<TenureClock>, current: fn(&Tenures, &str) -> Option<Arc<TenureClock>>) {
         let (tenures, name) = (self.clone(), name.to_string());
         tokio::spawn(async move {
             clock.over().await;
-            let still_held = tenures.claims().get(&name).is_some_and(|held| Arc::ptr_eq(held, &clock));
-            if still_held {
+            if current(&tenures, &name).is_some_and(|held| Arc::ptr_eq(&held, &clock)) {
                 tenures.lose(&name);
             }
         });
@@ -154,14 +159,7 @@ impl Tenures {
         }
         self.held().insert(platform.to_string(), clock.clone());
         self.taken.send_modify(|n| *n += 1);
-        let (tenures, platform) = (self.clone(), platform.to_string());
-        tokio::spawn(async move {
-            clock.over().await;
-            let still_held = tenures.held().get(&platform).is_some_and(|held| Arc::ptr_eq(held, &clock));
-            if still_held {
-                tenures.lose(&platform);
-            }
-        });
+        self.lose_when_over(platform, clock, |tenures, platform| tenures.held().get(platform).cloned());
     }
 
     /// `platform`'s tenure was given back cleanly: nothing of it runs here any more.
