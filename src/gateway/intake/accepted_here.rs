@@ -157,9 +157,11 @@ async fn keep_renewing(here: Weak<AcceptedHere>) {
     loop {
         let Some(owner) = here.upgrade() else { return };
         let (clock, ttl) = (owner.clock.clone(), owner.ttl);
-        let wait = (ttl / 3).saturating_sub(clock.since_renewed());
+        // After a failed renewal (the last success long ago), retry soon but not at once: the
+        // store may be down, and a tight loop would only hammer it and the log.
+        let wait = (ttl / 3).saturating_sub(clock.since_renewed()).max(ttl / 15);
         drop(owner);
-        tokio::time::sleep(wait.max(Duration::from_millis(10))).await;
+        tokio::time::sleep(wait).await;
         let Some(owner) = here.upgrade() else { return };
         if owner.stop.is_cancelled() {
             return;
@@ -170,13 +172,16 @@ async fn keep_renewing(here: Weak<AcceptedHere>) {
         }
         let ids: Vec<String> = owner.held().keys().cloned().collect();
         let asked = Instant::now();
-        match renew_all(&owner, &ids).await {
-            Ok(true) => clock.renewed(asked),
-            Ok(false) => {
+        // Answered within the clock's bound, or counted as failed: a lapse is settled in time.
+        let bound = (ttl * 2 / 3).saturating_sub(clock.since_renewed());
+        match tokio::time::timeout(bound, renew_all(&owner, &ids)).await {
+            Ok(Ok(true)) => clock.renewed(asked),
+            Ok(Ok(false)) => {
                 tracing::warn!("another replica took a claim on an event accepted here; turn writes are refused");
                 break;
             }
-            Err(e) => tracing::warn!(error = %e, "renewing the claims on events accepted here failed; retrying"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "renewing the claims on events accepted here failed; retrying"),
+            Err(_) => tracing::warn!("renewing the claims on events accepted here went unanswered; retrying"),
         }
     }
     if let Some(owner) = here.upgrade() {

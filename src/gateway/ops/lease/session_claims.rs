@@ -141,8 +141,10 @@ impl Drop for HeldSession {
 async fn keep_renewing(owner: Arc<SessionClaims>, name: String, clock: Arc<TenureClock>) {
     let every = owner.ttl / 3;
     loop {
+        // After a failed renewal (the last success long ago), retry soon but not at once: the
+        // store may be down, and a tight loop would only hammer it and the log.
         let since = clock.last_renewed().elapsed();
-        tokio::time::sleep(every.saturating_sub(since).max(Duration::from_millis(10))).await;
+        tokio::time::sleep(every.saturating_sub(since).max(owner.ttl / 15)).await;
         if !clock.valid() {
             // Past its bound: another replica may have taken the session once the claim expired.
             tracing::warn!(claim = %name, "a session's claim went unrenewed past its bound; the turn's writes are refused");
@@ -211,6 +213,44 @@ mod tests {
         });
         stop.cancel();
         assert!(waiting.await.unwrap().is_none());
+    }
+
+    /// A store that grants the claim, then fails every renewal at once (connection refused).
+    #[derive(Default)]
+    struct Failing {
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl Claims for Failing {
+        async fn claim_take(&self, _name: &str, _holder: &str, _ttl: Duration) -> Result<bool, crate::store::StoreError> {
+            match self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+                0 => Ok(true),
+                _ => Err(crate::store::StoreError::Closed),
+            }
+        }
+        async fn claim_release(&self, _name: &str, _holder: &str) -> Result<bool, crate::store::StoreError> {
+            Err(crate::store::StoreError::Closed)
+        }
+        async fn claim_holder(&self, _name: &str) -> Result<Option<String>, crate::store::StoreError> {
+            Err(crate::store::StoreError::Closed)
+        }
+    }
+
+    /// While the store refuses every renewal, the claim is tried again a few times within its
+    /// bound, not in a tight loop hammering the store and the log, and then given up: the turn's
+    /// writes are refused and the gateway stops.
+    #[tokio::test]
+    async fn renewals_the_store_refuses_are_retried_a_few_times_then_the_claim_is_given_up() {
+        let store = Arc::new(Failing::default());
+        let tenures = Arc::new(Tenures::default());
+        tenures.share(Box::new(|_| Box::pin(async {})));
+        tenures.serve_where_accepted("api_server");
+        let claims = SessionClaims::new(store.clone(), "replica-a".into(), Duration::from_secs(3), tenures.clone());
+        let _held = claims.hold("api_server:c1", &CancellationToken::new()).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), tenures.lost()).await.expect("given up within its bound");
+        let renewals = store.calls.load(std::sync::atomic::Ordering::Relaxed) - 1;
+        assert!((2..=8).contains(&renewals), "retried every TTL/15 between the first renewal and the bound: {renewals}");
     }
 
     /// A claim another replica took (this one's expired while it was frozen) fences the turn's
