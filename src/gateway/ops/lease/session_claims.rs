@@ -143,7 +143,7 @@ async fn keep_renewing(owner: Arc<SessionClaims>, name: String, clock: Arc<Tenur
     loop {
         // After a failed renewal (the last success long ago), retry soon but not at once: the
         // store may be down, and a tight loop would only hammer it and the log.
-        let since = clock.last_renewed().elapsed();
+        let since = clock.since_renewed();
         tokio::time::sleep(every.saturating_sub(since).max(owner.ttl / 15)).await;
         if !clock.valid() {
             // Past its bound: another replica may have taken the session once the claim expired.
@@ -151,7 +151,7 @@ async fn keep_renewing(owner: Arc<SessionClaims>, name: String, clock: Arc<Tenur
             break;
         }
         let asked = Instant::now();
-        let bound = (owner.ttl * 2 / 3).saturating_sub(clock.last_renewed().elapsed());
+        let bound = (owner.ttl * 2 / 3).saturating_sub(clock.since_renewed());
         match tokio::time::timeout(bound, owner.claims.claim_take(&name, &owner.holder, owner.ttl)).await {
             Ok(Ok(true)) => clock.renewed(asked),
             Ok(Ok(false)) => {
