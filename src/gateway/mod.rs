@@ -178,6 +178,9 @@ pub async fn run(home: Home, config: Config, options: RunOptions) -> Result<Exit
     let admin_stop = CancellationToken::new();
     let mut listeners = start_admin(&config, &wiring, &admin_stop).await?;
     let (inbox, router) = open_intake(&wiring, &config, leases.is_some()).await?;
+    if leases.is_some() {
+        board.tenures().drain_with(Arc::new(Drain { inbox: inbox.clone(), courier: wiring.turns().deliverer.courier().clone() }));
+    }
 
     let adapters_stop = CancellationToken::new();
     let contexts = Contexts { inbox: inbox.clone(), directory: wiring.directory.clone(), senders: auth, stop: adapters_stop.clone() };
@@ -293,6 +296,27 @@ fn take_over(wiring: &wiring::Wiring) -> ops::lease::tenures::OnTaken {
         let (store, deliverer) = (store.clone(), deliverer.clone());
         Box::pin(async move { turn::approvals::deny_left_open(store.as_ref(), deliverer, Some(&platform)).await })
     })
+}
+
+/// What a platform handed over to another replica waits for: its turns routed here finished,
+/// and no send of it in flight here.
+struct Drain {
+    inbox: Arc<intake::inbox::Inbox>,
+    courier: Arc<delivery::courier::Courier>,
+}
+
+#[async_trait::async_trait]
+impl ops::lease::tenures::Drain for Drain {
+    async fn turns_finished(&self, platform: &str, bound: Duration) -> bool {
+        self.inbox.drained_of(platform, bound).await.unwrap_or_else(|e| {
+            tracing::warn!(platform, error = %e, "cannot read the inbox; the platform is not handed over now");
+            false
+        })
+    }
+
+    async fn sends_settled(&self, platform: &str, bound: Duration) -> bool {
+        self.courier.settled(platform, bound).await
+    }
 }
 
 /// What keeps one connection from being held twice: machine-wide credential locks, and with a

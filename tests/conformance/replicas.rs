@@ -2,8 +2,8 @@
 //! enforces its limits): one replica holds the connection and runs its turns, the others stand
 //! by for it; a holder killed or frozen mid-traffic is replaced within the lease, and every
 //! message is still answered exactly once. Two platforms (Telegram and the webhook routes) spread
-//! over two replicas, each served where its lease is held, and one takes both over when the
-//! other dies.
+//! over two replicas, each served where its lease is held; one takes both over when the other
+//! dies, and hands one back when it returns, every message through it answered once.
 
 use crate::outages::read_answer;
 use crate::peer::ChatPeer;
@@ -202,7 +202,7 @@ fn delivered(receiver: &Receiver, text: &str) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_platforms_spread_over_two_replicas_each_served_where_its_lease_is_and_the_survivor_takes_both() {
+async fn two_platforms_spread_over_two_replicas_the_survivor_takes_both_and_hands_one_back_when_the_other_returns() {
     let llm = FakeLlm::start().await;
     llm.set_default(Reply::Echo);
     let peer = TelegramPeer::start().await;
@@ -254,5 +254,50 @@ async fn two_platforms_spread_over_two_replicas_each_served_where_its_lease_is_a
     }
     every_answer_once(&peer, &expected, &gateways[other].log_text()).await;
     assert_eq!((delivered(&receiver, &answer(1)), delivered(&receiver, &answer(2))), (1, 1), "each delivery answered once");
-    println!("spread: webhook on {webhook_holder}, telegram on {telegram}; taken over in {took:?}");
+
+    // The dead replica comes back while both platforms are busy: the survivor, holding both,
+    // hands one over to it once that platform's turns there have finished.
+    let returned = if webhook == 0 { "replica-a" } else { "replica-b" };
+    gateways[webhook] = setups[webhook].spawn();
+    let back = Instant::now();
+    let spread = |l: &HashMap<String, String>| l.len() == 2 && l.values().any(|h| h == returned) && l.values().any(|h| h == survivor);
+    let mut deliveries = 2;
+    let mut sent = 0;
+    let leases = loop {
+        // Traffic through the hand-over: a message every 300 ms, on one platform then the other.
+        sent += 1;
+        if sent % 2 == 0 {
+            deliveries += 1;
+            let (status, json) = deliver(&client, &setups[other].webhook(""), &body(deliveries)).await;
+            assert_eq!(status, 202, "{json}");
+        } else {
+            let user = 1 + sent % 5;
+            peer.dm(user, &format!("back-{sent}")).await;
+            expected.push(format!("echo: back-{sent}"));
+        }
+        let leases = holders(&url).await;
+        if spread(&leases) || back.elapsed() > Duration::from_secs(60) {
+            break leases;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let handed = back.elapsed();
+    assert!(spread(&leases), "the returned replica holds one platform, the survivor the other: {leases:?}\n{}", logs(&gateways));
+    // Nothing moves back and forth once they are even.
+    tokio::time::sleep(Duration::from_secs(3 * TTL_SECS)).await;
+    assert_eq!(holders(&url).await, leases, "the leases stay where they are once spread");
+    for user in 1..=5 {
+        peer.dm(user, &format!("spread-again-{user}")).await;
+        expected.push(format!("echo: spread-again-{user}"));
+    }
+    deliveries += 1;
+    let (status, json) = deliver(&client, &setups[webhook].webhook(""), &body(deliveries)).await;
+    assert_eq!(status, 202, "{json}");
+    every_answer_once(&peer, &expected, &logs(&gateways)).await;
+    let all_once = || (1..=deliveries).all(|i| delivered(&receiver, &answer(i)) == 1);
+    assert!(eventually(Duration::from_secs(30), all_once).await, "each delivery answered once\n{}", logs(&gateways));
+    let moved: Vec<&String> = leases.iter().filter(|(_, holder)| *holder == returned).map(|(name, _)| name).collect();
+    println!(
+        "spread: webhook on {webhook_holder}, telegram on {telegram}; taken over in {took:?}; {moved:?} handed back in {handed:?}, {sent} messages meanwhile"
+    );
 }

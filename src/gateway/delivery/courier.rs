@@ -47,6 +47,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(300);
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 /// How often a lane whose adapter is down looks again.
 const ADAPTER_POLL: Duration = Duration::from_secs(1);
+/// How often a platform being handed over looks again whether its sends have settled.
+const SETTLED_LOOK_EVERY: Duration = Duration::from_millis(50);
 /// What a chat is told when an answer could not be delivered within the window.
 pub const UNDELIVERED_NOTICE: &str = "⚠️ An answer could not be delivered in time and was given up. Your request was processed; \
      ask again, or an admin can resend it (/undelivered).";
@@ -103,6 +105,9 @@ struct Board {
     lanes: HashMap<String, LaneState>,
     /// Callers waiting for a part's first outcome: key → (lane, senders).
     waiters: HashMap<String, (String, Vec<oneshot::Sender<Outcome>>)>,
+    /// Lanes stepping a part now (from the look at who serves it to its attempt recorded), by
+    /// platform: a platform handed over to another replica waits for them to settle.
+    stepping: HashMap<String, usize>,
 }
 
 pub struct Courier {
@@ -112,6 +117,28 @@ pub struct Courier {
     health: Option<Arc<HealthBoard>>,
     policy: RetryPolicy,
     board: Mutex<Board>,
+}
+
+/// A lane's step of one part, counted on the board by platform while it lasts.
+struct Stepping<'a> {
+    courier: &'a Courier,
+    platform: String,
+}
+
+impl<'a> Stepping<'a> {
+    fn begin(courier: &'a Courier, platform: &str) -> Self {
+        *courier.board().stepping.entry(platform.to_string()).or_default() += 1;
+        Stepping { courier, platform: platform.to_string() }
+    }
+}
+
+impl Drop for Stepping<'_> {
+    fn drop(&mut self) {
+        let mut board = self.courier.board();
+        if let Some(n) = board.stepping.get_mut(&self.platform) {
+            *n = n.saturating_sub(1);
+        }
+    }
 }
 
 /// The lane of a chat: its platform and chat id (threads of one chat share its order).
@@ -238,6 +265,22 @@ impl Courier {
         }
     }
 
+    /// Wait until no lane of `platform` is stepping a part (`false`: one still is after
+    /// `bound`). Asked once the platform is given back, when no new step of it starts: a send
+    /// recorded as begun but not its end would read as cut off to the next holder.
+    pub(crate) async fn settled(&self, platform: &str, bound: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            if self.board().stepping.get(platform).is_none_or(|n| *n == 0) {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(SETTLED_LOOK_EVERY).await;
+        }
+    }
+
     /// Changes each time this replica takes a platform over (none alone on a store).
     pub(crate) fn platforms_taken(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.health.as_ref().map(|h| h.tenures().taken())
@@ -265,6 +308,7 @@ impl Courier {
                 board.lanes.remove(&lane);
                 return;
             };
+            let stepping = Stepping::begin(&self, &head.platform);
             if !self.serves_after_lapse(&head.platform).await {
                 // Another replica holds the platform: its courier delivers the lane (woken by the
                 // outbox's bell or its sweep), and this one neither sends, nor gives up, nor
@@ -280,7 +324,9 @@ impl Courier {
                 self.board().lanes.remove(&lane);
                 return;
             }
-            if let Some(wait) = self.step(&lane, head).await {
+            let wait = self.step(&lane, head).await;
+            drop(stepping);
+            if let Some(wait) = wait {
                 if wait >= QUEUED_AFTER {
                     self.lane_blocked(&lane, "waiting");
                 }

@@ -22,6 +22,8 @@ struct Scripted {
     lookup: Mutex<Lookup>,
     /// Set for a platform that answers on the request: the requests waiting here.
     waiting: Mutex<Option<std::collections::HashSet<String>>>,
+    /// Every send waits while a test holds this for writing (a send in flight).
+    gate: tokio::sync::RwLock<()>,
 }
 
 impl Scripted {
@@ -33,6 +35,7 @@ impl Scripted {
             arrived: Mutex::default(),
             lookup: Mutex::new(Lookup::CannotTell),
             waiting: Mutex::new(None),
+            gate: tokio::sync::RwLock::new(()),
         })
     }
 
@@ -57,6 +60,7 @@ impl PlatformAdapter for Scripted {
         Ok(())
     }
     async fn send(&self, msg: &OutboundMessage) -> Result<SendReceipt, SendError> {
+        let _in_flight = self.gate.read().await;
         let scripted = self.script.lock().unwrap().get_mut(&msg.target.chat_id).and_then(|q| q.pop_front());
         if let Some(error) = scripted {
             return Err(error);
@@ -185,6 +189,22 @@ async fn a_replica_whose_tenure_lapsed_sends_nothing_and_leaves_the_part_to_the_
     assert!(chat.arrived("c1").is_empty(), "nothing is sent by a replica that no longer serves the platform");
     let stored = store.outbox_get("t1:0").await.unwrap().unwrap();
     assert_eq!((stored.state.as_str(), stored.attempts), ("pending", 0), "the part waits, untouched, for the new holder");
+}
+
+/// A platform handed over to another replica waits for the send in flight here: released
+/// before its end is recorded, the next holder would read it as cut off and resend it marked.
+#[tokio::test]
+async fn a_send_in_flight_is_waited_for_before_its_platform_is_handed_over() {
+    let rig = rig(RetryPolicy::default()).await;
+    let in_flight = rig.chat.gate.write().await;
+    let outcomes = rig.courier.dispatch(vec![row("c1", "t1:0", "hello", true)], Duration::from_millis(200)).await;
+    assert!(matches!(outcomes[0], Outcome::Queued), "{outcomes:?}");
+    assert!(!rig.courier.settled("chat", Duration::from_millis(200)).await, "a send of it is in flight");
+    assert!(rig.courier.settled("other", Duration::ZERO).await, "another platform's sends are not waited for");
+    drop(in_flight);
+    assert!(rig.courier.settled("chat", WAIT).await, "settled once its end is recorded");
+    let stored = rig.store.outbox_get("t1:0").await.unwrap().unwrap();
+    assert_eq!((stored.state.as_str(), rig.chat.arrived("c1").len()), ("sent", 1), "recorded as sent, once");
 }
 
 #[tokio::test]

@@ -44,6 +44,10 @@ pub(crate) struct AcceptedHere {
     /// Ends the clock: cancelled when a renewal is refused or too late, and when dropped.
     stop: CancellationToken,
     tenures: Arc<Tenures>,
+    /// When this replica last tried to adopt: at most every third of the TTL, however often the
+    /// inbox is looked at (every event accepted anywhere rings), since a claim runs out only a
+    /// TTL after its replica's last renewal.
+    adopt_looked: Mutex<Option<Instant>>,
 }
 
 fn claim_name(event_id: &str) -> String {
@@ -57,8 +61,16 @@ impl AcceptedHere {
         let lost = CancellationToken::new();
         let clock = Arc::new(TenureClock::new(Instant::now(), ttl * 2 / 3, lost.clone()));
         tenures.hold_claim(CLOCK_NAME, clock.clone());
-        let here =
-            Arc::new(AcceptedHere { claims, holder, ttl, held: Mutex::new(HashMap::new()), clock, stop: lost, tenures: tenures.clone() });
+        let here = Arc::new(AcceptedHere {
+            claims,
+            holder,
+            ttl,
+            held: Mutex::new(HashMap::new()),
+            clock,
+            stop: lost,
+            tenures: tenures.clone(),
+            adopt_looked: Mutex::new(None),
+        });
         tokio::spawn(keep_renewing(Arc::downgrade(&here)));
         here
     }
@@ -105,7 +117,8 @@ impl AcceptedHere {
     }
 
     /// Give back the claims of rows finished, and adopt what a dead replica left: of `platforms`'
-    /// unfinished rows, those whose claim this replica could take. Returns the adopted rows.
+    /// unfinished rows, those whose claim this replica could take (tried at most every third of
+    /// the TTL). Returns the adopted rows.
     pub(crate) async fn settle(&self, rows: &dyn store::Inbox, platforms: &[String]) -> Result<Vec<InboxRow>, StoreError> {
         // Only rows stored before the read may be found finished by it.
         let stored_before: Vec<String> =
@@ -116,6 +129,9 @@ impl AcceptedHere {
             self.give_back(id).await;
         }
         let mut adopted = Vec::new();
+        if !self.time_to_adopt() {
+            return Ok(adopted);
+        }
         for row in unfinished {
             if self.held().contains_key(&row.event_id)
                 || !self.claims.claim_take(&claim_name(&row.event_id), &self.holder, self.ttl).await?
@@ -134,6 +150,17 @@ impl AcceptedHere {
             }
         }
         Ok(adopted)
+    }
+
+    /// Whether a third of the TTL passed since the last try to adopt (then this is the next).
+    /// Each try asks the store for the claim of every unfinished row held elsewhere.
+    fn time_to_adopt(&self) -> bool {
+        let mut looked = self.adopt_looked.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if looked.is_some_and(|at| at.elapsed() < self.ttl / 3) {
+            return false;
+        }
+        *looked = Some(Instant::now());
+        true
     }
 
     /// How many events this replica holds claims on.

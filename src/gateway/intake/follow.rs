@@ -194,6 +194,80 @@ mod tests {
         assert!(routed_now(&mut rx).is_empty(), "routed once");
     }
 
+    /// The drain of the inbox itself, for the hand-over below.
+    struct InboxDrain(Arc<Inbox>);
+
+    #[async_trait::async_trait]
+    impl crate::gateway::ops::lease::tenures::Drain for InboxDrain {
+        async fn turns_finished(&self, platform: &str, bound: Duration) -> bool {
+            self.0.drained_of(platform, bound).await.unwrap()
+        }
+
+        async fn sends_settled(&self, _platform: &str, _bound: Duration) -> bool {
+            true
+        }
+    }
+
+    /// Handing a platform over to another replica: from the moment it starts, a new event is
+    /// stored and not routed here (the next holder replays it), and the platform is given back
+    /// only once the turn already routed here has finished; a turn running past the bound keeps
+    /// it here, followed again, and what waited meanwhile is routed then, once.
+    #[tokio::test]
+    async fn a_platform_handed_over_routes_nothing_new_and_goes_once_its_turns_here_finish() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: crate::store::Store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
+        let tenures = serving(&["webhook"]).await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let inbox = Arc::new(Inbox::shared(store.clone(), tx, tenures.clone()));
+        tenures.drain_with(Arc::new(InboxDrain(inbox.clone())));
+        assert_eq!(inbox.accept(event("running")).await.unwrap(), AcceptOutcome::Accepted);
+        assert_eq!(routed_now(&mut rx), vec!["running".to_string()]);
+
+        // The turn runs past the bound: not handed over, and what came meanwhile is routed after.
+        let handing = tokio::spawn({
+            let tenures = tenures.clone();
+            async move { tenures.hand_over("webhook", Duration::from_millis(600)).await.is_some() }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!tenures.follows("webhook") && tenures.serves("webhook"), "being handed over: not followed, still served");
+        assert_eq!(inbox.accept(event("meanwhile")).await.unwrap(), AcceptOutcome::Accepted);
+        assert!(routed_now(&mut rx).is_empty() && !inbox.has_routed("meanwhile"), "stored for whoever holds it next");
+        assert!(!handing.await.unwrap(), "the running turn keeps the platform here");
+        assert!(tenures.follows("webhook"), "followed again");
+        assert_eq!(inbox.route_unfinished().await.unwrap(), 1);
+        assert_eq!(routed_now(&mut rx), vec!["meanwhile".to_string()], "routed once, now");
+
+        // A hand-over dropped half way (the connection ended first) leaves it followed.
+        let handing = tokio::spawn({
+            let tenures = tenures.clone();
+            async move { tenures.hand_over("webhook", Duration::from_secs(30)).await.is_some() }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!tenures.follows("webhook"));
+        handing.abort();
+        assert!(handing.await.is_err());
+        assert!(tenures.follows("webhook"), "dropped half way: followed again");
+
+        // Both turns finish while it is being handed over: given back, nothing routed twice.
+        let handing = tokio::spawn({
+            let tenures = tenures.clone();
+            async move { tenures.hand_over("webhook", Duration::from_secs(30)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!handing.is_finished(), "waits for the turns routed here");
+        store.inbox_mark_done("running").await.unwrap();
+        store.inbox_mark_done("meanwhile").await.unwrap();
+        let unfollowed = tokio::time::timeout(Duration::from_secs(5), handing).await.unwrap().unwrap();
+        assert!(unfollowed.is_some(), "handed over");
+        assert!(!tenures.serves("webhook") && !inbox.has_routed("running"), "nothing of it is sent any more, its ids forgotten");
+        // The lease is released, the platform given back.
+        tenures.give_back("webhook");
+        drop(unfollowed);
+        assert!(!tenures.serves("webhook") && !tenures.follows("webhook"));
+        assert_eq!(inbox.accept(event("after")).await.unwrap(), AcceptOutcome::Accepted);
+        assert!(routed_now(&mut rx).is_empty(), "the next holder's to route");
+    }
+
     /// A ring for a platform served elsewhere reads nothing; one for a platform served here reads
     /// the inbox unless the event was routed here already; one naming nothing always reads.
     #[tokio::test]

@@ -24,6 +24,8 @@ use tokio::sync::mpsc;
 
 /// Starts of a turn on one event after which a crash parks it instead of replaying it.
 pub(crate) const CRASHES_BEFORE_PARKING: i64 = 3;
+/// How often a hand-over looks again whether the platform's turns here have finished.
+const DRAIN_LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 pub(crate) struct Inbox {
     /// The stored rows: the only store concern the inbox touches.
@@ -91,23 +93,56 @@ impl Inbox {
 
     /// Hand `event` to the router unless it already went; `true` when it went now.
     fn route(&self, event: InboundEvent) -> bool {
-        if !self.serves(event.source.platform.as_str()) {
-            // Another replica's to route: the store rings there.
-            return false;
-        }
-        // Remembered only where the follower may find the row too: an event served where it
-        // was accepted reaches the router from here alone.
         let platform = event.source.platform.as_str();
-        if self.serving.is_some() && self.follows(platform) && self.routed().insert(event.event_id.clone(), platform.to_string()).is_some()
-        {
+        if let Some(tenures) = self.serving.as_ref().filter(|tenures| !tenures.serves_where_accepted(platform)) {
+            // Remembered, since the follower may find the row too. Whether the platform is
+            // followed is asked under the lock, so a hand-over that stops following it and then
+            // takes the lock ([`Inbox::drained_of`]) sees every event routed before.
+            let mut routed = self.routed();
+            if !tenures.follows(platform) {
+                // Another replica's to route: the store rings there.
+                return false;
+            }
+            if routed.insert(event.event_id.clone(), platform.to_string()).is_some() {
+                return false;
+            }
+        } else if !self.serves(platform) {
             return false;
         }
+        // An event served where it was accepted reaches the router from here alone.
         if self.router.send(event).is_err() {
             // The router is gone (shutting down); the row stays and is replayed on the next start.
             tracing::warn!("router stopped; the event stays in the inbox for the next start");
             return false;
         }
         true
+    }
+
+    /// Whether every event of `platform` routed here has finished, looking again until `bound`
+    /// runs out. Asked once the platform is no longer followed ([`Tenures::hand_over`]), so no
+    /// new one is routed meanwhile.
+    pub(crate) async fn drained_of(&self, platform: &str, bound: std::time::Duration) -> Result<bool, store::StoreError> {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            // Taking the lock waits out a route that found the platform still followed.
+            let routed: HashSet<String> = self.routed().iter().filter(|(_, p)| *p == platform).map(|(id, _)| id.clone()).collect();
+            let running = if routed.is_empty() {
+                0
+            } else {
+                let unfinished = self.rows.inbox_unfinished_of(&[platform.to_string()]).await?;
+                unfinished.iter().filter(|row| routed.contains(&row.event_id)).count()
+            };
+            if running == 0 {
+                // None of them runs any more: forgotten, so a later tenure routes afresh.
+                self.routed().retain(|id, _| !routed.contains(id));
+                return Ok(true);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::info!(platform, running, "turns of the platform still run here; it is not handed over now");
+                return Ok(false);
+            }
+            tokio::time::sleep(DRAIN_LOOK_EVERY.min(deadline - tokio::time::Instant::now())).await;
+        }
     }
 
     /// Hand every accepted-but-unfinished event to the router again, oldest first: at start,

@@ -12,17 +12,20 @@
 //! TTL have passed since the last one that did, and the tenure is then given up, before any
 //! standby could take it: two replicas never read one connection at the same time,
 //! whatever the network does. Several leases spread over several replicas: a replica that holds
-//! more waits longer before taking a free one, and takes one at a time. What the connection has
+//! more waits longer before taking a free one, and takes one at a time; one that comes back
+//! later is handed leases by replicas holding more ([`handover`]). What the connection has
 //! read is recorded in [`cursors`] fenced by the tenure, and what a turn writes in
 //! [`fenced_writes`].
 
 mod cursors;
 pub(crate) mod fenced_writes;
+mod handover;
+pub(crate) use handover::HandingOver;
 pub(crate) mod session_claims;
 pub(crate) mod tenures;
 
 use crate::gateway::ops::health::{ClusterHealth, HealthBoard, LeaseHealth};
-use crate::store::{Lease, Leases};
+use crate::store::{Claims, Lease, Leases};
 use hermes_adapter::{CredentialId, PlatformAdapter};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,6 +45,11 @@ pub(crate) struct ConnectionLeases {
     held: Arc<AtomicUsize>,
     /// One attempt at a time, so the count above is current when the next one is deferred by it.
     trying: Arc<tokio::sync::Mutex<()>>,
+    /// Where standbys ask holders of more leases to hand one over ([`handover`]); `None`: leases
+    /// move only when their holder stops.
+    handovers: Option<Arc<dyn Claims>>,
+    /// Held through each hand-over, so this replica hands one lease over at a time.
+    handing: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Why a replica does not hold a lease yet, for the health board.
@@ -130,7 +138,25 @@ pub(crate) struct HeldLease {
 
 impl ConnectionLeases {
     pub(crate) fn new(leases: Arc<dyn Leases>, holder: String, ttl: Duration) -> ConnectionLeases {
-        ConnectionLeases { leases, holder, ttl, held: Arc::new(AtomicUsize::new(0)), trying: Arc::default() }
+        ConnectionLeases {
+            leases,
+            holder,
+            ttl,
+            held: Arc::new(AtomicUsize::new(0)),
+            trying: Arc::default(),
+            handovers: None,
+            handing: Arc::default(),
+        }
+    }
+
+    /// Standbys ask holders of at least two more leases to hand one over, through `claims`.
+    pub(crate) fn with_handovers(self, claims: Arc<dyn Claims>) -> ConnectionLeases {
+        ConnectionLeases { handovers: Some(claims), ..self }
+    }
+
+    /// How many leases this replica holds now.
+    fn held_now(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// The lease name of a connection made with `credential`: one lease per account, whatever
@@ -159,34 +185,36 @@ impl ConnectionLeases {
             };
             // The more this replica holds, the later it tries: of several replicas seeing a lease
             // free, the one holding fewest takes it.
-            let defer = self.ttl / 6 * self.held.load(Ordering::Relaxed) as u32;
+            let defer = self.ttl / 6 * self.held_now() as u32;
             if !defer.is_zero() && !pause(defer, stop).await {
                 return None;
             }
             let asked = Instant::now();
+            let mut asking = false;
             match self.leases.lease_acquire(name, &self.holder, self.ttl).await {
-                Ok(Some(lease)) => return Some(self.hold(lease, asked)),
+                Ok(Some(lease)) => {
+                    self.asked_and_taken(name).await;
+                    return Some(self.hold(lease, asked));
+                }
                 Ok(None) => {
                     drop(trying);
-                    standby(self.current_holder(name).await);
+                    match self.leases.leases().await {
+                        Ok(all) => {
+                            asking = self.ask_if_uneven(name, &all).await;
+                            standby(current_holder(name, all));
+                        }
+                        Err(e) => standby(Standby::StoreUnreachable(e.to_string())),
+                    }
                 }
                 Err(e) => {
                     drop(trying);
                     standby(Standby::StoreUnreachable(e.to_string()));
                 }
             }
-            if !pause(self.ttl / 3, stop).await {
+            // Having asked for it, look again soon: its holder releases it as soon as it can.
+            if !pause(if asking { self.ttl / 10 } else { self.ttl / 3 }, stop).await {
                 return None;
             }
-        }
-    }
-
-    async fn current_holder(&self, name: &str) -> Standby {
-        match self.leases.leases().await {
-            Ok(all) => all.into_iter().find(|l| l.name == name).map_or(Standby::StoreUnreachable("the lease vanished".into()), |l| {
-                Standby::HeldBy { name: l.name, holder: l.holder, until: l.expires_at }
-            }),
-            Err(e) => Standby::StoreUnreachable(e.to_string()),
         }
     }
 
@@ -201,6 +229,11 @@ impl ConnectionLeases {
 }
 
 impl HeldLease {
+    /// The lease's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Whether the tenure is over.
     pub(crate) fn is_lost(&self) -> bool {
         self.lost.is_cancelled()
@@ -335,7 +368,7 @@ pub(crate) fn replica_leases(config: &crate::config::Config, store: &crate::stor
     let ttl = lease_ttl(config);
     let replica = replica_name(config);
     tracing::info!(replica = %replica, ttl_secs = ttl.as_secs(), "platforms are leased through the shared store");
-    Some(ConnectionLeases::new(store.clone(), replica, ttl))
+    Some(ConnectionLeases::new(store.clone(), replica, ttl).with_handovers(store.clone()))
 }
 
 /// The leases' time to live (`store.lease_ttl_seconds`).
@@ -358,7 +391,8 @@ pub(crate) fn replica_session_claims(
 
 /// Hold `adapter`'s lease ([`ConnectionLeases::lease_of`]) for as long as the gateway runs
 /// (`stop`), waiting as a standby while another replica does, for a listener any replica runs:
-/// its adapter takes events in everywhere, and the tenure says where they are routed.
+/// its adapter takes events in everywhere, and the tenure says where they are routed. Handed
+/// over on the ask of a replica holding fewer leases, it stands by again.
 pub(crate) fn own(
     leases: ConnectionLeases,
     adapter: &dyn PlatformAdapter,
@@ -368,14 +402,27 @@ pub(crate) fn own(
     let (name, platform) = (ConnectionLeases::lease_of(adapter), adapter.platform().to_string());
     tokio::spawn(async move {
         let say = |why: Standby| tracing::debug!(platform = %platform, "{why}");
-        let Some(held) = leases.acquire(&name, &stop, say).await else { return };
-        tenures.take(&platform, held.clock()).await;
-        tokio::select! {
-            // Lost: `Tenures` stops the gateway.
-            () = held.lost() => {}
-            () = stop.cancelled() => {
-                tenures.give_back(&platform);
-                held.release().await;
+        loop {
+            let Some(held) = leases.acquire(&name, &stop, say).await else { return };
+            tenures.take(&platform, held.clock()).await;
+            tokio::select! {
+                // Lost: `Tenures` stops the gateway.
+                () = held.lost() => return,
+                () = stop.cancelled() => {
+                    tenures.give_back(&platform);
+                    held.release().await;
+                    return;
+                }
+                handing = leases.handed_over(&name, &tenures, &platform) => {
+                    tenures.give_back(&platform);
+                    held.release().await;
+                    // The asker takes it meanwhile; if it does not, this replica takes it back.
+                    let stopped = !pause(leases.ttl, &stop).await;
+                    drop(handing);
+                    if stopped {
+                        return;
+                    }
+                }
             }
         }
     })
@@ -393,6 +440,15 @@ pub(crate) fn default_replica_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
     let host = if host.is_empty() { "host".to_string() } else { host };
     format!("{host}-{}-{:04x}", std::process::id(), rand::random::<u16>())
+}
+
+/// Who holds lease `name`, in the lease table `all`.
+fn current_holder(name: &str, all: Vec<Lease>) -> Standby {
+    all.into_iter().find(|l| l.name == name).map_or(Standby::StoreUnreachable("the lease vanished".into()), |l| Standby::HeldBy {
+        name: l.name,
+        holder: l.holder,
+        until: l.expires_at,
+    })
 }
 
 /// Sleep `duration` unless `stop` comes first (then `false`).

@@ -6,7 +6,8 @@
 use crate::gateway::ops::backoff::Backoff;
 use crate::gateway::ops::credential_lock::{self, CredentialLock, CredentialLockError};
 use crate::gateway::ops::health::{AdapterState, HealthBoard};
-use crate::gateway::ops::lease::{ConnectionLeases, HeldLease};
+use crate::gateway::ops::lease::tenures::Tenures;
+use crate::gateway::ops::lease::{ConnectionLeases, HandingOver, HeldLease};
 use hermes_adapter::{AdapterContext, AdapterError, HealthReporter, PlatformAdapter};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -216,6 +217,9 @@ enum RunEnd {
     Paused,
     /// The connection lease was lost: another replica holds the connection now.
     LeaseLost,
+    /// The platform was handed over to a replica holding fewer leases, which asked for it;
+    /// nothing else is handed over until this is dropped.
+    HandedOver(HandingOver),
 }
 
 async fn supervise(supervised: Supervised, board: Arc<HealthBoard>, policy: SupervisorPolicy, switches: Switches, stop: CancellationToken) {
@@ -272,6 +276,18 @@ impl Supervisor {
                     tracing::info!(platform = %self.platform, "adapter paused");
                     continue;
                 }
+                RunEnd::HandedOver(handing) => {
+                    self.release_lease().await;
+                    self.set_state(AdapterState::Standby, Some("handed over to a replica holding fewer leases".into()));
+                    // The asker takes it meanwhile; if it does not, this replica takes it back.
+                    let stood_aside = self.stand_aside().await;
+                    drop(handing);
+                    if !stood_aside {
+                        self.set_state(AdapterState::Stopped, None);
+                        return;
+                    }
+                    continue;
+                }
                 RunEnd::LeaseLost => {
                     // The gateway stops at once (`Tenures::lost`); until then this stands by.
                     self.lease = None;
@@ -318,6 +334,16 @@ impl Supervisor {
         self.lease.is_some()
     }
 
+    /// Wait one TTL after handing the lease over, so the replica that asked takes it first;
+    /// `false` when the gateway stops meanwhile.
+    async fn stand_aside(&self) -> bool {
+        let Some(leases) = &self.supervised.leases else { return true };
+        tokio::select! {
+            () = tokio::time::sleep(leases.ttl) => true,
+            () = self.stop.cancelled() => false,
+        }
+    }
+
     async fn release_lease(&mut self) {
         if let Some(held) = self.lease.take() {
             self.board.tenures().give_back(&self.platform);
@@ -344,7 +370,11 @@ impl Supervisor {
         self.reporter.set_degraded(None);
         let started = Instant::now();
         let end = match self.credential.ensure(&self.supervised, &self.platform) {
-            Ok(()) => run_once(&self.supervised, &self.reporter, &mut self.switches, self.lease.as_ref(), &self.platform, &self.stop).await,
+            Ok(()) => {
+                let tenures = self.board.tenures();
+                let held = self.lease.as_ref().zip(self.supervised.leases.as_ref()).map(|(held, leases)| (held, leases, tenures));
+                run_once(&self.supervised, &self.reporter, &mut self.switches, held, &self.platform, &self.stop).await
+            }
             Err(in_use) => RunEnd::Returned(Err(in_use)),
         };
         let connected_for = if self.reporter.is_connected() { started.elapsed() } else { Duration::ZERO };
@@ -383,10 +413,11 @@ async fn run_once(
     supervised: &Supervised,
     reporter: &HealthReporter,
     switches: &mut Switches,
-    lease: Option<&HeldLease>,
+    held: Option<(&HeldLease, &ConnectionLeases, &Arc<Tenures>)>,
     platform: &str,
     stop: &CancellationToken,
 ) -> RunEnd {
+    let lease = held.map(|(lease, _, _)| lease);
     let run_stop = stop.child_token();
     let mut ctx = (supervised.make_context)(reporter.clone(), run_stop.clone());
     if let Some(held) = lease {
@@ -404,6 +435,15 @@ async fn run_once(
             run_stop.cancel();
             RunEnd::LeaseLost
         }
+        handing = handed_over(held, platform) => {
+            // Still under the lease: the connection closes as at a pause, its cursor saved.
+            run_stop.cancel();
+            tokio::select! {
+                _ = tokio::time::timeout(PAUSE_GRACE, &mut run) => {}
+                () = pulse.keep_beating(platform) => {}
+            }
+            RunEnd::HandedOver(handing)
+        }
         () = switched(&mut switches.paused, true) => {
             run_stop.cancel();
             tokio::select! {
@@ -419,6 +459,15 @@ async fn run_once(
 async fn lost(lease: Option<&HeldLease>) {
     match lease {
         Some(held) => held.lost().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves once the platform was handed over to a replica that asked for it (see
+/// `lease::handover`); never without a lease.
+async fn handed_over(held: Option<(&HeldLease, &ConnectionLeases, &Arc<Tenures>)>, platform: &str) -> HandingOver {
+    match held {
+        Some((lease, leases, tenures)) => leases.handed_over(lease.name(), tenures, platform).await,
         None => std::future::pending().await,
     }
 }

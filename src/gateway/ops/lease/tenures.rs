@@ -21,6 +21,11 @@
 //! claim on the session (`super::session_claims`). Those claims' clocks are held here beside the
 //! tenures' ([`Tenures::hold_claim`]): a claim lost fences the turns' writes, and stops the
 //! gateway, as a lost tenure does.
+//!
+//! A tenure being handed over to another replica while both live (`super::handover`) is still
+//! held and its turns still write, but its platform is no longer followed: no new event of it is
+//! routed here, so the turns running here can finish, and their parts be sent, before the lease
+//! goes; then nothing of it is sent here either ([`Tenures::hand_over`]).
 
 use super::TenureClock;
 use futures::future::BoxFuture;
@@ -34,6 +39,46 @@ use tokio_util::sync::CancellationToken;
 /// gateway closes the approvals the last holder left open.
 pub(crate) type OnTaken = Box<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
 
+/// What tells a hand-over that nothing of a platform runs here any more (the gateway's inbox and
+/// courier): asked once the platform is no longer followed, before its lease is released.
+#[async_trait::async_trait]
+pub(crate) trait Drain: Send + Sync {
+    /// Whether every turn of `platform` routed here has finished, looking again until `bound`.
+    async fn turns_finished(&self, platform: &str, bound: std::time::Duration) -> bool;
+
+    /// Wait until no send of `platform` is in flight here (`false`: still one after `bound`).
+    async fn sends_settled(&self, platform: &str, bound: std::time::Duration) -> bool;
+}
+
+/// How far a held platform is handed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handing {
+    /// Not followed: no new event is routed here; the turns routed here finish, their parts
+    /// are sent.
+    Draining,
+    /// Not served either: nothing of it is sent here; its lease is about to be released.
+    Handed,
+}
+
+/// A platform taken out of this replica's following for a hand-over ([`Tenures::hand_over`]).
+/// Dropped while the platform is still held (the hand-over did not finish, or the caller did
+/// not give it back), it is followed again.
+pub(crate) struct Unfollowed {
+    tenures: Arc<Tenures>,
+    platform: String,
+}
+
+impl Drop for Unfollowed {
+    fn drop(&mut self) {
+        self.tenures.handing_over().remove(&self.platform);
+        if self.tenures.held().contains_key(&self.platform) {
+            tracing::info!(platform = %self.platform, "not handed over; its events are routed here again");
+            // The follower routes what was accepted while the platform was not followed.
+            self.tenures.taken.send_modify(|n| *n += 1);
+        }
+    }
+}
+
 /// How often a write held back by a lapsed tenure looks again whether it was renewed.
 const LAPSE_LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
@@ -41,6 +86,8 @@ const LAPSE_LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(2
 pub(crate) struct Tenures {
     shared: AtomicBool,
     held: Mutex<HashMap<String, Arc<TenureClock>>>,
+    /// Held platforms being handed over, and how far.
+    handing_over: Mutex<HashMap<String, Handing>>,
     /// Platforms served wherever their events are accepted, without a lease.
     where_accepted: Mutex<HashSet<String>>,
     /// The claims this replica holds (a running turn's session, the events accepted here), by
@@ -51,6 +98,7 @@ pub(crate) struct Tenures {
     /// Bumped at each tenure taken: the inbox follower routes what waits for it.
     taken: watch::Sender<u64>,
     on_taken: Mutex<Option<Arc<OnTaken>>>,
+    drain: Mutex<Option<Arc<dyn Drain>>>,
 }
 
 impl std::fmt::Debug for Tenures {
@@ -64,11 +112,13 @@ impl Default for Tenures {
         Tenures {
             shared: AtomicBool::new(false),
             held: Mutex::new(HashMap::new()),
+            handing_over: Mutex::new(HashMap::new()),
             where_accepted: Mutex::new(HashSet::new()),
             claims: Mutex::new(HashMap::new()),
             lost: CancellationToken::new(),
             taken: watch::Sender::new(0),
             on_taken: Mutex::new(None),
+            drain: Mutex::new(None),
         }
     }
 }
@@ -90,6 +140,49 @@ impl Tenures {
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TenureClock>>> {
         // Only inserted into and removed from: a panic elsewhere cannot leave it half made.
         self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn handing_over(&self) -> std::sync::MutexGuard<'_, HashMap<String, Handing>> {
+        // Only inserted into and removed from: a panic elsewhere cannot leave it half made.
+        self.handing_over.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How to tell that nothing of a platform runs here any more, for [`Self::hand_over`]. Until
+    /// it is said, no tenure is handed over.
+    pub(crate) fn drain_with(&self, drain: Arc<dyn Drain>) {
+        if let Ok(mut slot) = self.drain.lock() {
+            *slot = Some(drain);
+        }
+    }
+
+    /// Make `platform` ready to be handed over to another replica. Its events stop being routed
+    /// here; once the turns already routed have finished (within `bound`), nothing more of it
+    /// is sent either, and once no send of it is in flight (within `bound` again), the caller
+    /// may release its lease, give the platform back, and only then drop what this returns.
+    /// With turns still running (`None`), or dropped before that, the platform is followed
+    /// again and stays here, and what was accepted meanwhile is routed: the lease was never
+    /// released, so nothing of it ran elsewhere.
+    pub(crate) async fn hand_over(self: &Arc<Self>, platform: &str, bound: std::time::Duration) -> Option<Unfollowed> {
+        let drain = self.drain.lock().ok().and_then(|slot| slot.clone())?;
+        if !self.held().contains_key(platform) {
+            return None;
+        }
+        self.handing_over().insert(platform.to_string(), Handing::Draining);
+        let unfollowed = Unfollowed { tenures: self.clone(), platform: platform.to_string() };
+        if !drain.turns_finished(platform, bound).await || self.lost.is_cancelled() {
+            return None;
+        }
+        self.handing_over().insert(platform.to_string(), Handing::Handed);
+        if !drain.sends_settled(platform, bound).await {
+            // Left to the next holder, which reads it as cut off: looked up, or resent once, marked.
+            tracing::warn!(platform, "a send was still in flight when the platform was handed over");
+        }
+        Some(unfollowed)
+    }
+
+    /// Whether `platform` is handed over, its lease about to be released: nothing of it is sent.
+    fn handed(&self, platform: &str) -> bool {
+        self.handing_over().get(platform) == Some(&Handing::Handed)
     }
 
     fn where_accepted(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
@@ -165,6 +258,7 @@ impl Tenures {
     /// `platform`'s tenure was given back cleanly: nothing of it runs here any more.
     pub(crate) fn give_back(&self, platform: &str) {
         self.held().remove(platform);
+        self.handing_over().remove(platform);
     }
 
     /// `name`'s tenure (a platform's, or a claim's) ended without being given back: another
@@ -176,13 +270,20 @@ impl Tenures {
 
     /// Whether this replica routes, runs and sends for `platform` now (for a platform served
     /// where accepted: the events it accepted).
+    /// A platform being handed over is still served: the turns routed here finish, and their
+    /// parts are sent.
     pub(crate) fn serves(&self, platform: &str) -> bool {
-        self.follows(platform) || self.where_accepted().contains(platform)
+        (self.holds(platform) && !self.handed(platform)) || self.where_accepted().contains(platform)
     }
 
     /// Whether this replica routes every event of `platform`, wherever it was accepted: alone on
-    /// its store, or holding the platform's tenure.
+    /// its store, or holding the platform's tenure and not handing it over.
     pub(crate) fn follows(&self, platform: &str) -> bool {
+        self.holds(platform) && !self.handing_over().contains_key(platform)
+    }
+
+    /// Alone on its store, or holding `platform`'s tenure, valid now.
+    fn holds(&self, platform: &str) -> bool {
         !self.is_shared() || self.held().get(platform).is_some_and(|clock| clock.valid())
     }
 
@@ -217,10 +318,11 @@ impl Tenures {
         if !self.is_shared() || self.where_accepted().contains(platform) {
             return true;
         }
-        if !self.held().contains_key(platform) {
+        if !self.held().contains_key(platform) || self.handed(platform) {
             return false;
         }
-        let over = |held: &HashMap<String, Arc<TenureClock>>| held.get(platform).is_none_or(|clock| clock.is_over());
+        let over =
+            |held: &HashMap<String, Arc<TenureClock>>| held.get(platform).is_none_or(|clock| clock.is_over()) || self.handed(platform);
         self.after_lapse(|tenures| tenures.serves(platform), over, "a send").await
     }
 
@@ -250,10 +352,12 @@ impl Tenures {
         }
     }
 
-    /// The platforms whose tenure this replica holds now (whose events it routes wherever they
-    /// were accepted), sorted.
+    /// The platforms whose tenure this replica holds now and follows (whose events it routes
+    /// wherever they were accepted), sorted.
     pub(crate) fn platforms(&self) -> Vec<String> {
-        let mut held: Vec<String> = self.held().iter().filter(|(_, clock)| clock.valid()).map(|(p, _)| p.clone()).collect();
+        let handing_over = self.handing_over().clone();
+        let mut held: Vec<String> =
+            self.held().iter().filter(|(p, clock)| clock.valid() && !handing_over.contains_key(*p)).map(|(p, _)| p.clone()).collect();
         held.sort();
         held
     }
