@@ -5,7 +5,7 @@
 //!   p50/p95 latency of sequential turns that append to stored conversations (the session
 //!   header), and the throughput of concurrent conversations, in turns per second.
 //! - Takeover: three replicas on one PostgreSQL schema and the fake Telegram; the leader (the
-//!   replica whose API server answers: standbys open no listener) is killed with SIGKILL, a message
+//!   replica whose status file says it reads Telegram) is killed with SIGKILL, a message
 //!   is sent at once, and the time from the kill to its answer at the fake is taken, over
 //!   [`FAILOVERS`] failovers, for each lease TTL of [`TTLS`] (or `HERMES_BENCH_TTLS`, e.g. `3`).
 //!   The killed replica comes back as a standby before the next round.
@@ -232,16 +232,13 @@ async fn answer_time(telegram: &FakeTelegram, user: &TgUser, text: &str, since: 
     telegram.last_sent_at(answered).expect("the answer arrived").saturating_duration_since(since)
 }
 
-/// The replica that leads: the one whose API server answers (standbys open no listener).
+/// The replica that leads: the one whose status file says it reads Telegram (every replica
+/// serves the API, so an answering API says nothing).
 async fn find_leader(cluster: &[Member]) -> usize {
-    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("http client");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        for (i, member) in cluster.iter().enumerate() {
-            let Some(replica) = &member.running else { continue };
-            if client.get(replica.api("/health")).send().await.is_ok_and(|r| r.status().is_success()) {
-                return i;
-            }
+        if let Some(leader) = cluster.iter().position(|member| member.running.is_some() && member.telegram_state() == "connected") {
+            return leader;
         }
         assert!(Instant::now() < deadline, "no replica leads after 120 s\n{}", logs(cluster));
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -319,10 +316,15 @@ impl Member {
         self.running = Some(Replica::spawn(&self.binary, &self.home, &self.env));
     }
 
-    fn stands_by(&self) -> bool {
+    /// Its Telegram adapter's state, as its status file says (empty before it wrote one).
+    fn telegram_state(&self) -> String {
         let status = std::fs::read_to_string(self.home.status_file()).unwrap_or_default();
         let status: serde_json::Value = serde_json::from_str(&status).unwrap_or_default();
-        status["gateway_state"].as_str().is_some_and(|s| s.starts_with("standby"))
+        status["platforms"]["telegram"]["state"].as_str().unwrap_or_default().to_string()
+    }
+
+    fn stands_by(&self) -> bool {
+        self.telegram_state() == "standby"
     }
 
     fn stop(self) {

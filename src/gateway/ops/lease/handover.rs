@@ -93,11 +93,7 @@ impl ConnectionLeases {
                 continue;
             }
             let Ok(Some(asker)) = claims.claim_holder(&ask_name(name)).await else { continue };
-            if asker == self.holder {
-                continue;
-            }
-            let Ok(all) = self.leases.leases().await else { continue };
-            if self.held_now() >= held_by(&all, &asker) + 2 {
+            if asker != self.holder && self.still_uneven(&asker).await {
                 return asker;
             }
         }
