@@ -170,30 +170,38 @@ mod tests {
         (leases, tenures)
     }
 
-    /// Hold `platform` (lease `platform:<platform>`) as `own` does: until stopped, handing it
-    /// over when asked and standing by again. Returns a watch of whether it is held.
-    fn serve(leases: ConnectionLeases, tenures: Arc<Tenures>, platform: &'static str, stop: CancellationToken) -> Arc<AtomicBool> {
-        let holding = Arc::new(AtomicBool::new(false));
-        let held_now = holding.clone();
-        tokio::spawn(async move {
-            let name = format!("platform:{platform}");
-            loop {
-                let Some(held) = leases.acquire(&name, &stop, |_| {}).await else { return };
-                tenures.take(platform, held.clock()).await;
-                held_now.store(true, Ordering::SeqCst);
-                tokio::select! {
-                    handing = leases.handed_over(&name, &tenures, platform) => {
-                        held_now.store(false, Ordering::SeqCst);
-                        tenures.give_back(platform);
-                        held.release().await;
-                        tokio::time::sleep(TTL).await;
-                        drop(handing);
-                    }
-                    () = stop.cancelled() => return,
-                }
-            }
-        });
-        holding
+    /// A listener (no credential): its lease is `platform:<name>`, and any replica runs it.
+    struct Listener {
+        platform: hermes_adapter::Platform,
+        caps: hermes_adapter::Capabilities,
+    }
+
+    #[async_trait]
+    impl hermes_adapter::PlatformAdapter for Listener {
+        fn platform(&self) -> &hermes_adapter::Platform {
+            &self.platform
+        }
+        fn capabilities(&self) -> &hermes_adapter::Capabilities {
+            &self.caps
+        }
+        async fn run(&self, _ctx: hermes_adapter::AdapterContext) -> Result<(), hermes_adapter::AdapterError> {
+            std::future::pending().await
+        }
+        async fn send(&self, _msg: &hermes_adapter::OutboundMessage) -> Result<hermes_adapter::SendReceipt, hermes_adapter::SendError> {
+            Ok(hermes_adapter::SendReceipt { message_id: None })
+        }
+    }
+
+    /// Serve `platforms` as a listener's lease holder does (`lease::own`): until stopped,
+    /// handing each over when asked and standing by again. Returns a view of the platforms
+    /// served and followed here now.
+    fn serve(leases: &ConnectionLeases, tenures: &Arc<Tenures>, platforms: &[&str], stop: &CancellationToken) -> impl Fn() -> Vec<String> {
+        for platform in platforms {
+            let listener = Listener { platform: hermes_adapter::Platform::new(*platform), caps: hermes_adapter::Capabilities::http() };
+            drop(super::super::own(leases.clone(), &listener, tenures.clone(), stop.clone()));
+        }
+        let tenures = tenures.clone();
+        move || tenures.platforms()
     }
 
     async fn until(timeout: Duration, done: impl Fn() -> bool) -> bool {
@@ -213,25 +221,20 @@ mod tests {
         let store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
         let stop = CancellationToken::new();
         let (a, a_tenures) = replica(&store, "replica-a", true);
-        let a_holds: Vec<Arc<AtomicBool>> =
-            ["telegram", "discord", "webhook"].into_iter().map(|p| serve(a.clone(), a_tenures.clone(), p, stop.clone())).collect();
-        assert!(until(TTL * 10, || a_holds.iter().all(|h| h.load(Ordering::SeqCst))).await, "alone, replica-a takes all three");
+        let all = ["telegram", "discord", "webhook"];
+        let a_serves = serve(&a, &a_tenures, &all, &stop);
+        assert!(until(TTL * 10, || a_serves().len() == 3).await, "alone, replica-a takes all three");
 
         // replica-b comes (back): it stands by for all three, and is handed one.
         let (b, b_tenures) = replica(&store, "replica-b", true);
-        let b_holds: Vec<Arc<AtomicBool>> =
-            ["telegram", "discord", "webhook"].into_iter().map(|p| serve(b.clone(), b_tenures.clone(), p, stop.clone())).collect();
-        let counts = || {
-            let held = |holds: &[Arc<AtomicBool>]| holds.iter().filter(|h| h.load(Ordering::SeqCst)).count();
-            (held(&a_holds), held(&b_holds))
-        };
+        let b_serves = serve(&b, &b_tenures, &all, &stop);
+        let counts = || (a_serves().len(), b_serves().len());
         assert!(until(TTL * 20, || counts() == (2, 1)).await, "handed one over: {:?}", counts());
         // Two against one is as even as three go: nothing moves any more.
         tokio::time::sleep(TTL * 5).await;
         assert_eq!(counts(), (2, 1), "no lease moves once they are even");
-        for (a, b) in a_holds.iter().zip(&b_holds) {
-            assert!(a.load(Ordering::SeqCst) != b.load(Ordering::SeqCst), "each platform held by exactly one replica");
-        }
+        let (on_a, on_b) = (a_serves(), b_serves());
+        assert!(on_b.iter().all(|p| !on_a.contains(p)), "each platform served by exactly one replica: {on_a:?} {on_b:?}");
         stop.cancel();
     }
 
@@ -241,18 +244,18 @@ mod tests {
         let store = Arc::new(SqliteStore::open(&dir.path().join("state.db")).await.unwrap());
         let stop = CancellationToken::new();
         let (a, a_tenures) = replica(&store, "replica-a", false);
-        let a_holds: Vec<Arc<AtomicBool>> =
-            ["telegram", "discord"].into_iter().map(|p| serve(a.clone(), a_tenures.clone(), p, stop.clone())).collect();
-        assert!(until(TTL * 10, || a_holds.iter().all(|h| h.load(Ordering::SeqCst))).await);
+        let a_serves = serve(&a, &a_tenures, &["telegram", "discord"], &stop);
+        assert!(until(TTL * 10, || a_serves().len() == 2).await);
         let (b, b_tenures) = replica(&store, "replica-b", true);
-        let b_holds: Vec<Arc<AtomicBool>> =
-            ["telegram", "discord"].into_iter().map(|p| serve(b.clone(), b_tenures.clone(), p, stop.clone())).collect();
+        let b_serves = serve(&b, &b_tenures, &["telegram", "discord"], &stop);
         // Asked, replica-a stops following one platform while its turns run, then follows it
-        // again when they run on past the bound.
-        assert!(until(TTL * 10, || a_tenures.platforms().len() == 1).await, "asked: one platform is being handed over");
-        assert!(until(drain_bound(TTL) + TTL * 2, || a_tenures.platforms().len() == 2).await, "its turns ran on: followed again");
-        assert!(b_holds.iter().all(|h| !h.load(Ordering::SeqCst)), "nothing was handed over");
-        assert!(a_holds.iter().all(|h| h.load(Ordering::SeqCst)));
+        // again when they run on past the bound (and tries the other, which fares the same).
+        let unfollowed = || ["telegram", "discord"].into_iter().find(|p| !a_serves().iter().any(|served| served == p));
+        assert!(until(TTL * 10, || unfollowed().is_some()).await, "asked: one platform is being handed over");
+        let first = unfollowed().unwrap_or_default();
+        let followed_again = until(drain_bound(TTL) + TTL * 5, || a_serves().iter().any(|served| served == first)).await;
+        assert!(followed_again, "its turns ran on: {first} followed again");
+        assert!(b_serves().is_empty(), "nothing was handed over");
         stop.cancel();
     }
 
